@@ -1,0 +1,736 @@
+"""The Python worker process of the Mimic bridge.
+
+Run by the server as ``python3 -u /path/to/python/mimic_sdk/worker.py``. It reads requests on
+file descriptor 3 and writes answers on file descriptor 4 (``--in-fd`` / ``--out-fd`` change
+that), framed as in :mod:`mimic_sdk.protocol`. Standard output and standard error stay free:
+``print()`` and ``logging`` output of user code is captured per instance and sent to the server
+as ``log`` messages, so nothing a user writes can corrupt the protocol.
+
+Operations (every request is ``{"id": n, "op": ..., ...}``):
+
+- ``load``: ``instance``, ``entries`` (``path``, ``key``, ``file``, ``class``, ``init``,
+  ``attributes``, ``methods``), ``definition``, ``attributes`` (declarative values), ``time``,
+  ``dt`` -> ``values``, ``methods``, ``bound``, ``read_only``, ``components``.
+- ``call``: ``instance``, ``method``, ``args``, ``kwargs``, ``time``, ``dt``, ``attributes``
+  -> ``result``, ``values`` (bound values that changed), ``attributes`` (declarative writes).
+- ``step``: ``items`` (each like a call, ``method`` optional), ``time``/``dt`` defaults
+  -> ``results``: one ``{"ok", "result", "values", "attributes"}`` or ``{"ok": false, "error"}``
+  per item, in order.
+- ``get`` / ``set``: ``instance``, ``attr`` (, ``value``) -> ``value`` / ``values``.
+- ``unload``: ``instance``; ``ping``; ``shutdown``.
+
+Example (what the server does)::
+
+    child = spawn("python3", ["-u", "python/mimic_sdk/worker.py"],
+                  stdio=["ignore", "pipe", "pipe", "pipe", "pipe"])
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if not __package__:
+    # Run as a script, sys.path[0] is this directory: its modules would shadow top-level names
+    # in user code (e.g. `import protocol`), and `mimic_sdk` itself would not be importable.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != _here]
+    sys.path.insert(0, os.path.dirname(_here))
+
+import argparse
+import importlib.util
+import io
+import linecache
+import logging
+import platform
+import re
+import signal
+import threading
+import time
+import traceback
+from functools import partial
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
+
+from mimic_sdk import component as _component
+from mimic_sdk.component import AttributeAccess, ComponentContext, MimicComponent, use_context
+from mimic_sdk.protocol import PROTOCOL_VERSION, ProtocolError, encode_frame, read_frame, write_all
+
+_SCALARS = frozenset((float, int, str, bool, type(None)))
+_MISSING = object()
+_INTERNAL_FILES = frozenset(
+    os.path.realpath(f) for f in (__file__, _component.__file__) if f
+)
+_LOG_LEVELS = ((logging.ERROR, "error"), (logging.WARNING, "warn"), (logging.INFO, "info"))
+
+
+class WorkerError(Exception):
+    """A failure the worker reports to the server instead of crashing.
+
+    Example::
+
+        raise WorkerError("load", "class 'X' not found in a.py", path="import.a.py.class")
+    """
+
+    def __init__(self, kind: str, message: str, path: Optional[str] = None, trace: Optional[str] = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.path = path
+        self.trace = trace
+
+    def to_wire(self) -> Dict[str, Any]:
+        error: Dict[str, Any] = {"kind": self.kind, "message": self.message, "traceback": self.trace or ""}
+        if self.path is not None:
+            error["path"] = self.path
+        return error
+
+
+def jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON-able copy of a value: containers become lists/dicts, arrays use ``tolist()``,
+    anything else becomes its ``repr``.
+
+    Example::
+
+        assert jsonable({1: (2, 3)}) == {"1": [2, 3]}
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if depth > 32:
+        return repr(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {k if type(k) is str else str(k): jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v, depth + 1) for v in value]
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        try:
+            return jsonable(tolist(), depth + 1)
+        except Exception:
+            pass
+    return repr(value)
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback of an exception from user code, without the worker's own leading frames."""
+    tb = exc.__traceback__
+    while tb is not None and os.path.realpath(tb.tb_frame.f_code.co_filename) in _INTERNAL_FILES:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class OutputCapture:
+    """User output, collected per instance and drained into ``log`` messages.
+
+    Bounded twice so a user flooding stdout cannot stall the worker or the server: at most
+    ``per_key_limit`` characters per instance and stream between two drains, and a token bucket
+    of ``rate`` characters per second overall. What does not fit is counted and reported.
+
+    Example::
+
+        capture = OutputCapture()
+        capture.current = "sensor"
+        capture.add("stdout", "hello\\n")
+        assert capture.drain()[0]["text"] == "hello\\n"
+    """
+
+    def __init__(self, per_key_limit: int = 64 * 1024, rate: float = 1024 * 1024, burst: float = 1024 * 1024):
+        self.current: Optional[str] = None
+        self._lock = threading.Lock()
+        self._parts: Dict[Tuple[Optional[str], str, str], List[str]] = {}
+        self._sizes: Dict[Tuple[Optional[str], str, str], int] = {}
+        self._dropped: Dict[Tuple[Optional[str], str, str], int] = {}
+        self._per_key_limit = per_key_limit
+        self._rate = rate
+        self._burst = burst
+        self._tokens = burst
+        self._stamp = time.monotonic()
+
+    def add(self, stream: str, text: str, level: str = "info", instance: Any = _MISSING) -> None:
+        if not text:
+            return
+        key = (self.current if instance is _MISSING else instance, stream, level)
+        size = len(text)
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._rate)
+            self._stamp = now
+            used = self._sizes.get(key, 0)
+            if used + size > self._per_key_limit or size > self._tokens:
+                self._dropped[key] = self._dropped.get(key, 0) + size
+                return
+            self._tokens -= size
+            self._sizes[key] = used + size
+            parts = self._parts.get(key)
+            if parts is None:
+                self._parts[key] = [text]
+            else:
+                parts.append(text)
+
+    def drain(self) -> List[Dict[str, Any]]:
+        with self._lock:
+            if not self._parts and not self._dropped:
+                return []
+            parts, dropped = self._parts, self._dropped
+            self._parts, self._sizes, self._dropped = {}, {}, {}
+        messages = []
+        for key in list(parts) + [k for k in dropped if k not in parts]:
+            instance, stream, level = key
+            text = "".join(parts.get(key, ()))
+            if key in dropped:
+                if text and not text.endswith("\n"):
+                    text += "\n"
+                text += f"[mimic: {dropped[key]} characters of output dropped (output rate limit)]\n"
+            messages.append({"op": "log", "instance": instance, "stream": stream, "level": level, "text": text})
+        return messages
+
+
+class _CaptureStream(io.TextIOBase):
+    """Stands in for sys.stdout / sys.stderr."""
+
+    def __init__(self, capture: OutputCapture, stream: str, level: str):
+        super().__init__()
+        self._capture = capture
+        self._stream = stream
+        self._level = level
+        self.buffer = _CaptureBytes(self)
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:  # type: ignore[override]
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._capture.add(self._stream, text, self._level)
+        return len(text)
+
+
+class _CaptureBytes:
+    """``sys.stdout.buffer`` for code that writes bytes."""
+
+    def __init__(self, text_stream: _CaptureStream):
+        self._text = text_stream
+
+    def write(self, data: bytes) -> int:
+        self._text.write(bytes(data).decode("utf-8", errors="replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class _InstanceLogHandler(logging.Handler):
+    def __init__(self, capture: OutputCapture, instance: str):
+        super().__init__(logging.DEBUG)
+        self._capture = capture
+        self._instance = instance
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level = next((name for number, name in _LOG_LEVELS if record.levelno >= number), "debug")
+            self._capture.add("log", self.format(record) + "\n", level, self._instance)
+        except Exception:
+            self.handleError(record)
+
+
+Binding = Tuple[Callable[[], Any], Optional[Callable[[Any], Any]]]
+
+
+class _Instance:
+    """The Python side of one simulated instance: its objects and prepared dispatch tables."""
+
+    __slots__ = ("name", "objects", "methods", "bindings", "getters", "last", "context", "modules", "components")
+
+    def __init__(self, name: str, context: ComponentContext):
+        self.name = name
+        self.context = context
+        self.objects: List[Any] = []
+        self.methods: Dict[str, Callable[..., Any]] = {}
+        self.bindings: Dict[str, Binding] = {}
+        self.getters: List[Tuple[str, Callable[[], Any]]] = []
+        self.last: Dict[str, Any] = {}
+        self.modules: List[str] = []
+        self.components: List[bool] = []
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return _MISSING
+
+
+class Worker:
+    """Holds the loaded instances of one worker process and answers requests.
+
+    ``handle`` answers one decoded request (tests call it directly); ``serve`` runs the framed
+    protocol loop on two file descriptors.
+
+    Example::
+
+        worker = Worker()
+        reply = worker.handle({"id": 1, "op": "ping"})
+        assert reply == {"id": 1, "ok": True}
+    """
+
+    def __init__(self, capture: Optional[OutputCapture] = None):
+        self.capture = capture or OutputCapture()
+        self.instances: Dict[str, _Instance] = {}
+        self._sequence = 0
+        self._compiled: Dict[str, Tuple[bytes, Any]] = {}
+        self._out_fd: Optional[int] = None
+        self._out_lock = threading.Lock()
+        self._ops: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
+            "load": self._op_load,
+            "call": self._op_call,
+            "step": self._op_step,
+            "get": self._op_get,
+            "set": self._op_set,
+            "unload": self._op_unload,
+            "ping": lambda msg: {},
+            "shutdown": lambda msg: {},
+        }
+
+    # ----------------------------------------------------------------------------- protocol loop
+
+    def handle(self, message: Any) -> Dict[str, Any]:
+        """Answer one request with a success or failure message."""
+        if not isinstance(message, dict):
+            return {"id": None, "ok": False, "error": WorkerError("protocol", "a request must be a JSON object").to_wire()}
+        rid = message.get("id")
+        op = self._ops.get(message.get("op"))  # type: ignore[arg-type]
+        try:
+            if op is None:
+                raise WorkerError("protocol", f"unknown op {message.get('op')!r}")
+            reply = op(message)
+        except WorkerError as exc:
+            return {"id": rid, "ok": False, "error": exc.to_wire()}
+        except Exception as exc:  # a malformed request, or a bug here: report, keep serving
+            trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            return {"id": rid, "ok": False, "error": {"kind": "protocol", "message": _describe(exc), "traceback": trace}}
+        reply["id"] = rid
+        reply["ok"] = True
+        return reply
+
+    def send(self, message: Dict[str, Any]) -> None:
+        frame = encode_frame(message)
+        with self._out_lock:
+            if self._out_fd is not None:
+                write_all(self._out_fd, frame)
+
+    def flush_output(self) -> None:
+        for message in self.capture.drain():
+            self.send(message)
+
+    def serve(self, in_stream: BinaryIO, out_fd: int) -> None:
+        """Answer framed requests until the input ends or a ``shutdown`` request arrives."""
+        self._out_fd = out_fd
+        self.send(
+            {
+                "op": "hello",
+                "protocol": PROTOCOL_VERSION,
+                "pid": os.getpid(),
+                "python": platform.python_version(),
+                "executable": sys.executable,
+            }
+        )
+        while True:
+            try:
+                message = read_frame(in_stream)
+            except ProtocolError as exc:
+                self.send({"id": None, "ok": False, "error": WorkerError("protocol", str(exc)).to_wire()})
+                break
+            if message is None:
+                break
+            reply = self.handle(message)
+            self.flush_output()
+            self.send(reply)
+            if isinstance(message, dict) and message.get("op") == "shutdown":
+                break
+        self.flush_output()
+
+    # ----------------------------------------------------------------------------------- helpers
+
+    def _instance(self, message: Dict[str, Any]) -> _Instance:
+        name = message.get("instance")
+        instance = self.instances.get(name)  # type: ignore[arg-type]
+        if instance is None:
+            raise WorkerError("not_found", f"instance {name!r} is not loaded in this worker")
+        return instance
+
+    def _refresh(self, instance: _Instance, item: Dict[str, Any], time_: Any, dt: Any) -> None:
+        context = instance.context
+        time_ = item.get("time", time_)
+        if time_ is not None:
+            context.time = time_
+        dt = item.get("dt", dt)
+        if dt is not None:
+            context.dt = dt
+        declarative = item.get("attributes")
+        if declarative:
+            context.attributes.update_declarative(declarative)
+
+    def _collect(self, instance: _Instance) -> Dict[str, Any]:
+        """Bound values that changed since the last answer for this instance."""
+        changed: Dict[str, Any] = {}
+        last = instance.last
+        for name, getter in instance.getters:
+            try:
+                value = getter()
+            except BaseException as exc:
+                raise WorkerError("user_code", _describe(exc), f"attributes.{name}", user_traceback(exc)) from None
+            if type(value) not in _SCALARS:
+                value = jsonable(value)
+            old = last.get(name, _MISSING)
+            if old is _MISSING or type(old) is not type(value) or old != value:
+                last[name] = value
+                changed[name] = value
+        return changed
+
+    def _invoke(self, instance: _Instance, item: Dict[str, Any], time_: Any, dt: Any) -> Dict[str, Any]:
+        method = item.get("method")
+        fn = None
+        if method is not None:
+            fn = instance.methods.get(method)
+            if fn is None:
+                bound = ", ".join(sorted(instance.methods)) or "none"
+                raise WorkerError(
+                    "not_found", f"instance {instance.name!r} has no bound method {method!r} (bound: {bound})", method
+                )
+        self._refresh(instance, item, time_, dt)
+        capture = self.capture
+        capture.current = instance.name
+        try:
+            result = None
+            if fn is not None:
+                try:
+                    result = fn(*(item.get("args") or ()), **(item.get("kwargs") or {}))
+                except BaseException as exc:
+                    raise WorkerError("user_code", _describe(exc), method, user_traceback(exc)) from None
+                if type(result) not in _SCALARS:
+                    result = jsonable(result)
+            reply: Dict[str, Any] = {"result": result, "values": self._collect(instance)}
+        finally:
+            capture.current = None
+        changes = instance.context.attributes.take_changes()
+        if changes:
+            reply["attributes"] = jsonable(changes)
+        return reply
+
+    # --------------------------------------------------------------------------------------- ops
+
+    def _op_call(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        if not isinstance(message.get("method"), str):
+            raise WorkerError("protocol", "call needs a method name")
+        return self._invoke(self._instance(message), message, None, None)
+
+    def _op_step(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        time_, dt = message.get("time"), message.get("dt")
+        instances = self.instances
+        results: List[Dict[str, Any]] = []
+        append = results.append
+        for item in message.get("items") or ():
+            instance = instances.get(item.get("instance"))
+            try:
+                if instance is None:
+                    raise WorkerError("not_found", f"instance {item.get('instance')!r} is not loaded in this worker")
+                reply = self._invoke(instance, item, time_, dt)
+            except WorkerError as exc:
+                append({"ok": False, "error": exc.to_wire()})
+                continue
+            reply["ok"] = True
+            append(reply)
+        return {"results": results}
+
+    def _binding(self, instance: _Instance, attr: Any) -> Binding:
+        binding = instance.bindings.get(attr)
+        if binding is None:
+            bound = ", ".join(sorted(instance.bindings)) or "none"
+            raise WorkerError(
+                "not_found", f"attribute {attr!r} of {instance.name!r} is not bound to Python (bound: {bound})",
+                f"attributes.{attr}",
+            )
+        return binding
+
+    def _op_get(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        instance = self._instance(message)
+        attr = message.get("attr")
+        getter = self._binding(instance, attr)[0]
+        self.capture.current = instance.name
+        try:
+            try:
+                value = jsonable(getter())
+            except BaseException as exc:
+                raise WorkerError("user_code", _describe(exc), f"attributes.{attr}", user_traceback(exc)) from None
+            return {"value": value, "values": self._collect(instance)}
+        finally:
+            self.capture.current = None
+
+    def _op_set(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        instance = self._instance(message)
+        attr = message.get("attr")
+        setter = self._binding(instance, attr)[1]
+        if setter is None:
+            raise WorkerError(
+                "read_only", f"attribute {attr!r} of {instance.name!r} is read-only: its binding has a getter and no setter",
+                f"attributes.{attr}",
+            )
+        self.capture.current = instance.name
+        try:
+            try:
+                setter(message.get("value"))
+            except BaseException as exc:
+                raise WorkerError("user_code", _describe(exc), f"attributes.{attr}", user_traceback(exc)) from None
+            return {"values": self._collect(instance)}
+        finally:
+            self.capture.current = None
+
+    def _op_unload(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        return {"unloaded": self._drop(message.get("instance"))}  # type: ignore[arg-type]
+
+    def _drop(self, name: str) -> bool:
+        instance = self.instances.pop(name, None)
+        if instance is None:
+            return False
+        for module in instance.modules:
+            sys.modules.pop(module, None)
+        return True
+
+    # -------------------------------------------------------------------------------------- load
+
+    def _op_load(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        name = message.get("instance")
+        if not isinstance(name, str) or not name:
+            raise WorkerError("protocol", "load needs an instance name")
+        self._drop(name)
+        definition = message.get("definition") or {}
+        declarative = message.get("attributes") or {}
+        model_attributes = definition.get("attributes") if isinstance(definition, dict) else None
+        access = AttributeAccess(declarative, set(model_attributes) if isinstance(model_attributes, dict) else None)
+        logger = logging.Logger(f"mimic.{name}")
+        logger.addHandler(_InstanceLogHandler(self.capture, name))
+        time_, dt = message.get("time"), message.get("dt")
+        context = ComponentContext(
+            name, definition, access, 0.0 if time_ is None else time_, 1.0 if dt is None else dt, logger
+        )
+        instance = _Instance(name, context)
+        self.capture.current = name
+        try:
+            modules: Dict[str, Any] = {}
+            bound_by: Dict[str, str] = {}
+            method_by: Dict[str, str] = {}
+            for entry in message.get("entries") or ():
+                self._load_entry(instance, entry, modules, bound_by, method_by)
+            access.bind(instance.bindings)
+            instance.getters = list((n, b[0]) for n, b in instance.bindings.items())
+            try:
+                values = self._collect(instance)
+            except WorkerError as exc:
+                attr = (exc.path or "").split(".", 1)[-1]
+                raise WorkerError("load", f"reading attribute {attr!r} failed: {exc.message}",
+                                  bound_by.get(attr, exc.path), exc.trace) from None
+        except WorkerError:
+            for module in instance.modules:
+                sys.modules.pop(module, None)
+            raise
+        finally:
+            self.capture.current = None
+        self.instances[name] = instance
+        return {
+            "values": values,
+            "methods": sorted(instance.methods),
+            "bound": sorted(instance.bindings),
+            "read_only": sorted(n for n, b in instance.bindings.items() if b[1] is None),
+            "components": instance.components,
+        }
+
+    def _import(self, instance: _Instance, entry: Dict[str, Any], path: str, label: str) -> Any:
+        file = entry.get("file")
+        if not isinstance(file, str) or not os.path.isabs(file):
+            raise WorkerError("protocol", f"entry {path} needs an absolute file path")
+        try:
+            with open(file, "rb") as handle:
+                source = handle.read()
+        except OSError as exc:
+            raise WorkerError("load", f"cannot read {label}: {exc.strerror or exc}", path) from None
+        cached = self._compiled.get(file)
+        if cached is not None and cached[0] == source:
+            code = cached[1]
+        else:
+            try:
+                code = compile(source, file, "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                where = f" (line {exc.lineno})" if exc.lineno else ""
+                raise WorkerError("load", f"{label}{where}: SyntaxError: {exc.msg}", path,
+                                  "".join(traceback.format_exception_only(type(exc), exc))) from None
+            except ValueError as exc:
+                raise WorkerError("load", f"{label}: {_describe(exc)}", path) from None
+            self._compiled[file] = (source, code)
+        text = source.decode("utf-8", errors="replace")
+        linecache.cache[file] = (len(text), None, text.splitlines(True), file)
+        directory = os.path.dirname(file)
+        if directory not in sys.path:
+            sys.path.append(directory)  # lets the user file import its siblings
+        self._sequence += 1
+        stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(file))[0])
+        module_name = f"mimic_ext_{self._sequence}_{stem}"
+        spec = importlib.util.spec_from_loader(module_name, loader=None, origin=file)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        module.__file__ = file
+        sys.modules[module_name] = module
+        instance.modules.append(module_name)
+        try:
+            exec(code, module.__dict__)
+        except BaseException as exc:
+            raise WorkerError("load", f"importing {label} raised {_describe(exc)}", path, user_traceback(exc)) from None
+        return module
+
+    def _load_entry(
+        self,
+        instance: _Instance,
+        entry: Dict[str, Any],
+        modules: Dict[str, Any],
+        bound_by: Dict[str, str],
+        method_by: Dict[str, str],
+    ) -> None:
+        path = entry.get("path") or f"import.{entry.get('key')}"
+        label = entry.get("key") or os.path.basename(str(entry.get("file")))
+        class_name = entry.get("class")
+        if not isinstance(class_name, str) or not class_name:
+            raise WorkerError("load", f"required: the name of a class in {label}", f"{path}.class")
+        file = entry.get("file")
+        module = modules.get(file)  # type: ignore[arg-type]
+        if module is None:
+            module = modules[file] = self._import(instance, entry, path, label)  # type: ignore[index]
+        cls = getattr(module, class_name, None)
+        if not isinstance(cls, type):
+            what = "not found" if cls is None else f"is not a class (it is a {type(cls).__name__})"
+            raise WorkerError("load", f"class {class_name!r} {what} in {label}", f"{path}.class")
+
+        init = entry.get("init") or {}
+        args = init.get("args") or []
+        kwargs = init.get("kwargs") or {}
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise WorkerError("load", "init.args must be a list and init.kwargs a mapping", f"{path}.init")
+        try:
+            with use_context(instance.context):
+                obj = cls(*args, **kwargs)
+        except BaseException as exc:
+            raise WorkerError(
+                "load", f"{class_name}(...) in {label} raised {_describe(exc)}", f"{path}.init", user_traceback(exc)
+            ) from None
+        instance.objects.append(obj)
+        instance.components.append(isinstance(obj, MimicComponent))
+
+        for attr, spec in (entry.get("attributes") or {}).items():
+            attr_path = f"{path}.attributes.{attr}"
+            if attr in bound_by:
+                raise WorkerError("load", f"attribute {attr!r} is already bound by {bound_by[attr].rsplit('.', 1)[0]}", attr_path)
+            instance.bindings[attr] = self._bind_attribute(obj, class_name, spec, attr_path)
+            bound_by[attr] = attr_path + (".property" if isinstance(spec, dict) and "property" in spec else ".getter")
+
+        for model_method, class_method in (entry.get("methods") or {}).items():
+            method_path = f"{path}.methods.{model_method}"
+            if model_method in method_by:
+                raise WorkerError("load", f"method {model_method!r} is already bound by {method_by[model_method]}", method_path)
+            instance.methods[model_method] = self._bound_callable(obj, class_name, class_method, method_path)
+            method_by[model_method] = method_path
+
+    def _bound_callable(self, obj: Any, class_name: str, name: Any, path: str) -> Callable[..., Any]:
+        if not isinstance(name, str) or not name:
+            raise WorkerError("load", "required: the name of a method", path)
+        if name.startswith("_"):
+            raise WorkerError("load", f"{name!r} is not a public method of {class_name!r}", path)
+        fn = getattr(obj, name, None)
+        if fn is None:
+            raise WorkerError("load", f"{class_name!r} has no method {name!r}", path)
+        if not callable(fn):
+            raise WorkerError("load", f"{class_name}.{name} is not a method", path)
+        return fn
+
+    def _bind_attribute(self, obj: Any, class_name: str, spec: Any, path: str) -> Binding:
+        if not isinstance(spec, dict):
+            raise WorkerError("load", "a binding is {property: name} or {getter: name, setter: name}", path)
+        if "property" in spec:
+            prop = spec["property"]
+            prop_path = f"{path}.property"
+            if not isinstance(prop, str) or not prop:
+                raise WorkerError("load", "required: the name of a property", prop_path)
+            static = _class_attribute(type(obj), prop)
+            if static is _MISSING and prop not in getattr(obj, "__dict__", {}):
+                raise WorkerError("load", f"{class_name!r} has no property {prop!r}", prop_path)
+            if callable(static) and not isinstance(static, property):
+                raise WorkerError(
+                    "load", f"{class_name}.{prop} is a method; bind it with {{getter: {prop}}}", prop_path
+                )
+            read_only = isinstance(static, property) and static.fset is None
+            return partial(getattr, obj, prop), None if read_only else partial(setattr, obj, prop)
+        if "getter" in spec:
+            getter = self._bound_callable(obj, class_name, spec["getter"], f"{path}.getter")
+            setter = None
+            if spec.get("setter") is not None:
+                setter = self._bound_callable(obj, class_name, spec["setter"], f"{path}.setter")
+            return getter, setter
+        raise WorkerError("load", "a binding needs 'property' or 'getter'", path)
+
+
+def _watch_parent(worker: Worker, parent: int) -> None:
+    # Also gets output of long calls and of user threads to the server while the loop is busy.
+    while True:
+        time.sleep(0.25)
+        if os.getppid() != parent:
+            os._exit(0)  # the server is gone: never linger as an orphan
+        try:
+            worker.flush_output()
+        except OSError:
+            os._exit(0)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Entry point: serve the protocol on the given descriptors (3 and 4 by default)."""
+    parser = argparse.ArgumentParser(description="Mimic Python worker (speaks the bridge protocol)")
+    parser.add_argument("--in-fd", type=int, default=3)
+    parser.add_argument("--out-fd", type=int, default=4)
+    options = parser.parse_args(argv)
+    try:
+        in_stream = open(options.in_fd, "rb", buffering=1 << 16, closefd=False)
+        os.fstat(options.out_fd)
+    except OSError as exc:
+        sys.stderr.write(f"mimic worker: protocol descriptors {options.in_fd}/{options.out_fd} are not open ({exc})\n")
+        sys.exit(2)
+    # Ctrl-C in a terminal reaches the whole process group; the server decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker = Worker()
+    sys.stdout = _CaptureStream(worker.capture, "stdout", "info")
+    sys.stderr = _CaptureStream(worker.capture, "stderr", "warn")
+    threading.Thread(target=_watch_parent, args=(worker, os.getppid()), name="mimic-watch", daemon=True).start()
+    try:
+        worker.serve(in_stream, options.out_fd)
+    except OSError:
+        pass  # the server closed the pipes
+    os._exit(0)  # user threads must not keep a finished worker alive
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+import { Command, Option } from 'commander'
+import { ConfigError, parseConfig } from './config.js'
+import { loadDefinitionFile } from './definition/load-file.js'
+import { MimicError } from './errors.js'
+import { SERVER_VERSION } from './version.js'
+
+/**
+ * The `mimic` command line: argument parsing only; the work is done by the modules it calls.
+ *
+ * @example
+ * await runCli(['node', 'mimic', 'validate', 'examples/pt100/system.yaml'])
+ */
+export async function runCli(argv: string[]): Promise<void> {
+  const program = new Command()
+  program.name('mimic').description('Mimic device-simulation server').version(SERVER_VERSION)
+  program.showHelpAfterError()
+
+  program
+    .command('serve')
+    .description('start the server (every flag can also come from a MIMIC_* environment variable)')
+    .option('--system <file>', 'system definition to load at start (YAML or JSON) [MIMIC_SYSTEM]')
+    .option('--host <host>', 'listen address [MIMIC_HOST] (default 127.0.0.1)')
+    .option('--port <port>', 'HTTP port, 0 picks a free one [MIMIC_PORT] (default 8000)')
+    .option('--product-key <key>', 'key clients send as Authorization: Bearer <key> [MIMIC_PRODUCT_KEY]')
+    .option('--insecure', 'allow listening beyond loopback without a product key [MIMIC_INSECURE]')
+    .option('--extensions <dir...>', 'directories Python imports may come from, repeatable [MIMIC_EXTENSIONS, ":"-separated] (default ./extensions)')
+    .option('--snapshots-dir <dir>', 'snapshots directory [MIMIC_SNAPSHOTS_DIR] (default ./snapshots)')
+    .addOption(new Option('--snapshots-mode <mode>', 'durable writes every save to a file; memory keeps them in memory [MIMIC_SNAPSHOTS_MODE]').choices(['durable', 'memory']))
+    .option('--load-snapshot <id|path>', 'start from a saved snapshot [MIMIC_LOAD_SNAPSHOT]')
+    .option('--python <interpreter>', 'Python interpreter for user code, e.g. a venv\'s python [MIMIC_PYTHON] (default python3 on PATH)')
+    .option('--python-workers <n>', 'number of Python worker processes [MIMIC_PYTHON_WORKERS] (default: one per core)')
+    .option('--python-timeout <seconds>', 'time limit of one call into Python [MIMIC_PYTHON_TIMEOUT] (default 10)')
+    .option('--body-limit <bytes>', 'largest accepted request body [MIMIC_BODY_LIMIT] (default 16 MiB)')
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
+    .action(async (flags: Record<string, unknown>) => {
+      const config = parseConfig(flags)
+      const { startMimic } = await import('./mimic.js')
+      const server = await startMimic(config)
+      let stopping = false
+      const stop = (signal: string): void => {
+        if (stopping) return
+        stopping = true
+        server.logger.info({ signal }, 'shutting down')
+        const force = setTimeout(() => process.exit(1), 10_000)
+        force.unref()
+        void server.close().then(() => process.exit(0))
+      }
+      process.on('SIGINT', () => stop('SIGINT'))
+      process.on('SIGTERM', () => stop('SIGTERM'))
+    })
+
+  program
+    .command('validate')
+    .description('check a system or model definition file offline; prints every problem with its path and line:column')
+    .argument('<file>', 'YAML or JSON file')
+    .action(async (file: string) => {
+      const result = await loadDefinitionFile(file)
+      if (!result.details.length) {
+        console.log(`${file}: valid ${result.kind} definition`)
+        return
+      }
+      console.error(`${file}: ${result.details.length} problem${result.details.length === 1 ? '' : 's'}`)
+      for (const d of result.details) console.error(`  ${file}:${d.line ?? '?'}:${d.column ?? '?'}  ${d.path || '(root)'}: ${d.message}`)
+      process.exitCode = 1
+    })
+
+  const snapshot = program.command('snapshot').description('save, list, load and delete snapshots on a running server')
+  const remote = (cmd: Command): Command =>
+    cmd
+      .option('--url <url>', 'server address [MIMIC_URL]', process.env.MIMIC_URL ?? 'http://127.0.0.1:8000')
+      .option('--product-key <key>', 'product key [MIMIC_PRODUCT_KEY]', process.env.MIMIC_PRODUCT_KEY)
+  const call = async (opts: { url: string; productKey?: string }, method: string, kwargs: Record<string, unknown>): Promise<void> => {
+    const { snapshotCall } = await import('./cli-remote.js')
+    console.log(JSON.stringify(await snapshotCall(opts, method, kwargs), null, 2))
+  }
+  remote(snapshot.command('save').description('save the structure of the running system'))
+    .option('--path <path>', 'file to write (inside the snapshots directory)')
+    .option('--directory <dir>', 'directory (with --name)')
+    .option('--name <name>', 'file name (with --directory)')
+    .option('--label <label>', 'label stored in the snapshot')
+    .option('--notes <notes>', 'notes stored in the snapshot')
+    .action(async (opts) => call(opts, 'save', pickDefined(opts, ['path', 'directory', 'name', 'label', 'notes'])))
+  remote(snapshot.command('list').description('list in-memory snapshots and snapshot files')).action(async (opts) => call(opts, 'list', {}))
+  remote(snapshot.command('load').description('replace the running system with a snapshot').argument('<id|path>'))
+    .action(async (ref: string, opts) => call(opts, 'load', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }))
+  remote(snapshot.command('delete').description('delete a snapshot').argument('<id|path>'))
+    .action(async (ref: string, opts) => call(opts, 'delete', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }))
+
+  await program.parseAsync(argv)
+}
+
+function pickDefined(opts: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => opts[k] !== undefined).map((k) => [k, opts[k]]))
+}
+
+/** Prints a failure the way a person at a terminal wants it: the message, not a stack. */
+export function reportCliError(err: unknown): void {
+  if (err instanceof ConfigError) console.error(err.message)
+  else if (err instanceof MimicError) {
+    console.error(`error: ${err.message}`)
+    if (!err.message.includes('\n')) for (const d of err.details) console.error(`  ${d.path || '(root)'}: ${d.message}`)
+  } else console.error(`error: ${(err as Error)?.message ?? String(err)}`)
+  process.exitCode = 1
+}

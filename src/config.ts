@@ -1,0 +1,103 @@
+import { availableParallelism } from 'node:os'
+import { delimiter, resolve } from 'node:path'
+import { z } from 'zod'
+
+/**
+ * Everything `mimic serve` can be told, from flags or `MIMIC_*` environment variables (flags
+ * win). One zod schema gives the type, the defaults and the error messages.
+ *
+ * @example
+ * const config = parseConfig({ port: '0' }, process.env)
+ */
+export const configSchema = z.strictObject({
+  system: z.string().optional(),
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(8000),
+  productKey: z.string().optional(),
+  insecure: z.boolean().default(false),
+  extensions: z.array(z.string()).default(['./extensions']),
+  snapshotsDir: z.string().default('./snapshots'),
+  snapshotsMode: z.enum(['durable', 'memory']).default('durable'),
+  loadSnapshot: z.string().optional(),
+  python: z.string().optional(),
+  pythonWorkers: z.coerce.number().int().min(1).max(256).default(Math.max(1, availableParallelism())),
+  pythonTimeout: z.coerce.number().positive().max(3600).default(10),
+  bodyLimit: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+})
+
+export type Config = z.output<typeof configSchema>
+export type ConfigInput = z.input<typeof configSchema>
+
+/** Environment variable for each option. */
+export const ENV_NAMES: Record<keyof Config, string> = {
+  system: 'MIMIC_SYSTEM',
+  host: 'MIMIC_HOST',
+  port: 'MIMIC_PORT',
+  productKey: 'MIMIC_PRODUCT_KEY',
+  insecure: 'MIMIC_INSECURE',
+  extensions: 'MIMIC_EXTENSIONS',
+  snapshotsDir: 'MIMIC_SNAPSHOTS_DIR',
+  snapshotsMode: 'MIMIC_SNAPSHOTS_MODE',
+  loadSnapshot: 'MIMIC_LOAD_SNAPSHOT',
+  python: 'MIMIC_PYTHON',
+  pythonWorkers: 'MIMIC_PYTHON_WORKERS',
+  pythonTimeout: 'MIMIC_PYTHON_TIMEOUT',
+  bodyLimit: 'MIMIC_BODY_LIMIT',
+  logLevel: 'MIMIC_LOG_LEVEL',
+}
+
+/** A configuration problem, reported by the CLI before anything starts. */
+export class ConfigError extends Error {}
+
+/**
+ * Merges flags over environment variables and validates the result. Lists come from the
+ * environment separated by the platform's path delimiter (`:` here), like PATH.
+ */
+export function parseConfig(flags: Partial<Record<keyof Config, unknown>>, env: NodeJS.ProcessEnv = process.env): Config {
+  const merged: Record<string, unknown> = {}
+  for (const [key, envName] of Object.entries(ENV_NAMES) as [keyof Config, string][]) {
+    const fromFlag = flags[key]
+    const fromEnv = env[envName]
+    if (fromFlag !== undefined && !(Array.isArray(fromFlag) && fromFlag.length === 0)) merged[key] = fromFlag
+    else if (fromEnv !== undefined && fromEnv !== '') {
+      if (key === 'extensions') merged[key] = fromEnv.split(delimiter).filter(Boolean)
+      else if (key === 'insecure') merged[key] = ['1', 'true', 'yes'].includes(fromEnv.toLowerCase())
+      else merged[key] = fromEnv
+    }
+  }
+  const result = configSchema.safeParse(merged)
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => {
+      const key = String(i.path[0] ?? '')
+      const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+      return `${flag} (${ENV_NAMES[key as keyof Config] ?? ''}): ${i.message}`
+    })
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`)
+  }
+  const config = result.data
+  config.extensions = config.extensions.map((dir) => resolve(dir))
+  config.snapshotsDir = resolve(config.snapshotsDir)
+  if (config.system) config.system = resolve(config.system)
+  return config
+}
+
+/** Whether a listen address is on this machine only. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host)
+}
+
+/**
+ * Refuses to expose an unauthenticated API beyond loopback (API.md section 2).
+ *
+ * @example
+ * checkExposure({ host: '0.0.0.0', productKey: undefined, insecure: false }) // throws ConfigError
+ */
+export function checkExposure(config: Pick<Config, 'host' | 'productKey' | 'insecure'>): void {
+  if (!config.productKey && !isLoopback(config.host) && !config.insecure) {
+    throw new ConfigError(
+      `Refusing to listen on ${config.host} without a product key: anyone on the network could drive the simulation. ` +
+        'Set --product-key (or MIMIC_PRODUCT_KEY), listen on 127.0.0.1, or pass --insecure if this network is yours alone.',
+    )
+  }
+}

@@ -1,0 +1,247 @@
+import { z } from 'zod'
+import { nameProblem, nameSchema, pythonIdentifier } from './names.js'
+import { modbusSlaveSchema } from '../protocols/modbus/schema.js'
+
+/** Value types an attribute may declare; `any` accepts every JSON value. */
+export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
+export type AttributeType = (typeof ATTRIBUTE_TYPES)[number]
+
+const SPEC_KEYS = new Set(['default', 'type', 'unit', 'description'])
+
+/**
+ * An attribute is written either as its default value (`temperature: 0.0`) or as a spec
+ * (`temperature: {default: 0.0, type: float, unit: degC}`). An object counts as a spec when it
+ * has a `default` key and no keys other than those of a spec; any other object is a default value.
+ */
+export function isAttributeSpec(value: unknown): value is { default: unknown; type?: string; unit?: string } {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
+  const keys = Object.keys(value)
+  return keys.includes('default') && keys.every((k) => SPEC_KEYS.has(k))
+}
+
+const attributeSpecSchema = z.strictObject({
+  default: z.unknown(),
+  type: z.enum(ATTRIBUTE_TYPES).optional(),
+  unit: z.string().max(64).optional(),
+  description: z.string().max(1024).optional(),
+})
+
+const bindingSchema = z.union([
+  z.strictObject({ property: pythonIdentifier }),
+  z.strictObject({ getter: pythonIdentifier, setter: pythonIdentifier.optional() }),
+])
+
+/** One class of an `import` entry: what to instantiate and what to bind. */
+export const importEntrySchema = z.strictObject({
+  class: pythonIdentifier,
+  init: z
+    .strictObject({
+      args: z.array(z.unknown()).optional(),
+      kwargs: z.record(z.string(), z.unknown()).optional(),
+    })
+    .optional(),
+  attributes: z.record(z.string(), bindingSchema).optional(),
+  methods: z.record(z.string(), pythonIdentifier).optional(),
+})
+export type ImportEntry = z.infer<typeof importEntrySchema>
+
+const importKeySchema = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((k) => k.endsWith('.py'), 'an import key is the path of a .py file')
+  .refine((k) => !/[\0-\x1f]/.test(k), 'control characters are not allowed in a path')
+
+/** Adapter kinds a model may declare under `communication`, each with its schema. */
+export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema } as const
+export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
+
+const communicationEntrySchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((entry, ctx) => {
+    const keys = Object.keys(entry)
+    if (keys.length !== 1) {
+      ctx.addIssue({ code: 'custom', message: 'each communication entry is a single-entry map: {<adapter kind>: {...}}' })
+      return
+    }
+    const kind = keys[0]!
+    const schema = (ADAPTER_SCHEMAS as Record<string, z.ZodType>)[kind]
+    if (!schema) {
+      ctx.addIssue({ code: 'custom', path: [kind], message: `unknown adapter kind '${kind}' (known: ${Object.keys(ADAPTER_SCHEMAS).join(', ')})` })
+      return
+    }
+    const result = schema.safeParse(entry[kind])
+    if (!result.success) {
+      for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: [kind, ...issue.path] } as z.core.$ZodRawIssue)
+    }
+  })
+
+/**
+ * A model template: its attributes, optional Python behaviour (`import`) and protocol adapters
+ * (`communication`). Cross-field rules (bindings and mappings name declared attributes, method
+ * names are valid) are checked here too, so one parse reports every problem with its path.
+ *
+ * @example
+ * modelDefinitionSchema.safeParse({ attributes: { temperature: 0.0 } }).success // true
+ */
+export const modelDefinitionSchema = z
+  .strictObject({
+    description: z.string().max(4096).optional(),
+    attributes: z.record(z.string(), z.unknown()).default({}),
+    import: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),
+    communication: z.array(communicationEntrySchema).optional(),
+  })
+  .superRefine((model, ctx) => {
+    const declared = new Set<string>()
+    for (const [attr, value] of Object.entries(model.attributes)) {
+      const problem = nameProblem(attr)
+      if (problem) ctx.addIssue({ code: 'custom', path: ['attributes', attr], message: problem })
+      declared.add(attr)
+      if (isAttributeSpec(value)) {
+        const spec = attributeSpecSchema.safeParse(value)
+        if (!spec.success) {
+          for (const issue of spec.error.issues) ctx.addIssue({ ...issue, path: ['attributes', attr, ...issue.path] } as z.core.$ZodRawIssue)
+        } else if (spec.data.type) {
+          const why = typeProblem(spec.data.type, spec.data.default)
+          if (why) ctx.addIssue({ code: 'custom', path: ['attributes', attr, 'default'], message: why })
+        }
+      }
+    }
+    const bound = new Map<string, string>()
+    const methods = new Map<string, string>()
+    for (const [key, value] of Object.entries(model.import ?? {})) {
+      const entries = Array.isArray(value) ? value : [value]
+      entries.forEach((entry, index) => {
+        const base: (string | number)[] = Array.isArray(value) ? ['import', key, index] : ['import', key]
+        for (const attr of Object.keys(entry.attributes ?? {})) {
+          const at = [...base, 'attributes', attr]
+          if (!declared.has(attr)) ctx.addIssue({ code: 'custom', path: at, message: `'${attr}' is not an attribute of this model (declare it under attributes)` })
+          const previous = bound.get(attr)
+          if (previous) ctx.addIssue({ code: 'custom', path: at, message: `'${attr}' is already bound by ${previous}` })
+          else bound.set(attr, formatPath(base))
+        }
+        for (const method of Object.keys(entry.methods ?? {})) {
+          const at = [...base, 'methods', method]
+          const problem = methodNameProblem(method)
+          if (problem) ctx.addIssue({ code: 'custom', path: at, message: problem })
+          const previous = methods.get(method)
+          if (previous) ctx.addIssue({ code: 'custom', path: at, message: `method '${method}' is already mapped by ${previous}` })
+          else methods.set(method, formatPath(base))
+        }
+      })
+    }
+    const counts = new Map<string, number>()
+    ;(model.communication ?? []).forEach((entry, index) => {
+      const kind = Object.keys(entry)[0]
+      if (kind !== 'modbus_slave') return
+      counts.set(kind, (counts.get(kind) ?? 0) + 1)
+      const mapping = (entry[kind] as { mapping?: Record<string, unknown> } | undefined)?.mapping ?? {}
+      for (const attr of Object.keys(mapping)) {
+        if (!declared.has(attr)) {
+          ctx.addIssue({ code: 'custom', path: ['communication', index, kind, 'mapping', attr], message: `'${attr}' is not an attribute of this model` })
+        }
+      }
+    })
+  })
+
+/** A model definition as written by the user (input shape). */
+export type ModelDefinition = z.input<typeof modelDefinitionSchema>
+/** A model definition after defaults were applied. */
+export type ParsedModelDefinition = z.output<typeof modelDefinitionSchema>
+
+/** Lifecycle methods a model may map onto class methods; any other valid name becomes a new method. */
+export const LIFECYCLE_METHODS = new Set(['run', 'prepare', 'start', 'stop', 'reset'])
+/** Names an instance uses for its children and properties, so a mapped method may not take them. */
+const INSTANCE_NAMES = new Set(['attributes', 'timer', 'polling', 'communication', 'import', 'state', 'model', 'name', 'type', 'path', 'attr', 'children', 'methods', 'value'])
+
+function methodNameProblem(method: string): string | null {
+  if (LIFECYCLE_METHODS.has(method)) return null
+  if (INSTANCE_NAMES.has(method)) return `'${method}' is a child or property of an instance and cannot be a method name`
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(method) || method.length > 128) return `'${method}' is not a valid method name`
+  if (['save', 'list', 'load', 'enable', 'disable', 'detach', 'attach', 'delete', '__proto__', 'constructor', 'prototype'].includes(method)) {
+    return `'${method}' is reserved`
+  }
+  return null
+}
+
+/**
+ * Why `value` does not fit attribute type `type`, or null when it does.
+ *
+ * @example
+ * typeProblem('float', 'hot') // "expected a number (float), got string"
+ */
+export function typeProblem(type: AttributeType, value: unknown): string | null {
+  const got = value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value
+  switch (type) {
+    case 'float':
+      return typeof value === 'number' && Number.isFinite(value) ? null : `expected a finite number (float), got ${describe(value, got)}`
+    case 'int':
+      return Number.isSafeInteger(value) ? null : `expected an integer (int), got ${describe(value, got)}`
+    case 'bool':
+      return typeof value === 'boolean' ? null : `expected true or false (bool), got ${got}`
+    case 'str':
+      return typeof value === 'string' ? null : `expected a string (str), got ${got}`
+    case 'list':
+      return Array.isArray(value) ? null : `expected a list, got ${got}`
+    case 'dict':
+      return value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object (dict), got ${got}`
+    case 'any':
+      return value === undefined ? 'a value is required' : null
+  }
+}
+
+function describe(value: unknown, got: string): string {
+  return typeof value === 'number' ? String(value) : got
+}
+
+/**
+ * The type of an attribute declared without one, inferred from its default.
+ *
+ * @example
+ * inferType(0.0) // 'float'
+ */
+export function inferType(value: unknown): AttributeType {
+  if (typeof value === 'number') return 'float'
+  if (typeof value === 'boolean') return 'bool'
+  if (typeof value === 'string') return 'str'
+  if (Array.isArray(value)) return 'list'
+  if (value !== null && typeof value === 'object') return 'dict'
+  return 'any'
+}
+
+/** An attribute of a model after normalisation. */
+export interface AttributeDeclaration {
+  name: string
+  default: unknown
+  type: AttributeType
+  unit?: string
+  description?: string
+}
+
+/**
+ * The attributes of a parsed model in declaration order, with types filled in.
+ *
+ * @example
+ * attributeDeclarations({ attributes: { t: 1.5 } })[0] // { name: 't', default: 1.5, type: 'float' }
+ */
+export function attributeDeclarations(model: ParsedModelDefinition): AttributeDeclaration[] {
+  return Object.entries(model.attributes).map(([name, value]) => {
+    if (isAttributeSpec(value)) {
+      const spec = value as { default: unknown; type?: AttributeType; unit?: string; description?: string }
+      return { name, default: spec.default, type: spec.type ?? inferType(spec.default), unit: spec.unit, description: spec.description }
+    }
+    return { name, default: value, type: inferType(value) }
+  })
+}
+
+/** Formats a zod issue path the way faults show it: `import.x.py[1].class`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = ''
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`
+    else out += out ? `.${String(part)}` : String(part)
+  }
+  return out
+}
+
+export { nameSchema }

@@ -1,0 +1,143 @@
+/**
+ * The fault catalogue: every error Mimic reports has one class here, with a stable `code`,
+ * the `event` name used in fault documents and one HTTP status. Nothing below the HTTP layer
+ * knows HTTP, but every layer throws these, so the server can turn any of them into the
+ * fault document of API.md section 6 without guessing.
+ *
+ * @example
+ * throw new ValidationError("Model 'pt100': 1 error", [{ path: 'attributes.x', message: 'required' }])
+ */
+
+/** One problem inside a larger input, located by a dotted path (and a YAML position when known). */
+export interface ErrorDetail {
+  path: string
+  message: string
+  line?: number
+  column?: number
+  [key: string]: unknown
+}
+
+/** Every fault kind: its code, the event name of the fault document and its HTTP status. */
+export const FAULT_KINDS = {
+  BAD_REQUEST: { event: 'bad_request', status: 400, type: 'BadRequestError' },
+  UNAUTHORIZED: { event: 'unauthorized', status: 401, type: 'UnauthorizedError' },
+  FORBIDDEN: { event: 'forbidden', status: 403, type: 'ForbiddenError' },
+  NOT_FOUND: { event: 'not_found', status: 404, type: 'NotFoundError' },
+  CONFLICT: { event: 'conflict', status: 409, type: 'ConflictError' },
+  PAYLOAD_TOO_LARGE: { event: 'payload_too_large', status: 413, type: 'PayloadTooLargeError' },
+  VALIDATION: { event: 'validation', status: 422, type: 'ValidationError' },
+  USER_CODE: { event: 'user_code', status: 500, type: 'UserCodeError' },
+  INTERNAL: { event: 'internal', status: 500, type: 'InternalError' },
+  WORKER_GONE: { event: 'worker_gone', status: 503, type: 'WorkerGoneError' },
+  WORKER_TIMEOUT: { event: 'worker_timeout', status: 504, type: 'WorkerTimeoutError' },
+} as const
+
+export type FaultCode = keyof typeof FAULT_KINDS
+
+/** Base of every error Mimic throws at a boundary. */
+export class MimicError extends Error {
+  readonly code: FaultCode
+  readonly details: ErrorDetail[]
+
+  constructor(code: FaultCode, message: string, details: ErrorDetail[] = []) {
+    super(message)
+    this.code = code
+    this.details = details
+    this.name = FAULT_KINDS[code].type
+  }
+
+  get status(): number {
+    return FAULT_KINDS[this.code].status
+  }
+
+  get event(): string {
+    return FAULT_KINDS[this.code].event
+  }
+}
+
+/** 400: the body is not JSON, or the envelope is wrong. */
+export class BadRequestError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('BAD_REQUEST', message, details)
+  }
+}
+
+/** 401: missing or wrong product key. */
+export class UnauthorizedError extends MimicError {
+  constructor(message = 'Missing or wrong product key (send Authorization: Bearer <key>)') {
+    super('UNAUTHORIZED', message)
+  }
+}
+
+/** 403: a path outside the directories the operator allowed. */
+export class ForbiddenError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('FORBIDDEN', message, details)
+  }
+}
+
+/** 404: unknown component, property, method, model or snapshot. */
+export class NotFoundError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('NOT_FOUND', message, details)
+  }
+}
+
+/** 409: the request conflicts with the current state (a model in use, a port taken). */
+export class ConflictError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('CONFLICT', message, details)
+  }
+}
+
+/** 413: the request body is larger than the configured limit. */
+export class PayloadTooLargeError extends MimicError {
+  constructor(message: string) {
+    super('PAYLOAD_TOO_LARGE', message)
+  }
+}
+
+/** 422: an invalid definition or value; `details` lists every problem with its path. */
+export class ValidationError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('VALIDATION', message, details)
+  }
+}
+
+/** 500: the user's Python code raised; the traceback is in `details`. */
+export class UserCodeError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('USER_CODE', message, details)
+  }
+}
+
+/** 500: a bug in Mimic itself. */
+export class InternalError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('INTERNAL', message, details)
+  }
+}
+
+/** 503: the Python worker that held the instance is gone. */
+export class WorkerGoneError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('WORKER_GONE', message, details)
+  }
+}
+
+/** 504: a call into Python ran past its time limit. */
+export class WorkerTimeoutError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('WORKER_TIMEOUT', message, details)
+  }
+}
+
+/** Summarises a list of problems as "<subject>: N errors: first; second; ...". */
+export function summarize(subject: string, details: ErrorDetail[]): string {
+  const n = details.length
+  const shown = details
+    .slice(0, 5)
+    .map((d) => (d.path ? `${d.path}: ${d.message}` : d.message))
+    .join('; ')
+  return `${subject}: ${n} error${n === 1 ? '' : 's'}: ${shown}${n > 5 ? '; ...' : ''}`
+}

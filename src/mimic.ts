@@ -1,0 +1,108 @@
+import type { FastifyInstance } from 'fastify'
+import pino, { type Logger } from 'pino'
+import { checkExposure, type Config } from './config.js'
+import { ValidationError } from './errors.js'
+import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
+import { ModbusHub } from './protocols/modbus/index.js'
+import { PythonPool } from './python/index.js'
+import { buildApp } from './server/app.js'
+import { SnapshotStore } from './snapshots/index.js'
+import type { SystemServices } from './system/services.js'
+import { System } from './system/system.js'
+import { SERVER_VERSION } from './version.js'
+
+/** A running Mimic server. */
+export interface MimicServer {
+  /** Base URL, e.g. `http://127.0.0.1:8000`. */
+  url: string
+  port: number
+  system: System
+  app: FastifyInstance
+  logger: Logger
+  /** Stops HTTP, the simulation, Modbus listeners and Python workers. */
+  close(): Promise<void>
+}
+
+/**
+ * Starts Mimic: services, the system (from `--system` and/or `--load-snapshot`) and the HTTP
+ * server. Everything it started is stopped again if a later step fails.
+ *
+ * @example
+ * const server = await startMimic(parseConfig({ port: 0 }))
+ * console.log(server.url)
+ * await server.close()
+ */
+export async function startMimic(config: Config, opts: { logger?: Logger } = {}): Promise<MimicServer> {
+  checkExposure(config)
+  const logger = opts.logger ?? pino({ level: config.logLevel, base: { service: 'mimic' } })
+  let pool: PythonPool | undefined
+  const lostHandlers: Array<(names: string[], reason: string) => void> = []
+  const python = (): PythonPool => {
+    if (!pool) {
+      pool = new PythonPool({ python: config.python ?? 'python3', workers: config.pythonWorkers, timeoutMs: config.pythonTimeout * 1000, logger: logger.child({ component: 'python' }) })
+      for (const handler of lostHandlers) pool.onInstancesLost(handler)
+    }
+    return pool
+  }
+  // The system subscribes before the pool exists; the pool is created on first use.
+  const pythonAccess = Object.assign(python, {
+    onLost: (handler: (names: string[], reason: string) => void) => {
+      lostHandlers.push(handler)
+      pool?.onInstancesLost(handler)
+    },
+  })
+  const modbus = new ModbusHub({ logger: logger.child({ component: 'modbus' }) })
+  const snapshots = new SnapshotStore({ dir: config.snapshotsDir, mode: config.snapshotsMode, serverVersion: SERVER_VERSION, logger: logger.child({ component: 'snapshots' }) })
+  const services: SystemServices = { logger, serverVersion: SERVER_VERSION, extensions: config.extensions, python: pythonAccess, modbus, snapshots }
+  const system = new System(services)
+  const shutdown = async (): Promise<void> => {
+    await system.destroy().catch((err: unknown) => logger.warn({ err }, 'stopping the system failed'))
+    await modbus.close().catch(() => {})
+    await pool?.close().catch(() => {})
+  }
+
+  let app: FastifyInstance | undefined
+  try {
+    if (config.system) {
+      const loaded = await loadDefinitionFile(config.system)
+      if (loaded.details.length) {
+        throw new ValidationError(`System file ${config.system} is invalid:\n${loaded.details.map((d) => `  ${d.line ? `${d.line}:${d.column} ` : ''}${d.path || '(root)'}: ${d.message}`).join('\n')}`, loaded.details)
+      }
+      if (loaded.kind === 'model') throw new ValidationError(`${config.system} holds a single model, not a system (models, instances, connections)`)
+      await system.exclusive(() => system.replaceStructure(asSystemDefinition(loaded.data), `System file ${config.system}`))
+    }
+    if (config.loadSnapshot) {
+      const ref = config.loadSnapshot
+      const selector = /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }
+      const snapshot = await snapshots.read(selector)
+      await system.exclusive(() => system.replaceStructure(snapshot.definition, `Snapshot '${snapshot.id}'`))
+    }
+    app = await buildApp({ system, logger, productKey: config.productKey, bodyLimit: config.bodyLimit })
+    await app.listen({ host: config.host, port: config.port })
+  } catch (err) {
+    await app?.close().catch(() => {})
+    await shutdown()
+    throw err
+  }
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : config.port
+  const host = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host
+  const url = `http://${host}:${port}`
+  logger.info({ url, port, instances: system.instances.size, snapshots: config.snapshotsDir, extensions: config.extensions }, `Mimic listening on ${url}`)
+  const server = app
+  let closing: Promise<void> | undefined
+  return {
+    url,
+    port,
+    system,
+    app: server,
+    logger,
+    close: () => {
+      closing ??= (async () => {
+        await server.close().catch(() => {})
+        await shutdown()
+      })()
+      return closing
+    },
+  }
+}

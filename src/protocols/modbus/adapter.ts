@@ -1,0 +1,398 @@
+import type { Logger } from 'pino'
+import { ConflictError } from '../../errors.js'
+import {
+  EXCEPTION_CODES,
+  READ_DATA_OFFSET,
+  beginBitsResponse,
+  beginRegistersResponse,
+  buildExceptionResponse,
+  buildWriteResponse,
+  isRejected,
+  parseRequest,
+  setResponseBit,
+} from './codec.js'
+import type { ModbusRequest } from './codec.js'
+import type { ModbusUnit } from './connection.js'
+import { checkValue, decodeFrom, encodeInto } from './encoding.js'
+import type { ModbusHub, ModbusRegistration } from './hub.js'
+import { RegisterMap } from './register-map.js'
+import type { CompiledEntry, GroupTable } from './register-map.js'
+import type { ModbusSlaveDefinition } from './schema.js'
+
+/**
+ * The `modbus_slave` adapter of one instance: serves the instance's attributes as a Modbus unit on
+ * a (possibly shared) listener of the hub. Registers carry the attributes' presented values; client
+ * writes to holding registers and coils set attributes through the accessor.
+ *
+ * @example
+ * const values = new Map<string, unknown>([['temperature', 25]])
+ * const adapter = new ModbusSlaveAdapter({
+ *   hub, logger, name: 'sensor.modbus_slave',
+ *   definition: parseModbusSlave({ port: 5020, mapping: { temperature: { address: [0, 1], group: 'h_r', type: 'float' } } }),
+ *   accessor: { read: (a) => values.get(a), write: (a, v) => void values.set(a, v), writable: () => true },
+ * })
+ * await adapter.start()
+ * adapter.info().port // 5020
+ * await adapter.stop()
+ */
+
+/** How the adapter reaches the instance's attributes. */
+export interface AttributeAccessor {
+  /** Current presented (external) value of an attribute, synchronously. */
+  read(attr: string): unknown
+  /** Set the attribute's internal value; may be async (Python setter) and may throw a MimicError (e.g. read-only). */
+  write(attr: string, value: unknown): void | Promise<void>
+  /** False when the attribute cannot be written (e.g. bound to a getter without setter). */
+  writable(attr: string): boolean
+}
+
+/** Options of an adapter. */
+export interface ModbusSlaveAdapterOptions {
+  hub: ModbusHub
+  definition: ModbusSlaveDefinition
+  accessor: AttributeAccessor
+  logger: Logger
+  /** Shown in log lines, e.g. 'sensor.modbus_slave'. */
+  name?: string
+}
+
+/** Lifecycle state of an adapter. */
+export type ModbusSlaveState = 'STOPPED' | 'RUNNING' | 'DETACHED'
+
+/** What the adapter node shows. */
+export interface ModbusSlaveInfo {
+  host: string
+  /** Effective port; the configured one (or null) while stopped. */
+  port: number | null
+  unit_id: number
+  state: ModbusSlaveState
+  response_delay: number
+  mapping: ModbusSlaveDefinition['mapping']
+  counters: { requests: number; errors: number }
+}
+
+/** One attribute write decided by a request, applied after every check passed. */
+interface PendingWrite {
+  attribute: string
+  value: unknown
+}
+
+const WARN_INTERVAL_MS = 1000
+
+/** See the module comment. */
+export class ModbusSlaveAdapter {
+  readonly name: string
+  #hub: ModbusHub
+  #definition: ModbusSlaveDefinition
+  #accessor: AttributeAccessor
+  #logger: Logger
+  #map: RegisterMap
+  #unit: ModbusUnit
+  #registration: ModbusRegistration | null = null
+  #starting: Promise<void> | null = null
+  #detached = false
+  #requests = 0
+  #errors = 0
+  #lastWarning = 0
+
+  constructor(options: ModbusSlaveAdapterOptions) {
+    this.#hub = options.hub
+    this.#definition = options.definition
+    this.#accessor = options.accessor
+    this.name = options.name ?? 'modbus_slave'
+    this.#logger = options.logger.child({ adapter: this.name })
+    this.#map = RegisterMap.compile(options.definition.mapping)
+    const responseDelayMs = Math.round(options.definition.response_delay * 1000)
+    this.#unit = {
+      handle: (frame, offset, length) => this.#handle(frame, offset, length),
+      responseDelayMs,
+    }
+  }
+
+  /** 'STOPPED', 'RUNNING', or 'DETACHED' (registered but silent). */
+  get state(): ModbusSlaveState {
+    if (this.#registration === null) return 'STOPPED'
+    return this.#detached ? 'DETACHED' : 'RUNNING'
+  }
+
+  /**
+   * Registers the unit with the hub; resolves once clients can connect. Idempotent.
+   * Throws ValidationError (duplicate unit id on the port) or ConflictError (port unavailable).
+   */
+  start(): Promise<void> {
+    if (this.#registration !== null) return Promise.resolve()
+    this.#starting ??= (async () => {
+      try {
+        this.#registration = await this.#hub.register({
+          host: this.#definition.host,
+          port: this.#definition.port,
+          unitId: this.#definition.unit_id,
+          unit: this.#unit,
+        })
+        this.#detached = false
+        const { host, port } = this.#registration
+        this.#logger.info({ host, port, unit_id: this.#definition.unit_id }, 'modbus unit started')
+      } finally {
+        this.#starting = null
+      }
+    })()
+    return this.#starting
+  }
+
+  /** Unregisters the unit (its listener closes when no unit is left). Idempotent. */
+  async stop(): Promise<void> {
+    if (this.#starting !== null) await this.#starting.catch(() => undefined)
+    const registration = this.#registration
+    if (registration === null) return
+    this.#registration = null
+    this.#detached = false
+    await this.#hub.unregister(registration)
+    this.#logger.info({ host: registration.host, port: registration.port }, 'modbus unit stopped')
+  }
+
+  /** Keeps the unit registered and connections open but stops answering: clients time out. */
+  detach(): void {
+    if (this.#registration === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
+    this.#detached = true
+  }
+
+  /** Answers again after detach. */
+  attach(): void {
+    if (this.#registration === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
+    this.#detached = false
+  }
+
+  /**
+   * What the adapter node shows.
+   *
+   * @example
+   * adapter.info().counters // { requests: 12, errors: 1 }
+   */
+  info(): ModbusSlaveInfo {
+    const d = this.#definition
+    return {
+      host: d.host,
+      port: this.#registration?.port ?? d.port ?? null,
+      unit_id: d.unit_id,
+      state: this.state,
+      response_delay: d.response_delay,
+      mapping: structuredClone(d.mapping),
+      counters: { requests: this.#requests, errors: this.#errors },
+    }
+  }
+
+  #handle(frame: Buffer, offset: number, length: number): Buffer | null | Promise<Buffer | null> {
+    this.#requests++
+    if (this.#detached) return null
+    const request = parseRequest(frame, offset, length)
+    if (isRejected(request)) return this.#exception(request.fc, request.exception)
+    switch (request.fc) {
+      case 1:
+        return this.#readBits(request.fc, this.#map.group('c_o'), request.address, request.quantity)
+      case 2:
+        return this.#readBits(request.fc, this.#map.group('d_i'), request.address, request.quantity)
+      case 3:
+        return this.#readRegisters(request.fc, this.#map.group('h_r'), request.address, request.quantity)
+      case 4:
+        return this.#readRegisters(request.fc, this.#map.group('i_r'), request.address, request.quantity)
+      case 5:
+      case 15:
+        return this.#writeCoils(request)
+      case 6:
+      case 16:
+      case 23:
+        return this.#writeRegisters(request)
+    }
+  }
+
+  #readBits(fc: number, table: GroupTable, address: number, quantity: number): Buffer {
+    const response = beginBitsResponse(fc, quantity)
+    for (let i = 0; i < quantity; i++) {
+      const entry = table.entryAt(address + i)
+      if (entry === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      const value = this.#read(entry)
+      if (value === true || value === 1) setResponseBit(response, i)
+      else if (value !== false && value !== 0) {
+        return this.#failure(fc, `'${entry.attribute}' holds ${describeValue(value)}, not a bool`)
+      }
+    }
+    return response
+  }
+
+  #readRegisters(fc: number, table: GroupTable, address: number, quantity: number): Buffer {
+    const response = beginRegistersResponse(fc, quantity)
+    let at = READ_DATA_OFFSET
+    let current = -1
+    let scratch: Buffer | null = null
+    for (let a = address; a < address + quantity; a++) {
+      const index = table.indexAt(a)
+      if (index < 0) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      if (index !== current) {
+        // Entries are contiguous ranges, so each attribute is read and encoded once per request.
+        const entry = table.entries[index]!
+        const problem = encodeInto(this.#read(entry), entry.spec, entry.scratch, 0)
+        if (problem !== null) return this.#failure(fc, `'${entry.attribute}': ${problem}`)
+        current = index
+        scratch = entry.scratch
+      }
+      const word = table.wordOffset(a) * 2
+      response[at] = scratch![word]!
+      response[at + 1] = scratch![word + 1]!
+      at += 2
+    }
+    return response
+  }
+
+  #writeCoils(request: Extract<ModbusRequest, { fc: 5 | 15 }>): Buffer | Promise<Buffer> {
+    const { fc, address } = request
+    const values = request.fc === 5 ? [request.value] : request.values
+    const table = this.#map.group('c_o')
+    const writes: PendingWrite[] = []
+    for (let i = 0; i < values.length; i++) {
+      const entry = table.entryAt(address + i)
+      if (entry === undefined || !this.#accessor.writable(entry.attribute)) {
+        return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      }
+      writes.push({ attribute: entry.attribute, value: values[i] })
+    }
+    const response = buildWriteResponse(fc, address, request.fc === 5 ? (request.value ? 0xff00 : 0) : request.quantity)
+    return this.#apply(fc, writes, () => response)
+  }
+
+  #writeRegisters(request: Extract<ModbusRequest, { fc: 6 | 16 | 23 }>): Buffer | Promise<Buffer> {
+    const { fc } = request
+    let address: number
+    let data: Buffer
+    if (request.fc === 6) {
+      address = request.address
+      data = Buffer.allocUnsafe(2)
+      data.writeUInt16BE(request.value, 0)
+    } else if (request.fc === 16) {
+      address = request.address
+      data = request.data
+    } else {
+      address = request.writeAddress
+      data = request.data
+    }
+    const quantity = data.length / 2
+    const table = this.#map.group('h_r')
+    if (!table.covers(address, quantity)) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+    if (request.fc === 23 && !table.covers(request.readAddress, request.readQuantity)) {
+      return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+    }
+    const writes: PendingWrite[] = []
+    let a = address
+    while (a < address + quantity) {
+      const entry = table.entryAt(a)!
+      if (!this.#accessor.writable(entry.attribute)) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      const from = Math.max(address, entry.first)
+      const to = Math.min(address + quantity, entry.first + entry.width)
+      const merged = Buffer.allocUnsafe(entry.width * 2)
+      if (from > entry.first || to < entry.first + entry.width) {
+        // A write that covers only some words keeps the others as they are now.
+        const problem = encodeInto(this.#read(entry), entry.spec, merged, 0)
+        if (problem !== null) return this.#failure(fc, `'${entry.attribute}' cannot be merged with a partial write: ${problem}`)
+      }
+      data.copy(merged, (from - entry.first) * 2, (from - address) * 2, (to - address) * 2)
+      const value = decodeFrom(entry.spec, merged, 0)
+      if (value === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_VALUE)
+      writes.push({ attribute: entry.attribute, value })
+      a = to
+    }
+    if (request.fc === 23) {
+      const { readAddress, readQuantity } = request
+      return this.#apply(fc, writes, () => this.#readRegisters(fc, table, readAddress, readQuantity))
+    }
+    const word = request.fc === 6 ? request.value : request.quantity
+    const response = buildWriteResponse(fc, address, word)
+    return this.#apply(fc, writes, () => response)
+  }
+
+  /**
+   * Applies writes in order, synchronously as long as the accessor is synchronous; a failure
+   * answers exception 04 (writes before it stay applied).
+   */
+  #apply(fc: number, writes: PendingWrite[], respond: () => Buffer): Buffer | Promise<Buffer> {
+    for (let i = 0; i < writes.length; i++) {
+      const { attribute, value } = writes[i]!
+      let result: void | Promise<void>
+      try {
+        result = this.#accessor.write(attribute, value)
+      } catch (error) {
+        return this.#writeFailure(fc, attribute, error)
+      }
+      if (result instanceof Promise) return this.#applyRest(fc, writes, i, result, respond)
+    }
+    return respond()
+  }
+
+  async #applyRest(
+    fc: number,
+    writes: PendingWrite[],
+    index: number,
+    pending: Promise<void>,
+    respond: () => Buffer,
+  ): Promise<Buffer> {
+    let i = index
+    try {
+      await pending
+      for (i = index + 1; i < writes.length; i++) await this.#accessor.write(writes[i]!.attribute, writes[i]!.value)
+    } catch (error) {
+      return this.#writeFailure(fc, writes[i]!.attribute, error)
+    }
+    return respond()
+  }
+
+  #read(entry: CompiledEntry): unknown {
+    try {
+      return this.#accessor.read(entry.attribute)
+    } catch (error) {
+      this.#warn({ err: error, attribute: entry.attribute }, 'modbus read failed')
+      return undefined
+    }
+  }
+
+  #writeFailure(fc: number, attribute: string, error: unknown): Buffer {
+    this.#warn({ err: error, attribute }, 'modbus write refused by the attribute')
+    return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
+  }
+
+  #failure(fc: number, reason: string): Buffer {
+    this.#warn({ reason }, 'modbus read cannot encode a value')
+    return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
+  }
+
+  #exception(fc: number, code: number): Buffer {
+    this.#errors++
+    return buildExceptionResponse(fc, code)
+  }
+
+  /** Logs at warn level at most once a second (a polling client would flood the log), else debug. */
+  #warn(fields: Record<string, unknown>, message: string): void {
+    const now = Date.now()
+    if (now - this.#lastWarning >= WARN_INTERVAL_MS) {
+      this.#lastWarning = now
+      this.#logger.warn(fields, message)
+    } else {
+      this.#logger.debug(fields, message)
+    }
+  }
+}
+
+/**
+ * Why `value` cannot be published for attribute `attr`, or null (also when `attr` is not mapped).
+ * The HTTP layer uses it to refuse such writes with 422 before they reach the attribute.
+ *
+ * @example
+ * checkMappedValue(definition, 'status', -1) // "-1 is out of range for uint_16 (0..65535)"
+ */
+export function checkMappedValue(definition: ModbusSlaveDefinition, attr: string, value: unknown): string | null {
+  if (!Object.hasOwn(definition.mapping, attr)) return null
+  return checkValue(value, definition.mapping[attr]!)
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return 'a string'
+  if (value === undefined) return 'no value'
+  return String(value)
+}

@@ -1,0 +1,191 @@
+import { pino } from 'pino'
+import type { Logger } from 'pino'
+import { ConflictError, ValidationError } from '../../errors.js'
+import { ModbusListener } from './listener.js'
+import type { ModbusUnit } from './connection.js'
+
+/**
+ * The shared Modbus TCP listeners of one server, keyed by host:port. Several units (instances)
+ * share a listener with different unit ids; the listener opens with its first unit and closes with
+ * its last. A unit that names no port gets the first port from `firstAutoPort` (5020) up that is
+ * free on its host: neither held by another program nor by one of our listeners.
+ *
+ * @example
+ * const hub = new ModbusHub({ logger })
+ * const registration = await hub.register({ host: '127.0.0.1', port: 5020, unitId: 1, unit })
+ * await hub.unregister(registration)
+ * await hub.close()
+ */
+
+/** Options of a hub. */
+export interface ModbusHubOptions {
+  logger?: Logger
+  /** Where the search for a free port starts when a unit names none; default 5020. */
+  firstAutoPort?: number
+  /** Connections each listener accepts at once; default 4096. */
+  maxConnections?: number
+}
+
+/** What to register. */
+export interface ModbusRegisterOptions {
+  host: string
+  /** Omitted: the first free port >= firstAutoPort. 0: a port the operating system chooses. */
+  port?: number
+  unitId: number
+  unit: ModbusUnit
+}
+
+/** Where a unit ended up; pass it back to unregister. */
+export interface ModbusRegistration {
+  readonly host: string
+  readonly port: number
+  readonly unitId: number
+  readonly unit: ModbusUnit
+}
+
+/** One listener as shown by `listeners()`. */
+export interface ModbusListenerInfo {
+  host: string
+  port: number
+  unitIds: number[]
+  connections: number
+}
+
+const DEFAULT_FIRST_AUTO_PORT = 5020
+
+/** See the module comment. */
+export class ModbusHub {
+  #logger: Logger
+  #firstAutoPort: number
+  #maxConnections: number | undefined
+  /** Keyed by host:port; holds listeners that are still opening too, so they can be joined. */
+  #listeners = new Map<string, ModbusListener>()
+  /** Listeners on port 0 whose port is not known yet. */
+  #anonymous = new Set<ModbusListener>()
+
+  constructor(options: ModbusHubOptions = {}) {
+    this.#logger = options.logger ?? pino({ level: 'silent' })
+    this.#firstAutoPort = options.firstAutoPort ?? DEFAULT_FIRST_AUTO_PORT
+    this.#maxConnections = options.maxConnections
+  }
+
+  /**
+   * Registers a unit and resolves once its listener accepts connections.
+   * Throws ValidationError (422) for a unit id already served on that host:port, ConflictError
+   * (409) when the port cannot be opened (held by another program, no free port left).
+   */
+  async register(options: ModbusRegisterOptions): Promise<ModbusRegistration> {
+    const { host, port, unitId, unit } = options
+    if (!Number.isInteger(unitId) || unitId < 0 || unitId > 255) {
+      throw new ValidationError(`unit id ${unitId} is outside 0..255`, [{ path: 'unit_id', message: 'must be an integer in 0..255' }])
+    }
+    if (port === undefined) return this.#registerOnFreePort(host, unitId, unit)
+    if (port === 0) return this.#registerAnonymous(host, unitId, unit)
+    const key = `${host}:${port}`
+    let listener = this.#listeners.get(key)
+    if (listener !== undefined) {
+      if (listener.has(unitId)) {
+        const message = `Modbus unit id ${unitId} is already in use on ${key}`
+        throw new ValidationError(message, [{ path: 'unit_id', message }])
+      }
+    } else {
+      listener = this.#newListener(host, port)
+      this.#listeners.set(key, listener)
+    }
+    listener.add(unitId, unit)
+    try {
+      await listener.listen()
+    } catch (error) {
+      listener.remove(unitId, unit)
+      if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
+      throw listenFailure(host, port, error)
+    }
+    return { host, port, unitId, unit }
+  }
+
+  /** Removes a unit; its listener closes (and drops its connections) when it was the last. */
+  async unregister(registration: ModbusRegistration): Promise<void> {
+    const key = `${registration.host}:${registration.port}`
+    const listener = this.#listeners.get(key)
+    if (listener === undefined || !listener.remove(registration.unitId, registration.unit)) return
+    if (listener.size > 0) return
+    this.#listeners.delete(key)
+    await listener.close()
+  }
+
+  /** The open listeners. */
+  listeners(): ModbusListenerInfo[] {
+    return [...this.#listeners.values()].map((l) => ({
+      host: l.host,
+      port: l.port,
+      unitIds: l.unitIds,
+      connections: l.connectionCount,
+    }))
+  }
+
+  /** Closes every listener and destroys every connection. */
+  async close(): Promise<void> {
+    const all = [...this.#listeners.values(), ...this.#anonymous]
+    this.#listeners.clear()
+    this.#anonymous.clear()
+    await Promise.all(all.map((l) => l.close()))
+  }
+
+  async #registerOnFreePort(host: string, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
+    for (let port = this.#firstAutoPort; port <= 65535; port++) {
+      const key = `${host}:${port}`
+      if (this.#listeners.has(key)) continue
+      const listener = this.#newListener(host, port)
+      // Claimed before the first await, so concurrent searches skip this port.
+      this.#listeners.set(key, listener)
+      listener.add(unitId, unit)
+      try {
+        await listener.listen()
+        return { host, port, unitId, unit }
+      } catch (error) {
+        if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
+        const code = (error as NodeJS.ErrnoException).code
+        if (code === 'EADDRINUSE' || code === 'EACCES') continue
+        throw listenFailure(host, port, error)
+      }
+    }
+    const message = `no free port from ${this.#firstAutoPort} up on ${host}`
+    throw new ConflictError(`Cannot open a Modbus listener: ${message}`, [{ path: 'port', message }])
+  }
+
+  async #registerAnonymous(host: string, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
+    const listener = this.#newListener(host, 0)
+    this.#anonymous.add(listener)
+    listener.add(unitId, unit)
+    let port: number
+    try {
+      port = await listener.listen()
+    } catch (error) {
+      throw listenFailure(host, 0, error)
+    } finally {
+      this.#anonymous.delete(listener)
+    }
+    this.#listeners.set(`${host}:${port}`, listener)
+    return { host, port, unitId, unit }
+  }
+
+  #newListener(host: string, port: number): ModbusListener {
+    return new ModbusListener({ host, port, logger: this.#logger, maxConnections: this.#maxConnections })
+  }
+}
+
+function listenFailure(host: string, port: number, error: unknown): ConflictError {
+  const code = (error as NodeJS.ErrnoException).code
+  const where = `${host}:${port}`
+  const message =
+    code === 'EADDRINUSE'
+      ? `port ${where} is already in use by another program`
+      : code === 'EACCES'
+        ? `permission denied to listen on ${where} (ports below 1024 need privileges)`
+        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+          ? `host ${host} is not an address of this machine`
+          : `cannot listen on ${where}: ${(error as Error).message}`
+  return new ConflictError(`Cannot open a Modbus listener: ${message}`, [
+    { path: code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? 'host' : 'port', message },
+  ])
+}

@@ -1,0 +1,28 @@
+/**
+ * The Python bridge: resolving `import` paths, the worker pool and its types.
+ *
+ * @example
+ * import { PythonPool, buildLoadEntries } from './python/index.js'
+ * const pool = new PythonPool({ python: 'python3', workers: 2, timeoutMs: 10_000, logger })
+ * await pool.load('sensor', { entries: await buildLoadEntries(model.import, dirs), definition: model })
+ */
+export { PythonPool } from './pool.js'
+export { resolveImportPath } from './resolve.js'
+export { buildLoadEntries } from './load-entries.js'
+export { defaultWorkerScript } from './worker-script.js'
+export { PROTOCOL_VERSION } from './protocol.js'
+export type {
+  AttributeBinding,
+  CallOptions,
+  CallResult,
+  ImportBlock,
+  ImportSpec,
+  InstanceInfo,
+  InstancesLostListener,
+  LoadEntry,
+  LoadRequest,
+  LoadResult,
+  PythonPoolOptions,
+  StepItem,
+  StepOutcome,
+} from './types.js'

@@ -1,0 +1,51 @@
+/**
+ * Turns a model's `import` block into the flat list of classes a worker loads.
+ *
+ * @example
+ * const entries = await buildLoadEntries(model.import, config.extensions)
+ * await pool.load('sensor', { entries, definition: model })
+ */
+import { ValidationError, summarize } from '../errors.js'
+import type { ErrorDetail } from '../errors.js'
+import { resolveImportPath } from './resolve.js'
+import type { ImportBlock, ImportSpec, LoadEntry } from './types.js'
+
+/**
+ * Resolves every file of an `import` block (403 for a path outside the extension directories,
+ * 422 listing every missing file) and flattens lists of classes, giving each entry the
+ * definition path (`import.<key>` or `import.<key>[i]`) that faults about it will name.
+ *
+ * @example
+ * await buildLoadEntries({ 'a.py': [{ class: 'A' }, { class: 'B' }] }, ['/srv/ext'])
+ * // [{ key: 'a.py', path: 'import.a.py[0]', class: 'A', ... }, { ..., path: 'import.a.py[1]' }]
+ */
+export async function buildLoadEntries(block: ImportBlock, extensionDirs: string[]): Promise<LoadEntry[]> {
+  const entries: LoadEntry[] = []
+  const problems: ErrorDetail[] = []
+  for (const [key, value] of Object.entries(block)) {
+    let file: string
+    try {
+      file = await resolveImportPath(key, extensionDirs)
+    } catch (err) {
+      if (err instanceof ValidationError) {
+        problems.push(...err.details)
+        continue
+      }
+      throw err
+    }
+    const specs: ImportSpec[] = Array.isArray(value) ? value : [value]
+    specs.forEach((spec, index) => {
+      entries.push({
+        key,
+        path: Array.isArray(value) ? `import.${key}[${index}]` : `import.${key}`,
+        file,
+        class: spec.class,
+        init: { args: spec.init?.args ?? [], kwargs: spec.init?.kwargs ?? {} },
+        attributes: spec.attributes ?? {},
+        methods: spec.methods ?? {},
+      })
+    })
+  }
+  if (problems.length) throw new ValidationError(summarize('import', problems), problems)
+  return entries
+}

@@ -1,0 +1,490 @@
+/**
+ * The pool of Python worker processes that run the behaviour of Python-backed instances.
+ *
+ * Each instance lives in one worker; a new one goes to the worker holding the fewest. A step
+ * sends one batched message per worker, all workers at once. A worker that dies or hangs takes
+ * only its own instances down: they are reported through `onInstancesLost`, the slot gets a
+ * fresh process on the next load, and every other worker keeps serving.
+ *
+ * @example
+ * const pool = new PythonPool({ python: 'python3', workers: 2, timeoutMs: 10_000, logger })
+ * const entries = await buildLoadEntries(model.import, ['./extensions'])
+ * await pool.load('sensor', { entries, definition: model, attributes: { temperature: 0 } })
+ * const { result, values } = await pool.call('sensor', 'run', { time: 0.1, dt: 0.1 })
+ * await pool.close()
+ */
+import { NotFoundError, WorkerGoneError } from '../errors.js'
+import type { MimicError } from '../errors.js'
+import type { WireMessage } from './protocol.js'
+import { remoteError } from './remote-error.js'
+import type {
+  CallOptions,
+  CallResult,
+  InstanceInfo,
+  InstancesLostListener,
+  LoadRequest,
+  LoadResult,
+  PythonPoolOptions,
+  StepItem,
+  StepOutcome,
+} from './types.js'
+import { PythonWorker } from './worker-process.js'
+import type { WorkerExit } from './worker-process.js'
+import { defaultWorkerScript } from './worker-script.js'
+
+interface Placement {
+  worker: PythonWorker
+  slot: number
+  /** Undefined while the first load is in flight. */
+  info: InstanceInfo | undefined
+  methods: Set<string>
+  /** Declarative values are only worth sending to instances with a MimicComponent. */
+  wantsAttributes: boolean
+}
+
+type Values = Record<string, unknown>
+
+function record(value: unknown): Values {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Values) : {}
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+}
+
+/**
+ * A fixed number of worker slots, each filled lazily (or by `start()`) with a Python process.
+ *
+ * @example
+ * pool.onInstancesLost((instances, reason) => instances.forEach((i) => markError(i, reason)))
+ * const outcomes = await pool.step(names.map((instance) => ({ instance, method: 'run', time, dt })))
+ */
+export class PythonPool {
+  #options: Required<Omit<PythonPoolOptions, 'workerScript'>> & { workerScript: string }
+  #slots: Array<PythonWorker | undefined>
+  #placements = new Map<string, Placement>()
+  #values = new Map<string, Values>()
+  #lost = new Map<string, string>()
+  #listeners = new Set<InstancesLostListener>()
+  #closed = false
+
+  constructor(options: PythonPoolOptions) {
+    this.#options = {
+      graceMs: 1000,
+      ...options,
+      workers: Math.max(1, Math.floor(options.workers)),
+      workerScript: options.workerScript ?? defaultWorkerScript(),
+    }
+    this.#slots = new Array<PythonWorker | undefined>(this.#options.workers).fill(undefined)
+  }
+
+  /** Number of worker slots. */
+  get workerCount(): number {
+    return this.#slots.length
+  }
+
+  /**
+   * Starts every worker slot now instead of on first use.
+   *
+   * @example
+   * await pool.start()  // fails with WorkerGoneError when the interpreter cannot run
+   */
+  async start(): Promise<void> {
+    await Promise.all(this.#slots.map((_, slot) => this.#ready(slot)))
+  }
+
+  /**
+   * Subscribes to instances lost with their worker (crash, os._exit, signal, timeout).
+   * Returns the unsubscribe function.
+   *
+   * @example
+   * const off = pool.onInstancesLost((instances, reason) => console.log(instances, reason))
+   */
+  onInstancesLost(listener: InstancesLostListener): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  /**
+   * (Re)loads an instance: imports its files fresh, instantiates its classes and binds them.
+   * Throws ValidationError naming the entry for every load problem.
+   *
+   * @example
+   * const { values, methods, worker } = await pool.load('sensor', { entries, definition })
+   */
+  async load(instance: string, request: LoadRequest): Promise<LoadResult> {
+    this.#assertOpen()
+    const previous = this.#placements.get(instance)
+    const slot = previous && previous.worker.alive ? previous.slot : this.#leastLoadedSlot()
+    // Reserve the place before any await, so concurrent loads spread over the slots.
+    const worker = this.#workerIn(slot)
+    if (previous && previous.worker !== worker) this.#forget(instance)
+    const placement: Placement = previous?.worker === worker
+      ? previous
+      : { worker, slot, info: undefined, methods: new Set(), wantsAttributes: false }
+    worker.instances.add(instance)
+    this.#placements.set(instance, placement)
+    this.#lost.delete(instance)
+
+    let reply: WireMessage
+    try {
+      await worker.ready
+      reply = await worker.request(
+        {
+          op: 'load',
+          instance,
+          entries: request.entries,
+          definition: request.definition,
+          attributes: request.attributes ?? {},
+          time: request.time,
+          dt: request.dt,
+        },
+        { label: `load of '${instance}'`, path: 'import' },
+      )
+    } catch (err) {
+      this.#forgetIfOn(instance, worker)
+      throw err
+    }
+    if (!reply.ok) {
+      this.#forgetIfOn(instance, worker)
+      throw remoteError(reply.error, { instance, action: 'load' })
+    }
+    const components = Array.isArray(reply.components) ? reply.components.map(Boolean) : []
+    const info: InstanceInfo = {
+      worker: slot,
+      pid: worker.pid,
+      files: [...new Set(request.entries.map((e) => e.file))],
+      methods: strings(reply.methods),
+      bound: strings(reply.bound),
+      readOnly: strings(reply.read_only),
+      components,
+    }
+    placement.info = info
+    placement.methods = new Set(info.methods)
+    placement.wantsAttributes = components.some(Boolean)
+    const values = { ...record(reply.values) }
+    this.#values.set(instance, { ...values })
+    return {
+      worker: slot,
+      pid: worker.pid,
+      values,
+      methods: info.methods,
+      bound: info.bound,
+      readOnly: info.readOnly,
+      components,
+      component: placement.wantsAttributes,
+    }
+  }
+
+  /**
+   * Calls the Python method bound to a model method; one round trip.
+   *
+   * @example
+   * const { result } = await pool.call('sensor', 'calibrate', { kwargs: { offset: 0.5 } })
+   */
+  async call(instance: string, method: string, options: CallOptions = {}): Promise<CallResult> {
+    const placement = this.#placement(instance)
+    if (!placement.methods.has(method)) throw this.#noMethod(instance, placement, method)
+    const reply = await placement.worker.request(this.#callMessage('call', instance, method, options, placement), {
+      label: `call '${method}' of '${instance}'`,
+      path: method,
+    })
+    if (!reply.ok) throw remoteError(reply.error, { instance, action: `call '${method}'` })
+    return this.#callResult(instance, reply)
+  }
+
+  /**
+   * Reads a bound attribute from the Python object itself (the pool's cache: `values()`).
+   *
+   * @example
+   * const { value } = await pool.get('sensor', 'temperature')
+   */
+  async get(instance: string, attr: string): Promise<{ value: unknown; values: Values }> {
+    const placement = this.#placement(instance)
+    const reply = await placement.worker.request(
+      { op: 'get', instance, attr },
+      { label: `read of '${instance}.${attr}'`, path: `attributes.${attr}` },
+    )
+    if (!reply.ok) throw remoteError(reply.error, { instance, action: `read of '${attr}'` })
+    const values = this.#merge(instance, reply.values)
+    return { value: reply.value, values }
+  }
+
+  /**
+   * Writes a bound attribute through its property setter or setter method. A binding without a
+   * setter is read-only: ValidationError (422).
+   *
+   * @example
+   * await pool.set('sensor', 'temperature', 30)
+   */
+  async set(instance: string, attr: string, value: unknown): Promise<{ values: Values }> {
+    const placement = this.#placement(instance)
+    const reply = await placement.worker.request(
+      { op: 'set', instance, attr, value },
+      { label: `write of '${instance}.${attr}'`, path: `attributes.${attr}` },
+    )
+    if (!reply.ok) throw remoteError(reply.error, { instance, action: `write of '${attr}'` })
+    return { values: this.#merge(instance, reply.values) }
+  }
+
+  /**
+   * Runs one simulation step: one message per worker, all workers in parallel. Never throws for
+   * a single instance: each item gets its own outcome, in the order given.
+   *
+   * @example
+   * for (const o of await pool.step(items)) if (!o.ok) markError(o.instance, o.error)
+   */
+  async step(items: StepItem[]): Promise<StepOutcome[]> {
+    const outcomes = new Array<StepOutcome>(items.length)
+    const groups = new Map<PythonWorker, { indices: number[]; wire: Record<string, unknown>[] }>()
+    items.forEach((item, index) => {
+      let placement: Placement
+      try {
+        placement = this.#placement(item.instance)
+        if (item.method !== undefined && !placement.methods.has(item.method)) {
+          throw this.#noMethod(item.instance, placement, item.method)
+        }
+      } catch (err) {
+        outcomes[index] = { ok: false, instance: item.instance, error: err as MimicError }
+        return
+      }
+      let group = groups.get(placement.worker)
+      if (!group) groups.set(placement.worker, (group = { indices: [], wire: [] }))
+      group.indices.push(index)
+      group.wire.push(this.#stepMessage(item, placement))
+    })
+    await Promise.all(
+      [...groups].map(async ([worker, group]) => {
+        try {
+          const reply = await worker.request(
+            { op: 'step', items: group.wire },
+            { label: `a step of ${group.wire.length} instance(s)`, path: 'run' },
+          )
+          if (!reply.ok) throw remoteError(reply.error, { instance: items[group.indices[0]!]!.instance, action: 'step' })
+          const results = Array.isArray(reply.results) ? (reply.results as WireMessage[]) : []
+          group.indices.forEach((index, k) => {
+            outcomes[index] = this.#stepOutcome(items[index]!, results[k])
+          })
+        } catch (err) {
+          for (const index of group.indices) {
+            outcomes[index] = { ok: false, instance: items[index]!.instance, error: err as MimicError }
+          }
+        }
+      }),
+    )
+    return outcomes
+  }
+
+  /**
+   * Releases an instance's Python objects. Unknown or lost instances are a no-op.
+   *
+   * @example
+   * await pool.unload('sensor')
+   */
+  async unload(instance: string): Promise<void> {
+    this.#lost.delete(instance)
+    const placement = this.#placements.get(instance)
+    if (!placement) return
+    this.#forget(instance)
+    if (!placement.worker.alive) return
+    try {
+      await placement.worker.request({ op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' })
+    } catch {
+      // The worker died meanwhile: the objects are gone with it.
+    }
+  }
+
+  /**
+   * Where an instance lives and what is bound; undefined when it is not loaded.
+   *
+   * @example
+   * pool.info('sensor')  // { worker: 1, pid: 4242, methods: ['run'], bound: ['temperature'], ... }
+   */
+  info(instance: string): InstanceInfo | undefined {
+    const info = this.#placements.get(instance)?.info
+    return info && { ...info, pid: this.#placements.get(instance)!.worker.pid }
+  }
+
+  /**
+   * The last known value of every bound attribute (kept current by every answer).
+   *
+   * @example
+   * pool.values('sensor')  // { temperature: 25.5 }
+   */
+  values(instance: string): Values | undefined {
+    const values = this.#values.get(instance)
+    return values && { ...values }
+  }
+
+  /**
+   * Why an instance was lost with its worker, if it was (cleared by the next load or unload).
+   *
+   * @example
+   * pool.lostReason('sensor')  // "Python worker 0 (pid 4242) exited with code 1"
+   */
+  lostReason(instance: string): string | undefined {
+    return this.#lost.get(instance)
+  }
+
+  /**
+   * Stops every worker (SIGKILL after the grace period) and waits until all processes are gone.
+   *
+   * @example
+   * await pool.close()
+   */
+  async close(): Promise<void> {
+    this.#closed = true
+    const workers = this.#slots.filter((w): w is PythonWorker => w !== undefined)
+    this.#slots.fill(undefined)
+    this.#placements.clear()
+    this.#values.clear()
+    await Promise.all(workers.map((w) => w.shutdown(this.#options.graceMs)))
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  #assertOpen(): void {
+    if (this.#closed) throw new WorkerGoneError('The Python worker pool is closed')
+  }
+
+  #leastLoadedSlot(): number {
+    let best = 0
+    let bestLoad = Number.POSITIVE_INFINITY
+    this.#slots.forEach((worker, slot) => {
+      const load = worker?.alive ? worker.instances.size : 0
+      if (load < bestLoad) {
+        best = slot
+        bestLoad = load
+      }
+    })
+    return best
+  }
+
+  async #ready(slot: number): Promise<PythonWorker> {
+    const worker = this.#workerIn(slot)
+    await worker.ready
+    return worker
+  }
+
+  #workerIn(slot: number): PythonWorker {
+    this.#assertOpen()
+    let worker = this.#slots[slot]
+    if (!worker || !worker.alive) {
+      worker = new PythonWorker({
+        id: slot,
+        python: this.#options.python,
+        script: this.#options.workerScript,
+        timeoutMs: this.#options.timeoutMs,
+        logger: this.#options.logger,
+        onExit: (w, exit) => this.#onWorkerExit(slot, w, exit),
+      })
+      this.#slots[slot] = worker
+    }
+    return worker
+  }
+
+  #onWorkerExit(slot: number, worker: PythonWorker, exit: WorkerExit): void {
+    if (this.#slots[slot] === worker) this.#slots[slot] = undefined
+    if (this.#closed) return
+    const lost: string[] = []
+    for (const instance of worker.instances) {
+      if (this.#placements.get(instance)?.worker !== worker) continue
+      this.#placements.delete(instance)
+      this.#values.delete(instance)
+      this.#lost.set(instance, exit.reason)
+      lost.push(instance)
+    }
+    worker.instances.clear()
+    this.#options.logger.warn({ worker: slot, pid: worker.pid, instances: lost }, exit.reason)
+    if (lost.length === 0) return
+    for (const listener of this.#listeners) {
+      try {
+        listener(lost, exit.reason)
+      } catch (err) {
+        this.#options.logger.error({ err }, 'an onInstancesLost listener threw')
+      }
+    }
+  }
+
+  #placement(instance: string): Placement {
+    this.#assertOpen()
+    const placement = this.#placements.get(instance)
+    if (placement?.info && placement.worker.alive) return placement
+    const lost = this.#lost.get(instance)
+    if (lost) {
+      const message = `Python worker of instance '${instance}' is gone (${lost}); prepare() loads it again`
+      throw new WorkerGoneError(message, [{ path: 'import', message: lost }])
+    }
+    const message = placement
+      ? `Python code of instance '${instance}' is still loading`
+      : `Instance '${instance}' has no Python code loaded (prepare it first)`
+    throw new NotFoundError(message, [{ path: 'import', message }])
+  }
+
+  #noMethod(instance: string, placement: Placement, method: string): NotFoundError {
+    const bound = [...placement.methods].sort().join(', ') || 'none'
+    const message = `Instance '${instance}' has no method '${method}' bound to Python (bound: ${bound})`
+    return new NotFoundError(message, [{ path: `methods.${method}`, message }])
+  }
+
+  #forget(instance: string): void {
+    const placement = this.#placements.get(instance)
+    placement?.worker.instances.delete(instance)
+    this.#placements.delete(instance)
+    this.#values.delete(instance)
+  }
+
+  #forgetIfOn(instance: string, worker: PythonWorker): void {
+    if (this.#placements.get(instance)?.worker === worker) this.#forget(instance)
+  }
+
+  #callMessage(
+    op: string,
+    instance: string,
+    method: string | undefined,
+    options: CallOptions,
+    placement: Placement,
+  ): Record<string, unknown> {
+    const message: Record<string, unknown> = { op, instance }
+    if (method !== undefined) message.method = method
+    if (options.args?.length) message.args = options.args
+    if (options.kwargs && Object.keys(options.kwargs).length) message.kwargs = options.kwargs
+    if (options.time !== undefined) message.time = options.time
+    if (options.dt !== undefined) message.dt = options.dt
+    if (placement.wantsAttributes && options.attributes) message.attributes = options.attributes
+    return message
+  }
+
+  #stepMessage(item: StepItem, placement: Placement): Record<string, unknown> {
+    const message = this.#callMessage('step', item.instance, item.method, item, placement)
+    delete message.op
+    return message
+  }
+
+  #merge(instance: string, changed: unknown): Values {
+    const values = record(changed)
+    const cache = this.#values.get(instance)
+    if (cache) Object.assign(cache, values)
+    return values
+  }
+
+  #callResult(instance: string, reply: WireMessage): CallResult {
+    return {
+      result: reply.result ?? null,
+      values: this.#merge(instance, reply.values),
+      attributes: record(reply.attributes),
+    }
+  }
+
+  #stepOutcome(item: StepItem, reply: WireMessage | undefined): StepOutcome {
+    if (!reply) {
+      const error = new WorkerGoneError(`Python worker gave no answer for instance '${item.instance}' in a step`)
+      return { ok: false, instance: item.instance, error }
+    }
+    if (!reply.ok) {
+      const action = item.method ? `call '${item.method}'` : 'step'
+      return { ok: false, instance: item.instance, error: remoteError(reply.error, { instance: item.instance, action }) }
+    }
+    return { ok: true, instance: item.instance, ...this.#callResult(item.instance, reply) }
+  }
+}

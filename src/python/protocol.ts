@@ -1,0 +1,111 @@
+/**
+ * The wire format shared with `python/mimic_sdk/protocol.py`: each message is a 4-byte
+ * big-endian length followed by that many bytes of UTF-8 JSON.
+ *
+ * @example
+ * const decoder = new FrameDecoder()
+ * const [message] = decoder.push(encodeFrame({ id: 1, op: 'ping' }))
+ */
+import { InternalError } from '../errors.js'
+
+/** Version of the message protocol; a worker announces its own in the `hello` message. */
+export const PROTOCOL_VERSION = 1
+
+/** Frames larger than this can only come from a broken peer. */
+export const MAX_FRAME_BYTES = 256 * 1024 * 1024
+
+/** A failure as the worker reports it. */
+export interface WireError {
+  kind: 'user_code' | 'load' | 'protocol' | 'read_only' | 'not_found'
+  message: string
+  traceback?: string
+  path?: string
+}
+
+/** Any message from the worker: an answer (`id` + `ok`) or unsolicited (`op`). */
+export interface WireMessage {
+  id?: number | null
+  ok?: boolean
+  op?: string
+  error?: WireError
+  [key: string]: unknown
+}
+
+/**
+ * Serialises one message as a frame.
+ *
+ * @example
+ * socket.write(encodeFrame({ id: 7, op: 'call', instance: 'sensor', method: 'run' }))
+ */
+export function encodeFrame(message: unknown): Buffer {
+  const text = JSON.stringify(message)
+  const length = Buffer.byteLength(text, 'utf8')
+  const frame = Buffer.allocUnsafe(4 + length)
+  frame.writeUInt32BE(length, 0)
+  frame.write(text, 4, 'utf8')
+  return frame
+}
+
+/**
+ * Reassembles frames from stream chunks of any size (partial headers, partial bodies, several
+ * frames in one chunk) without copying more than once per frame.
+ *
+ * @example
+ * stream.on('data', (chunk: Buffer) => { for (const m of decoder.push(chunk)) handle(m) })
+ */
+export class FrameDecoder {
+  #chunks: Buffer[] = []
+  #buffered = 0
+  #need = -1
+
+  /** Adds a chunk and returns every message completed by it, in order. */
+  push(chunk: Buffer): WireMessage[] {
+    this.#chunks.push(chunk)
+    this.#buffered += chunk.length
+    const messages: WireMessage[] = []
+    for (;;) {
+      if (this.#need < 0) {
+        if (this.#buffered < 4) break
+        this.#need = this.#take(4).readUInt32BE(0)
+        if (this.#need > MAX_FRAME_BYTES) {
+          throw new InternalError(`Python worker sent a frame of ${this.#need} bytes (limit ${MAX_FRAME_BYTES})`)
+        }
+      }
+      if (this.#buffered < this.#need) break
+      const body = this.#take(this.#need)
+      this.#need = -1
+      let message: unknown
+      try {
+        message = JSON.parse(body.toString('utf8'))
+      } catch (err) {
+        throw new InternalError(`Python worker sent a frame that is not JSON: ${(err as Error).message}`)
+      }
+      if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+        throw new InternalError('Python worker sent a frame that is not a JSON object')
+      }
+      messages.push(message as WireMessage)
+    }
+    return messages
+  }
+
+  #take(n: number): Buffer {
+    const first = this.#chunks[0]!
+    this.#buffered -= n
+    if (first.length >= n) {
+      if (first.length === n) this.#chunks.shift()
+      else this.#chunks[0] = first.subarray(n)
+      return first.subarray(0, n)
+    }
+    const out = Buffer.allocUnsafe(n)
+    let offset = 0
+    while (offset < n) {
+      const chunk = this.#chunks[0]!
+      const count = Math.min(chunk.length, n - offset)
+      chunk.copy(out, offset, 0, count)
+      if (count === chunk.length) this.#chunks.shift()
+      else this.#chunks[0] = chunk.subarray(count)
+      offset += count
+    }
+    return out
+  }
+}

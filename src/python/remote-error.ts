@@ -1,0 +1,47 @@
+/**
+ * Maps a failure reported by a Python worker onto the fault catalogue.
+ *
+ * @example
+ * if (!reply.ok) throw remoteError(reply.error, { instance: 'sensor', action: "call 'run'" })
+ */
+import { InternalError, NotFoundError, UserCodeError, ValidationError } from '../errors.js'
+import type { MimicError } from '../errors.js'
+import type { WireError } from './protocol.js'
+
+/** What the failing request was about, for the fault message. */
+export interface RemoteErrorContext {
+  instance: string
+  /** e.g. `load`, `call 'run'`, `set 'temperature'`. */
+  action: string
+}
+
+/**
+ * Builds the MimicError for a worker failure: user exceptions are 500 with the traceback,
+ * load problems and writes to read-only bindings 422 naming the entry, unknown names 404.
+ *
+ * @example
+ * remoteError({ kind: 'load', message: "class 'X' not found in a.py", path: 'import.a.py.class' },
+ *             { instance: 'sensor', action: 'load' })   // ValidationError
+ */
+export function remoteError(error: WireError | undefined, context: RemoteErrorContext): MimicError {
+  const kind = error?.kind ?? 'protocol'
+  const message = error?.message ?? 'the Python worker gave no reason'
+  const detail = {
+    path: error?.path ?? (kind === 'load' ? 'import' : context.action),
+    message,
+    ...(error?.traceback ? { traceback: error.traceback } : {}),
+  }
+  const where = `instance '${context.instance}'`
+  switch (kind) {
+    case 'user_code':
+      return new UserCodeError(`Python code of ${where} raised during ${context.action}: ${message}`, [detail])
+    case 'load':
+      return new ValidationError(`Cannot load Python code of ${where}: ${detail.path}: ${message}`, [detail])
+    case 'read_only':
+      return new ValidationError(`${message}`, [detail])
+    case 'not_found':
+      return new NotFoundError(message, [detail])
+    default:
+      return new InternalError(`Python worker refused ${context.action} of ${where}: ${message}`, [detail])
+  }
+}

@@ -1,0 +1,289 @@
+/**
+ * One Python worker process: spawns it, pipelines framed requests on fd 3, matches the answers
+ * from fd 4 by id, forwards its output to the log and kills it when it stops answering.
+ *
+ * @example
+ * const worker = new PythonWorker({ id: 0, python: 'python3', script, timeoutMs: 10_000, logger, onExit })
+ * await worker.ready
+ * const reply = await worker.request({ op: 'ping' }, { label: 'ping', path: 'ping' })
+ */
+import { spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import type { Readable, Writable } from 'node:stream'
+import type { Logger } from 'pino'
+import { WorkerGoneError, WorkerTimeoutError } from '../errors.js'
+import type { MimicError } from '../errors.js'
+import { FrameDecoder, PROTOCOL_VERSION, encodeFrame } from './protocol.js'
+import type { WireMessage } from './protocol.js'
+
+/** Why a worker ended. */
+export interface WorkerExit {
+  reason: string
+  timedOut: boolean
+}
+
+/** Options of one worker process. */
+export interface PythonWorkerOptions {
+  id: number
+  python: string
+  script: string
+  timeoutMs: number
+  logger: Logger
+  /** Called once when the process is gone, for whatever reason. */
+  onExit: (worker: PythonWorker, exit: WorkerExit) => void
+}
+
+/** What a request is about, for fault messages. */
+export interface RequestLabel {
+  /** e.g. `call 'run' of 'sensor'`. */
+  label: string
+  /** Detail path of the fault if the worker dies meanwhile (a method name or `import`). */
+  path: string
+}
+
+interface Pending extends RequestLabel {
+  resolve: (message: WireMessage) => void
+  reject: (error: MimicError) => void
+}
+
+type LogLevel = 'debug' | 'info' | 'warn' | 'error'
+const LOG_LEVELS = new Set<string>(['debug', 'info', 'warn', 'error'])
+const MAX_LINE = 64 * 1024
+const HELLO_TIMEOUT_MS = 10_000
+
+function forwardLines(stream: Readable, onLine: (line: string) => void): void {
+  let rest = ''
+  stream.setEncoding('utf8')
+  stream.on('data', (text: string) => {
+    const lines = (rest + text).split('\n')
+    rest = lines.pop() ?? ''
+    if (rest.length > MAX_LINE) {
+      lines.push(rest)
+      rest = ''
+    }
+    for (const line of lines) if (line) onLine(line)
+  })
+  stream.on('end', () => {
+    if (rest) onLine(rest)
+  })
+}
+
+/**
+ * A live worker process. Requests are pipelined; a watchdog restarts on every answer, so a
+ * request is only declared hung after `timeoutMs` without any progress of its worker.
+ *
+ * @example
+ * worker.request({ op: 'call', instance: 'sensor', method: 'run' }, { label: "call 'run'", path: 'run' })
+ */
+export class PythonWorker {
+  readonly id: number
+  /** Instances placed on this worker (including ones being loaded). */
+  readonly instances = new Set<string>()
+  /** Resolves on the worker's hello; rejects if it never comes. */
+  readonly ready: Promise<void>
+  /** Resolves when the process is gone. */
+  readonly exited: Promise<void>
+
+  #child: ChildProcess
+  #requests: Writable
+  #log: Logger
+  #decoder = new FrameDecoder()
+  #pending = new Map<number, Pending>()
+  #nextId = 1
+  #timeoutMs: number
+  #watchdog: NodeJS.Timeout | undefined
+  #helloTimer: NodeJS.Timeout | undefined
+  #killed: WorkerExit | undefined
+  #exit: WorkerExit | undefined
+  #onExit: PythonWorkerOptions['onExit']
+  #settleReady: { resolve: () => void; reject: (error: MimicError) => void } | undefined
+  #resolveExited!: () => void
+
+  constructor(options: PythonWorkerOptions) {
+    this.id = options.id
+    this.#timeoutMs = options.timeoutMs
+    this.#onExit = options.onExit
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.#settleReady = { resolve, reject }
+    })
+    this.ready.catch(() => {}) // observed by whoever awaits it; never an unhandled rejection
+    this.exited = new Promise<void>((resolve) => {
+      this.#resolveExited = resolve
+    })
+
+    const child = spawn(options.python, ['-u', options.script], {
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    })
+    this.#child = child
+    this.#log = options.logger.child({ worker: options.id, worker_pid: child.pid })
+    this.#requests = child.stdio[3] as Writable
+    const responses = child.stdio[4] as Readable
+    // Broken pipes show up as the process exit, which carries the useful reason.
+    this.#requests.on('error', () => {})
+    responses.on('error', () => {})
+    responses.on('data', (chunk: Buffer) => this.#onData(chunk))
+    forwardLines(child.stdout!, (line) => this.#log.info({ stream: 'stdout' }, line))
+    forwardLines(child.stderr!, (line) => this.#log.warn({ stream: 'stderr' }, line))
+
+    child.on('error', (err) => this.#finish(`could not run Python interpreter '${options.python}': ${err.message}`))
+    child.on('exit', (code, signal) => {
+      // 'close' follows once the pipes are drained; do not wait forever for a grandchild
+      // that inherited them.
+      setTimeout(() => this.#finish(describeExit(code, signal)), 500).unref()
+    })
+    child.on('close', (code, signal) => this.#finish(describeExit(code, signal)))
+
+    this.#helloTimer = setTimeout(() => {
+      this.kill(`Python worker ${this.id} did not start within ${HELLO_TIMEOUT_MS} ms`)
+    }, Math.max(HELLO_TIMEOUT_MS, options.timeoutMs))
+    this.#helloTimer.unref()
+  }
+
+  /** Process id (-1 if the interpreter could not be started). */
+  get pid(): number {
+    return this.#child.pid ?? -1
+  }
+
+  /** True until the process exits or is being killed. */
+  get alive(): boolean {
+    return this.#exit === undefined && this.#killed === undefined
+  }
+
+  /** Number of requests sent and not yet answered. */
+  get inFlight(): number {
+    return this.#pending.size
+  }
+
+  /**
+   * Sends one request and resolves with the worker's answer (`ok` true or false). Rejects with
+   * WorkerGoneError / WorkerTimeoutError if the worker dies or hangs first.
+   */
+  request(message: Record<string, unknown>, about: RequestLabel): Promise<WireMessage> {
+    const gone = this.#killed ?? this.#exit
+    if (gone) return Promise.reject(new WorkerGoneError(gone.reason, [{ path: about.path, message: gone.reason }]))
+    const id = this.#nextId++
+    return new Promise<WireMessage>((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, ...about })
+      this.#requests.write(encodeFrame({ id, ...message }))
+      if (this.#watchdog === undefined) this.#arm()
+    })
+  }
+
+  /** Kills the process at once (SIGKILL); pending requests fail with WorkerGoneError. */
+  kill(reason: string): void {
+    if (!this.alive) return
+    this.#killed = { reason, timedOut: false }
+    this.#child.kill('SIGKILL')
+    this.#rejectAll((p) => new WorkerGoneError(reason, [{ path: p.path, message: reason }]))
+  }
+
+  /** Asks the worker to exit, then SIGKILLs it after `graceMs`; resolves once it is gone. */
+  async shutdown(graceMs: number): Promise<void> {
+    if (this.#exit) return
+    if (this.alive) {
+      this.request({ op: 'shutdown' }, { label: 'shutdown', path: 'shutdown' }).catch(() => {})
+      this.#requests.end()
+    }
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), graceMs)
+    await this.exited
+    clearTimeout(timer)
+  }
+
+  #arm(): void {
+    clearTimeout(this.#watchdog)
+    this.#watchdog = setTimeout(() => this.#onTimeout(), this.#timeoutMs)
+    this.#watchdog.unref()
+  }
+
+  #onTimeout(): void {
+    this.#watchdog = undefined
+    const oldest = this.#pending.values().next().value as Pending | undefined
+    if (!oldest || !this.alive) return
+    const reason =
+      `Python worker ${this.id} (pid ${this.pid}) did not finish ${oldest.label} within ` +
+      `${this.#timeoutMs} ms and was killed`
+    this.#killed = { reason, timedOut: true }
+    this.#child.kill('SIGKILL')
+    this.#rejectAll((p) => new WorkerTimeoutError(reason, [{ path: p.path, message: reason }]))
+  }
+
+  #rejectAll(makeError: (pending: Pending) => MimicError): void {
+    const pending = [...this.#pending.values()]
+    this.#pending.clear()
+    clearTimeout(this.#watchdog)
+    this.#watchdog = undefined
+    for (const p of pending) p.reject(makeError(p))
+  }
+
+  #onData(chunk: Buffer): void {
+    let messages: WireMessage[]
+    try {
+      messages = this.#decoder.push(chunk)
+    } catch (err) {
+      this.kill(`Python worker ${this.id} (pid ${this.pid}) broke the protocol: ${(err as Error).message}`)
+      return
+    }
+    for (const message of messages) {
+      if (typeof message.id === 'number') {
+        const pending = this.#pending.get(message.id)
+        if (!pending) continue
+        this.#pending.delete(message.id)
+        if (this.#pending.size > 0) this.#arm()
+        else {
+          clearTimeout(this.#watchdog)
+          this.#watchdog = undefined
+        }
+        pending.resolve(message)
+      } else if (message.op === 'log') {
+        this.#forwardLog(message)
+      } else if (message.op === 'hello') {
+        this.#onHello(message)
+      } else {
+        this.#log.error({ message }, 'Python worker sent a message that answers no request')
+      }
+    }
+  }
+
+  #onHello(message: WireMessage): void {
+    clearTimeout(this.#helloTimer)
+    if (message.protocol !== PROTOCOL_VERSION) {
+      this.kill(
+        `Python worker ${this.id} speaks protocol ${String(message.protocol)}, this server ${PROTOCOL_VERSION}`,
+      )
+      return
+    }
+    this.#log.debug({ python: message.python, executable: message.executable }, 'Python worker ready')
+    this.#settleReady?.resolve()
+    this.#settleReady = undefined
+  }
+
+  #forwardLog(message: WireMessage): void {
+    const level: LogLevel = typeof message.level === 'string' && LOG_LEVELS.has(message.level)
+      ? (message.level as LogLevel)
+      : 'info'
+    const fields = {
+      instance: typeof message.instance === 'string' ? message.instance : undefined,
+      stream: message.stream,
+    }
+    for (const line of String(message.text ?? '').split('\n')) {
+      if (line) this.#log[level](fields, line)
+    }
+  }
+
+  #finish(how: string): void {
+    if (this.#exit) return
+    clearTimeout(this.#helloTimer)
+    const exit = this.#killed ?? { reason: `Python worker ${this.id} (pid ${this.pid}) ${how}`, timedOut: false }
+    this.#exit = exit
+    this.#rejectAll((p) => new WorkerGoneError(exit.reason, [{ path: p.path, message: exit.reason }]))
+    this.#settleReady?.reject(new WorkerGoneError(exit.reason))
+    this.#settleReady = undefined
+    this.#resolveExited()
+    this.#onExit(this, exit)
+  }
+}
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  if (signal) return `was killed by signal ${signal}`
+  return `exited with code ${code ?? 'unknown'}`
+}

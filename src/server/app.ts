@@ -1,0 +1,109 @@
+import fastifySwagger from '@fastify/swagger'
+import fastifySwaggerUi from '@fastify/swagger-ui'
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { BadRequestError, MimicError, NotFoundError, PayloadTooLargeError, UnauthorizedError } from '../errors.js'
+import type { System } from '../system/system.js'
+import { API_VERSION, SERVER_VERSION } from '../version.js'
+import { bearerCheck } from './auth.js'
+import { asMimicError, buildFault, correlationIdOf } from './faults.js'
+import { parseJsonBody } from './json-body.js'
+import { buildOpenApi } from './openapi.js'
+import { registerTreeRoutes } from './tree-routes.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    correlationId: string
+  }
+}
+
+/** What the HTTP layer needs. */
+export interface AppOptions {
+  system: System
+  logger: Logger
+  productKey?: string
+  bodyLimit: number
+  /** Extra routes (the event stream, the dashboard) registered by their own modules. */
+  plugins?: Array<(app: FastifyInstance) => void | Promise<void>>
+}
+
+/**
+ * Builds the HTTP server: open endpoints, Bearer auth on `/api/v3/**`, the generic tree routes
+ * and one error handler that turns every error into the fault document of API.md section 6.
+ *
+ * @example
+ * const app = await buildApp({ system, logger, bodyLimit: 1 << 20 })
+ * await app.listen({ port: 0, host: '127.0.0.1' })
+ */
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  // Typed as a plain instance: the pino Logger generic fastify infers adds nothing plugins can use.
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    disableRequestLogging: true,
+    bodyLimit: opts.bodyLimit,
+    // Correlation ids are ours; fastify's request ids would be a second, confusing id.
+    genReqId: (req) => correlationIdOf(req.headers['x-correlation-id']),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 4096 },
+  }) as unknown as FastifyInstance
+  const authorized = bearerCheck(opts.productKey)
+
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: opts.bodyLimit }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string))
+    } catch (err) {
+      done(err as Error, undefined)
+    }
+  })
+
+  app.addHook('onRequest', async (req, reply) => {
+    req.correlationId = req.id
+    reply.header('x-correlation-id', req.id)
+    if (req.url.startsWith('/api/') && !authorized(req.headers.authorization)) throw new UnauthorizedError()
+  })
+
+  app.setErrorHandler((error, req, reply) => {
+    const err = fastifyToMimic(error)
+    if (err.status >= 500) req.log.error({ err: error, correlationId: req.id }, err.message)
+    const ctx = req.mimicFault ?? { action: req.method.toLowerCase(), component: null }
+    void reply.status(err.status).header('x-correlation-id', req.id).send(buildFault(err, { ...ctx, correlationId: req.id }))
+  })
+
+  app.setNotFoundHandler((req, reply) => {
+    const err = new NotFoundError(`No route ${req.method} ${req.url.split('?')[0]} (the API lives under /api/${API_VERSION}/system)`)
+    void reply.status(404).send(buildFault(err, { action: req.method.toLowerCase(), component: null, correlationId: req.id }))
+  })
+
+  await app.register(fastifySwagger, { mode: 'static', specification: { document: buildOpenApi() as never } })
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs' })
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  app.get('/', async () => ({
+    message: 'Mimic device-simulation server. API under /api/v3/system, docs at /docs.',
+    server_version: SERVER_VERSION,
+    api_version: API_VERSION,
+    supported_versions: [API_VERSION],
+  }))
+  app.get('/health', async () => ({
+    status: 'ok',
+    server_version: SERVER_VERSION,
+    api_version: API_VERSION,
+    uptime_s: Math.round(process.uptime()),
+    instances: opts.system.instances.size,
+  }))
+
+  registerTreeRoutes(app, opts.system)
+  for (const plugin of opts.plugins ?? []) await plugin(app)
+  return app
+}
+
+/** Maps fastify's own errors (body too large, bad content) onto the fault catalogue. */
+function fastifyToMimic(error: unknown): MimicError {
+  if (error instanceof MimicError) return error
+  const code = (error as { code?: string }).code
+  const message = (error as Error).message
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(`Request body is larger than the limit: ${message}`)
+  if (code?.startsWith('FST_ERR_CTP') || code === 'FST_ERR_BAD_URL') return new BadRequestError(message)
+  if ((error as { statusCode?: number }).statusCode === 400) return new BadRequestError(message)
+  return asMimicError(error)
+}

@@ -1,0 +1,156 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { BadRequestError, ConflictError } from '../errors.js'
+import type { System } from '../system/system.js'
+import type { Component, CallArgs } from '../tree/component.js'
+import { resolvePath, type Target } from '../tree/resolve.js'
+import type { FaultComponent } from './faults.js'
+
+/** Per-request context the error handler reads to fill the fault document. */
+export interface RequestFaultContext {
+  action: string
+  component: FaultComponent | null
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    mimicFault?: RequestFaultContext
+  }
+}
+
+type Verb = 'GET' | 'PUT' | 'PATCH' | 'DELETE' | 'POST'
+
+const ACTIONS: Record<Verb, string> = { GET: 'get', PUT: 'upsert', PATCH: 'patch', DELETE: 'delete', POST: 'call' }
+
+/**
+ * Maps the HTTP verbs of API.md section 3 onto the component tree: one handler for every path
+ * under `/api/v3/system`, so a new component type never needs a new route.
+ */
+export function registerTreeRoutes(app: FastifyInstance, system: System): void {
+  const handler = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+    const verb = req.method as Verb
+    const segments = splitPath((req.params as { '*'?: string })['*'] ?? '')
+    req.mimicFault = { action: ACTIONS[verb], component: guessComponent(segments) }
+    const target = resolvePath(system, segments, { forWrite: verb === 'PUT' })
+    req.mimicFault.component = target.node.faultInfo()
+    if (target.kind === 'method') req.mimicFault.action = target.method
+    const result = await dispatch(verb, target, req.body, system)
+    reply.header('cache-control', 'no-store')
+    return result
+  }
+  for (const url of ['/api/v3/system', '/api/v3/system/', '/api/v3/system/*']) {
+    app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE', 'POST'], url, handler })
+  }
+}
+
+function splitPath(raw: string): string[] {
+  return raw
+    .split('/')
+    .filter((s) => s.length > 0)
+    .map((s) => {
+      try {
+        return decodeURIComponent(s)
+      } catch {
+        throw new BadRequestError(`Path segment '${s}' is not valid percent-encoding`)
+      }
+    })
+}
+
+function guessComponent(segments: string[]): FaultComponent | null {
+  if (!segments.length) return { name: 'system', path: '', state: null }
+  const cut = segments.length >= 2 && ['method', 'attr'].includes(segments[segments.length - 2]!) ? segments.slice(0, -2) : segments
+  return { name: cut[cut.length - 1] ?? 'system', path: cut.join('.'), state: null }
+}
+
+async function dispatch(verb: Verb, target: Target, body: unknown, system: System): Promise<unknown> {
+  const node = target.node
+  switch (target.kind) {
+    case 'method':
+      if (verb !== 'POST') throw new BadRequestError(`Methods are called with POST (got ${verb} on .../method/${target.method})`)
+      return { result: toJson(await node.call(target.method, callArgs(body))) }
+    case 'property':
+      if (verb === 'GET') return { value: node.getProperty(target.property) }
+      if (verb === 'PUT' || verb === 'PATCH') {
+        await node.setProperty(target.property, valueEnvelope(body))
+        return { value: node.getProperty(target.property) }
+      }
+      throw new BadRequestError(`${verb} is not allowed on a property (use GET or PUT with {"value": v})`)
+    case 'node':
+      return await dispatchNode(verb, node, body, system)
+  }
+}
+
+async function dispatchNode(verb: Verb, node: Component, body: unknown, system: System): Promise<unknown> {
+  switch (verb) {
+    case 'GET':
+      return node.document()
+    case 'PUT':
+      await node.put(objectEnvelope(body, 'PUT'))
+      return currentDocument(node, system)
+    case 'PATCH':
+      await node.patch(patchEnvelope(body))
+      return currentDocument(node, system)
+    case 'DELETE': {
+      if (!node.parent) throw new ConflictError('The system root cannot be deleted (use snapshots load to replace it)')
+      await node.parent.deleteChild(node.name)
+      return { detail: `Component '${node.name}' deleted`, destroyed: true, removed_from_parent: true }
+    }
+    case 'POST':
+      throw new BadRequestError('POST calls a method: POST <node>/method/<name> with {"kwargs": {...}}')
+  }
+}
+
+/** After a write the node may have been rebuilt (a model replaced): answer with the live one. */
+function currentDocument(node: Component, system: System): unknown {
+  if (!node.path) return system.document()
+  try {
+    const live = resolvePath(system, node.path.split('.'))
+    return live.node.document()
+  } catch {
+    return node.document()
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+function objectEnvelope(body: unknown, verb: string): Record<string, unknown> {
+  if (!isObject(body)) throw new BadRequestError(`${verb} needs a JSON object body: {"<key>": value, ...}`, [{ path: '', message: 'expected an object' }])
+  return body
+}
+
+function valueEnvelope(body: unknown): unknown {
+  if (!isObject(body) || !Object.hasOwn(body, 'value')) throw new BadRequestError('Setting a property needs the body {"value": v}', [{ path: 'value', message: 'required' }])
+  const extra = Object.keys(body).filter((k) => k !== 'value')
+  if (extra.length) throw new BadRequestError(`Unexpected key${extra.length === 1 ? '' : 's'} ${extra.join(', ')} (the body is {"value": v})`, extra.map((k) => ({ path: k, message: 'unexpected' })))
+  return body.value
+}
+
+function patchEnvelope(body: unknown): Record<string, unknown> {
+  const obj = objectEnvelope(body, 'PATCH')
+  if (!Object.hasOwn(obj, 'attr')) return obj
+  if (Object.keys(obj).length !== 1 || !isObject(obj.attr)) throw new BadRequestError('PATCH takes {"attr": {"<name>": {"value": v}}} or a flat {"<name>": v}')
+  const out: Record<string, unknown> = {}
+  for (const [name, wrapped] of Object.entries(obj.attr)) {
+    if (!isObject(wrapped) || !Object.hasOwn(wrapped, 'value')) throw new BadRequestError(`PATCH attr.${name} must be {"value": v}`, [{ path: `attr.${name}`, message: 'expected {"value": v}' }])
+    out[name] = wrapped.value
+  }
+  return out
+}
+
+function callArgs(body: unknown): CallArgs {
+  if (body === undefined || body === null) return { args: [], kwargs: {} }
+  if (!isObject(body)) throw new BadRequestError('A method call body is {"kwargs": {...}, "args": [...]} (both optional)')
+  const extra = Object.keys(body).filter((k) => k !== 'kwargs' && k !== 'args')
+  if (extra.length) throw new BadRequestError(`Unexpected key${extra.length === 1 ? '' : 's'} ${extra.join(', ')} in a method call (use {"kwargs": {...}, "args": [...]})`, extra.map((k) => ({ path: k, message: 'unexpected' })))
+  const kwargs = body.kwargs ?? {}
+  const args = body.args ?? []
+  if (!isObject(kwargs)) throw new BadRequestError('"kwargs" must be an object', [{ path: 'kwargs', message: 'expected an object' }])
+  if (!Array.isArray(args)) throw new BadRequestError('"args" must be a list', [{ path: 'args', message: 'expected a list' }])
+  return { args, kwargs }
+}
+
+function toJson(value: unknown): unknown {
+  return value === undefined ? null : value
+}
+

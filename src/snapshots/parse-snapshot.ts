@@ -1,0 +1,102 @@
+/**
+ * Snapshot text -> a checked snapshot of the current schema version: JSON parse, migration,
+ * shape check. Every failure is a 422 that says which file and why, with each problem's path
+ * (`definition.instances.3`), so a user can fix a hand-edited file without guessing.
+ */
+import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
+import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
+import { snapshotFileSchema, type SnapshotFile } from './schema.js'
+
+/** A checked snapshot plus the schema_version it was stored with (before migration). */
+export interface ParsedSnapshot {
+  file: SnapshotFile
+  storedVersion: number
+}
+
+/**
+ * Parses the text of a snapshot file. `source` names the file in messages.
+ *
+ * @example
+ * const { file } = parseSnapshot(await readFile(p, 'utf8'), p)
+ */
+export function parseSnapshot(text: string, source: string): ParsedSnapshot {
+  const raw = parseObject(text, source)
+  const storedVersion = declaredVersion(raw)
+  const migrated = migrate(raw, `Snapshot ${source}`)
+  const result = snapshotFileSchema.safeParse(migrated)
+  if (!result.success) {
+    const details: ErrorDetail[] = result.error.issues.map((issue) => ({
+      path: issue.path.map(String).join('.'),
+      message: issue.message,
+    }))
+    throw new ValidationError(summarize(`Snapshot ${source} is not a valid Mimic snapshot`, details), details)
+  }
+  return { file: result.data, storedVersion: storedVersion as number }
+}
+
+/**
+ * The header fields a file declares, whatever else is wrong with it; for listings of broken files.
+ *
+ * @example
+ * peekHeader('{"id": "a", "schema_version": 9}') // { id: 'a', schema_version: 9, ... }
+ */
+export function peekHeader(text: string): {
+  id: string | null
+  created_at: string | null
+  label: string
+  notes: string
+  schema_version: number | null
+} {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    raw = undefined
+  }
+  const obj = isPlainObject(raw) ? raw : {}
+  const str = (key: string): string | null => (typeof obj[key] === 'string' ? (obj[key] as string) : null)
+  const version = obj['schema_version']
+  return {
+    id: str('id'),
+    created_at: str('created_at'),
+    label: str('label') ?? '',
+    notes: str('notes') ?? '',
+    schema_version: typeof version === 'number' ? version : null,
+  }
+}
+
+/**
+ * True when the text looks like a Mimic snapshot of any version (a JSON object with a string
+ * `id` and an object `definition`). Used to refuse overwriting or deleting anything else.
+ *
+ * @example
+ * looksLikeSnapshot('{"hello": 1}') // false
+ */
+export function looksLikeSnapshot(text: string): boolean {
+  try {
+    const raw: unknown = JSON.parse(text)
+    return isPlainObject(raw) && typeof raw['id'] === 'string' && isPlainObject(raw['definition'])
+  } catch {
+    return false
+  }
+}
+
+function parseObject(text: string, source: string): RawSnapshotFile {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err)
+    const why = text.trim() === '' ? 'the file is empty' : `not valid JSON (truncated or corrupt?): ${reason}`
+    throw new ValidationError(`Snapshot ${source}: ${why}`, [{ path: '', message: why }])
+  }
+  if (!isPlainObject(raw)) {
+    const why = 'not a Mimic snapshot: expected a JSON object'
+    throw new ValidationError(`Snapshot ${source}: ${why}`, [{ path: '', message: why }])
+  }
+  return raw
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,82 @@
+/**
+ * The snapshot file format (current schema version) as zod schemas: one source for the
+ * TypeScript types and for the shape check with paths. Only the shape of the structure is
+ * checked here; whether each model definition is valid is decided by the definition layer
+ * when the snapshot is loaded into a system.
+ */
+import { z } from 'zod'
+
+/** The schema_version this build writes and reads natively. */
+export const CURRENT_SCHEMA_VERSION = 1
+
+/** "required" for a missing key reads better than "expected string, received undefined". */
+function text(expected = 'a string'): z.ZodString {
+  return z.string({
+    error: (issue) => (issue.input === undefined ? 'required' : `expected ${expected}`),
+  })
+}
+
+const instanceEntrySchema = z
+  .record(text('the model name (a string)'), text('the model name (a string)'), {
+    error: (issue) =>
+      issue.input === undefined ? 'required' : 'expected a single-entry map {"<instance>": "<model>"}',
+  })
+  .refine((entry) => Object.keys(entry).length === 1, {
+    message: 'expected exactly one entry {"<instance>": "<model>"}',
+  })
+
+const connectionSchema = z.looseObject(
+  { from: text('an instance name (a string)'), to: text('an instance name (a string)') },
+  { error: (issue) => (issue.input === undefined ? 'required' : 'expected {"from": "...", "to": "..."}') },
+)
+
+/**
+ * The structure of a system: model templates, instance -> model, connections. Extra keys
+ * inside a connection are kept, so a snapshot never silently drops what it was given.
+ *
+ * @example
+ * systemDefinitionSchema.parse({ models: { M: {} }, instances: [{ sensor: 'M' }], connections: {} })
+ */
+export const systemDefinitionSchema = z.object(
+  {
+    models: z.record(z.string(), z.unknown(), {
+      error: (issue) => (issue.input === undefined ? 'required' : 'expected a map of model name -> definition'),
+    }),
+    instances: z.array(instanceEntrySchema, {
+      error: (issue) => (issue.input === undefined ? 'required' : 'expected a list of {"<instance>": "<model>"}'),
+    }),
+    connections: z.record(z.string(), connectionSchema, {
+      error: (issue) =>
+        issue.input === undefined ? 'required' : 'expected a map of connection name -> {"from", "to"}',
+    }),
+  },
+  { error: (issue) => (issue.input === undefined ? 'required' : 'expected an object {models, instances, connections}') },
+)
+
+/** A system's structure definition as stored in a snapshot. */
+export type SystemDefinition = z.infer<typeof systemDefinitionSchema>
+
+/**
+ * A snapshot file of the current schema version. `label`, `notes` and `server_version`
+ * default to "" so hand-written files stay loadable.
+ *
+ * @example
+ * snapshotFileSchema.safeParse(JSON.parse(text))
+ */
+export const snapshotFileSchema = z.object(
+  {
+    schema_version: z.literal(CURRENT_SCHEMA_VERSION),
+    id: text().min(1, 'must not be empty'),
+    created_at: text('an ISO 8601 timestamp').refine((value) => !Number.isNaN(Date.parse(value)), {
+      message: 'expected an ISO 8601 timestamp',
+    }),
+    label: text().default(''),
+    notes: text().default(''),
+    server_version: text().default(''),
+    definition: systemDefinitionSchema,
+  },
+  { error: () => 'expected a JSON object' },
+)
+
+/** A parsed snapshot file of the current schema version. */
+export type SnapshotFile = z.infer<typeof snapshotFileSchema>

@@ -1,0 +1,155 @@
+/**
+ * The public shapes of the snapshot store: its options, selectors and results. They are the
+ * `result` documents of API.md section 4, so the tree can return them unchanged.
+ */
+import type { Logger } from 'pino'
+
+export type { SystemDefinition } from './schema.js'
+import type { SystemDefinition } from './schema.js'
+
+/** `durable` writes every save to a file; `memory` keeps saves in memory until persisted. */
+export type SnapshotMode = 'durable' | 'memory'
+
+/**
+ * Options of the store.
+ *
+ * @example
+ * const options: SnapshotStoreOptions = { dir: './snapshots', mode: 'durable', serverVersion: '0.1.0' }
+ */
+export interface SnapshotStoreOptions {
+  /** The snapshots directory: base of relative paths and home of `<id>.json` files. */
+  dir: string
+  mode: SnapshotMode
+  /** Written into every file as `server_version`. */
+  serverVersion: string
+  /** Further directories clients may name with absolute paths. */
+  allowedRoots?: string[]
+  logger?: Logger
+}
+
+/**
+ * Where and how to save. No path: `<dir>/<id>.json` in durable mode, memory only in memory mode.
+ *
+ * @example
+ * await store.save(def, { directory: 'plant-a', name: 'before-upgrade', label: 'v1' })
+ */
+export interface SaveOptions {
+  /** The exact file (relative to the snapshots directory, or absolute inside an allowed root). */
+  path?: string
+  /** Directory for `name` (default: the snapshots directory). */
+  directory?: string
+  /** File name; `.json` is added when it has no extension. Default: `<id>.json`. */
+  name?: string
+  label?: string
+  notes?: string
+}
+
+/**
+ * Result of `save`.
+ *
+ * @example
+ * { id: '3f0c…', in_memory: true, persisted_path: '/srv/snapshots/3f0c….json', created_at: '2026-01-01T00:00:00.000Z', label: '', notes: '' }
+ */
+export interface SaveResult {
+  id: string
+  in_memory: true
+  /** The file written, or "" when the snapshot is kept in memory only. */
+  persisted_path: string
+  created_at: string
+  label: string
+  notes: string
+}
+
+/**
+ * An in-memory snapshot as listed.
+ *
+ * @example
+ * { id: '3f0c…', created_at: '2026-…Z', label: '', notes: '', persisted_path: '' }
+ */
+export interface InMemoryEntry {
+  id: string
+  created_at: string
+  label: string
+  notes: string
+  persisted_path: string
+}
+
+/**
+ * A file under the snapshots directory as listed. When the file cannot be used, `error` says
+ * why and the other fields hold whatever could be read (null when nothing).
+ *
+ * @example
+ * { path: '/srv/snapshots/x.json', id: null, created_at: null, label: '', notes: '', schema_version: null, error: 'not valid JSON' }
+ */
+export interface FileEntry {
+  path: string
+  id: string | null
+  created_at: string | null
+  label: string
+  notes: string
+  schema_version: number | null
+  error?: string
+}
+
+/**
+ * Result of `list`: both sorted by created_at (oldest first).
+ *
+ * @example
+ * const { in_memory, files } = await store.list()
+ */
+export interface ListResult {
+  in_memory: InMemoryEntry[]
+  files: FileEntry[]
+}
+
+/**
+ * Selects one snapshot: exactly one of `id` or `path`.
+ *
+ * @example
+ * await store.read({ id: '3f0c…' })
+ * await store.read({ path: 'plant-a/before-upgrade.json' })
+ */
+export interface SnapshotSelector {
+  id?: string
+  path?: string
+}
+
+/**
+ * A snapshot read back: its metadata and the structure. `schema_version` is the version the
+ * file was stored with (the definition is already migrated to the current one); `path` is ""
+ * for a snapshot that lives in memory only.
+ *
+ * @example
+ * const { definition } = await store.read({ id })
+ */
+export interface SnapshotRecord {
+  id: string
+  path: string
+  created_at: string
+  label: string
+  notes: string
+  schema_version: number
+  server_version: string
+  definition: SystemDefinition
+}
+
+/**
+ * Result of `persistAllInMemory`.
+ *
+ * @example
+ * { persisted: [{ id: '3f0c…', path: '/srv/snapshots/3f0c….json' }] }
+ */
+export interface PersistAllResult {
+  persisted: Array<{ id: string; path: string }>
+}
+
+/**
+ * Result of `delete`.
+ *
+ * @example
+ * { id: '3f0c…', deleted: true }
+ */
+export interface DeleteResult {
+  id: string
+  deleted: true
+}

@@ -1,0 +1,216 @@
+import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
+import { nameProblem } from '../definition/names.js'
+import { Component } from '../tree/component.js'
+
+/** What an attribute needs from its instance: Python writes and protocol range checks. */
+export interface AttributeOwner extends Component {
+  /** Writes a Python-bound attribute through its setter; resolves once the cache holds the new value. */
+  writeBound(attr: string, value: unknown): Promise<void>
+  /** Why a protocol mapping cannot carry `value` for `attr`, or null. */
+  mappedValueProblem(attr: string, value: unknown): string | null
+}
+
+/** How an attribute is backed by a Python object, once the instance is prepared. */
+export interface AttributeBinding {
+  writable: boolean
+}
+
+/**
+ * One attribute of an instance. `internal_value` is the model state (a Python property when
+ * bound); `external_value` is a presentation override that the next `run()` clears — reading it
+ * gives the override when one is set, else the internal value.
+ *
+ * @example
+ * await attr.setProperty('internal_value', 21.5)
+ */
+export class Attribute extends Component {
+  readonly type = 'Attribute'
+  valueType: AttributeType
+  readonly unit: string | undefined
+  readonly description: string | undefined
+  #default: unknown
+  #internal: unknown
+  #override: { value: unknown } | undefined
+  #binding: AttributeBinding | undefined
+  readonly #owner: AttributeOwner
+
+  constructor(parent: Attributes, owner: AttributeOwner, decl: AttributeDeclaration) {
+    super(decl.name, parent)
+    this.#owner = owner
+    this.valueType = decl.type
+    this.unit = decl.unit
+    this.description = decl.description
+    this.#default = decl.default
+    this.#internal = structuredClone(decl.default)
+  }
+
+  get internalValue(): unknown {
+    return this.#internal
+  }
+
+  get externalValue(): unknown {
+    return this.#override ? this.#override.value : this.#internal
+  }
+
+  get bound(): boolean {
+    return this.#binding !== undefined
+  }
+
+  get writable(): boolean {
+    return this.#binding ? this.#binding.writable : true
+  }
+
+  /** Marks the attribute as backed by Python (or not, with undefined). */
+  bind(binding: AttributeBinding | undefined): void {
+    this.#binding = binding
+  }
+
+  /** Takes a value reported by Python (the object's own state); no checks: Python is the authority. */
+  setCached(value: unknown): void {
+    this.#internal = value
+  }
+
+  /** Why `value` may not be written to this attribute, or null. */
+  valueProblem(value: unknown): string | null {
+    return typeProblem(this.valueType, value) ?? this.#owner.mappedValueProblem(this.name, value)
+  }
+
+  /** Sets the model state, through the Python setter when bound. */
+  async setInternal(value: unknown): Promise<void> {
+    const problem = this.valueProblem(value)
+    if (problem) throw this.#invalid('internal_value', problem)
+    if (this.#binding) {
+      if (!this.#binding.writable) throw this.#invalid('internal_value', `attribute '${this.name}' is bound to a getter without a setter and is read-only`)
+      await this.#owner.writeBound(this.name, value)
+      return
+    }
+    this.#internal = structuredClone(value)
+  }
+
+  /** Sets the presented value until the next run. */
+  setExternal(value: unknown): void {
+    const problem = this.valueProblem(value)
+    if (problem) throw this.#invalid('external_value', problem)
+    this.#override = { value: structuredClone(value) }
+  }
+
+  clearOverride(): void {
+    this.#override = undefined
+  }
+
+  /** Back to the declared default (declarative attributes only; Python owns bound ones). */
+  resetValue(): void {
+    this.#override = undefined
+    if (!this.#binding) this.#internal = structuredClone(this.#default)
+  }
+
+  /** Turns a detached attribute created by a write into a declared one of the value's type. */
+  adopt(value: unknown): void {
+    this.valueType = inferType(value)
+    this.#default = structuredClone(value)
+  }
+
+  override properties(): Record<string, unknown> {
+    const props: Record<string, unknown> = {
+      internal_value: this.#internal,
+      external_value: this.externalValue,
+      type: this.valueType,
+    }
+    if (this.unit !== undefined) props.unit = this.unit
+    if (this.description !== undefined) props.description = this.description
+    props.default = this.#default
+    props.bound = this.bound
+    props.writable = this.writable
+    return props
+  }
+
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (name === 'internal_value') return await this.setInternal(value)
+    if (name === 'external_value') return this.setExternal(value)
+    await super.setProperty(name, value)
+  }
+
+  #invalid(property: string, message: string): ValidationError {
+    return new ValidationError(`Attribute '${this.path}': ${message}`, [{ path: property, message }])
+  }
+}
+
+/**
+ * The attributes of an instance. `PUT` with `{"<attr>": value}` sets internal values and
+ * creates attributes that do not exist yet; every value is checked before any is written.
+ */
+export class Attributes extends Component {
+  readonly type = 'Attributes'
+  readonly #items = new Map<string, Attribute>()
+  readonly #owner: AttributeOwner
+
+  constructor(owner: AttributeOwner, declarations: AttributeDeclaration[]) {
+    super('attributes', owner)
+    this.#owner = owner
+    for (const decl of declarations) this.#items.set(decl.name, new Attribute(this, owner, decl))
+  }
+
+  get(name: string): Attribute | undefined {
+    return this.#items.get(name)
+  }
+
+  all(): IterableIterator<Attribute> {
+    return this.#items.values()
+  }
+
+  override children(): Component[] {
+    return [...this.#items.values()]
+  }
+
+  override child(name: string): Component | undefined {
+    return this.#items.get(name)
+  }
+
+  /** `PUT .../attributes/<new>/attr/internal_value` creates the attribute on its first write. */
+  override materialize(name: string): Component | undefined {
+    if (nameProblem(name)) return undefined
+    return new PendingAttribute(this, this.#owner, name, (attr) => this.#items.set(name, attr))
+  }
+
+  override async put(body: Record<string, unknown>): Promise<void> {
+    const details: ErrorDetail[] = []
+    for (const [name, value] of Object.entries(body)) {
+      const existing = this.#items.get(name)
+      const problem = existing ? existing.valueProblem(value) ?? (existing.writable ? null : 'read-only (getter without setter)') : nameProblem(name) ?? (value === undefined ? 'a value is required' : null)
+      if (problem) details.push({ path: name, message: problem })
+    }
+    if (details.length) throw new ValidationError(summarize(`Attributes of '${this.parent?.path}'`, details), details)
+    for (const [name, value] of Object.entries(body)) {
+      const existing = this.#items.get(name)
+      if (existing) await existing.setInternal(value)
+      else {
+        const attr = new Attribute(this, this.#owner, { name, default: value, type: inferType(value) })
+        this.#items.set(name, attr)
+      }
+    }
+  }
+
+  override async patch(): Promise<void> {
+    throw new NotFoundError(`Component '${this.path}' has no properties; PUT {"<attribute>": value} to set attributes`)
+  }
+}
+
+/** An attribute that exists only once a write to it succeeds. */
+class PendingAttribute extends Attribute {
+  readonly #attach: (attr: Attribute) => void
+
+  constructor(parent: Attributes, owner: AttributeOwner, name: string, attach: (attr: Attribute) => void) {
+    super(parent, owner, { name, default: null, type: 'any' })
+    this.#attach = attach
+  }
+
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (name !== 'internal_value' && name !== 'external_value') throw new NotFoundError(`Attribute '${this.path}' does not exist`)
+    const problem = typeProblem('any', value)
+    if (problem) throw new ValidationError(`Attribute '${this.path}': ${problem}`, [{ path: name, message: problem }])
+    this.adopt(value)
+    await super.setProperty(name, value)
+    this.#attach(this)
+  }
+}

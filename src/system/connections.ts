@@ -1,0 +1,114 @@
+import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { checkConnection, parseAttributeRef, type AttributeRef } from '../definition/validate.js'
+import { Component } from '../tree/component.js'
+import type { System } from './system.js'
+
+/** A wire from one attribute to another: after every system step `to` takes the value of `from`. */
+export class Connection extends Component {
+  readonly type = 'Connection'
+  readonly from: string
+  readonly to: string
+  readonly fromRef: AttributeRef
+  readonly toRef: AttributeRef
+  lastError: string | null = null
+  transfers = 0
+
+  constructor(name: string, parent: Connections, from: string, to: string) {
+    super(name, parent)
+    this.from = from
+    this.to = to
+    this.fromRef = parseAttributeRef(from) as AttributeRef
+    this.toRef = parseAttributeRef(to) as AttributeRef
+  }
+
+  override properties(): Record<string, unknown> {
+    return { from: this.from, to: this.to, transfers: this.transfers, last_error: this.lastError }
+  }
+}
+
+/**
+ * The connections. `PUT` with `{"<name>": {"from": ref, "to": ref}}` creates or replaces
+ * connections; references to instances or attributes that do not exist are a 422 naming them.
+ */
+export class Connections extends Component {
+  readonly type = 'Connections'
+  readonly #items = new Map<string, Connection>()
+  readonly #system: System
+
+  constructor(system: System) {
+    super('connections', system)
+    this.#system = system
+  }
+
+  all(): IterableIterator<Connection> {
+    return this.#items.values()
+  }
+
+  override children(): Component[] {
+    return [...this.#items.values()]
+  }
+
+  override child(name: string): Component | undefined {
+    return this.#items.get(name)
+  }
+
+  override properties(): Record<string, unknown> {
+    return { count: this.#items.size }
+  }
+
+  override async put(body: Record<string, unknown>): Promise<void> {
+    await this.#system.exclusive(async () => {
+      const attrsOf = (instance: string): Set<string> | undefined => {
+        const inst = this.#system.instances.get(instance)
+        return inst ? new Set([...inst.attributes.all()].map((a) => a.name)) : undefined
+      }
+      const details: ErrorDetail[] = []
+      for (const [name, conn] of Object.entries(body)) details.push(...checkConnection(name, conn, attrsOf))
+      if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<name>": {"from": ..., "to": ...}}' })
+      if (details.length) throw new ValidationError(summarize('Connections', details), details)
+      for (const [name, conn] of Object.entries(body) as [string, { from: string; to: string }][]) this.add(name, conn.from, conn.to)
+    })
+  }
+
+  /** Adds a checked connection. */
+  add(name: string, from: string, to: string): void {
+    this.#items.set(name, new Connection(name, this, from, to))
+  }
+
+  clear(): void {
+    this.#items.clear()
+  }
+
+  override async deleteChild(name: string): Promise<void> {
+    await this.#system.exclusive(async () => {
+      if (!this.#items.delete(name)) throw this.#system.notFound('connections', name)
+    })
+  }
+
+  /**
+   * Copies every `from` value (as presented) to its `to` attribute. Writes into Python-bound
+   * attributes run concurrently; a failing connection records its error and the others go on.
+   */
+  async propagate(): Promise<void> {
+    const pending: Promise<void>[] = []
+    for (const conn of this.#items.values()) {
+      const from = this.#system.instances.get(conn.fromRef.instance)?.attributes.get(conn.fromRef.attribute)
+      const to = this.#system.instances.get(conn.toRef.instance)?.attributes.get(conn.toRef.attribute)
+      if (!from || !to) continue
+      const done = (): void => {
+        conn.transfers++
+        conn.lastError = null
+      }
+      const failed = (err: unknown): void => {
+        conn.lastError = (err as Error).message
+      }
+      try {
+        const write = to.setInternal(from.externalValue)
+        pending.push(write.then(done, failed))
+      } catch (err) {
+        failed(err)
+      }
+    }
+    await Promise.all(pending)
+  }
+}

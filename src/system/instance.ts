@@ -1,0 +1,503 @@
+import { ConflictError, MimicError, NotFoundError, ValidationError, WorkerGoneError } from '../errors.js'
+import { attributeDeclarations } from '../definition/model-schema.js'
+import { checkMappedValue, ModbusSlaveAdapter, modbusSlaveSchema, type ModbusSlaveDefinition } from '../protocols/modbus/index.js'
+import { buildLoadEntries } from '../python/index.js'
+import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
+import { Attributes, type AttributeOwner } from './attributes.js'
+import type { Model } from './models.js'
+import { Polling } from './polling.js'
+import type { SystemServices } from './services.js'
+import { Timer } from './timer.js'
+
+export type InstanceState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED' | 'ERROR'
+
+/** One batched call for a system step (what the Python pool needs for this instance). */
+export interface StepRequest {
+  instance: string
+  method: string
+  time: number
+  dt: number
+  attributes?: Record<string, unknown>
+}
+
+/** What an instance holds while its Python objects are alive. */
+interface Binding {
+  worker: number | string
+  methods: Map<string, string>
+  component: boolean
+}
+
+/**
+ * A running copy of a model: its attributes, timer, polling settings, protocol adapters and,
+ * when the model has an `import` block, the Python objects that back it.
+ *
+ * @example
+ * await instance.call('prepare', { args: [], kwargs: {} })
+ * await instance.call('run', { args: [], kwargs: {} })
+ */
+export class Instance extends Component implements AttributeOwner {
+  readonly type = 'Instance'
+  readonly model: Model
+  readonly attributes: Attributes
+  readonly timer: Timer
+  readonly polling: Polling
+  readonly communication: Communication
+  readonly importNode: ImportStatus | undefined
+  readonly #services: SystemServices
+  readonly #exclusive: <T>(fn: () => Promise<T>) => Promise<T>
+  #state: InstanceState = 'INITIALIZED'
+  #binding: Binding | undefined
+  #lastError: string | null = null
+  #loop: NodeJS.Timeout | undefined
+  #inFlight: Promise<unknown> | undefined
+  #ownLoop = false
+
+  constructor(opts: { name: string; parent: Component; model: Model; services: SystemServices; exclusive: <T>(fn: () => Promise<T>) => Promise<T> }) {
+    super(opts.name, opts.parent)
+    this.model = opts.model
+    this.#services = opts.services
+    this.#exclusive = opts.exclusive
+    this.attributes = new Attributes(this, attributeDeclarations(opts.model.parsed))
+    this.timer = new Timer(this)
+    this.polling = new Polling(this, { onChange: () => this.#schedule() })
+    this.communication = new Communication(this, opts.model, opts.services)
+    this.importNode = opts.model.parsed.import ? new ImportStatus(this) : undefined
+  }
+
+  override get state(): InstanceState {
+    return this.#state
+  }
+
+  get lastError(): string | null {
+    return this.#lastError
+  }
+
+  get binding(): Readonly<Binding> | undefined {
+    return this.#binding
+  }
+
+  /** Whether behaviour comes from Python (the model has an `import` block). */
+  get codeDefined(): boolean {
+    return this.importNode !== undefined
+  }
+
+  override children(): Component[] {
+    const list: Component[] = [this.attributes, this.timer, this.polling, this.communication]
+    if (this.importNode) list.push(this.importNode)
+    return list
+  }
+
+  override properties(): Record<string, unknown> {
+    return { state: this.#state, model: this.model.name, last_error: this.#lastError }
+  }
+
+  override async put(body: Record<string, unknown>): Promise<void> {
+    // `PUT instances/<i>` with `{"<attr>": v}` is accepted as a shorthand for attribute values.
+    await this.attributes.put(body)
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    const methods: Record<string, MethodHandler> = {
+      prepare: () => this.#exclusive(async () => (await this.prepare(), true)),
+      run: async (call) => (await this.run(numberKwarg(call, 'dt')), true),
+      start: () => this.#exclusive(async () => (await this.start({ ownLoop: true }), true)),
+      stop: () => this.#exclusive(async () => (await this.stop(), true)),
+      reset: () => this.#exclusive(async () => (await this.reset(), true)),
+    }
+    for (const method of this.#mappedMethods()) {
+      if (!Object.hasOwn(methods, method)) methods[method] = (call) => this.callMapped(method, call)
+    }
+    return methods
+  }
+
+  /** Model methods declared in the `import` block (known before prepare, so they are listed). */
+  #mappedMethods(): string[] {
+    const names: string[] = []
+    for (const value of Object.values(this.model.parsed.import ?? {})) {
+      for (const entry of Array.isArray(value) ? value : [value]) names.push(...Object.keys(entry.methods ?? {}))
+    }
+    return names
+  }
+
+  /**
+   * Loads the Python objects (when the model imports code) and starts the protocol adapters.
+   * A second prepare reloads the code, which is how an edited .py file is picked up.
+   */
+  async prepare(): Promise<void> {
+    this.#stopLoop()
+    await this.#waitIdle()
+    try {
+      if (this.codeDefined) await this.#loadPython()
+      await this.communication.startAll()
+      this.#state = 'PREPARED'
+      this.#lastError = null
+      if (this.#binding?.methods.has('prepare')) await this.callMapped('prepare', { args: [], kwargs: {} })
+    } catch (err) {
+      this.#fail(err)
+      throw err
+    }
+  }
+
+  async #loadPython(): Promise<void> {
+    const pool = this.#services.python()
+    if (this.#binding) {
+      await pool.unload(this.name).catch(() => {})
+      this.#binding = undefined
+    }
+    for (const attr of this.attributes.all()) attr.bind(undefined)
+    const entries = await buildLoadEntries(this.model.parsed.import ?? {}, this.#services.extensions)
+    const loaded = await pool.load(this.name, {
+      entries,
+      definition: this.model.definition as Record<string, unknown>,
+      attributes: this.declarativeValues(),
+      time: this.timer.time,
+      dt: this.timer.dt,
+    })
+    const methods = new Map<string, string>()
+    for (const entry of entries) for (const [model, cls] of Object.entries(entry.methods)) methods.set(model, cls)
+    const readOnly = new Set(loaded.readOnly)
+    for (const attr of loaded.bound) this.attributes.get(attr)?.bind({ writable: !readOnly.has(attr) })
+    this.#binding = { worker: loaded.worker, methods, component: loaded.components.some(Boolean) }
+    this.applyValues(loaded.values)
+  }
+
+  /** Values of the attributes Python does not own, for MimicComponent context. */
+  declarativeValues(): Record<string, unknown> {
+    const values: Record<string, unknown> = {}
+    for (const attr of this.attributes.all()) if (!attr.bound) values[attr.name] = attr.internalValue
+    return values
+  }
+
+  /** Takes bound values reported by Python into the attribute caches. */
+  applyValues(values: Record<string, unknown> | undefined): void {
+    if (!values) return
+    for (const [name, value] of Object.entries(values)) this.attributes.get(name)?.setCached(value)
+  }
+
+  /** Takes declarative values a MimicComponent wrote through `self.attributes`. */
+  applyDeclarative(values: Record<string, unknown> | undefined): void {
+    if (!values) return
+    for (const [name, value] of Object.entries(values)) {
+      const attr = this.attributes.get(name)
+      if (attr && !attr.bound) attr.setCached(value)
+    }
+  }
+
+  #checkRunnable(): void {
+    if (this.#state === 'ERROR') throw new ConflictError(`Instance '${this.name}' is in ERROR: ${this.#lastError ?? 'unknown error'} (call prepare() to recover)`)
+    if (this.codeDefined && !this.#binding) throw new ConflictError(`Instance '${this.name}' is not prepared: call prepare() first`)
+  }
+
+  /** Whether a system step should include this instance. */
+  get runnable(): boolean {
+    return this.#state !== 'ERROR' && (!this.codeDefined || this.#binding !== undefined)
+  }
+
+  /** One step of this instance alone: the mapped `run` (one round trip), then time moves on. */
+  async run(dt?: number): Promise<void> {
+    this.#checkRunnable()
+    const step = dt ?? this.timer.dt
+    if (this.#binding?.methods.has('run')) {
+      await this.#python('run', { args: [], kwargs: {} }, step)
+    }
+    this.finishStep(step)
+  }
+
+  /** The Python part of a system step, or undefined when this instance has none. */
+  stepRequest(dt?: number): StepRequest | undefined {
+    if (!this.#binding?.methods.has('run')) return undefined
+    const request: StepRequest = { instance: this.name, method: 'run', time: this.timer.time, dt: dt ?? this.timer.dt }
+    if (this.#binding.component) request.attributes = this.declarativeValues()
+    return request
+  }
+
+  /** After a step: time advances (unless pinned) and presentation overrides are cleared. */
+  finishStep(dt?: number): void {
+    this.timer.advance(dt ?? this.timer.dt)
+    for (const attr of this.attributes.all()) attr.clearOverride()
+  }
+
+  /** Records a failure reported for this instance by a batched step. */
+  stepFailed(err: unknown): void {
+    if (err instanceof WorkerGoneError || (err instanceof MimicError && err.code === 'WORKER_TIMEOUT')) this.#fail(err)
+    else this.#lastError = (err as Error).message
+  }
+
+  /** Calls a model method mapped by the `import` block and returns its result. */
+  async callMapped(method: string, call: CallArgs): Promise<unknown> {
+    this.#checkRunnable()
+    if (!this.#binding?.methods.has(method)) throw new NotFoundError(`Instance '${this.name}' has no method '${method}'`)
+    return await this.#python(method, call, this.timer.dt)
+  }
+
+  async #python(method: string, call: CallArgs, dt: number): Promise<unknown> {
+    const binding = this.#binding!
+    const task = this.#services.python().call(this.name, method, {
+      args: call.args,
+      kwargs: call.kwargs,
+      time: this.timer.time,
+      dt,
+      attributes: binding.component ? this.declarativeValues() : undefined,
+    })
+    this.#inFlight = task
+    try {
+      const answer = await task
+      this.applyValues(answer.values)
+      this.applyDeclarative(answer.attributes)
+      return answer.result
+    } catch (err) {
+      this.stepFailed(err)
+      throw err
+    } finally {
+      if (this.#inFlight === task) this.#inFlight = undefined
+    }
+  }
+
+  async writeBound(attr: string, value: unknown): Promise<void> {
+    this.#checkRunnable()
+    const answer = await this.#services.python().set(this.name, attr, value)
+    this.applyValues(answer.values)
+  }
+
+  mappedValueProblem(attr: string, value: unknown): string | null {
+    return this.communication.valueProblem(attr, value)
+  }
+
+  /**
+   * Starts the instance: prepares it if needed, then (with `ownLoop`, and polling enabled)
+   * calls run() every `polling.interval` seconds. The system's start drives instances from its
+   * own loop instead, so connections are applied after every system step.
+   */
+  async start(opts: { ownLoop: boolean }): Promise<void> {
+    if (this.#state === 'INITIALIZED' || this.#state === 'ERROR' || (this.codeDefined && !this.#binding)) await this.prepare()
+    await this.communication.startAll()
+    if (this.#binding?.methods.has('start')) await this.callMapped('start', { args: [], kwargs: {} })
+    this.#state = 'RUNNING'
+    this.#ownLoop = opts.ownLoop
+    this.#schedule()
+  }
+
+  #schedule(): void {
+    if (this.#state !== 'RUNNING' || !this.#ownLoop || !this.polling.enabled) {
+      this.#stopLoop()
+      return
+    }
+    if (this.#loop) return
+    this.#loop = setTimeout(() => void this.#tick(), this.polling.interval * 1000)
+  }
+
+  async #tick(): Promise<void> {
+    this.#loop = undefined
+    const task = this.run().catch((err: unknown) => {
+      this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'polling run failed')
+    })
+    this.#inFlight = task
+    await task
+    this.#schedule()
+  }
+
+  #stopLoop(): void {
+    if (this.#loop) clearTimeout(this.#loop)
+    this.#loop = undefined
+  }
+
+  async #waitIdle(): Promise<void> {
+    while (this.#inFlight) await this.#inFlight.catch(() => {})
+  }
+
+  /** Stops polling and the protocol adapters; the Python objects stay (run() still works). */
+  async stop(): Promise<void> {
+    this.#stopLoop()
+    this.#ownLoop = false
+    await this.#waitIdle()
+    if (this.#binding?.methods.has('stop') && this.#state !== 'ERROR') {
+      await this.callMapped('stop', { args: [], kwargs: {} }).catch((err: unknown) => this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'stop method failed'))
+    }
+    await this.communication.stopAll()
+    if (this.#state === 'RUNNING' || this.#state === 'PREPARED') this.#state = 'STOPPED'
+  }
+
+  /** Timer back to 0, declarative attributes back to their defaults, the mapped `reset` called. */
+  async reset(): Promise<void> {
+    this.#stopLoop()
+    this.#ownLoop = false
+    await this.#waitIdle()
+    this.timer.reset()
+    for (const attr of this.attributes.all()) attr.resetValue()
+    if (this.#binding?.methods.has('reset') && this.#state !== 'ERROR') await this.callMapped('reset', { args: [], kwargs: {} })
+    if (this.#state === 'RUNNING' || this.#state === 'STOPPED') this.#state = this.#binding || !this.codeDefined ? 'PREPARED' : 'INITIALIZED'
+  }
+
+  /** Marks the instance as system-driven RUNNING (the system loop steps it). */
+  markRunning(): void {
+    if (this.#state !== 'ERROR') this.#state = 'RUNNING'
+  }
+
+  /** Called when the Python worker holding this instance died or was killed. */
+  lost(reason: string): void {
+    this.#binding = undefined
+    for (const attr of this.attributes.all()) attr.bind(undefined)
+    this.#stopLoop()
+    this.#state = 'ERROR'
+    this.#lastError = reason
+  }
+
+  #fail(err: unknown): void {
+    this.#state = 'ERROR'
+    this.#lastError = (err as Error).message
+    if (err instanceof WorkerGoneError || (err instanceof MimicError && err.code === 'WORKER_TIMEOUT')) {
+      this.#binding = undefined
+      for (const attr of this.attributes.all()) attr.bind(undefined)
+    }
+  }
+
+  override async destroy(): Promise<void> {
+    this.#stopLoop()
+    await this.#waitIdle()
+    await this.communication.stopAll()
+    if (this.#binding) {
+      this.#binding = undefined
+      await this.#services.python().unload(this.name).catch(() => {})
+    }
+  }
+}
+
+function numberKwarg(call: CallArgs, name: string): number | undefined {
+  const value = call.kwargs[name]
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ValidationError(`'${name}' must be a number greater than 0`, [{ path: `kwargs.${name}`, message: 'expected a number > 0' }])
+  }
+  return value
+}
+
+/**
+ * The instance's `import` child: what is bound, the worker it lives in and the last error.
+ */
+export class ImportStatus extends Component {
+  readonly type = 'Import'
+  readonly #instance: Instance
+
+  constructor(instance: Instance) {
+    super('import', instance)
+    this.#instance = instance
+  }
+
+  override properties(): Record<string, unknown> {
+    const inst = this.#instance
+    const files = Object.keys(inst.model.parsed.import ?? {})
+    const boundAttributes = [...inst.attributes.all()].filter((a) => a.bound).map((a) => a.name)
+    return {
+      files,
+      bound: inst.binding !== undefined,
+      worker: inst.binding?.worker ?? null,
+      attributes: boundAttributes,
+      methods: inst.binding ? Object.fromEntries(inst.binding.methods) : {},
+      component: inst.binding?.component ?? false,
+      last_error: inst.lastError,
+    }
+  }
+}
+
+/**
+ * The instance's protocol adapters by key (`modbus_slave`, then `modbus_slave_1`, ...).
+ */
+export class Communication extends Component {
+  readonly type = 'Communication'
+  readonly #adapters = new Map<string, AdapterNode>()
+
+  constructor(instance: Instance, model: Model, services: SystemServices) {
+    super('communication', instance)
+    const counts = new Map<string, number>()
+    for (const entry of model.parsed.communication ?? []) {
+      const kind = Object.keys(entry)[0]!
+      const n = counts.get(kind) ?? 0
+      counts.set(kind, n + 1)
+      const key = n === 0 ? kind : `${kind}_${n}`
+      const definition = modbusSlaveSchema.parse(entry[kind])
+      this.#adapters.set(key, new AdapterNode(key, this, instance, definition, services))
+    }
+  }
+
+  override children(): Component[] {
+    return [...this.#adapters.values()]
+  }
+
+  override child(name: string): Component | undefined {
+    return this.#adapters.get(name)
+  }
+
+  async startAll(): Promise<void> {
+    const started: AdapterNode[] = []
+    try {
+      for (const adapter of this.#adapters.values()) {
+        await adapter.adapter.start()
+        started.push(adapter)
+      }
+    } catch (err) {
+      for (const adapter of started) await adapter.adapter.stop().catch(() => {})
+      throw err
+    }
+  }
+
+  async stopAll(): Promise<void> {
+    for (const adapter of this.#adapters.values()) await adapter.adapter.stop().catch(() => {})
+  }
+
+  valueProblem(attr: string, value: unknown): string | null {
+    for (const adapter of this.#adapters.values()) {
+      const problem = checkMappedValue(adapter.definition, attr, value)
+      if (problem) return `${adapter.name}: ${problem}`
+    }
+    return null
+  }
+
+  override async destroy(): Promise<void> {
+    await this.stopAll()
+  }
+}
+
+/** A protocol adapter as a tree node: its settings, state and counters, and its methods. */
+export class AdapterNode extends Component {
+  readonly type = 'ModbusSlave'
+  readonly adapter: ModbusSlaveAdapter
+  readonly definition: ModbusSlaveDefinition
+
+  constructor(name: string, parent: Communication, instance: Instance, definition: ModbusSlaveDefinition, services: SystemServices) {
+    super(name, parent)
+    this.definition = definition
+    this.adapter = new ModbusSlaveAdapter({
+      hub: services.modbus,
+      definition,
+      logger: services.logger,
+      name: `${instance.name}.${name}`,
+      accessor: {
+        read: (attr) => instance.attributes.get(attr)?.externalValue,
+        write: (attr, value) => {
+          const target = instance.attributes.get(attr)
+          if (!target) throw new NotFoundError(`Attribute '${attr}' not found`)
+          return target.setInternal(value)
+        },
+        writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
+      },
+    })
+  }
+
+  override get state(): string {
+    return this.adapter.state
+  }
+
+  override properties(): Record<string, unknown> {
+    const info = this.adapter.info()
+    return { host: info.host, port: info.port, unit_id: info.unit_id, response_delay: info.response_delay, mapping: info.mapping, counters: info.counters }
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    return {
+      start: async () => (await this.adapter.start(), true),
+      stop: async () => (await this.adapter.stop(), true),
+      detach: () => (this.adapter.detach(), true),
+      attach: () => (this.adapter.attach(), true),
+    }
+  }
+}

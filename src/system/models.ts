@@ -1,0 +1,146 @@
+import { ConflictError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { nameProblem } from '../definition/names.js'
+import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
+import { joinPath, validateModel } from '../definition/validate.js'
+import { Component } from '../tree/component.js'
+import type { System } from './system.js'
+
+/** A model template: its definition exactly as given, and the parsed form the system uses. */
+export class Model extends Component {
+  readonly type = 'Model'
+  readonly definition: unknown
+  readonly parsed: ParsedModelDefinition
+  readonly #system: System
+
+  constructor(opts: { name: string; parent: Models; definition: unknown; parsed: ParsedModelDefinition; system: System }) {
+    super(opts.name, opts.parent)
+    this.definition = structuredClone(opts.definition)
+    this.parsed = opts.parsed
+    this.#system = opts.system
+  }
+
+  /** Names of the model's attributes in declaration order. */
+  attributeNames(): Set<string> {
+    return new Set(attributeDeclarations(this.parsed).map((a) => a.name))
+  }
+
+  override properties(): Record<string, unknown> {
+    return { definition: this.definition, instances: this.#system.instancesOf(this.name).map((i) => i.name) }
+  }
+
+  /** `PUT models/<m>` with `{"definition": {...}}` replaces the model. */
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (name === 'definition') return await this.#system.models.put({ [this.name]: value })
+    await super.setProperty(name, value)
+  }
+}
+
+/**
+ * The model templates. `PUT` with `{"<model>": <definition>}` registers or replaces models:
+ * all definitions are validated first (422 listing every problem with its path), then applied.
+ * Replacing a model rebuilds its instances fresh from the new definition.
+ */
+export class Models extends Component {
+  readonly type = 'Models'
+  readonly #items = new Map<string, Model>()
+  readonly #system: System
+
+  constructor(system: System) {
+    super('models', system)
+    this.#system = system
+  }
+
+  get(name: string): Model | undefined {
+    return this.#items.get(name)
+  }
+
+  all(): IterableIterator<Model> {
+    return this.#items.values()
+  }
+
+  override children(): Component[] {
+    return [...this.#items.values()]
+  }
+
+  override child(name: string): Component | undefined {
+    return this.#items.get(name)
+  }
+
+  override properties(): Record<string, unknown> {
+    return { count: this.#items.size }
+  }
+
+  override async put(body: Record<string, unknown>): Promise<void> {
+    await this.#system.exclusive(async () => {
+      const parsed = this.check(body)
+      await this.apply(parsed)
+    })
+  }
+
+  /** Validates model definitions against names, schemas and the connections that use them. */
+  check(body: Record<string, unknown>): Map<string, { raw: unknown; parsed: ParsedModelDefinition }> {
+    const names = Object.keys(body)
+    const single = names.length === 1
+    const details: ErrorDetail[] = []
+    const parsed = new Map<string, { raw: unknown; parsed: ParsedModelDefinition }>()
+    if (names.length === 0) throw new ValidationError('Nothing to do: PUT {"<model>": <definition>}', [{ path: '', message: 'empty body' }])
+    for (const name of names) {
+      const prefix = single ? '' : name
+      const problem = nameProblem(name)
+      if (problem) {
+        details.push({ path: prefix, message: problem })
+        continue
+      }
+      const result = validateModel(body[name])
+      if (!result.ok) {
+        details.push(...result.details.map((d) => ({ ...d, path: joinPath(prefix, d.path) })))
+        continue
+      }
+      const attrs = new Set(attributeDeclarations(result.model).map((a) => a.name))
+      for (const conn of this.#system.connections.all()) {
+        for (const end of [conn.fromRef, conn.toRef]) {
+          const inst = this.#system.instances.get(end.instance)
+          if (inst?.model.name === name && !attrs.has(end.attribute)) {
+            details.push({ path: joinPath(prefix, `attributes.${end.attribute}`), message: `removed, but connection '${conn.name}' uses ${end.instance}.attributes.${end.attribute}` })
+          }
+        }
+      }
+      parsed.set(name, { raw: body[name], parsed: result.model })
+    }
+    if (details.length) {
+      const err = new ValidationError(summarize(single ? `Model '${names[0]}'` : 'Models', details), details)
+      throw err
+    }
+    return parsed
+  }
+
+  /** Installs checked models; instances of a replaced model are rebuilt. */
+  async apply(models: Map<string, { raw: unknown; parsed: ParsedModelDefinition }>): Promise<void> {
+    for (const [name, { raw, parsed }] of models) {
+      const model = new Model({ name, parent: this, definition: raw, parsed, system: this.#system })
+      const replaced = this.#items.has(name)
+      this.#items.set(name, model)
+      if (replaced) await this.#system.instances.rebuild(name)
+    }
+  }
+
+  /** Adds a model that is already validated (system load), without rebuilding anything. */
+  install(name: string, raw: unknown, parsed: ParsedModelDefinition): void {
+    this.#items.set(name, new Model({ name, parent: this, definition: raw, parsed, system: this.#system }))
+  }
+
+  clear(): void {
+    this.#items.clear()
+  }
+
+  override async deleteChild(name: string): Promise<void> {
+    await this.#system.exclusive(async () => {
+      if (!this.#items.has(name)) throw this.#system.notFound('models', name)
+      const users = this.#system.instancesOf(name).map((i) => i.name)
+      if (users.length) {
+        throw new ConflictError(`Model '${name}' is used by instance${users.length === 1 ? '' : 's'} ${users.join(', ')}: delete them first`, users.map((u) => ({ path: `instances.${u}`, message: `uses model '${name}'` })))
+      }
+      this.#items.delete(name)
+    })
+  }
+}

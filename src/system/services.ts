@@ -1,0 +1,16 @@
+import type { Logger } from 'pino'
+import type { ModbusHub } from '../protocols/modbus/index.js'
+import type { PythonPool } from '../python/index.js'
+import type { SnapshotStore } from '../snapshots/index.js'
+
+/** What the system tree needs from the outside world, handed in once by the server. */
+export interface SystemServices {
+  logger: Logger
+  serverVersion: string
+  /** Directories an `import` key may resolve into. */
+  extensions: string[]
+  /** The Python worker pool, started on first use; `onLost` hears of instances whose worker died. */
+  python: (() => PythonPool) & { onLost?: (handler: (instances: string[], reason: string) => void) => void }
+  modbus: ModbusHub
+  snapshots: SnapshotStore
+}

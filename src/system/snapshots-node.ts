@@ -1,0 +1,75 @@
+import { ValidationError } from '../errors.js'
+import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
+import type { System } from './system.js'
+
+const SAVE_KEYS = ['path', 'directory', 'name', 'label', 'notes'] as const
+const SELECT_KEYS = ['id', 'path'] as const
+
+/**
+ * The `snapshots` component: save, list, load, persist and delete the structure of the system.
+ * Saves and loads take the structure lock, so they never interleave with other structural
+ * changes; a load validates the snapshot completely before the active system is touched.
+ *
+ * @example
+ * await system.snapshots.call('save', { args: [], kwargs: { label: 'before' } })
+ */
+export class SnapshotsNode extends Component {
+  readonly type = 'Snapshots'
+  readonly #system: System
+
+  constructor(system: System) {
+    super('snapshots', system)
+    this.#system = system
+  }
+
+  override properties(): Record<string, unknown> {
+    const store = this.#system.services.snapshots
+    return { directory: store.dir, mode: store.mode }
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    const store = this.#system.services.snapshots
+    return {
+      save: (call) => {
+        const opts = pick(call, SAVE_KEYS, 'save')
+        return this.#system.exclusive(() => store.save(this.#system.structure(), opts))
+      },
+      list: (call) => {
+        pick(call, [], 'list')
+        return store.list()
+      },
+      load: (call) => {
+        const selector = pick(call, SELECT_KEYS, 'load')
+        return this.#system.exclusive(async () => {
+          const snapshot = await store.read(selector)
+          const counts = await this.#system.replaceStructure(snapshot.definition, `Snapshot '${snapshot.id}'`)
+          this.#system.services.logger.info({ id: snapshot.id, path: snapshot.path, ...counts }, 'snapshot loaded')
+          return { id: snapshot.id, loaded: true, ...counts }
+        })
+      },
+      persist_all_in_memory: (call) => {
+        pick(call, [], 'persist_all_in_memory')
+        return this.#system.exclusive(() => store.persistAllInMemory())
+      },
+      delete: (call) => {
+        const selector = pick(call, SELECT_KEYS, 'delete')
+        return this.#system.exclusive(() => store.delete(selector))
+      },
+    }
+  }
+}
+
+/** Takes the known string kwargs of a snapshot method; anything else is a 422 with its path. */
+function pick<K extends string>(call: CallArgs, keys: readonly K[], method: string): Partial<Record<K, string>> {
+  const out: Partial<Record<K, string>> = {}
+  const details = []
+  if (call.args.length) details.push({ path: 'args', message: `${method} takes keyword arguments only` })
+  for (const [key, value] of Object.entries(call.kwargs)) {
+    if (!(keys as readonly string[]).includes(key)) details.push({ path: `kwargs.${key}`, message: `unknown argument (${method} takes ${keys.join(', ') || 'no arguments'})` })
+    else if (value === null || value === undefined) continue
+    else if (typeof value !== 'string') details.push({ path: `kwargs.${key}`, message: 'expected a string' })
+    else out[key as K] = value
+  }
+  if (details.length) throw new ValidationError(`Invalid arguments for ${method}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, details)
+  return out
+}

@@ -1,0 +1,272 @@
+import { Mutex } from 'async-mutex'
+import { NotFoundError, UserCodeError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { validateSystem, type SystemDefinition } from '../definition/validate.js'
+import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
+import { Connections } from './connections.js'
+import type { Instance, StepRequest } from './instance.js'
+import { Instances } from './instances.js'
+import { Models } from './models.js'
+import { Polling } from './polling.js'
+import type { SystemServices } from './services.js'
+import { SnapshotsNode } from './snapshots-node.js'
+import { Timer } from './timer.js'
+
+export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
+
+/** Most steps one `run(steps=...)` call may ask for: bounds the time one request can hold. */
+export const MAX_STEPS_PER_CALL = 100_000
+
+/**
+ * The root of the tree: models, instances, connections, the system timer and polling, and
+ * snapshots. A system step runs every runnable instance once — all Python-backed instances in
+ * one batched message per worker, workers in parallel — and then applies the connections.
+ * Structural changes are serialized by one mutex so that no request sees a half-built system.
+ *
+ * @example
+ * const system = new System(services)
+ * await system.models.put({ pt100: { attributes: { temperature: 0.0 } } })
+ */
+export class System extends Component {
+  readonly type = 'System'
+  readonly services: SystemServices
+  readonly models: Models
+  readonly instances: Instances
+  readonly connections: Connections
+  readonly timer: Timer
+  readonly polling: Polling
+  readonly snapshots: SnapshotsNode
+  readonly #mutex = new Mutex()
+  #state: SystemState = 'INITIALIZED'
+  #steps = 0
+  #loop: NodeJS.Timeout | undefined
+  #stepping: Promise<void> | undefined
+
+  constructor(services: SystemServices) {
+    super('system', null)
+    this.services = services
+    this.models = new Models(this)
+    this.instances = new Instances(this)
+    this.connections = new Connections(this)
+    this.timer = new Timer(this)
+    this.polling = new Polling(this, { onChange: () => this.#schedule() })
+    this.snapshots = new SnapshotsNode(this)
+    services.python.onLost?.((names, reason) => {
+      for (const name of names) this.instances.get(name)?.lost(reason)
+    })
+  }
+
+  /** Runs `fn` while no other structural change runs. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#mutex.runExclusive(fn)
+  }
+
+  override get state(): SystemState {
+    return this.#state
+  }
+
+  override children(): Component[] {
+    return [this.models, this.instances, this.connections, this.timer, this.polling, this.snapshots]
+  }
+
+  override properties(): Record<string, unknown> {
+    return { state: this.#state, steps: this.#steps, server_version: this.services.serverVersion }
+  }
+
+  override async put(body: Record<string, unknown>): Promise<void> {
+    const unknown = Object.keys(body).filter((k) => !['models', 'instances', 'connections'].includes(k))
+    if (unknown.length) throw new NotFoundError(`The system root has no children ${unknown.map((k) => `'${k}'`).join(', ')} to write (models, instances, connections)`)
+    if (body.models) await this.models.put(asRecord(body.models, 'models'))
+    if (body.instances) await this.instances.put(asRecord(body.instances, 'instances'))
+    if (body.connections) await this.connections.put(asRecord(body.connections, 'connections'))
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    return {
+      prepare: () => this.exclusive(async () => (await this.prepare(), true)),
+      run: (call) => this.runSteps(call),
+      start: () => this.exclusive(async () => (await this.start(), true)),
+      stop: () => this.exclusive(async () => (await this.stop(), true)),
+      reset: () => this.exclusive(async () => (await this.reset(), true)),
+    }
+  }
+
+  /** Instances whose model is `model`. */
+  instancesOf(model: string): Instance[] {
+    return [...this.instances.all()].filter((i) => i.model.name === model)
+  }
+
+  /** A 404 for a missing child of one of the root's containers. */
+  notFound(container: string, name: string): NotFoundError {
+    return new NotFoundError(`Component '${container}.${name}' not found`, [{ path: `${container}.${name}`, message: 'not found' }])
+  }
+
+  /** Prepares every instance; failures are collected and reported together after all were tried. */
+  async prepare(): Promise<void> {
+    const failures: ErrorDetail[] = []
+    for (const instance of this.instances.all()) {
+      await instance.prepare().catch((err: unknown) => failures.push({ path: `instances.${instance.name}`, message: (err as Error).message }))
+    }
+    this.#state = 'PREPARED'
+    if (failures.length) throw new UserCodeError(summarize('prepare', failures), failures)
+  }
+
+  async #runSteps(steps: number, dt: number | undefined): Promise<void> {
+    for (let i = 0; i < steps; i++) await this.step(dt)
+  }
+
+  /** `run(steps=1, dt=None)`: that many system steps, then `true`. */
+  async runSteps(call: CallArgs): Promise<boolean> {
+    const steps = call.kwargs.steps ?? call.args[0] ?? 1
+    const dt = call.kwargs.dt ?? call.args[1]
+    const details: ErrorDetail[] = []
+    if (!Number.isSafeInteger(steps) || (steps as number) < 1 || (steps as number) > MAX_STEPS_PER_CALL) details.push({ path: 'kwargs.steps', message: `expected an integer from 1 to ${MAX_STEPS_PER_CALL}` })
+    if (dt !== undefined && dt !== null && (typeof dt !== 'number' || !Number.isFinite(dt) || dt <= 0)) details.push({ path: 'kwargs.dt', message: 'expected a number > 0' })
+    if (details.length) throw new ValidationError(summarize('run', details), details)
+    await this.#runSteps(steps as number, (dt ?? undefined) as number | undefined)
+    return true
+  }
+
+  /**
+   * One system step. Steps never overlap: a step asked for while one runs waits for it.
+   * Errors of single instances are collected; the step completes for all others.
+   */
+  async step(dt?: number, filter?: (i: Instance) => boolean): Promise<void> {
+    while (this.#stepping) await this.#stepping.catch(() => {})
+    const task = this.#step(dt, filter)
+    this.#stepping = task
+    try {
+      await task
+    } finally {
+      if (this.#stepping === task) this.#stepping = undefined
+    }
+  }
+
+  async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined): Promise<void> {
+    const stepped: Instance[] = []
+    const requests: StepRequest[] = []
+    const owners: Instance[] = []
+    for (const instance of this.instances.all()) {
+      if (!instance.runnable || (filter && !filter(instance))) continue
+      stepped.push(instance)
+      const request = instance.stepRequest(dt)
+      if (request) {
+        requests.push(request)
+        owners.push(instance)
+      }
+    }
+    const failures: ErrorDetail[] = []
+    if (requests.length) {
+      const outcomes = await this.services.python().step(requests)
+      outcomes.forEach((outcome, index) => {
+        const instance = owners[index]!
+        if (outcome.ok) {
+          instance.applyValues(outcome.values)
+          instance.applyDeclarative(outcome.attributes)
+        } else {
+          instance.stepFailed(outcome.error)
+          failures.push({ ...(outcome.error.details[0] ?? {}), path: `instances.${instance.name}`, message: outcome.error.message })
+        }
+      })
+    }
+    for (const instance of stepped) instance.finishStep(dt)
+    await this.connections.propagate()
+    this.timer.advance(dt)
+    this.#steps++
+    if (failures.length) throw new UserCodeError(summarize(`Step ${this.#steps}`, failures), failures)
+  }
+
+  /** Starts every instance and the system loop that steps them every `polling.interval` seconds. */
+  async start(): Promise<void> {
+    for (const instance of this.instances.all()) {
+      await instance.start({ ownLoop: false }).catch((err: unknown) => this.services.logger.warn({ instance: instance.name, err: (err as Error).message }, 'instance failed to start'))
+      instance.markRunning()
+    }
+    this.#state = 'RUNNING'
+    this.#schedule()
+  }
+
+  #schedule(): void {
+    if (this.#state !== 'RUNNING' || !this.polling.enabled) {
+      if (this.#loop) clearTimeout(this.#loop)
+      this.#loop = undefined
+      return
+    }
+    if (this.#loop) return
+    this.#loop = setTimeout(() => void this.#tick(), this.polling.interval * 1000)
+  }
+
+  async #tick(): Promise<void> {
+    this.#loop = undefined
+    await this.step(undefined, (i) => i.polling.enabled && i.state === 'RUNNING').catch((err: unknown) => {
+      this.services.logger.warn({ err: (err as Error).message }, 'system step failed')
+    })
+    this.#schedule()
+  }
+
+  /** Stops the system loop and every instance. */
+  async stop(): Promise<void> {
+    await this.#halt()
+    for (const instance of this.instances.all()) await instance.stop()
+    this.#state = 'STOPPED'
+  }
+
+  async #halt(): Promise<void> {
+    this.#state = this.#state === 'RUNNING' ? 'STOPPED' : this.#state
+    if (this.#loop) clearTimeout(this.#loop)
+    this.#loop = undefined
+    while (this.#stepping) await this.#stepping.catch(() => {})
+  }
+
+  /** Resets every instance and the system timer. */
+  async reset(): Promise<void> {
+    await this.#halt()
+    for (const instance of this.instances.all()) await instance.reset()
+    this.timer.reset()
+    this.#steps = 0
+    this.#state = this.#state === 'STOPPED' ? 'PREPARED' : this.#state
+  }
+
+  /** The structure of the system: what a snapshot holds. */
+  structure(): SystemDefinition {
+    const models: Record<string, unknown> = {}
+    for (const model of this.models.all()) models[model.name] = model.definition
+    const instances = [...this.instances.all()].map((i) => ({ [i.name]: i.model.name }))
+    const connections: Record<string, { from: string; to: string }> = {}
+    for (const conn of this.connections.all()) connections[conn.name] = { from: conn.from, to: conn.to }
+    return { models, instances, connections }
+  }
+
+  /**
+   * Replaces the whole structure in place (snapshot load, `--system` at start-up). Everything is
+   * validated before anything changes; on any problem the system is left exactly as it was.
+   * The caller holds the structure lock.
+   */
+  async replaceStructure(definition: unknown, subject = 'System definition'): Promise<{ models: number; instances: number; connections: number }> {
+    const result = validateSystem(definition)
+    if (!result.ok) throw new ValidationError(summarize(subject, result.details), result.details)
+    await this.#halt()
+    await this.instances.clear()
+    this.connections.clear()
+    this.models.clear()
+    for (const [name, model] of result.system.models) this.models.install(name, model.raw, model.parsed)
+    for (const inst of result.system.instances) this.instances.add(inst.name, inst.model)
+    for (const conn of result.system.connections) this.connections.add(conn.name, conn.from, conn.to)
+    this.timer.reset()
+    this.#steps = 0
+    this.#state = 'INITIALIZED'
+    return { models: result.system.models.size, instances: result.system.instances.length, connections: result.system.connections.length }
+  }
+
+  /** Stops everything and releases every instance (server shutdown). */
+  override async destroy(): Promise<void> {
+    await this.#halt()
+    await this.instances.clear()
+  }
+}
+
+function asRecord(value: unknown, path: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ValidationError(`'${path}' must be an object`, [{ path, message: 'expected an object' }])
+  }
+  return value as Record<string, unknown>
+}
