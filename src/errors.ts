@@ -38,6 +38,8 @@ export type FaultCode = keyof typeof FAULT_KINDS
 export class MimicError extends Error {
   readonly code: FaultCode
   readonly details: ErrorDetail[]
+  /** The component the fault is about, when it is not the node the request addressed. */
+  component?: { name: string; path: string; state: string | null }
 
   constructor(code: FaultCode, message: string, details: ErrorDetail[] = []) {
     super(message)

@@ -37,12 +37,10 @@ if not __package__:
     sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != _here]
     sys.path.insert(0, os.path.dirname(_here))
 
-import argparse
 import importlib.util
 import io
 import linecache
 import logging
-import platform
 import re
 import signal
 import threading
@@ -147,7 +145,7 @@ class OutputCapture:
         assert capture.drain()[0]["text"] == "hello\\n"
     """
 
-    def __init__(self, per_key_limit: int = 64 * 1024, rate: float = 1024 * 1024, burst: float = 1024 * 1024):
+    def __init__(self, per_key_limit: int = 64 * 1024, rate: float = 256 * 1024, burst: float = 256 * 1024):
         self.current: Optional[str] = None
         self._lock = threading.Lock()
         self._parts: Dict[Tuple[Optional[str], str, str], List[str]] = {}
@@ -260,7 +258,9 @@ Binding = Tuple[Callable[[], Any], Optional[Callable[[Any], Any]]]
 class _Instance:
     """The Python side of one simulated instance: its objects and prepared dispatch tables."""
 
-    __slots__ = ("name", "objects", "methods", "bindings", "getters", "last", "context", "modules", "components")
+    __slots__ = (
+        "name", "objects", "methods", "bindings", "getters", "last", "context", "modules", "components", "declarative"
+    )
 
     def __init__(self, name: str, context: ComponentContext):
         self.name = name
@@ -272,6 +272,8 @@ class _Instance:
         self.last: Dict[str, Any] = {}
         self.modules: List[str] = []
         self.components: List[bool] = []
+        #: only a MimicComponent can write declarative attributes, so only then are writes collected
+        self.declarative = False
 
 
 def _class_attribute(cls: type, name: str) -> Any:
@@ -351,7 +353,7 @@ class Worker:
                 "op": "hello",
                 "protocol": PROTOCOL_VERSION,
                 "pid": os.getpid(),
-                "python": platform.python_version(),
+                "python": sys.version.split()[0],
                 "executable": sys.executable,
             }
         )
@@ -379,18 +381,6 @@ class Worker:
             raise WorkerError("not_found", f"instance {name!r} is not loaded in this worker")
         return instance
 
-    def _refresh(self, instance: _Instance, item: Dict[str, Any], time_: Any, dt: Any) -> None:
-        context = instance.context
-        time_ = item.get("time", time_)
-        if time_ is not None:
-            context.time = time_
-        dt = item.get("dt", dt)
-        if dt is not None:
-            context.dt = dt
-        declarative = item.get("attributes")
-        if declarative:
-            context.attributes.update_declarative(declarative)
-
     def _collect(self, instance: _Instance) -> Dict[str, Any]:
         """Bound values that changed since the last answer for this instance."""
         changed: Dict[str, Any] = {}
@@ -403,39 +393,56 @@ class Worker:
             if type(value) not in _SCALARS:
                 value = jsonable(value)
             old = last.get(name, _MISSING)
-            if old is _MISSING or type(old) is not type(value) or old != value:
+            # the type check keeps 1 -> True or 1 -> 1.0 from passing as "unchanged"
+            if type(old) is not type(value) or old != value:
                 last[name] = value
                 changed[name] = value
         return changed
 
     def _invoke(self, instance: _Instance, item: Dict[str, Any], time_: Any, dt: Any) -> Dict[str, Any]:
+        """One call (or a bare refresh when the item has no method): the hot path of a step."""
+        context = instance.context
+        if time_ is not None:
+            context.time = time_
+        if dt is not None:
+            context.dt = dt
+        args: Any = ()
+        kwargs: Any = None
+        if len(item) > 2:  # anything beyond instance + method: per-item context or arguments
+            if "time" in item:
+                context.time = item["time"]
+            if "dt" in item:
+                context.dt = item["dt"]
+            declarative = item.get("attributes")
+            if declarative:
+                context.attributes.update_declarative(declarative)
+            args = item.get("args") or ()
+            kwargs = item.get("kwargs")
         method = item.get("method")
-        fn = None
-        if method is not None:
-            fn = instance.methods.get(method)
-            if fn is None:
-                bound = ", ".join(sorted(instance.methods)) or "none"
-                raise WorkerError(
-                    "not_found", f"instance {instance.name!r} has no bound method {method!r} (bound: {bound})", method
-                )
-        self._refresh(instance, item, time_, dt)
         capture = self.capture
         capture.current = instance.name
         try:
             result = None
-            if fn is not None:
+            if method is not None:
+                fn = instance.methods.get(method)
+                if fn is None:
+                    bound = ", ".join(sorted(instance.methods)) or "none"
+                    raise WorkerError(
+                        "not_found", f"instance {instance.name!r} has no bound method {method!r} (bound: {bound})", method
+                    )
                 try:
-                    result = fn(*(item.get("args") or ()), **(item.get("kwargs") or {}))
+                    result = fn(*args, **kwargs) if kwargs else fn(*args)
                 except BaseException as exc:
                     raise WorkerError("user_code", _describe(exc), method, user_traceback(exc)) from None
                 if type(result) not in _SCALARS:
                     result = jsonable(result)
-            reply: Dict[str, Any] = {"result": result, "values": self._collect(instance)}
+            reply: Dict[str, Any] = {"ok": True, "result": result, "values": self._collect(instance)}
         finally:
             capture.current = None
-        changes = instance.context.attributes.take_changes()
-        if changes:
-            reply["attributes"] = jsonable(changes)
+        if instance.declarative:
+            changes = context.attributes.take_changes()
+            if changes:
+                reply["attributes"] = jsonable(changes)
         return reply
 
     # --------------------------------------------------------------------------------------- ops
@@ -443,11 +450,14 @@ class Worker:
     def _op_call(self, message: Dict[str, Any]) -> Dict[str, Any]:
         if not isinstance(message.get("method"), str):
             raise WorkerError("protocol", "call needs a method name")
-        return self._invoke(self._instance(message), message, None, None)
+        instance = self._instance(message)
+        item = {k: v for k, v in message.items() if k not in ("id", "op")}
+        return self._invoke(instance, item, None, None)
 
     def _op_step(self, message: Dict[str, Any]) -> Dict[str, Any]:
         time_, dt = message.get("time"), message.get("dt")
         instances = self.instances
+        invoke = self._invoke
         results: List[Dict[str, Any]] = []
         append = results.append
         for item in message.get("items") or ():
@@ -455,12 +465,9 @@ class Worker:
             try:
                 if instance is None:
                     raise WorkerError("not_found", f"instance {item.get('instance')!r} is not loaded in this worker")
-                reply = self._invoke(instance, item, time_, dt)
+                append(invoke(instance, item, time_, dt))
             except WorkerError as exc:
                 append({"ok": False, "error": exc.to_wire()})
-                continue
-            reply["ok"] = True
-            append(reply)
         return {"results": results}
 
     def _binding(self, instance: _Instance, attr: Any) -> Binding:
@@ -543,6 +550,7 @@ class Worker:
             for entry in message.get("entries") or ():
                 self._load_entry(instance, entry, modules, bound_by, method_by)
             access.bind(instance.bindings)
+            instance.declarative = any(instance.components)
             instance.getters = list((n, b[0]) for n, b in instance.bindings.items())
             try:
                 values = self._collect(instance)
@@ -709,15 +717,21 @@ def _watch_parent(worker: Worker, parent: int) -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """Entry point: serve the protocol on the given descriptors (3 and 4 by default)."""
-    parser = argparse.ArgumentParser(description="Mimic Python worker (speaks the bridge protocol)")
-    parser.add_argument("--in-fd", type=int, default=3)
-    parser.add_argument("--out-fd", type=int, default=4)
-    options = parser.parse_args(argv)
+    # argparse alone would add a noticeable share of the worker's start-up time.
+    args = list(sys.argv[1:] if argv is None else argv)
+    fds = {"--in-fd": 3, "--out-fd": 4}
+    while args:
+        flag = args.pop(0)
+        if flag not in fds or not args or not args[0].isdigit():
+            sys.stderr.write("usage: worker.py [--in-fd N] [--out-fd N]\n")
+            sys.exit(2)
+        fds[flag] = int(args.pop(0))
+    in_fd, out_fd = fds["--in-fd"], fds["--out-fd"]
     try:
-        in_stream = open(options.in_fd, "rb", buffering=1 << 16, closefd=False)
-        os.fstat(options.out_fd)
+        in_stream = open(in_fd, "rb", buffering=1 << 16, closefd=False)
+        os.fstat(out_fd)
     except OSError as exc:
-        sys.stderr.write(f"mimic worker: protocol descriptors {options.in_fd}/{options.out_fd} are not open ({exc})\n")
+        sys.stderr.write(f"mimic worker: protocol descriptors {in_fd}/{out_fd} are not open ({exc})\n")
         sys.exit(2)
     # Ctrl-C in a terminal reaches the whole process group; the server decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -726,7 +740,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     sys.stderr = _CaptureStream(worker.capture, "stderr", "warn")
     threading.Thread(target=_watch_parent, args=(worker, os.getppid()), name="mimic-watch", daemon=True).start()
     try:
-        worker.serve(in_stream, options.out_fd)
+        worker.serve(in_stream, out_fd)
     except OSError:
         pass  # the server closed the pipes
     os._exit(0)  # user threads must not keep a finished worker alive

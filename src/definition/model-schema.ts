@@ -87,26 +87,12 @@ const communicationEntrySchema = z
 export const modelDefinitionSchema = z
   .strictObject({
     description: z.string().max(4096).optional(),
-    attributes: z.record(z.string(), z.unknown()).default({}),
+    attributes: z.record(z.string(), z.unknown()).default({}).superRefine(checkAttributes),
     import: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),
     communication: z.array(communicationEntrySchema).optional(),
   })
   .superRefine((model, ctx) => {
-    const declared = new Set<string>()
-    for (const [attr, value] of Object.entries(model.attributes)) {
-      const problem = nameProblem(attr)
-      if (problem) ctx.addIssue({ code: 'custom', path: ['attributes', attr], message: problem })
-      declared.add(attr)
-      if (isAttributeSpec(value)) {
-        const spec = attributeSpecSchema.safeParse(value)
-        if (!spec.success) {
-          for (const issue of spec.error.issues) ctx.addIssue({ ...issue, path: ['attributes', attr, ...issue.path] } as z.core.$ZodRawIssue)
-        } else if (spec.data.type) {
-          const why = typeProblem(spec.data.type, spec.data.default)
-          if (why) ctx.addIssue({ code: 'custom', path: ['attributes', attr, 'default'], message: why })
-        }
-      }
-    }
+    const declared = new Set(Object.keys(model.attributes))
     const bound = new Map<string, string>()
     const methods = new Map<string, string>()
     for (const [key, value] of Object.entries(model.import ?? {})) {
@@ -148,6 +134,22 @@ export const modelDefinitionSchema = z
 export type ModelDefinition = z.input<typeof modelDefinitionSchema>
 /** A model definition after defaults were applied. */
 export type ParsedModelDefinition = z.output<typeof modelDefinitionSchema>
+
+/** Attribute names and specs: checked on their own so they are reported even when other parts fail. */
+function checkAttributes(attributes: Record<string, unknown>, ctx: z.core.$RefinementCtx): void {
+  for (const [attr, value] of Object.entries(attributes)) {
+    const problem = nameProblem(attr)
+    if (problem) ctx.addIssue({ code: 'custom', path: [attr], message: problem })
+    if (!isAttributeSpec(value)) continue
+    const spec = attributeSpecSchema.safeParse(value)
+    if (!spec.success) {
+      for (const issue of spec.error.issues) ctx.addIssue({ ...issue, path: [attr, ...issue.path] } as z.core.$ZodRawIssue)
+    } else if (spec.data.type) {
+      const why = typeProblem(spec.data.type, spec.data.default)
+      if (why) ctx.addIssue({ code: 'custom', path: [attr, 'default'], message: why })
+    }
+  }
+}
 
 /** Lifecycle methods a model may map onto class methods; any other valid name becomes a new method. */
 export const LIFECYCLE_METHODS = new Set(['run', 'prepare', 'start', 'stop', 'reset'])

@@ -19,7 +19,24 @@ export interface ParsedSystem {
 
 /** Turns zod issues into error details, each path prefixed with `prefix`. */
 export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[] = []): ErrorDetail[] {
-  return issues.map((issue) => ({ path: formatPath([...prefix, ...issue.path]), message: issue.message }))
+  return issues.flatMap((issue) => {
+    const at = [...prefix, ...issue.path]
+    if (issue.code === 'invalid_union' && issue.errors.length) return issuesToDetails(closestBranch(issue.errors), at)
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: formatPath([...at, key]), message: `unknown key '${key}'` }))
+    if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) return [{ path: formatPath(at), message: 'required' }]
+    return [{ path: formatPath(at), message: issue.message.replace(/^Invalid input: /, '') }]
+  })
+}
+
+/**
+ * Of the branches of a failed union, the one the input most likely meant: a branch that
+ * rejects the value's type outright is the wrong one, else the branch with the fewest problems.
+ * This turns zod's "Invalid input" into the specific problem (`class: required`).
+ */
+function closestBranch(branches: readonly (readonly z.core.$ZodIssue[])[]): readonly z.core.$ZodIssue[] {
+  const score = (issues: readonly z.core.$ZodIssue[]): number =>
+    issues.some((i) => i.path.length === 0 && i.code === 'invalid_type') ? Number.MAX_SAFE_INTEGER : issues.length
+  return [...branches].sort((a, b) => score(a) - score(b))[0]!
 }
 
 /**

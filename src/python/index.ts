@@ -25,4 +25,5 @@ export type {
   PythonPoolOptions,
   StepItem,
   StepOutcome,
+  WorkerStatus,
 } from './types.js'

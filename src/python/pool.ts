@@ -27,6 +27,7 @@ import type {
   PythonPoolOptions,
   StepItem,
   StepOutcome,
+  WorkerStatus,
 } from './types.js'
 import { PythonWorker } from './worker-process.js'
 import type { WorkerExit } from './worker-process.js'
@@ -149,6 +150,11 @@ export class PythonPool {
       this.#forgetIfOn(instance, worker)
       throw remoteError(reply.error, { instance, action: 'load' })
     }
+    if (this.#placements.get(instance) !== placement) {
+      // unload() (or close) came while loading: release what was just built.
+      if (worker.alive) worker.request({ op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' }).catch(() => {})
+      throw new NotFoundError(`Instance '${instance}' was unloaded while its Python code was loading`)
+    }
     const components = Array.isArray(reply.components) ? reply.components.map(Boolean) : []
     const info: InstanceInfo = {
       worker: slot,
@@ -185,7 +191,8 @@ export class PythonPool {
   async call(instance: string, method: string, options: CallOptions = {}): Promise<CallResult> {
     const placement = this.#placement(instance)
     if (!placement.methods.has(method)) throw this.#noMethod(instance, placement, method)
-    const reply = await placement.worker.request(this.#callMessage('call', instance, method, options, placement), {
+    const message = this.#wireCall({ op: 'call', instance }, { ...options, method }, placement, true)
+    const reply = await placement.worker.request(message, {
       label: `call '${method}' of '${instance}'`,
       path: method,
     })
@@ -237,6 +244,9 @@ export class PythonPool {
   async step(items: StepItem[]): Promise<StepOutcome[]> {
     const outcomes = new Array<StepOutcome>(items.length)
     const groups = new Map<PythonWorker, { indices: number[]; wire: Record<string, unknown>[] }>()
+    // A system step gives every item the same time and dt: send them once per message.
+    const first = items[0]
+    const shared = items.every((item) => item.time === first?.time && item.dt === first?.dt)
     items.forEach((item, index) => {
       let placement: Placement
       try {
@@ -251,15 +261,18 @@ export class PythonPool {
       let group = groups.get(placement.worker)
       if (!group) groups.set(placement.worker, (group = { indices: [], wire: [] }))
       group.indices.push(index)
-      group.wire.push(this.#stepMessage(item, placement))
+      group.wire.push(this.#wireCall({ instance: item.instance }, item, placement, !shared))
     })
     await Promise.all(
       [...groups].map(async ([worker, group]) => {
         try {
-          const reply = await worker.request(
-            { op: 'step', items: group.wire },
-            { label: `a step of ${group.wire.length} instance(s)`, path: 'run' },
-          )
+          const message: Record<string, unknown> = { op: 'step', items: group.wire }
+          if (shared && first?.time !== undefined) message.time = first.time
+          if (shared && first?.dt !== undefined) message.dt = first.dt
+          const reply = await worker.request(message, {
+            label: `a step of ${group.wire.length} instance(s)`,
+            path: 'run',
+          })
           if (!reply.ok) throw remoteError(reply.error, { instance: items[group.indices[0]!]!.instance, action: 'step' })
           const results = Array.isArray(reply.results) ? (reply.results as WireMessage[]) : []
           group.indices.forEach((index, k) => {
@@ -314,6 +327,23 @@ export class PythonPool {
   values(instance: string): Values | undefined {
     const values = this.#values.get(instance)
     return values && { ...values }
+  }
+
+  /**
+   * One status line per worker slot.
+   *
+   * @example
+   * pool.workers()  // [{ worker: 0, pid: 4242, alive: true, instances: 100, requests: 101, inFlight: 0 }, ...]
+   */
+  workers(): WorkerStatus[] {
+    return this.#slots.map((w, slot) => ({
+      worker: slot,
+      pid: w?.pid ?? -1,
+      alive: w?.alive ?? false,
+      instances: w?.instances.size ?? 0,
+      requests: w?.requestsSent ?? 0,
+      inFlight: w?.inFlight ?? 0,
+    }))
   }
 
   /**
@@ -438,27 +468,20 @@ export class PythonPool {
     if (this.#placements.get(instance)?.worker === worker) this.#forget(instance)
   }
 
-  #callMessage(
-    op: string,
-    instance: string,
-    method: string | undefined,
-    options: CallOptions,
+  /** Adds the optional parts of a call to `wire`, leaving out what the worker would default. */
+  #wireCall(
+    wire: Record<string, unknown>,
+    call: CallOptions & { method?: string },
     placement: Placement,
+    withTime: boolean,
   ): Record<string, unknown> {
-    const message: Record<string, unknown> = { op, instance }
-    if (method !== undefined) message.method = method
-    if (options.args?.length) message.args = options.args
-    if (options.kwargs && Object.keys(options.kwargs).length) message.kwargs = options.kwargs
-    if (options.time !== undefined) message.time = options.time
-    if (options.dt !== undefined) message.dt = options.dt
-    if (placement.wantsAttributes && options.attributes) message.attributes = options.attributes
-    return message
-  }
-
-  #stepMessage(item: StepItem, placement: Placement): Record<string, unknown> {
-    const message = this.#callMessage('step', item.instance, item.method, item, placement)
-    delete message.op
-    return message
+    if (call.method !== undefined) wire.method = call.method
+    if (call.args?.length) wire.args = call.args
+    if (call.kwargs && Object.keys(call.kwargs).length) wire.kwargs = call.kwargs
+    if (withTime && call.time !== undefined) wire.time = call.time
+    if (withTime && call.dt !== undefined) wire.dt = call.dt
+    if (placement.wantsAttributes && call.attributes) wire.attributes = call.attributes
+    return wire
   }
 
   #merge(instance: string, changed: unknown): Values {

@@ -108,6 +108,18 @@ export interface InstanceInfo {
   components: boolean[]
 }
 
+/** The state of one worker slot. */
+export interface WorkerStatus {
+  worker: number
+  /** -1 while the slot has no process (it starts on the next load). */
+  pid: number
+  alive: boolean
+  instances: number
+  /** Requests sent to the current process; a batched step counts as one. */
+  requests: number
+  inFlight: number
+}
+
 /** Called when a worker dies or is killed, with the instances it held. */
 export type InstancesLostListener = (instances: string[], reason: string) => void
 

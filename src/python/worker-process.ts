@@ -154,6 +154,11 @@ export class PythonWorker {
     return this.#pending.size
   }
 
+  /** Number of requests sent since the process started (a step counts once). */
+  get requestsSent(): number {
+    return this.#nextId - 1
+  }
+
   /**
    * Sends one request and resolves with the worker's answer (`ok` true or false). Rejects with
    * WorkerGoneError / WorkerTimeoutError if the worker dies or hangs first.

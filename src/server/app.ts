@@ -1,6 +1,6 @@
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { BadRequestError, MimicError, NotFoundError, PayloadTooLargeError, UnauthorizedError } from '../errors.js'
 import type { System } from '../system/system.js'
@@ -39,7 +39,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Typed as a plain instance: the pino Logger generic fastify infers adds nothing plugins can use.
   const app = Fastify({
     loggerInstance: opts.logger,
-    disableRequestLogging: true,
+    // Per-request lines would drown the log of a server polled many times a second.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.bodyLimit,
     // Correlation ids are ours; fastify's request ids would be a second, confusing id.
     genReqId: (req) => correlationIdOf(req.headers['x-correlation-id']),
@@ -65,7 +66,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setErrorHandler((error, req, reply) => {
     const err = fastifyToMimic(error)
     if (err.status >= 500) req.log.error({ err: error, correlationId: req.id }, err.message)
-    const ctx = req.mimicFault ?? { action: req.method.toLowerCase(), component: null }
+    const base = req.mimicFault ?? { action: req.method.toLowerCase(), component: null }
+    const ctx = err.component ? { ...base, component: err.component } : base
     void reply.status(err.status).header('x-correlation-id', req.id).send(buildFault(err, { ...ctx, correlationId: req.id }))
   })
 

@@ -37,7 +37,7 @@ export function registerTreeRoutes(app: FastifyInstance, system: System): void {
     reply.header('cache-control', 'no-store')
     return result
   }
-  for (const url of ['/api/v3/system', '/api/v3/system/', '/api/v3/system/*']) {
+  for (const url of ['/api/v3/system', '/api/v3/system/*']) {
     app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE', 'POST'], url, handler })
   }
 }

@@ -9,7 +9,12 @@ import { open, rename, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 import { toMimicError } from './fs-error.js'
 
-/** Suffix of in-progress temp files; scanners skip names ending with it. */
+/**
+ * Suffix of in-progress temp files; scanners skip names ending with it.
+ *
+ * @example
+ * name.endsWith(TEMP_SUFFIX)
+ */
 export const TEMP_SUFFIX = '.tmp'
 
 /**

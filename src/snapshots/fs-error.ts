@@ -11,7 +11,12 @@ import {
   NotFoundError,
 } from '../errors.js'
 
-/** What was being attempted, for the message: `write snapshot`, `read snapshot`, `create directory`. */
+/**
+ * What was being attempted, for the message.
+ *
+ * @example
+ * const ctx: FsErrorContext = { action: 'read snapshot', path: '/srv/snapshots/a.json' }
+ */
 export interface FsErrorContext {
   action: string
   path: string
@@ -20,7 +25,12 @@ export interface FsErrorContext {
 const DENIED = new Set(['EACCES', 'EPERM', 'EROFS'])
 const CONFLICTING = new Set(['ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY', 'EBUSY', 'EFBIG'])
 
-/** The errno code of a Node system error, or undefined for anything else. */
+/**
+ * The errno code of a Node system error, or undefined for anything else.
+ *
+ * @example
+ * errnoCode(await readFile('/nope').catch((e) => e)) // 'ENOENT'
+ */
 export function errnoCode(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err) {
     const code = (err as { code: unknown }).code

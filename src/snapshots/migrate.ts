@@ -6,7 +6,12 @@
 import { ValidationError } from '../errors.js'
 import { CURRENT_SCHEMA_VERSION } from './schema.js'
 
-/** A snapshot file as read from disk, before its shape is checked. */
+/**
+ * A snapshot file as read from disk, before its shape is checked.
+ *
+ * @example
+ * const raw = JSON.parse(text) as RawSnapshotFile
+ */
 export type RawSnapshotFile = Record<string, unknown>
 
 type MigrationStep = (file: RawSnapshotFile) => RawSnapshotFile

@@ -7,7 +7,12 @@ import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
 import { snapshotFileSchema, type SnapshotFile } from './schema.js'
 
-/** A checked snapshot plus the schema_version it was stored with (before migration). */
+/**
+ * A checked snapshot plus the schema_version it was stored with (before migration).
+ *
+ * @example
+ * const { file, storedVersion } = parseSnapshot(text, path)
+ */
 export interface ParsedSnapshot {
   file: SnapshotFile
   storedVersion: number

@@ -80,7 +80,12 @@ export async function canonicalPath(path: string): Promise<string> {
   }
 }
 
-/** Options of {@link resolveInside}. */
+/**
+ * Options of {@link resolveInside}.
+ *
+ * @example
+ * { base: '/srv/snapshots', roots: ['/srv/snapshots', '/mnt/shared'], field: 'path' }
+ */
 export interface ResolveInsideOptions {
   /** Base for relative paths (the snapshots directory). */
   base: string

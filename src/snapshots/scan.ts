@@ -8,10 +8,20 @@ import { join } from 'node:path'
 import { isTempFile } from './atomic-write.js'
 import { errnoCode } from './fs-error.js'
 
-/** How deep below the snapshots directory files are looked for. */
+/**
+ * How deep below the snapshots directory files are looked for.
+ *
+ * @example
+ * await scanJsonFiles(dir, MAX_SCAN_DEPTH)
+ */
 export const MAX_SCAN_DEPTH = 8
 
-/** Result of a scan: the files found and the directories that could not be read. */
+/**
+ * Result of a scan: the files found and the directories that could not be read.
+ *
+ * @example
+ * { files: ['/srv/snapshots/a.json'], unreadable: [{ path: '/srv/snapshots/locked', error: 'EACCES: ...' }] }
+ */
 export interface ScanResult {
   files: string[]
   unreadable: Array<{ path: string; error: string }>

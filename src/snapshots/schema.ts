@@ -1,13 +1,48 @@
 /**
- * The snapshot file format (current schema version) as zod schemas: one source for the
- * TypeScript types and for the shape check with paths. Only the shape of the structure is
- * checked here; whether each model definition is valid is decided by the definition layer
- * when the snapshot is loaded into a system.
+ * The snapshot file format (current schema version): its types and the zod schemas that check
+ * a file's shape with paths. The types are plain interfaces (so callers' own interfaces stay
+ * assignable) and each schema is typed against its interface, so the two cannot drift. Only
+ * the shape of the structure is checked here; whether each model definition is valid is
+ * decided by the definition layer when the snapshot is loaded into a system.
  */
 import { z } from 'zod'
 
-/** The schema_version this build writes and reads natively. */
+/**
+ * The schema_version this build writes and reads natively.
+ *
+ * @example
+ * if (file.schema_version > CURRENT_SCHEMA_VERSION) refuse()
+ */
 export const CURRENT_SCHEMA_VERSION = 1
+
+/**
+ * A system's structure definition as stored in a snapshot. A connection may carry more keys
+ * than `from`/`to`; they are kept.
+ *
+ * @example
+ * const def: SystemDefinition = { models: { M: {} }, instances: [{ sensor: 'M' }], connections: { c: { from: 'sensor', to: 'sensor' } } }
+ */
+export interface SystemDefinition {
+  models: Record<string, unknown>
+  instances: Array<Record<string, string>>
+  connections: Record<string, { from: string; to: string }>
+}
+
+/**
+ * A parsed snapshot file of the current schema version.
+ *
+ * @example
+ * const file: SnapshotFile = snapshotFileSchema.parse(raw)
+ */
+export interface SnapshotFile {
+  schema_version: number
+  id: string
+  created_at: string
+  label: string
+  notes: string
+  server_version: string
+  definition: SystemDefinition
+}
 
 /** "required" for a missing key reads better than "expected string, received undefined". */
 function text(expected = 'a string'): z.ZodString {
@@ -37,7 +72,7 @@ const connectionSchema = z.looseObject(
  * @example
  * systemDefinitionSchema.parse({ models: { M: {} }, instances: [{ sensor: 'M' }], connections: {} })
  */
-export const systemDefinitionSchema = z.object(
+export const systemDefinitionSchema: z.ZodType<SystemDefinition> = z.object(
   {
     models: z.record(z.string(), z.unknown(), {
       error: (issue) => (issue.input === undefined ? 'required' : 'expected a map of model name -> definition'),
@@ -53,9 +88,6 @@ export const systemDefinitionSchema = z.object(
   { error: (issue) => (issue.input === undefined ? 'required' : 'expected an object {models, instances, connections}') },
 )
 
-/** A system's structure definition as stored in a snapshot. */
-export type SystemDefinition = z.infer<typeof systemDefinitionSchema>
-
 /**
  * A snapshot file of the current schema version. `label`, `notes` and `server_version`
  * default to "" so hand-written files stay loadable.
@@ -63,7 +95,7 @@ export type SystemDefinition = z.infer<typeof systemDefinitionSchema>
  * @example
  * snapshotFileSchema.safeParse(JSON.parse(text))
  */
-export const snapshotFileSchema = z.object(
+export const snapshotFileSchema: z.ZodType<SnapshotFile, unknown> = z.object(
   {
     schema_version: z.literal(CURRENT_SCHEMA_VERSION),
     id: text().min(1, 'must not be empty'),
@@ -78,5 +110,3 @@ export const snapshotFileSchema = z.object(
   { error: () => 'expected a JSON object' },
 )
 
-/** A parsed snapshot file of the current schema version. */
-export type SnapshotFile = z.infer<typeof snapshotFileSchema>

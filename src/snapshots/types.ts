@@ -7,7 +7,12 @@ import type { Logger } from 'pino'
 export type { SystemDefinition } from './schema.js'
 import type { SystemDefinition } from './schema.js'
 
-/** `durable` writes every save to a file; `memory` keeps saves in memory until persisted. */
+/**
+ * `durable` writes every save to a file; `memory` keeps saves in memory until persisted.
+ *
+ * @example
+ * const mode: SnapshotMode = config.snapshotsMode
+ */
 export type SnapshotMode = 'durable' | 'memory'
 
 /**

@@ -1,7 +1,7 @@
 import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { nameProblem } from '../definition/names.js'
-import { Component } from '../tree/component.js'
+import { Component, type NodeDocument } from '../tree/component.js'
 
 /** What an attribute needs from its instance: Python writes and protocol range checks. */
 export interface AttributeOwner extends Component {
@@ -123,6 +123,13 @@ export class Attribute extends Component {
     props.bound = this.bound
     props.writable = this.writable
     return props
+  }
+
+  /** API.md rule 3: an attribute document's top-level `type` is the value type (`float`, ...). */
+  override document(): NodeDocument {
+    const doc = super.document()
+    doc.type = this.valueType
+    return doc
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {

@@ -293,6 +293,7 @@ export class Instance extends Component implements AttributeOwner {
     })
     this.#inFlight = task
     await task
+    if (this.#inFlight === task) this.#inFlight = undefined
     this.#schedule()
   }
 

@@ -109,6 +109,7 @@ export class Models extends Component {
     }
     if (details.length) {
       const err = new ValidationError(summarize(single ? `Model '${names[0]}'` : 'Models', details), details)
+      if (single) err.component = { name: names[0]!, path: `models.${names[0]}`, state: null }
       throw err
     }
     return parsed

@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process'
 import { connect } from 'node:net'
 import type { Socket } from 'node:net'
 import { pino } from 'pino'
@@ -199,4 +200,37 @@ export function registersOf(response: ModbusResponse): number[] {
 /** The exception code of a response, or null when it is not an exception. */
 export function exceptionOf(response: ModbusResponse): number | null {
   return 'exception' in response ? response.exception : null
+}
+
+/**
+ * Whether an independent peer tool can run. Returns a skip message when it cannot; under CI
+ * (process.env.CI set) a missing tool is a failure instead, so the check cannot silently vanish.
+ */
+export function peerSkipReason(name: string, probe: { command: string; args: string[] }, install: string): string | false {
+  const result = spawnSync(probe.command, probe.args, { stdio: 'ignore', timeout: 10_000 })
+  if (result.status === 0) return false
+  const message = `${name} is not available (${install})`
+  if (process.env.CI) throw new Error(`${message}; it is required when CI is set`)
+  return message
+}
+
+/** Runs a command without blocking the event loop (the server under test lives in this process). */
+export function run(command: string, args: string[], options: { input?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 15_000)
+    child.on('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+    child.stdin.end(options.input ?? '')
+  })
 }

@@ -123,7 +123,7 @@ test('list shows foreign, corrupt, truncated and newer files with an error and n
   const byName = new Map(files.map((f) => [f.path.slice(dir.length + 1), f]))
   assert.deepEqual([...byName.keys()].sort(), [
     `${good.id}.json`, 'array.json', 'deep/er/empty.json', 'deep/truncated.json', 'foreign.json', 'newer.json',
-  ])
+  ].sort())
   assert.equal(byName.get(`${good.id}.json`)?.error, undefined)
   assert.equal(byName.get(`${good.id}.json`)?.label, 'good')
   assert.match(byName.get('foreign.json')?.error ?? '', /not a valid Mimic snapshot.*id: required/)
@@ -219,4 +219,25 @@ test('concurrent saves are serialized: every one lands complete', async (t) => {
   const shared = JSON.parse(await readFile(join(dir, 'shared.json'), 'utf8'))
   assert.ok(results.some((r) => r.id === shared.id))
   assert.deepEqual((await allFiles(dir)).filter((f) => f.endsWith('.tmp')), [])
+})
+
+test('only the structure is stored: extra top-level keys are dropped, extra connection keys kept', async (t) => {
+  const { store } = await makeStore(t)
+  const definition = {
+    ...sampleDefinition(),
+    connections: { feed: { from: 'sensor', to: 'valve_a', gain: 2 } },
+    runtime: { values: [1, 2, 3] },
+  }
+  const saved = await store.save(definition)
+  const file = JSON.parse(await readFile(saved.persisted_path, 'utf8'))
+  assert.deepEqual(Object.keys(file.definition).sort(), ['connections', 'instances', 'models'])
+  assert.deepEqual(file.definition.connections.feed, { from: 'sensor', to: 'valve_a', gain: 2 })
+})
+
+test('null arguments mean "not given" (clients that send null for omitted kwargs)', async (t) => {
+  const { store, dir } = await makeStore(t)
+  const saved = await store.save(sampleDefinition(), { path: null, directory: null, name: null, label: null } as never)
+  assert.equal(saved.persisted_path, join(dir, `${saved.id}.json`))
+  assert.equal(saved.label, '')
+  assert.equal((await store.read({ id: saved.id, path: null } as never)).id, saved.id)
 })

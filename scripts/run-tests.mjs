@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// `npm test`: builds (the CLI tests run the compiled `mimic` command), then runs every test file
+// with node's test runner — TypeScript through tsx, and the Python SDK's unittest suite through
+// test/python-sdk.test.ts — so one closing summary counts everything.
+import { spawnSync } from 'node:child_process'
+import { readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+
+const root = new URL('..', import.meta.url).pathname
+const build = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' })
+if (build.status !== 0) process.exit(build.status ?? 1)
+
+const only = process.argv.slice(2)
+const files = []
+const walk = (dir) => {
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) walk(path)
+    else if (name.endsWith('.test.ts')) files.push(path)
+  }
+}
+walk(join(root, 'test'))
+const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files
+const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...selected], { cwd: root, stdio: 'inherit' })
+process.exit(run.status ?? 1)

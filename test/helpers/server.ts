@@ -1,0 +1,100 @@
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import { parseConfig, type Config } from '../../src/config.js'
+import { startMimic, type MimicServer } from '../../src/mimic.js'
+
+export const TEST_KEY = 'test-product-key'
+
+/** A response as a test looks at it. */
+export interface ApiResponse<T = any> {
+  status: number
+  body: T
+  headers: Headers
+}
+
+export interface TestServer {
+  url: string
+  server: MimicServer
+  /** Temp directory holding `extensions/` and `snapshots/` of this server. */
+  dir: string
+  extensions: string
+  snapshots: string
+  /** Log records the server wrote. */
+  logs: Array<Record<string, unknown>>
+  api<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>
+  /** POST <path>/method/<m> with kwargs; returns the response. */
+  call<T = any>(path: string, method: string, kwargs?: Record<string, unknown>): Promise<ApiResponse<T>>
+  close(): Promise<void>
+}
+
+/**
+ * Starts a real Mimic server on 127.0.0.1 port 0 with its own temp directories, real Python
+ * workers and a log captured in memory.
+ */
+export async function startTestServer(opts: { files?: Record<string, string>; config?: Partial<Record<keyof Config, unknown>> } = {}): Promise<TestServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'mimic-test-'))
+  const extensions = join(dir, 'extensions')
+  const snapshots = join(dir, 'snapshots')
+  await mkdir(extensions, { recursive: true })
+  for (const [name, text] of Object.entries(opts.files ?? {})) {
+    await mkdir(join(extensions, name, '..'), { recursive: true })
+    await writeFile(join(extensions, name), text)
+  }
+  const logs: Array<Record<string, unknown>> = []
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line) logs.push(JSON.parse(line))
+      done()
+    },
+  })
+  const config = parseConfig({ port: 0, productKey: TEST_KEY, extensions: [extensions], snapshotsDir: snapshots, pythonWorkers: 2, ...opts.config }, {})
+  const logger = pino({ level: 'info' }, stream)
+  const server = await startMimic(config, { logger })
+  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${TEST_KEY}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    })
+    const text = await res.text()
+    let parsed: unknown = text
+    try {
+      parsed = text ? JSON.parse(text) : undefined
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed, headers: res.headers }
+  }
+  return {
+    url: server.url,
+    server,
+    dir,
+    extensions,
+    snapshots,
+    logs,
+    api,
+    call: (path, method, kwargs = {}) => api('POST', `${path}/method/${method}`, { kwargs }),
+    close: async () => {
+      await server.close()
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Path of the example system shipped in examples/. */
+export const EXAMPLE_SYSTEM = new URL('../../examples/pt100/system.yaml', import.meta.url).pathname
+export const EXAMPLE_EXTENSIONS = new URL('../../examples/pt100/extensions', import.meta.url).pathname
+
+/** Waits until `check` returns a truthy value or the time is up. */
+export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5000, stepMs = 25): Promise<T> {
+  const end = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, stepMs))
+  }
+}

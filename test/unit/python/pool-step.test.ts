@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { NotFoundError, UserCodeError } from '../../../src/errors.js'
+import type { PythonPool, StepItem } from '../../../src/python/index.js'
+import { fixture, py } from './helpers.js'
+import type { Fixture } from './helpers.js'
+
+const COUNTER = py(`
+  import os
+
+  class Counter:
+      def __init__(self, start=0):
+          self.count = start
+          self.pid = os.getpid()
+
+      def tick(self):
+          self.count += 1
+          if self.count == 13:
+              raise RuntimeError("unlucky")
+          return self.count
+`)
+
+const BLOCK = {
+  'counter.py': {
+    class: 'Counter',
+    attributes: { count: { property: 'count' }, pid: { property: 'pid' } },
+    methods: { run: 'tick' },
+  },
+}
+
+describe('PythonPool: batched steps', () => {
+  let fx: Fixture
+  let pool: PythonPool
+  const names = Array.from({ length: 200 }, (_, i) => `inst_${i}`)
+
+  before(async () => {
+    fx = await fixture({ 'counter.py': COUNTER })
+    pool = fx.pool({ workers: 2 })
+    await Promise.all(names.map((name) => fx.load(pool, name, BLOCK)))
+  })
+  after(() => fx.cleanup())
+
+  it('spreads 200 instances over 2 workers and steps them with one message per worker', async () => {
+    const workers = pool.workers()
+    assert.deepEqual(workers.map((w) => w.instances), [100, 100])
+    const before = workers.map((w) => w.requests)
+    const items: StepItem[] = names.map((instance) => ({ instance, method: 'run', time: 0.1, dt: 0.1 }))
+    const outcomes = await pool.step(items)
+    assert.deepEqual(pool.workers().map((w, i) => w.requests - before[i]!), [1, 1])
+    assert.equal(outcomes.length, 200)
+    outcomes.forEach((outcome, i) => {
+      assert.equal(outcome.instance, names[i])
+      assert.ok(outcome.ok)
+      assert.equal(outcome.result, 1)
+      assert.deepEqual(outcome.values, { count: 1 })
+    })
+    // each instance ran in the worker the pool placed it in
+    for (const name of names.slice(0, 10)) assert.equal(pool.values(name)?.pid, pool.info(name)?.pid)
+  })
+
+  it('one failing item does not fail the others', async () => {
+    await fx.load(pool, 'unlucky', { 'counter.py': { ...BLOCK['counter.py'], init: { kwargs: { start: 12 } } } })
+    const items: StepItem[] = [
+      { instance: 'inst_0', method: 'run' },
+      { instance: 'unlucky', method: 'run' },
+      { instance: 'nobody', method: 'run' },
+      { instance: 'inst_1', method: 'nope' },
+      { instance: 'inst_1' },
+      { instance: 'inst_2', method: 'run' },
+    ]
+    const outcomes = await pool.step(items)
+    assert.deepEqual(outcomes.map((o) => o.ok), [true, false, false, false, true, true])
+    const [first, unlucky, nobody, nope, refresh] = outcomes
+    assert.ok(first?.ok && first.result === 2)
+    assert.ok(!unlucky?.ok && unlucky.error instanceof UserCodeError && /unlucky/.test(unlucky.error.message))
+    assert.ok(!nobody?.ok && nobody.error instanceof NotFoundError)
+    assert.ok(!nope?.ok && nope.error instanceof NotFoundError)
+    assert.ok(refresh?.ok && refresh.result === null && Object.keys(refresh.values).length === 0)
+    // the failed instance keeps working
+    assert.equal((await pool.call('unlucky', 'run')).result, 14)
+  })
+})

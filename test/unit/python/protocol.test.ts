@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { InternalError } from '../../../src/errors.js'
+import { FrameDecoder, encodeFrame } from '../../../src/python/protocol.js'
+
+describe('frames', () => {
+  it('reassembles frames split at every byte and several frames in one chunk', () => {
+    const messages = [{ id: 1, op: 'call', text: 'grüße ✓' }, { id: 2, ok: true, values: { t: 1.5 } }, { op: 'log' }]
+    const bytes = Buffer.concat(messages.map(encodeFrame))
+    const decoder = new FrameDecoder()
+    const decoded = []
+    for (let i = 0; i < bytes.length; i++) decoded.push(...decoder.push(bytes.subarray(i, i + 1)))
+    assert.deepEqual(decoded, messages)
+    assert.deepEqual(new FrameDecoder().push(bytes), messages)
+  })
+
+  it('handles a large frame arriving in uneven chunks', () => {
+    const big = { id: 9, result: 'x'.repeat(5_000_000) }
+    const bytes = encodeFrame(big)
+    const decoder = new FrameDecoder()
+    const out = []
+    for (let offset = 0; offset < bytes.length; offset += 65_537) out.push(...decoder.push(bytes.subarray(offset, offset + 65_537)))
+    assert.equal(out.length, 1)
+    assert.equal((out[0]!.result as string).length, 5_000_000)
+  })
+
+  it('rejects bodies that are not JSON objects', () => {
+    const body = Buffer.from('[1,2]')
+    const frame = Buffer.concat([Buffer.from([0, 0, 0, body.length]), body])
+    assert.throws(() => new FrameDecoder().push(frame), InternalError)
+    const junk = Buffer.concat([Buffer.from([0, 0, 0, 3]), Buffer.from('{x:')])
+    assert.throws(() => new FrameDecoder().push(junk), /not JSON/)
+  })
+})
