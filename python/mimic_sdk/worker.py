@@ -347,16 +347,16 @@ class Worker:
 
     def serve(self, in_stream: BinaryIO, out_fd: int) -> None:
         """Answer framed requests until the input ends or a ``shutdown`` request arrives."""
-        self._out_fd = out_fd
-        self.send(
-            {
-                "op": "hello",
-                "protocol": PROTOCOL_VERSION,
-                "pid": os.getpid(),
-                "python": sys.version.split()[0],
-                "executable": sys.executable,
-            }
-        )
+        hello = {
+            "op": "hello",
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+        }
+        with self._out_lock:  # the hello must be the first frame, before any flushed output
+            write_all(out_fd, encode_frame(hello))
+            self._out_fd = out_fd
         while True:
             try:
                 message = read_frame(in_stream)

@@ -39,6 +39,8 @@ export function locate(doc: Document, lines: LineCounter, path: string): { line:
   let node: unknown = doc.contents
   let rest = path
   let range = (node as Node | null)?.range
+  // Where the last matched key is written: a missing key is reported at its parent's key.
+  let keyRange = range
   while (rest && node) {
     if (isMap(node)) {
       let best: { key: string; value: unknown; keyNode: unknown } | undefined
@@ -48,10 +50,14 @@ export function locate(doc: Document, lines: LineCounter, path: string): { line:
           if (!best || key.length > best.key.length) best = { key, value: pair.value, keyNode: pair.key }
         }
       }
-      if (!best) break
+      if (!best) {
+        range = keyRange
+        break
+      }
       rest = rest.slice(best.key.length).replace(/^\./, '')
       const target = (best.value as Node | null) ?? (best.keyNode as Node | null)
-      range = (rest ? target?.range : (best.keyNode as Node | null)?.range) ?? range
+      keyRange = (best.keyNode as Node | null)?.range ?? keyRange
+      range = (rest ? target?.range : keyRange) ?? range
       node = best.value
     } else if (isSeq(node)) {
       const m = /^\[(\d+)\]\.?/.exec(rest)
@@ -60,6 +66,7 @@ export function locate(doc: Document, lines: LineCounter, path: string): { line:
       if (!item) break
       rest = rest.slice(m[0].length)
       range = item.range ?? range
+      keyRange = range
       node = item
     } else break
   }

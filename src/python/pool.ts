@@ -418,9 +418,12 @@ export class PythonPool {
     if (this.#closed) return
     const lost: string[] = []
     for (const instance of worker.instances) {
-      if (this.#placements.get(instance)?.worker !== worker) continue
+      const placement = this.#placements.get(instance)
+      if (placement?.worker !== worker) continue
       this.#placements.delete(instance)
       this.#values.delete(instance)
+      // An instance still in its first load hears about it from load() itself.
+      if (!placement.info) continue
       this.#lost.set(instance, exit.reason)
       lost.push(instance)
     }

@@ -8,13 +8,28 @@
  */
 import { InternalError } from '../errors.js'
 
-/** Version of the message protocol; a worker announces its own in the `hello` message. */
+/**
+ * Version of the message protocol; a worker announces its own in the `hello` message.
+ *
+ * @example
+ * if (hello.protocol !== PROTOCOL_VERSION) worker.kill('protocol mismatch')
+ */
 export const PROTOCOL_VERSION = 1
 
-/** Frames larger than this can only come from a broken peer. */
+/**
+ * Frames larger than this can only come from a broken peer.
+ *
+ * @example
+ * if (length > MAX_FRAME_BYTES) throw new InternalError('frame too large')
+ */
 export const MAX_FRAME_BYTES = 256 * 1024 * 1024
 
-/** A failure as the worker reports it. */
+/**
+ * A failure as the worker reports it.
+ *
+ * @example
+ * const e: WireError = { kind: 'load', message: "class 'X' not found in a.py", path: 'import.a.py.class' }
+ */
 export interface WireError {
   kind: 'user_code' | 'load' | 'protocol' | 'read_only' | 'not_found'
   message: string
@@ -22,7 +37,12 @@ export interface WireError {
   path?: string
 }
 
-/** Any message from the worker: an answer (`id` + `ok`) or unsolicited (`op`). */
+/**
+ * Any message from the worker: an answer (`id` + `ok`) or unsolicited (`op`).
+ *
+ * @example
+ * const m: WireMessage = { op: 'log', instance: 'sensor', stream: 'stdout', text: 'hi\n' }
+ */
 export interface WireMessage {
   id?: number | null
   ok?: boolean

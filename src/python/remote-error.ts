@@ -8,7 +8,12 @@ import { InternalError, NotFoundError, UserCodeError, ValidationError } from '..
 import type { MimicError } from '../errors.js'
 import type { WireError } from './protocol.js'
 
-/** What the failing request was about, for the fault message. */
+/**
+ * What the failing request was about, for the fault message.
+ *
+ * @example
+ * const context: RemoteErrorContext = { instance: 'sensor', action: "call 'run'" }
+ */
 export interface RemoteErrorContext {
   instance: string
   /** e.g. `load`, `call 'run'`, `set 'temperature'`. */

@@ -8,10 +8,20 @@
 import type { Logger } from 'pino'
 import type { MimicError } from '../errors.js'
 
-/** An attribute bound to a Python property, or to getter/setter methods (no setter: read-only). */
+/**
+ * An attribute bound to a Python property, or to getter/setter methods (no setter: read-only).
+ *
+ * @example
+ * const b: AttributeBinding = { getter: 'read_t', setter: 'write_t' }
+ */
 export type AttributeBinding = { property: string } | { getter: string; setter?: string | null }
 
-/** One entry of an `import` block: a class of a .py file and how it is bound. */
+/**
+ * One entry of an `import` block: a class of a .py file and how it is bound.
+ *
+ * @example
+ * const spec: ImportSpec = { class: 'PyTempSensor', init: { kwargs: { start: 25 } }, methods: { run: 'tick' } }
+ */
 export interface ImportSpec {
   class: string
   init?: { args?: unknown[]; kwargs?: Record<string, unknown> }
@@ -19,10 +29,20 @@ export interface ImportSpec {
   methods?: Record<string, string>
 }
 
-/** A model's `import` block: file key -> one entry, or a list of entries for several classes. */
+/**
+ * A model's `import` block: file key -> one entry, or a list of entries for several classes.
+ *
+ * @example
+ * const block: ImportBlock = { 'pair.py': [{ class: 'A' }, { class: 'B' }] }
+ */
 export type ImportBlock = Record<string, ImportSpec | ImportSpec[]>
 
-/** One class to instantiate, with its file already resolved to an absolute path. */
+/**
+ * One class to instantiate, with its file already resolved to an absolute path.
+ *
+ * @example
+ * const [entry] = await buildLoadEntries({ 'a.py': { class: 'A' } }, dirs)  // entry.path === 'import.a.py'
+ */
 export interface LoadEntry {
   /** The file key as written in the model, e.g. `py_temp_sensor.py`. */
   key: string
@@ -36,7 +56,12 @@ export interface LoadEntry {
   methods: Record<string, string>
 }
 
-/** Everything a worker needs to (re)load an instance. */
+/**
+ * Everything a worker needs to (re)load an instance.
+ *
+ * @example
+ * const request: LoadRequest = { entries, definition: model, attributes: { setpoint: 20 }, time: 0, dt: 1 }
+ */
 export interface LoadRequest {
   entries: LoadEntry[]
   /** The model definition, given to MimicComponent subclasses as `self.definition`. */
@@ -47,7 +72,12 @@ export interface LoadRequest {
   dt?: number
 }
 
-/** What a successful load reports. */
+/**
+ * What a successful load reports.
+ *
+ * @example
+ * const { values, methods } = await pool.load('sensor', request)  // values: { temperature: 25 }
+ */
 export interface LoadResult {
   /** Worker slot the instance lives in (0 .. workers-1). */
   worker: number
@@ -66,7 +96,12 @@ export interface LoadResult {
   component: boolean
 }
 
-/** Arguments and context of one call into Python. */
+/**
+ * Arguments and context of one call into Python.
+ *
+ * @example
+ * const options: CallOptions = { kwargs: { offset: 0.5 }, time: 1.5, dt: 0.1 }
+ */
 export interface CallOptions {
   args?: unknown[]
   kwargs?: Record<string, unknown>
@@ -76,7 +111,12 @@ export interface CallOptions {
   attributes?: Record<string, unknown>
 }
 
-/** The answer to a call. */
+/**
+ * The answer to a call.
+ *
+ * @example
+ * const { result, values, attributes }: CallResult = await pool.call('sensor', 'run')
+ */
 export interface CallResult {
   /** The method's return value, JSON-able (other values arrive as their repr string). */
   result: unknown
@@ -86,18 +126,33 @@ export interface CallResult {
   attributes: Record<string, unknown>
 }
 
-/** One call of a batched step; without `method` it only refreshes time and reads changed values. */
+/**
+ * One call of a batched step; without `method` it only refreshes time and reads changed values.
+ *
+ * @example
+ * const item: StepItem = { instance: 'sensor', method: 'run', time: 2, dt: 0.1 }
+ */
 export interface StepItem extends CallOptions {
   instance: string
   method?: string
 }
 
-/** The outcome of one step item: never thrown, so one failure cannot hide the others. */
+/**
+ * The outcome of one step item: never thrown, so one failure cannot hide the others.
+ *
+ * @example
+ * for (const o of outcomes) if (o.ok) apply(o.instance, o.values); else fail(o.instance, o.error)
+ */
 export type StepOutcome =
   | ({ ok: true; instance: string } & CallResult)
   | { ok: false; instance: string; error: MimicError }
 
-/** Where an instance lives and what is bound. */
+/**
+ * Where an instance lives and what is bound.
+ *
+ * @example
+ * const info: InstanceInfo | undefined = pool.info('sensor')  // { worker: 0, pid: 4242, ... }
+ */
 export interface InstanceInfo {
   worker: number
   pid: number
@@ -108,7 +163,12 @@ export interface InstanceInfo {
   components: boolean[]
 }
 
-/** The state of one worker slot. */
+/**
+ * The state of one worker slot.
+ *
+ * @example
+ * pool.workers().map((w: WorkerStatus) => w.instances)  // [100, 100]
+ */
 export interface WorkerStatus {
   worker: number
   /** -1 while the slot has no process (it starts on the next load). */
@@ -120,10 +180,20 @@ export interface WorkerStatus {
   inFlight: number
 }
 
-/** Called when a worker dies or is killed, with the instances it held. */
+/**
+ * Called when a worker dies or is killed, with the instances it held.
+ *
+ * @example
+ * const onLost: InstancesLostListener = (instances, reason) => log.warn({ instances }, reason)
+ */
 export type InstancesLostListener = (instances: string[], reason: string) => void
 
-/** Options of a PythonPool. */
+/**
+ * Options of a PythonPool.
+ *
+ * @example
+ * const options: PythonPoolOptions = { python: '/usr/bin/python3', workers: 2, timeoutMs: 10_000, logger }
+ */
 export interface PythonPoolOptions {
   /** Interpreter to run, e.g. `/usr/bin/python3` or a venv's python. */
   python: string

@@ -16,13 +16,23 @@ import type { MimicError } from '../errors.js'
 import { FrameDecoder, PROTOCOL_VERSION, encodeFrame } from './protocol.js'
 import type { WireMessage } from './protocol.js'
 
-/** Why a worker ended. */
+/**
+ * Why a worker ended.
+ *
+ * @example
+ * const exit: WorkerExit = { reason: 'Python worker 0 (pid 42) exited with code 1', timedOut: false }
+ */
 export interface WorkerExit {
   reason: string
   timedOut: boolean
 }
 
-/** Options of one worker process. */
+/**
+ * Options of one worker process.
+ *
+ * @example
+ * new PythonWorker({ id: 0, python: 'python3', script, timeoutMs: 10_000, logger, onExit: () => {} })
+ */
 export interface PythonWorkerOptions {
   id: number
   python: string
@@ -33,7 +43,12 @@ export interface PythonWorkerOptions {
   onExit: (worker: PythonWorker, exit: WorkerExit) => void
 }
 
-/** What a request is about, for fault messages. */
+/**
+ * What a request is about, for fault messages.
+ *
+ * @example
+ * const about: RequestLabel = { label: "call 'run' of 'sensor'", path: 'run' }
+ */
 export interface RequestLabel {
   /** e.g. `call 'run' of 'sensor'`. */
   label: string

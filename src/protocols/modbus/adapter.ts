@@ -79,7 +79,16 @@ interface PendingWrite {
 
 const WARN_INTERVAL_MS = 1000
 
-/** See the module comment. */
+/**
+ * One instance's `modbus_slave` adapter (see the module comment).
+ *
+ * @example
+ * const adapter = new ModbusSlaveAdapter({ hub, definition, accessor, logger, name: 'sensor.modbus_slave' })
+ * await adapter.start()
+ * adapter.detach() // clients now time out
+ * adapter.attach()
+ * await adapter.stop()
+ */
 export class ModbusSlaveAdapter {
   readonly name: string
   #hub: ModbusHub
@@ -89,7 +98,7 @@ export class ModbusSlaveAdapter {
   #map: RegisterMap
   #unit: ModbusUnit
   #registration: ModbusRegistration | null = null
-  #starting: Promise<void> | null = null
+  #lifecycle: Promise<void> = Promise.resolve()
   #detached = false
   #requests = 0
   #errors = 0
@@ -120,34 +129,37 @@ export class ModbusSlaveAdapter {
    * Throws ValidationError (duplicate unit id on the port) or ConflictError (port unavailable).
    */
   start(): Promise<void> {
-    if (this.#registration !== null) return Promise.resolve()
-    this.#starting ??= (async () => {
-      try {
-        this.#registration = await this.#hub.register({
-          host: this.#definition.host,
-          port: this.#definition.port,
-          unitId: this.#definition.unit_id,
-          unit: this.#unit,
-        })
-        this.#detached = false
-        const { host, port } = this.#registration
-        this.#logger.info({ host, port, unit_id: this.#definition.unit_id }, 'modbus unit started')
-      } finally {
-        this.#starting = null
-      }
-    })()
-    return this.#starting
+    return this.#serialize(async () => {
+      if (this.#registration !== null) return
+      this.#registration = await this.#hub.register({
+        host: this.#definition.host,
+        port: this.#definition.port,
+        unitId: this.#definition.unit_id,
+        unit: this.#unit,
+      })
+      this.#detached = false
+      const { host, port } = this.#registration
+      this.#logger.info({ host, port, unit_id: this.#definition.unit_id }, 'modbus unit started')
+    })
   }
 
   /** Unregisters the unit (its listener closes when no unit is left). Idempotent. */
-  async stop(): Promise<void> {
-    if (this.#starting !== null) await this.#starting.catch(() => undefined)
-    const registration = this.#registration
-    if (registration === null) return
-    this.#registration = null
-    this.#detached = false
-    await this.#hub.unregister(registration)
-    this.#logger.info({ host: registration.host, port: registration.port }, 'modbus unit stopped')
+  stop(): Promise<void> {
+    return this.#serialize(async () => {
+      const registration = this.#registration
+      if (registration === null) return
+      this.#registration = null
+      this.#detached = false
+      await this.#hub.unregister(registration)
+      this.#logger.info({ host: registration.host, port: registration.port }, 'modbus unit stopped')
+    })
+  }
+
+  /** Runs lifecycle steps one after another, so stop-then-start never races for the port. */
+  #serialize(step: () => Promise<void>): Promise<void> {
+    const result = this.#lifecycle.then(step)
+    this.#lifecycle = result.catch(() => undefined)
+    return result
   }
 
   /** Keeps the unit registered and connections open but stops answering: clients time out. */

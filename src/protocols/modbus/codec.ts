@@ -12,7 +12,7 @@
  * const request = parseRequest(frame, MBAP_LENGTH, header.length - 1) // { fc: 3, address: 0, quantity: 2 }
  */
 
-/** Function codes the server understands. */
+/** Function codes the server understands. @example FUNCTION_CODES.READ_HOLDING_REGISTERS // 3 */
 export const FUNCTION_CODES = {
   READ_COILS: 1,
   READ_DISCRETE_INPUTS: 2,
@@ -25,7 +25,7 @@ export const FUNCTION_CODES = {
   READ_WRITE_MULTIPLE_REGISTERS: 23,
 } as const
 
-/** Exception codes the server answers with. */
+/** Exception codes the server answers with. @example EXCEPTION_CODES.ILLEGAL_DATA_VALUE // 3 */
 export const EXCEPTION_CODES = {
   ILLEGAL_FUNCTION: 0x01,
   ILLEGAL_DATA_ADDRESS: 0x02,
@@ -36,15 +36,16 @@ export const EXCEPTION_CODES = {
 /** @example const code: ExceptionCode = EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS */
 export type ExceptionCode = (typeof EXCEPTION_CODES)[keyof typeof EXCEPTION_CODES]
 
-/** MBAP header length including the unit id. */
+/** MBAP header length including the unit id. @example frame.subarray(MBAP_LENGTH) // the PDU */
 export const MBAP_LENGTH = 7
-/** Smallest and largest legal value of the MBAP length field (unit id + PDU of 1..253 bytes). */
+/** Smallest legal value of the MBAP length field (unit id + function code). @example MIN_LENGTH_FIELD // 2 */
 export const MIN_LENGTH_FIELD = 2
+/** Largest legal value of the MBAP length field (unit id + PDU of 253 bytes). @example MAX_LENGTH_FIELD // 254 */
 export const MAX_LENGTH_FIELD = 254
-/** Largest ADU: 6 header bytes + 254. */
+/** Largest ADU: 6 header bytes + 254. @example MAX_ADU_LENGTH // 260 */
 export const MAX_ADU_LENGTH = 6 + MAX_LENGTH_FIELD
 
-/** Spec limits on quantities per function code. */
+/** Spec limits on quantities per function code. @example LIMITS.readRegisters // 125 */
 export const LIMITS = {
   readBits: 2000,
   readRegisters: 125,
@@ -209,7 +210,12 @@ export function isRejected(parsed: ModbusRequest | RejectedRequest): parsed is R
   return 'exception' in parsed
 }
 
-/** Offset of the first data byte in a read response ADU (after header, function code, byte count). */
+/**
+ * Offset of the first data byte in a read response ADU (after header, function code, byte count).
+ *
+ * @example
+ * frame.readUInt16BE(READ_DATA_OFFSET) // the first register
+ */
 export const READ_DATA_OFFSET = MBAP_LENGTH + 2
 
 /**

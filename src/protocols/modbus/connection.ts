@@ -62,7 +62,13 @@ interface Slot {
   timer: NodeJS.Timeout | null
 }
 
-/** See the module comment. */
+/**
+ * One client connection of a listener (see the module comment).
+ *
+ * @example
+ * const connection = new ModbusConnection({ socket, resolveUnit: (id) => units.get(id), logger })
+ * connection.destroy()
+ */
 export class ModbusConnection {
   readonly remote: string
   #socket: Socket

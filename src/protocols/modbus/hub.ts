@@ -53,7 +53,14 @@ export interface ModbusListenerInfo {
 
 const DEFAULT_FIRST_AUTO_PORT = 5020
 
-/** See the module comment. */
+/**
+ * The shared listeners of one server (see the module comment).
+ *
+ * @example
+ * const hub = new ModbusHub({ logger, firstAutoPort: 5020 })
+ * const { port } = await hub.register({ host: '127.0.0.1', unitId: 1, unit })
+ * await hub.close()
+ */
 export class ModbusHub {
   #logger: Logger
   #firstAutoPort: number
@@ -62,6 +69,8 @@ export class ModbusHub {
   #listeners = new Map<string, ModbusListener>()
   /** Listeners on port 0 whose port is not known yet. */
   #anonymous = new Set<ModbusListener>()
+  /** Listeners that lost their last unit and are closing, by host:port. */
+  #closing = new Map<string, Promise<void>>()
 
   constructor(options: ModbusHubOptions = {}) {
     this.#logger = options.logger ?? pino({ level: 'silent' })
@@ -82,6 +91,9 @@ export class ModbusHub {
     if (port === undefined) return this.#registerOnFreePort(host, unitId, unit)
     if (port === 0) return this.#registerAnonymous(host, unitId, unit)
     const key = `${host}:${port}`
+    // A listener of this key that is shutting down still holds the port for a moment.
+    const closing = this.#closing.get(key)
+    if (closing !== undefined && !this.#listeners.has(key)) await closing
     let listener = this.#listeners.get(key)
     if (listener !== undefined) {
       if (listener.has(unitId)) {
@@ -110,7 +122,13 @@ export class ModbusHub {
     if (listener === undefined || !listener.remove(registration.unitId, registration.unit)) return
     if (listener.size > 0) return
     this.#listeners.delete(key)
-    await listener.close()
+    const closing = listener.close()
+    this.#closing.set(key, closing)
+    try {
+      await closing
+    } finally {
+      if (this.#closing.get(key) === closing) this.#closing.delete(key)
+    }
   }
 
   /** The open listeners. */

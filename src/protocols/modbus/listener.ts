@@ -25,7 +25,15 @@ export interface ModbusListenerOptions {
   maxConnections?: number
 }
 
-/** See the module comment. */
+/**
+ * One TCP listener and its units (see the module comment).
+ *
+ * @example
+ * const listener = new ModbusListener({ host: '127.0.0.1', port: 0, logger })
+ * listener.add(1, unit)
+ * const port = await listener.listen()
+ * await listener.close()
+ */
 export class ModbusListener {
   readonly host: string
   #port: number

@@ -27,7 +27,13 @@ export interface CompiledEntry {
   readonly scratch: Buffer
 }
 
-/** Lookup table of one group. */
+/**
+ * Lookup table of one group.
+ *
+ * @example
+ * const table = RegisterMap.compile(mapping).group('c_o')
+ * if (table.covers(0, 8)) table.entryAt(3)?.attribute
+ */
 export class GroupTable {
   readonly entries: readonly CompiledEntry[]
   #base: number
@@ -78,7 +84,13 @@ export class GroupTable {
   }
 }
 
-/** The compiled mapping of one adapter. */
+/**
+ * The compiled mapping of one adapter.
+ *
+ * @example
+ * const map = RegisterMap.compile(definition.mapping)
+ * map.attribute('temperature')?.spec.width // 2
+ */
 export class RegisterMap {
   #groups: Record<ModbusGroup, GroupTable>
   #byAttribute: Map<string, CompiledEntry>

@@ -16,19 +16,19 @@ import type { ErrorDetail } from '../../errors.js'
  * definition.unit_id // 1
  */
 
-/** Register groups: holding registers, input registers, coils, discrete inputs. */
+/** Register groups: holding registers, input registers, coils, discrete inputs. @example MODBUS_GROUPS.includes('h_r') */
 export const MODBUS_GROUPS = ['h_r', 'i_r', 'c_o', 'd_i'] as const
 /** @example const g: ModbusGroup = 'h_r' */
 export type ModbusGroup = (typeof MODBUS_GROUPS)[number]
 
-/** Value types a mapping entry may declare. */
+/** Value types a mapping entry may declare. @example MODBUS_TYPES.includes('float_64') */
 export const MODBUS_TYPES = [
   'bool', 'int_16', 'uint_16', 'int_32', 'uint_32', 'float', 'float_64', 'int_64', 'uint_64', 'str',
 ] as const
 /** @example const t: ModbusType = 'float' */
 export type ModbusType = (typeof MODBUS_TYPES)[number]
 
-/** Byte or word order of a multi-byte value. */
+/** Byte or word order of a multi-byte value. @example MODBUS_ORDERS // ['big', 'little'] */
 export const MODBUS_ORDERS = ['big', 'little'] as const
 /** @example const o: ModbusOrder = 'little' */
 export type ModbusOrder = (typeof MODBUS_ORDERS)[number]
@@ -43,7 +43,7 @@ export const TYPE_WIDTH: Readonly<Record<ModbusType, number | null>> = {
   bool: 1, int_16: 1, uint_16: 1, int_32: 2, uint_32: 2, float: 2, float_64: 4, int_64: 4, uint_64: 4, str: null,
 }
 
-/** Groups whose items are single bits: only `bool` fits there. */
+/** Groups whose items are single bits: only `bool` fits there. @example BIT_GROUPS.has('c_o') // true */
 export const BIT_GROUPS: ReadonlySet<ModbusGroup> = new Set(['c_o', 'd_i'])
 
 const ATTRIBUTE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/
@@ -90,7 +90,12 @@ const mappingEntrySchema = z
 /** @example const e: ModbusMappingEntry = { address: 0, group: 'c_o', type: 'bool', byte_order: 'big', word_order: 'big' } */
 export type ModbusMappingEntry = z.output<typeof mappingEntrySchema>
 
-/** The adapter definition, strict: unknown keys are errors. */
+/**
+ * The adapter definition, strict: unknown keys are errors.
+ *
+ * @example
+ * modbusSlaveSchema.safeParse({ mapping: { t: { address: 0, group: 'h_r', type: 'float' } } }).success // false: float takes 2 addresses
+ */
 export const modbusSlaveSchema = z
   .strictObject({
     host: z.string().min(1).max(253).default('127.0.0.1'),

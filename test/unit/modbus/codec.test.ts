@@ -8,6 +8,7 @@ import {
   parseRequest,
   readMbapHeader,
 } from '../../../src/protocols/modbus/index.js'
+import type { ModbusRequest } from '../../../src/protocols/modbus/index.js'
 import {
   READ_DATA_OFFSET,
   beginBitsResponse,
@@ -76,7 +77,7 @@ describe('codec: requests', () => {
   }
 
   it('encodeRequest and parseRequest agree for every function code', () => {
-    const requests = [
+    const requests: ModbusRequest[] = [
       { fc: 1, address: 5, quantity: 9 },
       { fc: 2, address: 0, quantity: 1 },
       { fc: 3, address: 100, quantity: 125 },
@@ -86,7 +87,7 @@ describe('codec: requests', () => {
       { fc: 15, address: 1, quantity: 3, values: [true, false, true] },
       { fc: 16, address: 2, quantity: 2, data: hex('41c80000') },
       { fc: 23, readAddress: 0, readQuantity: 4, writeAddress: 2, writeQuantity: 1, data: hex('0001') },
-    ] as const
+    ]
     for (const request of requests) {
       const frame = encodeRequest({ transactionId: 0xabcd, unitId: 9, request })
       const header = readMbapHeader(frame, 0)

@@ -43,7 +43,7 @@ function cases(): Case[] {
     const wordOrders: ModbusOrder[] = sample.width > 1 && type !== 'str' ? ['big', 'little'] : ['big']
     for (const byte_order of byteOrders) {
       for (const word_order of wordOrders) {
-        all.push({ attr: `${type}_${byte_order}_${word_order}`, type, width: sample.width, byte_order, word_order, address, ...sample })
+        all.push({ attr: `${type}_${byte_order}_${word_order}`, type, byte_order, word_order, address, ...sample })
         address += sample.width
       }
     }

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { EXAMPLE_EXTENSIONS, EXAMPLE_SYSTEM } from './helpers/server.js'
+
+const BIN = new URL('../bin/mimic.js', import.meta.url).pathname
+
+function mimic(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const res = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 })
+  return { status: res.status, stdout: res.stdout, stderr: res.stderr }
+}
+
+/** Starts `mimic serve` and resolves with the URL it logs. */
+function serve(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000)
+    const onData = (chunk: Buffer): void => {
+      out += chunk
+      const m = /Mimic listening on (http:\/\/[^"\s]+)/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        resolve({ child, url: m[1]!, output: () => out })
+      }
+    }
+    child.stdout!.on('data', onData)
+    child.stderr!.on('data', onData)
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited with ${code}:\n${out}`))
+    })
+  })
+}
+
+describe('mimic command line', () => {
+  let dir: string
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mimic-cli-'))
+  })
+  after(async () => rm(dir, { recursive: true, force: true }))
+
+  it('--help lists the commands', () => {
+    const res = mimic(['--help'])
+    assert.equal(res.status, 0)
+    for (const cmd of ['serve', 'validate', 'snapshot']) assert.match(res.stdout, new RegExp(`\\b${cmd}\\b`))
+    const serveHelp = mimic(['serve', '--help'])
+    for (const flag of ['--system', '--host', '--port', '--product-key', '--extensions', '--snapshots-dir', '--snapshots-mode', '--python', '--load-snapshot']) {
+      assert.ok(serveHelp.stdout.includes(flag), `serve --help mentions ${flag}`)
+    }
+  })
+
+  it('validate accepts the example and reports every problem with path and line:column', async () => {
+    const ok = mimic(['validate', EXAMPLE_SYSTEM])
+    assert.equal(ok.status, 0, ok.stderr)
+    assert.match(ok.stdout, /valid system definition/)
+
+    const bad = join(dir, 'bad.yaml')
+    await writeFile(bad, ['models:', '  pt100:', '    attributes:', '      temperature: 0.0', '    import:', '      sensor.py:', '        klass: Sensor', 'instances:', '  - s1: pt100', '  - s2: nothing', ''].join('\n'))
+    const res = mimic(['validate', bad])
+    assert.equal(res.status, 1)
+    assert.match(res.stderr, /bad\.yaml:6:\d+ +models\.pt100\.import\.sensor\.py\.class: required/)
+    assert.match(res.stderr, /bad\.yaml:7:\d+ +models\.pt100\.import\.sensor\.py\.klass: unknown key/)
+    assert.match(res.stderr, /bad\.yaml:10:\d+ +instances\[1\]\.s2: unknown model 'nothing'/)
+
+    const model = join(dir, 'model.json')
+    await writeFile(model, JSON.stringify({ attributes: { t: 1 }, communication: [{ modbus_slave: { mapping: { t: { address: 0, group: 'h_r', type: 'float' } } } }] }, null, 2))
+    const modelRes = mimic(['validate', model])
+    assert.equal(modelRes.status, 1)
+    assert.match(modelRes.stderr, /model\.json:\d+:\d+ +communication\[0\]\.modbus_slave\.mapping\.t/)
+
+    const syntax = join(dir, 'syntax.yaml')
+    await writeFile(syntax, 'models:\n  a: [1, 2\n')
+    const syn = mimic(['validate', syntax])
+    assert.equal(syn.status, 1)
+    assert.match(syn.stderr, /syntax\.yaml:\d+:\d+/)
+  })
+
+  it('serve reads MIMIC_* variables, --port 0 logs the port, the example system is loaded, SIGTERM stops it', async () => {
+    const { child, url } = await serve(['--system', EXAMPLE_SYSTEM], {
+      MIMIC_PORT: '0',
+      MIMIC_PRODUCT_KEY: 'k1',
+      MIMIC_EXTENSIONS: EXAMPLE_EXTENSIONS,
+      MIMIC_SNAPSHOTS_DIR: join(dir, 'snaps'),
+      MIMIC_PYTHON_WORKERS: '1',
+    })
+    try {
+      assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
+      assert.notEqual(url, 'http://127.0.0.1:0')
+      const health = (await (await fetch(`${url}/health`)).json()) as { status: string }
+      assert.equal(health.status, 'ok')
+      const res = await fetch(`${url}/api/v3/system/instances`, { headers: { authorization: 'Bearer k1' } })
+      const doc = (await res.json()) as { children: Array<{ name: string }> }
+      assert.deepEqual(doc.children.map((c) => c.name), ['tank_sensor', 'panel'])
+      const exited = new Promise<number | null>((r) => child.on('exit', r))
+      child.kill('SIGTERM')
+      assert.equal(await exited, 0)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+
+  it('serve refuses a non-loopback address without a product key', () => {
+    const res = mimic(['serve', '--host', '0.0.0.0', '--port', '0'], { MIMIC_PRODUCT_KEY: '' })
+    assert.equal(res.status, 1)
+    assert.match(res.stderr, /Refusing to listen on 0\.0\.0\.0 without a product key/)
+  })
+
+  it('serve rejects a bad flag value with the flag and variable named', () => {
+    const res = mimic(['serve', '--port', '99999'])
+    assert.equal(res.status, 1)
+    assert.match(res.stderr, /--port \(MIMIC_PORT\)/)
+  })
+
+  it('serve with an invalid system file says where the problems are and exits 1', async () => {
+    const bad = join(dir, 'bad-system.yaml')
+    await writeFile(bad, 'models:\n  m:\n    attributes: {a: 1}\ninstances:\n  - x: missing\n')
+    const res = mimic(['serve', '--system', bad, '--port', '0'])
+    assert.equal(res.status, 1)
+    assert.match(res.stderr, /5:\d+ instances\[0\]\.x: unknown model 'missing'/)
+  })
+})
