@@ -152,7 +152,7 @@ export class ModbusHub {
   async #registerOnFreePort(host: string, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
     for (let port = this.#firstAutoPort; port <= 65535; port++) {
       const key = `${host}:${port}`
-      if (this.#listeners.has(key)) continue
+      if (this.#listeners.has(key) || this.#closing.has(key)) continue
       const listener = this.#newListener(host, port)
       // Claimed before the first await, so concurrent searches skip this port.
       this.#listeners.set(key, listener)

@@ -148,6 +148,32 @@ describe('ModbusHub', () => {
     }
   })
 
+  it('stop then start without waiting reopens the same port (lifecycle steps run in order)', async () => {
+    const hub = new ModbusHub({ logger: silentLogger })
+    try {
+      const probe = adapterFor(hub, { port: 0, unitId: 1, value: 5 })
+      await probe.start()
+      const port = probe.info().port!
+      await probe.stop()
+      const adapter = adapterFor(hub, { port, unitId: 1, value: 6 })
+      for (let i = 0; i < 5; i++) {
+        const steps = [adapter.start(), adapter.stop(), adapter.start()]
+        await Promise.all(steps)
+        assert.equal(adapter.state, 'RUNNING')
+        assert.equal(adapter.info().port, port)
+      }
+      // Another unit taking over the port while the last one leaves it.
+      const successor = adapterFor(hub, { port, unitId: 1, value: 7 })
+      await Promise.all([adapter.stop(), successor.start()])
+      assert.equal(successor.state, 'RUNNING')
+      const client = await TestClient.connect(port)
+      assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [7])
+      client.close()
+    } finally {
+      await hub.close()
+    }
+  })
+
   it('close() destroys open connections and listeners quickly', async () => {
     const hub = new ModbusHub({ logger: silentLogger })
     const adapter = adapterFor(hub, { port: 0, unitId: 1, value: 1 })

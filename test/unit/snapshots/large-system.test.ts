@@ -21,7 +21,7 @@ function largeDefinition(count: number): SystemDefinition {
   }
 }
 
-test('a 10,000-instance system saves and reads back in well under a second each', async (t) => {
+test('a 10,000-instance system saves and reads back intact (timings reported)', async (t) => {
   const { store, dir } = await makeStore(t)
   const definition = largeDefinition(10_000)
 
@@ -41,8 +41,5 @@ test('a 10,000-instance system saves and reads back in well under a second each'
   t.diagnostic(`save ${saveMs.toFixed(0)} ms, read from file ${readMs.toFixed(0)} ms, read from memory ${memoryMs.toFixed(0)} ms, file ${((await stat(saved.persisted_path)).size / 1e6).toFixed(2)} MB`)
   assert.deepEqual(record.definition, definition)
   assert.deepEqual(fromMemory.definition, definition)
-  // The bound is loose on purpose (shared CI machines); typical figures are ~100 ms.
-  assert.ok(saveMs < 1000, `save took ${saveMs} ms`)
-  assert.ok(readMs < 1000, `read took ${readMs} ms`)
-  assert.ok(memoryMs < 1000, `read from memory took ${memoryMs} ms`)
+  // Timing is reported above, not asserted: speed is measured by bench/, not by tests.
 })
