@@ -392,8 +392,8 @@ export class ImportStatus extends Component {
       files,
       bound: inst.binding !== undefined,
       worker: inst.binding?.worker ?? null,
-      attributes: boundAttributes,
-      methods: inst.binding ? Object.fromEntries(inst.binding.methods) : {},
+      bound_attributes: boundAttributes,
+      bound_methods: inst.binding ? Object.fromEntries(inst.binding.methods) : {},
       component: inst.binding?.component ?? false,
       last_error: inst.lastError,
     }

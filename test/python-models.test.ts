@@ -1,0 +1,338 @@
+import assert from 'node:assert/strict'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { eventually, startTestServer, type TestServer } from './helpers/server.js'
+
+const SYS = '/api/v3/system'
+
+const FILES: Record<string, string> = {
+  'py_temp_sensor.py': `
+class PyTempSensor:
+    """A plain class: no base class."""
+    def __init__(self, start=0.0, drift=0.0):
+        self._t = start
+        self.drift = drift
+        self.ticks = 0
+
+    @property
+    def temperature(self):
+        return self._t
+
+    @temperature.setter
+    def temperature(self, value):
+        self._t = value
+
+    def tick(self):
+        self.ticks += 1
+        self._t += self.drift
+
+    def read_ticks(self):
+        return self.ticks
+
+    def calibrate(self, offset=0.0, scale=1.0):
+        self._t = self._t * scale + offset
+        return {"temperature": self._t, "offset": offset}
+
+    def explode(self):
+        raise RuntimeError("sensor on fire")
+
+    def crash(self):
+        import os
+        os._exit(3)
+
+    def hang(self):
+        import time
+        time.sleep(60)
+
+    def chatty(self, n=3):
+        for i in range(n):
+            print("chatty line", i)
+        return n
+`,
+  'pair.py': `
+class Heater:
+    def __init__(self, power=1.0):
+        self.power = power
+    def get_power(self):
+        return self.power
+    def set_power(self, value):
+        self.power = value
+
+class Meter:
+    def __init__(self):
+        self.reading = 42
+    def read(self):
+        return self.reading
+`,
+  'other.py': `
+class Lamp:
+    def __init__(self):
+        self.on = False
+    def toggle(self):
+        self.on = not self.on
+        return self.on
+`,
+  'ctx.py': `
+from mimic_sdk import MimicComponent
+
+class Controller(MimicComponent):
+    def __init__(self, gain=1.0):
+        # the context is already set when __init__ runs
+        self.seen_name = self.name
+        self.seen_attrs = sorted(self.definition["attributes"].keys())
+        self.gain = gain
+        self.output = 0.0
+
+    def step(self):
+        error = self.attributes["setpoint"] - self.output
+        self.output += self.gain * error * self.dt
+        self.attributes["last_time"] = self.time
+        self.logger.info("stepped at %s", self.time)
+
+    def info(self):
+        return {"name": self.seen_name, "attrs": self.seen_attrs, "time": self.time, "dt": self.dt}
+`,
+}
+
+const SENSOR_MODEL = {
+  attributes: { temperature: 0.0, ticks: 0.0 },
+  import: {
+    'py_temp_sensor.py': {
+      class: 'PyTempSensor',
+      init: { kwargs: { start: 25.0, drift: 0.5 } },
+      attributes: { temperature: { property: 'temperature' }, ticks: { getter: 'read_ticks' } },
+      methods: { run: 'tick', calibrate: 'calibrate', explode: 'explode', crash: 'crash', hang: 'hang', chatty: 'chatty' },
+    },
+  },
+}
+
+describe('Python-backed models over HTTP', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer({ files: FILES, config: { pythonTimeout: 2, pythonWorkers: 2 } })
+    const res = await t.api('PUT', `${SYS}/models`, { PySensorModel: SENSOR_MODEL })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+  })
+  after(async () => t.close())
+
+  it('prepare binds the object: attributes read its own state (25.0, not the default), run calls tick, writes call the setter', async () => {
+    await t.api('PUT', `${SYS}/instances`, { sensor: 'PySensorModel' })
+    const inst = `${SYS}/instances/sensor`
+    assert.equal((await t.call(`${inst}/polling`, 'disable')).status, 200)
+    assert.equal((await t.api('GET', inst)).body.state, 'INITIALIZED')
+    const notPrepared = await t.call(inst, 'run')
+    assert.equal(notPrepared.status, 409)
+    assert.match(notPrepared.body.error.message, /prepare/)
+
+    assert.deepEqual((await t.call(inst, 'prepare')).body, { result: true })
+    assert.equal((await t.api('GET', inst)).body.state, 'PREPARED')
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/temperature/attr/internal_value`)).body, { value: 25.0 })
+    await t.call(inst, 'run')
+    await t.call(inst, 'run')
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/temperature/attr/internal_value`)).body, { value: 26.0 })
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/ticks/attr/internal_value`)).body, { value: 2 })
+
+    assert.equal((await t.api('PUT', `${inst}/attributes/temperature/attr/internal_value`, { value: 50 })).status, 200)
+    await t.call(inst, 'run')
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/temperature/attr/internal_value`)).body, { value: 50.5 })
+
+    const readOnly = await t.api('PUT', `${inst}/attributes/ticks/attr/internal_value`, { value: 7 })
+    assert.equal(readOnly.status, 422)
+    assert.match(readOnly.body.error.message, /read-only/)
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/ticks/attr/internal_value`)).body, { value: 3 })
+  })
+
+  it('mapped methods appear on the instance, take kwargs and return JSON results', async () => {
+    const inst = `${SYS}/instances/sensor`
+    const doc = (await t.api('GET', inst)).body
+    for (const m of ['calibrate', 'explode', 'chatty']) assert.ok(doc.methods.includes(m), `${m} listed`)
+    const res = await t.call(inst, 'calibrate', { offset: 1.5, scale: 2 })
+    assert.equal(res.status, 200)
+    assert.deepEqual(res.body.result, { temperature: 102.5, offset: 1.5 })
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/temperature/attr/internal_value`)).body, { value: 102.5 }, 'values changed by a method are visible at once')
+    const unknown = await t.call(inst, 'tick')
+    assert.equal(unknown.status, 404, 'only mapped names are methods')
+  })
+
+  it('an exception in user code is a 500 with the traceback; the instance keeps working', async () => {
+    const inst = `${SYS}/instances/sensor`
+    const res = await t.call(inst, 'explode')
+    assert.equal(res.status, 500)
+    assert.equal(res.body.event, 'user_code')
+    assert.match(res.body.error.message, /sensor on fire/)
+    assert.match(JSON.stringify(res.body.error.details), /Traceback[\s\S]*explode/)
+    assert.equal((await t.call(inst, 'run')).status, 200)
+    assert.equal((await t.api('GET', inst)).body.state, 'PREPARED')
+  })
+
+  it('print() output reaches the server log tagged with the instance', async () => {
+    await t.call(`${SYS}/instances/sensor`, 'chatty', { n: 2 })
+    await eventually(() => t.logs.some((l) => JSON.stringify(l).includes('chatty line 1') && JSON.stringify(l).includes('sensor')))
+  })
+
+  it('getter/setter bindings, several classes of one file and several files in one model', async () => {
+    const res = await t.api('PUT', `${SYS}/models`, {
+      Combo: {
+        attributes: { power: 0.0, reading: 0.0, lamp: false },
+        import: {
+          'pair.py': [
+            { class: 'Heater', init: { args: [3.5] }, attributes: { power: { getter: 'get_power', setter: 'set_power' } } },
+            { class: 'Meter', attributes: { reading: { getter: 'read' } } },
+          ],
+          'other.py': { class: 'Lamp', attributes: { lamp: { property: 'on' } }, methods: { toggle: 'toggle' } },
+        },
+      },
+    })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    await t.api('PUT', `${SYS}/instances`, { combo: 'Combo' })
+    const inst = `${SYS}/instances/combo`
+    assert.equal((await t.call(inst, 'prepare')).status, 200)
+    const attrs = `${inst}/attributes`
+    assert.deepEqual((await t.api('GET', `${attrs}/power/attr/internal_value`)).body, { value: 3.5 })
+    assert.deepEqual((await t.api('GET', `${attrs}/reading/attr/internal_value`)).body, { value: 42 })
+    await t.api('PUT', `${attrs}/power/attr/internal_value`, { value: 9 })
+    assert.deepEqual((await t.api('GET', `${attrs}/power/attr/internal_value`)).body, { value: 9 })
+    assert.deepEqual((await t.call(inst, 'toggle')).body, { result: true })
+    assert.deepEqual((await t.api('GET', `${attrs}/lamp/attr/internal_value`)).body, { value: true })
+    const imp = (await t.api('GET', `${inst}/import`)).body
+    assert.equal(imp.bound, true)
+    assert.equal(typeof imp.worker, 'number')
+    assert.deepEqual(imp.bound_attributes.sort(), ['lamp', 'power', 'reading'])
+    assert.deepEqual(imp.bound_methods, { toggle: 'toggle' })
+  })
+
+  it('a MimicComponent subclass gets its context before __init__: name, definition, attributes, time, dt, logger', async () => {
+    await t.api('PUT', `${SYS}/models`, {
+      Ctl: {
+        attributes: { output: 0.0, setpoint: 10.0, last_time: -1.0 },
+        import: { 'ctx.py': { class: 'Controller', init: { kwargs: { gain: 0.5 } }, attributes: { output: { property: 'output' } }, methods: { run: 'step', info: 'info' } } },
+      },
+    })
+    await t.api('PUT', `${SYS}/instances`, { ctl: 'Ctl' })
+    const inst = `${SYS}/instances/ctl`
+    assert.equal((await t.call(inst, 'prepare')).status, 200, 'prepared')
+    await t.api('PUT', `${inst}/timer`, { dt: 0.5 })
+    const info = (await t.call(inst, 'info')).body.result
+    assert.equal(info.name, 'ctl')
+    assert.deepEqual(info.attrs, ['last_time', 'output', 'setpoint'])
+    assert.equal(info.dt, 0.5)
+    await t.call(inst, 'run')
+    // output += 0.5 * (10 - 0) * 0.5
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/output/attr/internal_value`)).body, { value: 2.5 })
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/last_time/attr/internal_value`)).body, { value: 0 }, 'declarative attribute written from Python')
+    await t.api('PUT', `${inst}/attributes/setpoint/attr/internal_value`, { value: 2.5 })
+    await t.api('PUT', `${inst}/timer/attr/time`, { value: 7 })
+    await t.call(inst, 'run')
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/output/attr/internal_value`)).body, { value: 2.5 }, 'reads the new setpoint: no error, no change')
+    assert.deepEqual((await t.api('GET', `${inst}/attributes/last_time/attr/internal_value`)).body, { value: 7 })
+    await eventually(() => t.logs.some((l) => JSON.stringify(l).includes('stepped at 7')))
+  })
+
+  it('editing the .py file and calling prepare again picks up the new code', async () => {
+    await writeFile(join(t.extensions, 'live.py'), 'class Live:\n    def __init__(self):\n        self.version = 1\n')
+    await t.api('PUT', `${SYS}/models`, { LiveM: { attributes: { version: 0 }, import: { 'live.py': { class: 'Live', attributes: { version: { property: 'version' } } } } } })
+    await t.api('PUT', `${SYS}/instances`, { live: 'LiveM' })
+    await t.call(`${SYS}/instances/live`, 'prepare')
+    assert.deepEqual((await t.api('GET', `${SYS}/instances/live/attributes/version/attr/internal_value`)).body, { value: 1 })
+    await writeFile(join(t.extensions, 'live.py'), 'class Live:\n    def __init__(self):\n        self.version = 2\n')
+    await t.call(`${SYS}/instances/live`, 'prepare')
+    assert.deepEqual((await t.api('GET', `${SYS}/instances/live/attributes/version/attr/internal_value`)).body, { value: 2 })
+  })
+
+  it('prepare fails with a fault naming the exact entry for a missing class, file, binding or bad init args; the instance goes to ERROR', async () => {
+    const cases: Array<[string, unknown, RegExp, number]> = [
+      ['NoClass', { 'py_temp_sensor.py': { class: 'PyTempSensr' } }, /import\.py_temp_sensor\.py\.class/, 422],
+      ['NoFile', { 'missing.py': { class: 'X' } }, /import\.missing\.py/, 422],
+      ['NoProp', { 'py_temp_sensor.py': { class: 'PyTempSensor', attributes: { temperature: { property: 'temp' } } } }, /import\.py_temp_sensor\.py\.attributes\.temperature\.property/, 422],
+      ['BadInit', { 'py_temp_sensor.py': { class: 'PyTempSensor', init: { kwargs: { nope: 1 } } } }, /import\.py_temp_sensor\.py/, 422],
+      ['Escape', { '../outside.py': { class: 'X' } }, /extensions/, 403],
+      ['Absolute', { '/etc/passwd.py': { class: 'X' } }, /extensions/, 403],
+    ]
+    for (const [name, imp, pattern, status] of cases) {
+      const put = await t.api('PUT', `${SYS}/models`, { [name]: { attributes: { temperature: 0.0 }, import: imp } })
+      assert.equal(put.status, 200, JSON.stringify(put.body))
+      await t.api('PUT', `${SYS}/instances`, { [`i_${name}`]: name })
+      const res = await t.call(`${SYS}/instances/i_${name}`, 'prepare')
+      assert.equal(res.status, status, `${name}: ${JSON.stringify(res.body)}`)
+      assert.match(JSON.stringify(res.body.error), pattern, name)
+      const doc = (await t.api('GET', `${SYS}/instances/i_${name}`)).body
+      assert.equal(doc.state, 'ERROR', name)
+      assert.ok(doc.last_error, name)
+      assert.equal((await t.api('GET', `${SYS}/instances/i_${name}/import`)).body.last_error, doc.last_error)
+    }
+  })
+
+  it('a worker that crashes: only its instances go to ERROR, the server keeps serving, prepare() restores them', async () => {
+    await t.api('PUT', `${SYS}/instances`, { victim: 'PySensorModel', bystander: 'PySensorModel' })
+    await t.call(`${SYS}/instances/victim`, 'prepare')
+    await t.call(`${SYS}/instances/bystander`, 'prepare')
+    const res = await t.call(`${SYS}/instances/victim`, 'crash')
+    assert.equal(res.status, 503, JSON.stringify(res.body))
+    assert.equal(res.body.event, 'worker_gone')
+    const victim = (await t.api('GET', `${SYS}/instances/victim`)).body
+    assert.equal(victim.state, 'ERROR')
+    assert.match(victim.last_error, /worker|exit/i)
+    assert.equal((await t.api('GET', '/health')).status, 200)
+    const victimWorker = (await t.api('GET', `${SYS}/instances/victim/import`)).body
+    assert.equal(victimWorker.bound, false)
+    // instances on other workers keep working; those that shared the dead worker are in ERROR too
+    let survivors = 0
+    for (const name of ['sensor', 'combo', 'ctl', 'bystander']) {
+      const state = (await t.api('GET', `${SYS}/instances/${name}`)).body.state
+      if (state !== 'ERROR') {
+        assert.equal((await t.call(`${SYS}/instances/${name}`, 'run')).status, 200, name)
+        survivors++
+      }
+    }
+    assert.ok(survivors > 0, 'some instances lived on the other worker')
+    assert.equal((await t.call(`${SYS}/instances/victim`, 'prepare')).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/victim`, 'run')).status, 200)
+    assert.deepEqual((await t.api('GET', `${SYS}/instances/victim/attributes/temperature/attr/internal_value`)).body, { value: 25.5 })
+  })
+
+  it('a call that hangs past --python-timeout is a 504; the worker is replaced and prepare() restores the instance', async () => {
+    await t.api('PUT', `${SYS}/instances`, { sleeper: 'PySensorModel' })
+    await t.call(`${SYS}/instances/sleeper`, 'prepare')
+    const started = Date.now()
+    const res = await t.call(`${SYS}/instances/sleeper`, 'hang')
+    assert.equal(res.status, 504, JSON.stringify(res.body))
+    assert.ok(Date.now() - started < 15_000)
+    assert.equal((await t.api('GET', `${SYS}/instances/sleeper`)).body.state, 'ERROR')
+    assert.equal((await t.call(`${SYS}/instances/sleeper`, 'prepare')).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/sleeper`, 'run')).status, 200)
+  })
+
+  it('a system run drives all workers with one batch per worker and returns the bound values', async () => {
+    await t.call(SYS, 'prepare').catch(() => {})
+    const names: string[] = []
+    for (let i = 0; i < 20; i++) names.push(`b${i}`)
+    await t.api('PUT', `${SYS}/instances`, Object.fromEntries(names.map((n) => [n, 'PySensorModel'])))
+    for (const n of names) assert.equal((await t.call(`${SYS}/instances/${n}`, 'prepare')).status, 200)
+    const workers = new Set<number>()
+    for (const n of names) workers.add((await t.api('GET', `${SYS}/instances/${n}/import`)).body.worker)
+    assert.equal(workers.size, 2, 'instances are spread over both workers')
+    const res = await t.call(SYS, 'run', { steps: 4 })
+    // instances left in ERROR by earlier tests are skipped, not fatal
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    for (const n of names) assert.deepEqual((await t.api('GET', `${SYS}/instances/${n}/attributes/temperature/attr/internal_value`)).body, { value: 27 })
+  })
+
+  it('deleting instances and stopping the server leaves no worker processes', async () => {
+    const pids = t.server.system.services.python().workers().map((w) => w.pid).filter((p): p is number => typeof p === 'number')
+    assert.ok(pids.length >= 1)
+    await t.api('DELETE', `${SYS}/instances/b0`)
+    assert.equal((await t.api('GET', `${SYS}/instances/b0`)).status, 404)
+    await t.server.close()
+    for (const pid of pids) {
+      await eventually(() => {
+        try {
+          process.kill(pid, 0)
+          return false
+        } catch {
+          return true
+        }
+      }, 5000)
+    }
+  })
+})
