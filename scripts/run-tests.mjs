@@ -21,5 +21,5 @@ const walk = (dir) => {
 }
 walk(join(root, 'test'))
 const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files
-const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...selected], { cwd: root, stdio: 'inherit' })
+const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=120000', ...selected], { cwd: root, stdio: 'inherit' })
 process.exit(run.status ?? 1)

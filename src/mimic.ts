@@ -4,7 +4,7 @@ import { checkExposure, type Config } from './config.js'
 import { ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
 import { ModbusHub } from './protocols/modbus/index.js'
-import { PythonPool } from './python/index.js'
+import { PythonPool, resolveInterpreter } from './python/index.js'
 import { buildApp } from './server/app.js'
 import { SnapshotStore } from './snapshots/index.js'
 import type { SystemServices } from './system/services.js'
@@ -35,11 +35,12 @@ export interface MimicServer {
 export async function startMimic(config: Config, opts: { logger?: Logger } = {}): Promise<MimicServer> {
   checkExposure(config)
   const logger = opts.logger ?? pino({ level: config.logLevel, base: { service: 'mimic' } })
+  const interpreter = await resolveInterpreter(config.python ?? 'python3')
   let pool: PythonPool | undefined
   const lostHandlers: Array<(names: string[], reason: string) => void> = []
   const python = (): PythonPool => {
     if (!pool) {
-      pool = new PythonPool({ python: config.python ?? 'python3', workers: config.pythonWorkers, timeoutMs: config.pythonTimeout * 1000, logger: logger.child({ component: 'python' }) })
+      pool = new PythonPool({ python: interpreter, workers: config.pythonWorkers, timeoutMs: config.pythonTimeout * 1000, logger: logger.child({ component: 'python' }) })
       for (const handler of lostHandlers) pool.onInstancesLost(handler)
     }
     return pool

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { nameProblem, nameSchema, pythonIdentifier } from './names.js'
-import { modbusSlaveSchema } from '../protocols/modbus/schema.js'
+import { modbusSlaveSchema } from './modbus-schema.js'
 
 /** Value types an attribute may declare; `any` accepts every JSON value. */
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const

@@ -8,6 +8,7 @@
  */
 export { PythonPool } from './pool.js'
 export { resolveImportPath } from './resolve.js'
+export { resolveInterpreter } from './interpreter.js'
 export { buildLoadEntries } from './load-entries.js'
 export { defaultWorkerScript } from './worker-script.js'
 export { PROTOCOL_VERSION } from './protocol.js'

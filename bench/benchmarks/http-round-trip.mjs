@@ -1,0 +1,87 @@
+/**
+ * Benchmark 2: `POST .../method/run` then `GET .../attributes/temperature` on one Python-backed
+ * instance over 32 connections, against a FastAPI + uvicorn app that holds the same class
+ * in-process and serves the same two routes (the architecture of the reference product).
+ *
+ * @example
+ * const result = await httpRoundTrip.run(ctx)
+ */
+import { PRODUCT_KEY, startMimicProcess } from '../lib/mimic-process.mjs'
+import { runHttpLoad } from '../lib/http-load.mjs'
+import { sensorModel } from '../lib/models.mjs'
+import { freePort } from '../lib/ports.mjs'
+import { startProcess, waitFor } from '../lib/processes.mjs'
+import { median, rate, sig } from '../lib/stats.mjs'
+
+const RUN_PATH = '/api/v3/system/instances/sensor/method/run'
+const READ_PATH = '/api/v3/system/instances/sensor/attributes/temperature'
+
+/** @type {import('../lib/benchmark.mjs').Benchmark} */
+export const httpRoundTrip = {
+  id: '2',
+  key: 'http',
+  title: 'HTTP run + read of one Python-backed instance, 32 connections',
+  async run(ctx) {
+    const connections = ctx.smoke ? 4 : 32
+    const seconds = ctx.smoke ? 1 : 6
+    const rounds = ctx.smoke ? 1 : 3
+    const wrk = ctx.tools.wrk
+    if (!wrk) ctx.note('wrk is not installed: the built-in load client ran in the benchmark process (smoke quality only)')
+
+    const dir = await ctx.tmpDir()
+    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
+    ctx.onCleanup(() => mimic.stop())
+    await mimic.api('PUT', '/api/v3/system/models', { Sensor: sensorModel() })
+    await mimic.api('PUT', '/api/v3/system/instances', { sensor: 'Sensor' })
+    await mimic.call('/api/v3/system/instances/sensor', 'prepare')
+    const servers = [{ name: 'mimic', url: mimic.url }]
+
+    if (ctx.tools.fastapi) {
+      const port = await freePort()
+      const peer = startProcess(ctx.systemPython, [ctx.path('bench/peers/fastapi-app.py'), '--port', String(port), '--sensor', ctx.path('bench/fixtures/sensor.py'), '--key', PRODUCT_KEY], { name: 'fastapi' })
+      ctx.onCleanup(() => peer.stop())
+      const url = `http://127.0.0.1:${port}`
+      await waitFor(async () => (await fetch(url + READ_PATH, { headers: { authorization: `Bearer ${PRODUCT_KEY}` } })).ok, { timeoutMs: 20_000, what: 'the FastAPI peer', alive: () => peer.child.exitCode === null })
+      servers.push({ name: 'fastapi', url })
+    } else ctx.note('fastapi/uvicorn are not installed: no peer column')
+
+    // Both must really step the sensor: the temperature moves with every run.
+    for (const server of servers) {
+      const read = async () => (await (await fetch(server.url + READ_PATH, { headers: { authorization: `Bearer ${PRODUCT_KEY}` } })).json()).internal_value
+      const before = await read()
+      const res = await fetch(server.url + RUN_PATH, { method: 'POST', headers: { authorization: `Bearer ${PRODUCT_KEY}`, 'content-type': 'application/json' }, body: '{"kwargs":{}}' })
+      if (!res.ok) throw new Error(`${server.name}: run answered ${res.status}`)
+      if ((await read()) === before) throw new Error(`${server.name}: temperature did not change after run`)
+    }
+
+    /** @type {Record<string, import('../lib/http-load.mjs').HttpLoadResult[]>} */
+    const results = {}
+    for (let round = 0; round < rounds; round++) {
+      for (const server of servers) {
+        const r = await runHttpLoad({ url: server.url, runPath: RUN_PATH, readPath: READ_PATH, key: PRODUCT_KEY, connections, seconds, wrk })
+        if (r.errors > 0 || r.requests === 0) throw new Error(`${server.name}: ${r.errors} errors in ${r.requests} requests`)
+        ;(results[server.name] ??= []).push(r)
+      }
+    }
+    const med = (name, key) => (results[name] ? median(results[name].map((r) => r[key])) : Number.NaN)
+    const ratio = med('mimic', 'rate') / med('fastapi', 'rate')
+    const rows = [
+      {
+        case: `run + read, ${connections} connections`,
+        mimic: `${rate(med('mimic', 'rate'))} (p50 ${sig(med('mimic', 'p50Ms'))} ms, p99 ${sig(med('mimic', 'p99Ms'))} ms)`,
+        peer: results.fastapi ? `FastAPI ${rate(med('fastapi', 'rate'))} (p50 ${sig(med('fastapi', 'p50Ms'))} ms, p99 ${sig(med('fastapi', 'p99Ms'))} ms)` : 'n/a',
+        ratio: Number.isFinite(ratio) ? `${sig(ratio)}x FastAPI` : 'no peer',
+        target: '>= 3x FastAPI',
+        verdict: ctx.smoke ? 'smoke' : ratio >= 3 ? 'met' : 'missed',
+      },
+    ]
+    const lines = [
+      `Load: ${results.mimic[0].tool}, ${connections} connections, each alternating POST run / GET temperature, ${seconds} s per round; requests/s counts both routes.`,
+      '',
+      '| server | rounds (requests/s) | median | p50 | p99 |',
+      '|---|---|---|---|---|',
+      ...servers.map((s) => `| ${s.name} | ${results[s.name].map((r) => Math.round(r.rate)).join(', ')} | ${rate(med(s.name, 'rate'))} | ${sig(med(s.name, 'p50Ms'))} ms | ${sig(med(s.name, 'p99Ms'))} ms |`),
+    ]
+    return { rows, details: lines.join('\n') }
+  },
+}

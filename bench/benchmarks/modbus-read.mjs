@@ -1,0 +1,93 @@
+/**
+ * Benchmark 3: Modbus FC3 reads of 2 holding registers against Mimic, a pymodbus 3.0 TCP server
+ * (the peer) and a node:net server that answers without parsing (the limit), all driven by the
+ * same load client, rounds interleaved so that noise hits every server alike.
+ *
+ * @example
+ * const result = await modbusRead.run(ctx)
+ */
+import { declarativeModel } from '../lib/models.mjs'
+import { startMimicProcess } from '../lib/mimic-process.mjs'
+import { runModbusLoad } from '../lib/modbus-load.mjs'
+import { freePort } from '../lib/ports.mjs'
+import { canConnect, startProcess, waitFor } from '../lib/processes.mjs'
+import { median, rate, sig } from '../lib/stats.mjs'
+
+const SCENARIOS = [
+  { label: '1 connection, 1 in flight', connections: 1, depth: 1 },
+  { label: '1 connection, 8 in flight', connections: 1, depth: 8 },
+  { label: '16 connections, 1 in flight each', connections: 16, depth: 1 },
+]
+
+/** @type {import('../lib/benchmark.mjs').Benchmark} */
+export const modbusRead = {
+  id: '3',
+  key: 'modbus',
+  title: 'Modbus FC3 read of 2 holding registers',
+  async run(ctx) {
+    const roundMs = ctx.smoke ? 200 : 1500
+    const warmupMs = ctx.smoke ? 100 : 300
+    const rounds = ctx.smoke ? 1 : 3
+    const servers = []
+    const dir = await ctx.tmpDir()
+    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
+    ctx.onCleanup(() => mimic.stop())
+    const mimicPort = await freePort()
+    await mimic.api('PUT', '/api/v3/system/models', { Device: declarativeModel({ modbus: { port: mimicPort, unitId: 1 } }) })
+    await mimic.api('PUT', '/api/v3/system/instances', { device: 'Device' })
+    await mimic.call('/api/v3/system', 'prepare')
+    await mimic.api('PUT', '/api/v3/system/instances/device/attributes', { temperature: 21.5 })
+    servers.push({ name: 'mimic', port: mimicPort })
+
+    if (ctx.tools.pymodbus) {
+      const port = await freePort()
+      const peer = startProcess(ctx.systemPython, [ctx.path('bench/peers/pymodbus-server.py'), '--port', String(port)], { name: 'pymodbus' })
+      ctx.onCleanup(() => peer.stop())
+      await waitFor(() => canConnect('127.0.0.1', port), { timeoutMs: 15_000, what: 'the pymodbus server', alive: () => peer.child.exitCode === null })
+      servers.push({ name: 'pymodbus', port })
+    } else ctx.note('pymodbus is not installed: no peer column')
+
+    const echoPort = await freePort()
+    const echo = startProcess(process.execPath, [ctx.path('bench/peers/echo-server.mjs'), '--port', String(echoPort)], { name: 'echo' })
+    ctx.onCleanup(() => echo.stop())
+    await waitFor(() => canConnect('127.0.0.1', echoPort), { timeoutMs: 10_000, what: 'the echo server' })
+    servers.push({ name: 'echo', port: echoPort })
+
+    /** @type {Record<string, Record<string, Array<{ rate: number, p50Ms: number, p99Ms: number }>>>} */
+    const results = {}
+    for (let round = 0; round < rounds; round++) {
+      for (const scenario of SCENARIOS) {
+        for (const server of servers) {
+          const r = await runModbusLoad({ host: '127.0.0.1', port: server.port, connections: scenario.connections, depth: scenario.depth, warmupMs, durationMs: roundMs, processes: 1 })
+          if (r.failures > 0 || r.responses === 0) throw new Error(`${server.name}, ${scenario.label}: ${r.failures} failures, ${r.responses} answers: ${r.problems.join('; ')}`)
+          ;((results[scenario.label] ??= {})[server.name] ??= []).push(r)
+        }
+      }
+    }
+
+    const rows = []
+    const lines = ['| case | server | rounds (answers/s) | median | p50 latency | p99 latency |', '|---|---|---|---|---|---|']
+    for (const scenario of SCENARIOS) {
+      const byServer = results[scenario.label]
+      const med = (name) => (byServer[name] ? median(byServer[name].map((r) => r.rate)) : Number.NaN)
+      for (const server of servers) {
+        const runs = byServer[server.name]
+        lines.push(`| ${scenario.label} | ${server.name} | ${runs.map((r) => Math.round(r.rate)).join(', ')} | ${rate(med(server.name))} | ${sig(median(runs.map((r) => r.p50Ms)))} ms | ${sig(median(runs.map((r) => r.p99Ms)))} ms |`)
+      }
+      const m = med('mimic')
+      const vsPeer = m / med('pymodbus')
+      const vsEcho = m / med('echo')
+      const pipelined = scenario.depth === 8
+      const peerOk = !pipelined || !Number.isFinite(vsPeer) || vsPeer >= 2.5
+      rows.push({
+        case: scenario.label,
+        mimic: `${rate(m)} (p50 ${sig(median(byServer.mimic.map((r) => r.p50Ms)))} ms)`,
+        peer: `pymodbus ${Number.isFinite(med('pymodbus')) ? rate(med('pymodbus')) : 'n/a'}; echo ${rate(med('echo'))}`,
+        ratio: `${Number.isFinite(vsPeer) ? `${sig(vsPeer)}x pymodbus` : 'no peer'}; ${sig(vsEcho)} of echo`,
+        target: pipelined ? '>= 2.5x pymodbus, >= 0.8 of echo' : '>= 0.8 of echo',
+        verdict: ctx.smoke ? 'smoke' : peerOk && vsEcho >= 0.8 ? 'met' : 'missed',
+      })
+    }
+    return { rows, details: lines.join('\n') }
+  },
+}

@@ -1,0 +1,79 @@
+/**
+ * The HTTP load of benchmark 2: `c` connections, each alternating `POST <runPath>` and
+ * `GET <readPath>` with the bearer key, for a fixed time. Uses wrk when installed; otherwise a
+ * small built-in client (keep-alive, one request in flight per connection) that is only good for
+ * smoke runs, since it shares this process's event loop.
+ *
+ * @example
+ * const r = await runHttpLoad({ url, runPath, readPath, key, connections: 32, seconds: 5, wrk: true })
+ * console.log(r.rate, r.p50Ms, r.p99Ms)
+ */
+import { Agent, request } from 'node:http'
+import { fileURLToPath } from 'node:url'
+import { runProcess } from './processes.mjs'
+import { percentile } from './stats.mjs'
+
+const SCRIPT = fileURLToPath(new URL('./wrk-alternate.lua', import.meta.url))
+
+/**
+ * @typedef {object} HttpLoadResult
+ * @property {number} rate requests per second (both routes together)
+ * @property {number} requests
+ * @property {number} p50Ms
+ * @property {number} p99Ms
+ * @property {number} errors non-2xx answers, socket errors and timeouts
+ * @property {string} tool 'wrk' or 'built-in'
+ */
+
+/**
+ * Runs the alternating load.
+ *
+ * @example
+ * await runHttpLoad({ url: 'http://127.0.0.1:8000', runPath: '/api/v3/system/instances/sensor/method/run', readPath: '/api/v3/system/instances/sensor/attributes/temperature', key: 'k', connections: 32, seconds: 5, wrk: true })
+ * @param {{ url: string, runPath: string, readPath: string, key: string, connections: number, seconds: number, wrk: boolean, threads?: number }} options
+ * @returns {Promise<HttpLoadResult>}
+ */
+export async function runHttpLoad(options) {
+  if (!options.wrk) return builtInLoad(options)
+  const args = [`-t${options.threads ?? 2}`, `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '10s', '-s', SCRIPT, options.url, '--', options.runPath, options.readPath, options.key]
+  const { code, stdout, stderr } = await runProcess('wrk', args, { name: 'wrk', timeoutMs: (options.seconds + 20) * 1000 })
+  const line = stdout.split('\n').find((l) => l.startsWith('{'))
+  if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${stderr}\n${stdout}`)
+  const r = JSON.parse(line)
+  const errors = Object.values(r.errors).reduce((a, b) => a + b, 0)
+  return { rate: r.requests / (r.duration_us / 1e6), requests: r.requests, p50Ms: r.p50_us / 1000, p99Ms: r.p99_us / 1000, errors, tool: 'wrk' }
+}
+
+/** @param {{ url: string, runPath: string, readPath: string, key: string, connections: number, seconds: number }} options */
+async function builtInLoad(options) {
+  const agent = new Agent({ keepAlive: true, maxSockets: options.connections })
+  const target = new URL(options.url)
+  const body = '{"kwargs":{}}'
+  const latencies = []
+  let errors = 0
+  const once = (method, path) =>
+    new Promise((resolve) => {
+      const headers = { authorization: `Bearer ${options.key}`, ...(method === 'POST' ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) }
+      const req = request({ host: target.hostname, port: target.port, method, path, headers, agent }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode >= 200 && res.statusCode < 300))
+      })
+      req.on('error', () => resolve(false))
+      req.end(method === 'POST' ? body : undefined)
+    })
+  const end = performance.now() + options.seconds * 1000
+  const begin = performance.now()
+  await Promise.all(
+    Array.from({ length: options.connections }, async () => {
+      for (let i = 0; performance.now() < end; i++) {
+        const t = performance.now()
+        const ok = await once(i % 2 ? 'GET' : 'POST', i % 2 ? options.readPath : options.runPath)
+        latencies.push(performance.now() - t)
+        if (!ok) errors++
+      }
+    }),
+  )
+  agent.destroy()
+  const seconds = (performance.now() - begin) / 1000
+  return { rate: latencies.length / seconds, requests: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), errors, tool: 'built-in' }
+}

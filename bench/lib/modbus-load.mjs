@@ -1,0 +1,58 @@
+/**
+ * The Modbus load client of benchmarks 3 and 6: spreads connections over one or more processes
+ * of `modbus-load-worker.mjs` (so the client is never the bottleneck) and merges their results.
+ *
+ * @example
+ * const r = await runModbusLoad({ host: '127.0.0.1', port: 5020, connections: 16, depth: 1, warmupMs: 300, durationMs: 1500, processes: 2 })
+ * console.log(r.rate, r.p50Ms, r.p99Ms)
+ */
+import { fileURLToPath } from 'node:url'
+import { runProcess } from './processes.mjs'
+
+const WORKER = fileURLToPath(new URL('./modbus-load-worker.mjs', import.meta.url))
+
+/**
+ * Merged result of all load processes.
+ *
+ * @typedef {object} ModbusLoadResult
+ * @property {number} rate answers per second, all processes together
+ * @property {number} responses
+ * @property {number} sent
+ * @property {number} failures wrong or missing answers, connection errors
+ * @property {string[]} problems the first few failures in words
+ * @property {number} p50Ms the largest median of the processes
+ * @property {number} p99Ms the largest 99th percentile of the processes
+ */
+
+/**
+ * Runs the load; each process gets an equal share of the connections (and of `units`).
+ *
+ * @example
+ * await runModbusLoad({ host, port, connections: 1, depth: 8, warmupMs: 300, durationMs: 1500 })
+ * @param {import('./modbus-load-worker.mjs').LoadSpec & { processes?: number }} options
+ * @returns {Promise<ModbusLoadResult>}
+ */
+export async function runModbusLoad(options) {
+  const processes = Math.max(1, Math.min(options.processes ?? 1, options.connections))
+  const { processes: _, ...spec } = options
+  const runs = Array.from({ length: processes }, (_, p) => {
+    const connections = Math.floor(spec.connections / processes) + (p < spec.connections % processes ? 1 : 0)
+    const units = spec.units ? spec.units.filter((_, i) => i % processes === p) : undefined
+    const args = [WORKER, JSON.stringify({ ...spec, connections, units })]
+    return runProcess(process.execPath, args, { name: 'modbus load client', timeoutMs: spec.warmupMs + spec.durationMs + 15_000 })
+  })
+  const results = (await Promise.all(runs)).map(({ code, stdout, stderr }) => {
+    if (code !== 0) throw new Error(`the Modbus load client failed (exit ${code}): ${stderr}`)
+    return JSON.parse(stdout.trim().split('\n').pop() ?? '{}')
+  })
+  const sum = (key) => results.reduce((total, r) => total + r[key], 0)
+  return {
+    rate: sum('rate'),
+    responses: sum('responses'),
+    sent: sum('sent'),
+    failures: sum('failures'),
+    problems: results.flatMap((r) => r.problems),
+    p50Ms: Math.max(...results.map((r) => r.p50Ms)),
+    p99Ms: Math.max(...results.map((r) => r.p99Ms)),
+  }
+}

@@ -1,0 +1,318 @@
+/**
+ * The live event stream `GET /api/v3/events` (docs/events.md): Server-Sent Events that carry the
+ * structure of the system and, at a fixed rate, what changed since the last frame the client got.
+ *
+ * The system has no change notifications, and adding them would reach into every value write.
+ * Sampling instead keeps the tree untouched and bounds the cost by the rate, not by how often
+ * values change: a simulation stepping at 1 kHz costs a dashboard the same as one at 1 Hz. Each
+ * client is diffed against the frame it last received, so a slow client that skipped frames gets
+ * one cumulative frame instead of a backlog.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ServerResponse } from 'node:http'
+import { nameProblem } from '../definition/names.js'
+import { ValidationError, type ErrorDetail } from '../errors.js'
+import { AdapterNode, type Instance } from '../system/instance.js'
+import type { System } from '../system/system.js'
+import { API_VERSION, SERVER_VERSION } from '../version.js'
+
+/** Default frame rate, in frames per second. */
+export const DEFAULT_EVENTS_HZ = 10
+/** Frame rates a client may ask for with `?hz=`. */
+export const EVENTS_HZ_RANGE = { min: 1, max: 50 } as const
+
+/** Options of the event stream. */
+export interface EventsOptions {
+  /** Milliseconds between keep-alive comments on a quiet stream (proxies drop idle connections). */
+  keepaliveMs?: number
+}
+
+/** What `registerEvents` hands back: a view of the open streams. */
+export interface EventStreams {
+  /** Number of streams currently open. */
+  readonly open: number
+}
+
+/** One attribute in a `structure` event. */
+export interface StructureAttribute {
+  name: string
+  type: string
+  unit?: string
+}
+
+/** The `structure` event: the shape of the system, sent first and after every structural change. */
+export interface StructureEvent {
+  server_version: string
+  api_version: string
+  hz: number
+  /** The `?instances=` filter, or null for all instances. */
+  filter: string[] | null
+  models: Array<{ name: string; instances: string[] }>
+  instances: Array<{ name: string; model: string; attributes: StructureAttribute[]; adapters: string[]; methods: string[] }>
+  connections: Array<{ name: string; from: string; to: string }>
+}
+
+/** The changed parts of one instance in a `frame` event. */
+export interface InstanceDelta {
+  state?: string
+  last_error?: string | null
+  attributes?: Record<string, { internal_value?: unknown; external_value?: unknown }>
+  adapters?: Record<string, { state?: string; port?: number | null; requests?: number; errors?: number }>
+}
+
+/** The `frame` event: everything that changed since the previous frame of this stream. */
+export interface FrameEvent {
+  /** Server wall-clock time of the sample, milliseconds since the epoch. */
+  t: number
+  system?: { state?: string; steps?: number; time?: number }
+  instances?: Record<string, InstanceDelta>
+}
+
+/** What a stream remembers of an instance: the encoded values it last sent. */
+interface InstanceMemo {
+  state: string
+  lastError: string | null
+  attributes: Map<string, [string, string]>
+  adapters: Map<string, [string, number | null, number, number]>
+}
+
+/** One open stream. */
+interface Stream {
+  res: ServerResponse
+  hz: number
+  filter: Set<string> | null
+  signature: string
+  system: { state: string; steps: number; time: number } | null
+  instances: Map<string, InstanceMemo>
+  blocked: boolean
+  lastWrite: number
+  timer: NodeJS.Timeout
+}
+
+/**
+ * Registers `GET /api/v3/events` on the app. Authentication is the app's own Bearer check on
+ * `/api/` (the dashboard reads the stream with `fetch`, which can send the header). Open streams
+ * are ended when the app closes, so `app.close()` never waits on a client.
+ *
+ * @example
+ * const streams = registerEvents(app, system)
+ * // curl -N -H 'Authorization: Bearer k' 'http://127.0.0.1:8000/api/v3/events?hz=5&instances=tank_sensor'
+ * streams.open // 1 while that curl runs
+ */
+export function registerEvents(app: FastifyInstance, system: System, opts: EventsOptions = {}): EventStreams {
+  const keepaliveMs = opts.keepaliveMs ?? 15_000
+  const streams = new Set<Stream>()
+  const ids = new WeakMap<object, number>()
+  let nextId = 1
+  const idOf = (obj: object): number => {
+    let id = ids.get(obj)
+    if (id === undefined) ids.set(obj, (id = nextId++))
+    return id
+  }
+
+  const signatureOf = (): string => {
+    // Object identities catch replacements under the same name (a snapshot load, a model PUT).
+    const parts: string[] = []
+    for (const m of system.models.all()) parts.push(`m${m.name}#${idOf(m)}`)
+    for (const i of system.instances.all()) parts.push(`i${i.name}#${idOf(i)}:${i.attributes.children().length}`)
+    for (const c of system.connections.all()) parts.push(`c${c.name}#${idOf(c)}`)
+    return parts.join('|')
+  }
+
+  const close = (stream: Stream, farewell?: string): void => {
+    if (!streams.delete(stream)) return
+    clearInterval(stream.timer)
+    if (farewell !== undefined && !stream.res.destroyed) {
+      stream.res.end(`event: close\ndata: ${JSON.stringify({ reason: farewell })}\n\n`)
+    } else if (!stream.res.writableEnded) {
+      stream.res.end()
+    }
+  }
+
+  const send = (stream: Stream, text: string): void => {
+    stream.lastWrite = Date.now()
+    if (!stream.res.write(text)) {
+      stream.blocked = true
+      stream.res.once('drain', () => (stream.blocked = false))
+    }
+  }
+
+  const tick = (stream: Stream): void => {
+    if (stream.blocked || stream.res.destroyed) return
+    try {
+      const signature = signatureOf()
+      if (signature !== stream.signature) {
+        stream.signature = signature
+        stream.instances.clear()
+        stream.system = null
+        send(stream, `event: structure\ndata: ${JSON.stringify(structureOf(system, stream))}\n\n`)
+      }
+      const frame = diffFrame(system, stream)
+      if (frame) send(stream, `event: frame\ndata: ${JSON.stringify(frame)}\n\n`)
+      else if (Date.now() - stream.lastWrite >= keepaliveMs) send(stream, ': keep-alive\n\n')
+    } catch (err) {
+      app.log.warn({ err }, 'event stream sample failed')
+    }
+  }
+
+  app.get('/api/v3/events', { schema: { hide: true } }, async (req: FastifyRequest, reply: FastifyReply) => {
+    const { hz, filter } = parseQuery(req.query as Record<string, unknown>)
+    reply.hijack()
+    const res = reply.raw
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      'x-correlation-id': req.id,
+    })
+    res.write('retry: 3000\n\n')
+    const stream: Stream = {
+      res,
+      hz,
+      filter,
+      signature: '',
+      system: null,
+      instances: new Map(),
+      blocked: false,
+      lastWrite: Date.now(),
+      timer: setInterval(() => tick(stream), Math.round(1000 / hz)),
+    }
+    streams.add(stream)
+    res.on('close', () => close(stream))
+    tick(stream)
+  })
+
+  // preClose runs before the HTTP server stops accepting: a streaming response would otherwise
+  // keep server.close() waiting for ever.
+  app.addHook('preClose', async () => {
+    for (const stream of [...streams]) close(stream, 'server shutting down')
+  })
+
+  return {
+    get open() {
+      return streams.size
+    },
+  }
+}
+
+function parseQuery(query: Record<string, unknown>): { hz: number; filter: Set<string> | null } {
+  const details: ErrorDetail[] = []
+  let hz = DEFAULT_EVENTS_HZ
+  if (query.hz !== undefined) {
+    hz = Number(query.hz)
+    if (typeof query.hz !== 'string' || !Number.isInteger(hz) || hz < EVENTS_HZ_RANGE.min || hz > EVENTS_HZ_RANGE.max) {
+      details.push({ path: 'query.hz', message: `expected an integer from ${EVENTS_HZ_RANGE.min} to ${EVENTS_HZ_RANGE.max} (frames per second)` })
+    }
+  }
+  let filter: Set<string> | null = null
+  if (query.instances !== undefined) {
+    if (typeof query.instances !== 'string') details.push({ path: 'query.instances', message: 'give the parameter once: instances=a,b' })
+    else {
+      filter = new Set(query.instances.split(',').map((s) => s.trim()).filter(Boolean))
+      for (const name of filter) {
+        const problem = nameProblem(name)
+        if (problem) details.push({ path: 'query.instances', message: problem })
+      }
+    }
+  }
+  if (details.length) throw new ValidationError(`Event stream: ${details.map((d) => d.message).join('; ')}`, details)
+  return { hz, filter }
+}
+
+function structureOf(system: System, stream: Stream): StructureEvent {
+  return {
+    server_version: SERVER_VERSION,
+    api_version: API_VERSION,
+    hz: stream.hz,
+    filter: stream.filter ? [...stream.filter] : null,
+    models: [...system.models.all()].map((m) => ({ name: m.name, instances: system.instancesOf(m.name).map((i) => i.name) })),
+    instances: [...system.instances.all()].map((i) => ({
+      name: i.name,
+      model: i.model.name,
+      attributes: [...i.attributes.all()].map((a) => (a.unit === undefined ? { name: a.name, type: a.valueType } : { name: a.name, type: a.valueType, unit: a.unit })),
+      adapters: i.communication.children().map((c) => c.name),
+      methods: Object.keys(i.methods()),
+    })),
+    connections: [...system.connections.all()].map((c) => ({ name: c.name, from: c.from, to: c.to })),
+  }
+}
+
+/** The frame for `stream`, or undefined when nothing changed; updates the stream's memory. */
+function diffFrame(system: System, stream: Stream): FrameEvent | undefined {
+  const frame: FrameEvent = { t: Date.now() }
+  let changed = false
+  const sys = { state: system.state, steps: Number(system.properties().steps), time: system.timer.time }
+  const prevSys = stream.system
+  if (!prevSys || prevSys.state !== sys.state || prevSys.steps !== sys.steps || prevSys.time !== sys.time) {
+    frame.system = {}
+    if (!prevSys || prevSys.state !== sys.state) frame.system.state = sys.state
+    if (!prevSys || prevSys.steps !== sys.steps) frame.system.steps = sys.steps
+    if (!prevSys || prevSys.time !== sys.time) frame.system.time = sys.time
+    stream.system = sys
+    changed = true
+  }
+  const instances: Record<string, InstanceDelta> = {}
+  for (const instance of system.instances.all()) {
+    const withValues = stream.filter === null || stream.filter.has(instance.name)
+    const delta = diffInstance(instance, stream, withValues)
+    if (delta) {
+      instances[instance.name] = delta
+      changed = true
+    }
+  }
+  if (Object.keys(instances).length) frame.instances = instances
+  return changed ? frame : undefined
+}
+
+function diffInstance(instance: Instance, stream: Stream, withValues: boolean): InstanceDelta | undefined {
+  let memo = stream.instances.get(instance.name)
+  const fresh = memo === undefined
+  memo ??= { state: '', lastError: null, attributes: new Map(), adapters: new Map() }
+  stream.instances.set(instance.name, memo)
+  const delta: InstanceDelta = {}
+  let changed = false
+  if (fresh || memo.state !== instance.state) {
+    delta.state = memo.state = instance.state
+    changed = true
+  }
+  if (fresh || memo.lastError !== instance.lastError) {
+    delta.last_error = memo.lastError = instance.lastError
+    changed = true
+  }
+  if (!withValues) return changed ? delta : undefined
+
+  for (const attr of instance.attributes.all()) {
+    const internal = encode(attr.internalValue)
+    const external = encode(attr.externalValue)
+    const prev = memo.attributes.get(attr.name)
+    if (prev && prev[0] === internal && prev[1] === external) continue
+    const entry: { internal_value?: unknown; external_value?: unknown } = {}
+    if (!prev || prev[0] !== internal) entry.internal_value = attr.internalValue
+    if (!prev || prev[1] !== external) entry.external_value = attr.externalValue
+    memo.attributes.set(attr.name, [internal, external])
+    ;(delta.attributes ??= {})[attr.name] = entry
+    changed = true
+  }
+  for (const node of instance.communication.children()) {
+    if (!(node instanceof AdapterNode)) continue
+    const info = node.adapter.info()
+    const now: [string, number | null, number, number] = [info.state, info.port, info.counters.requests, info.counters.errors]
+    const prev = memo.adapters.get(node.name)
+    if (prev && prev.every((v, k) => v === now[k])) continue
+    const entry: NonNullable<InstanceDelta['adapters']>[string] = {}
+    if (!prev || prev[0] !== now[0]) entry.state = now[0]
+    if (!prev || prev[1] !== now[1]) entry.port = now[1]
+    if (!prev || prev[2] !== now[2]) entry.requests = now[2]
+    if (!prev || prev[3] !== now[3]) entry.errors = now[3]
+    memo.adapters.set(node.name, now)
+    ;(delta.adapters ??= {})[node.name] = entry
+    changed = true
+  }
+  return changed ? delta : undefined
+}
+
+/** A comparable form of a value: primitives as themselves, structured values as JSON. */
+function encode(value: unknown): string {
+  if (value === null || typeof value !== 'object') return typeof value === 'string' ? `s${value}` : `p${String(value)}`
+  return `j${JSON.stringify(value)}`
+}

@@ -1,0 +1,252 @@
+import { AdapterPanel } from './adapter-panel.ts'
+import { node, type ApiClient } from './api-client.ts'
+import { h, replace, setText } from './dom.ts'
+import { formatValue, parseInput, PLOTTABLE_TYPES } from './format.ts'
+import type { LiveAttribute, LiveStore } from './live-store.ts'
+import type { Notices } from './notices.ts'
+import { stateBadge, updateBadge } from './state-badge.ts'
+import type { TrendChart } from './trend-chart.ts'
+import { busy, type View } from './view.ts'
+
+const LIFECYCLE = ['prepare', 'run', 'start', 'stop', 'reset']
+
+/** What the instance view needs. */
+export interface InstanceViewOptions {
+  api: ApiClient
+  store: LiveStore
+  notices: Notices
+  chart: TrendChart
+  name: string
+}
+
+/** The cells of one attribute row that live values update. */
+interface Row {
+  internal: HTMLElement
+  external: HTMLElement
+  plot: HTMLInputElement | null
+}
+
+/**
+ * One instance: state and last error, lifecycle and model-method buttons, every attribute with
+ * its live internal and external value (editable, pickable for the trend), polling, and the
+ * protocol adapters. Values come from the event stream; writes go through the HTTP API.
+ *
+ * @example
+ * const view = new InstanceView({ api, store, notices, chart, name: 'tank_sensor' })
+ * main.append(view.element)
+ */
+export class InstanceView implements View {
+  readonly element: HTMLElement
+  readonly #o: InstanceViewOptions
+  readonly #rows = new Map<string, Row>()
+  readonly #adapters = new Map<string, AdapterPanel>()
+  readonly #unsubscribe: Array<() => unknown> = []
+  #badge: HTMLElement | undefined
+  #error: HTMLElement | undefined
+  #dirty = false
+
+  constructor(opts: InstanceViewOptions) {
+    this.#o = opts
+    this.element = h('div', { class: 'view instance-view', 'data-instance': opts.name })
+    this.#unsubscribe.push(
+      opts.store.onStructure(() => this.#render()),
+      opts.store.onFrame((frame) => {
+        if (frame.instances?.[opts.name] && !this.#dirty) {
+          this.#dirty = true
+          requestAnimationFrame(() => this.#update())
+        }
+      }),
+    )
+    this.#unsubscribe.push(opts.chart.onChange(() => this.#syncPlotSwitches()))
+    this.#render()
+  }
+
+  get instances(): string[] {
+    return [this.#o.name]
+  }
+
+  dispose(): void {
+    for (const off of this.#unsubscribe) off()
+  }
+
+  #render(): void {
+    const { store, name } = this.#o
+    const inst = store.instance(name)
+    this.#rows.clear()
+    this.#adapters.clear()
+    if (!inst) {
+      replace(this.element, store.structure
+        ? h('div', { class: 'panel empty-state' }, h('h2', {}, `No instance '${name}'`), h('p', { class: 'muted' }, 'It was deleted or replaced (for example by loading a snapshot). Pick an instance on the left.'))
+        : h('div', { class: 'panel empty-state' }, 'Loading…'))
+      return
+    }
+    const path = node('instances', name)
+    this.#badge = stateBadge(inst.state)
+    this.#error = h('div', { class: 'last-error', hidden: !inst.lastError }, inst.lastError ?? '')
+    const lifecycle = LIFECYCLE.filter((m) => inst.methods.includes(m)).map((m) => this.#methodButton(path, m, m === 'start' ? 'btn-primary' : ''))
+    const mapped = inst.methods.filter((m) => !LIFECYCLE.includes(m))
+
+    replace(this.element,
+      h('section', { class: 'panel' },
+        h('header', { class: 'panel-header instance-header' },
+          h('div', {},
+            h('h1', { class: 'view-title' }, name),
+            h('div', { class: 'muted' }, 'model ', h('a', { href: `#/model/${encodeURIComponent(inst.model)}` }, inst.model))),
+          this.#badge,
+          h('div', { class: 'toolbar lifecycle' }, lifecycle)),
+        this.#error,
+        mapped.length ? this.#mappedMethods(path, mapped) : null,
+        this.#attributeTable(inst.attributes),
+        this.#pollingRow(path)),
+      inst.adapters.size ? h('div', { class: 'adapters' }, [...inst.adapters.values()].map((a) => {
+        const panel = new AdapterPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, adapter: a })
+        this.#adapters.set(a.name, panel)
+        return panel.element
+      })) : null)
+    this.#update()
+  }
+
+  #methodButton(path: string, method: string, extra: string): HTMLButtonElement {
+    const { api, notices, name } = this.#o
+    return h('button', { class: `btn ${extra}`, 'data-method': method, onclick: (e: Event) => busy(e, async () => {
+      try {
+        await api.call(path, method)
+        notices.info(`${name}: ${method} done`)
+      } catch (err) {
+        notices.error(err, `${method} on ${name} failed`)
+      }
+    }) }, method[0]!.toUpperCase() + method.slice(1))
+  }
+
+  /** Model methods from the `import` block: each takes keyword arguments as a JSON object. */
+  #mappedMethods(path: string, methods: string[]): HTMLElement {
+    const { api, notices, name } = this.#o
+    const result = h('output', { class: 'method-result muted' })
+    const rows = methods.map((m) => {
+      const kwargs = h('input', { class: 'input mono', placeholder: '{"kwarg": value}', 'aria-label': `Keyword arguments of ${m}`, 'data-kwargs': m })
+      const call = (e: Event) => busy(e, async () => {
+        let parsed: unknown = {}
+        try {
+          parsed = kwargs.value.trim() ? JSON.parse(kwargs.value) : {}
+          if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('keyword arguments must be a JSON object, e.g. {"offset": 0.5}')
+        } catch (err) {
+          notices.error(err, `Arguments of ${m}`)
+          return
+        }
+        try {
+          const value = await api.call(path, m, parsed as Record<string, unknown>)
+          setText(result, `${m} → ${JSON.stringify(value)}`)
+        } catch (err) {
+          setText(result, '')
+          notices.error(err, `${m} on ${name} failed`)
+        }
+      })
+      return h('div', { class: 'method-row' }, h('button', { class: 'btn btn-small', 'data-method': m, onclick: call }, m), kwargs)
+    })
+    return h('div', { class: 'mapped-methods' }, h('h3', { class: 'sub-heading' }, 'Model methods'), rows, result)
+  }
+
+  #attributeTable(attributes: Map<string, LiveAttribute>): HTMLElement {
+    const { chart, name } = this.#o
+    const body = h('tbody', {})
+    for (const attr of attributes.values()) {
+      const internal = h('td', { class: 'num value', 'data-cell': 'internal' }, '–')
+      const external = h('td', { class: 'num value', 'data-cell': 'external' }, '–')
+      const plottable = PLOTTABLE_TYPES.has(attr.type)
+      const plot = plottable ? h('input', { type: 'checkbox', class: 'switch', 'aria-label': `Plot ${attr.name}`, checked: chart.has(name, attr.name), onchange: () => chart.toggle(name, attr.name) }) : null
+      this.#rows.set(attr.name, { internal, external, plot })
+      body.append(h('tr', { 'data-attribute': attr.name },
+        h('th', { scope: 'row' }, attr.name),
+        h('td', { class: 'muted' }, attr.type),
+        internal, external,
+        h('td', { class: 'muted' }, attr.unit ?? ''),
+        h('td', { class: 'edit-cell' }, this.#editor(attr)),
+        h('td', { class: 'plot-cell' }, plot ? h('label', { class: 'switch-label' }, plot) : null)))
+    }
+    return h('div', { class: 'table-wrap' }, h('table', { class: 'table attributes' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Attribute'), h('th', {}, 'Type'), h('th', { class: 'num' }, 'Internal value'), h('th', { class: 'num' }, 'External value'), h('th', {}, 'Unit'), h('th', {}, 'Set internal value'), h('th', {}, 'Plot'))),
+      body))
+  }
+
+  #editor(attr: LiveAttribute): HTMLElement {
+    const { api, notices, name } = this.#o
+    const path = `${node('instances', name, 'attributes', attr.name)}/attr/internal_value`
+    const input = attr.type === 'bool'
+      ? h('select', { class: 'input input-small', 'aria-label': `New value of ${attr.name}` }, h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'))
+      : h('input', { class: 'input input-small mono', 'aria-label': `New value of ${attr.name}`, placeholder: attr.type, inputmode: attr.type === 'float' || attr.type === 'int' ? 'decimal' : null })
+    const submit = async (e: Event): Promise<void> => {
+      e.preventDefault()
+      let value: unknown
+      try {
+        value = parseInput(attr.type, input.value)
+      } catch (err) {
+        notices.error(err, `Value for ${name}.${attr.name}`)
+        return
+      }
+      const button = (e.currentTarget as HTMLFormElement).querySelector('button')
+      if (button) button.disabled = true
+      try {
+        await api.put(path, { value })
+        if (input instanceof HTMLInputElement) input.value = ''
+        notices.info(`${name}.${attr.name} = ${formatValue(value)}`)
+      } catch (err) {
+        notices.error(err, `Setting ${name}.${attr.name} failed`)
+      } finally {
+        if (button) button.disabled = false
+      }
+    }
+    return h('form', { class: 'inline-form', onsubmit: submit }, input, h('button', { class: 'btn btn-small', type: 'submit' }, 'Set'))
+  }
+
+  #pollingRow(instancePath: string): HTMLElement {
+    const { api, notices, name } = this.#o
+    const path = `${instancePath}/polling`
+    const interval = h('input', { class: 'input input-small mono', 'aria-label': 'Polling interval in seconds', size: 6 })
+    const enabled = h('span', { class: 'muted' })
+    void api.get<{ interval: number; enabled: boolean }>(path).then(
+      (doc) => {
+        interval.value = String(doc.interval)
+        setText(enabled, doc.enabled ? '' : ' (polling disabled)')
+      },
+      (err: unknown) => notices.error(err, `Reading polling of ${name} failed`),
+    )
+    const submit = async (e: Event): Promise<void> => {
+      e.preventDefault()
+      try {
+        await api.put(`${path}/attr/interval`, { value: parseInput('float', interval.value) })
+        notices.info(`${name}: polling every ${interval.value} s`)
+      } catch (err) {
+        notices.error(err, `Setting the polling interval of ${name} failed`)
+      }
+    }
+    return h('form', { class: 'polling-row inline-form', onsubmit: submit },
+      h('span', { class: 'muted' }, 'Start runs a step every'), interval, h('span', { class: 'muted' }, 's'), enabled,
+      h('button', { class: 'btn btn-small', type: 'submit' }, 'Set'))
+  }
+
+  #update(): void {
+    this.#dirty = false
+    const inst = this.#o.store.instance(this.#o.name)
+    if (!inst) return
+    if (this.#badge) updateBadge(this.#badge, inst.state)
+    if (this.#error) {
+      setText(this.#error, inst.lastError ? `Last error: ${inst.lastError}` : '')
+      this.#error.hidden = !inst.lastError
+    }
+    for (const [attrName, row] of this.#rows) {
+      const attr = inst.attributes.get(attrName)
+      if (!attr?.known) continue
+      setText(row.internal, formatValue(attr.internal))
+      setText(row.external, formatValue(attr.external))
+      row.external.classList.toggle('override', JSON.stringify(attr.external) !== JSON.stringify(attr.internal))
+    }
+    for (const [adapterName, panel] of this.#adapters) {
+      const live = inst.adapters.get(adapterName)
+      if (live) panel.update(live)
+    }
+  }
+
+  #syncPlotSwitches(): void {
+    for (const [attrName, row] of this.#rows) if (row.plot) row.plot.checked = this.#o.chart.has(this.#o.name, attrName)
+  }
+}

@@ -1,0 +1,51 @@
+/*
+ * The events of `GET /api/v3/events` as the dashboard receives them (docs/events.md). They are
+ * the wire contract, kept apart from the server's code: the dashboard knows only HTTP.
+ */
+
+/** An attribute as the `structure` event lists it. */
+export interface StructureAttribute {
+  name: string
+  type: string
+  unit?: string
+}
+
+/** The `structure` event. */
+export interface StructureEvent {
+  server_version: string
+  api_version: string
+  hz: number
+  filter: string[] | null
+  models: Array<{ name: string; instances: string[] }>
+  instances: Array<{ name: string; model: string; attributes: StructureAttribute[]; adapters: string[]; methods: string[] }>
+  connections: Array<{ name: string; from: string; to: string }>
+}
+
+/** Changed values of one attribute. */
+export interface AttributeDelta {
+  internal_value?: unknown
+  external_value?: unknown
+}
+
+/** Changed values of one protocol adapter. */
+export interface AdapterDelta {
+  state?: string
+  port?: number | null
+  requests?: number
+  errors?: number
+}
+
+/** Changed parts of one instance. */
+export interface InstanceDelta {
+  state?: string
+  last_error?: string | null
+  attributes?: Record<string, AttributeDelta>
+  adapters?: Record<string, AdapterDelta>
+}
+
+/** The `frame` event. */
+export interface FrameEvent {
+  t: number
+  system?: { state?: string; steps?: number; time?: number }
+  instances?: Record<string, InstanceDelta>
+}
