@@ -23,7 +23,7 @@ export const httpRoundTrip = {
   title: 'HTTP run + read of one Python-backed instance, 32 connections',
   async run(ctx) {
     const connections = ctx.smoke ? 4 : 32
-    const seconds = ctx.smoke ? 1 : 6
+    const seconds = ctx.smoke ? 0.5 : 6
     const rounds = ctx.smoke ? 1 : 3
     const wrk = ctx.tools.wrk
     if (!wrk) ctx.note('wrk is not installed: the built-in load client ran in the benchmark process (smoke quality only)')

@@ -25,8 +25,8 @@ export const modbusRead = {
   key: 'modbus',
   title: 'Modbus FC3 read of 2 holding registers',
   async run(ctx) {
-    const roundMs = ctx.smoke ? 200 : 1500
-    const warmupMs = ctx.smoke ? 100 : 300
+    const roundMs = ctx.smoke ? 100 : 1500
+    const warmupMs = ctx.smoke ? 50 : 300
     const rounds = ctx.smoke ? 1 : 3
     const servers = []
     const dir = await ctx.tmpDir()

@@ -96,6 +96,15 @@ export async function describeEnvironment(options) {
     load = 'unknown'
   }
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))
+  const [workerPython, debianPython, pymodbus, fastapi, uvicorn] = await Promise.all([
+    version(options.python, 'import sys; print(sys.version.split()[0])'),
+    version(SYSTEM_PYTHON, 'import sys; print(sys.version.split()[0])'),
+    options.tools.pymodbus ? version(SYSTEM_PYTHON, 'import pymodbus; print(pymodbus.__version__)') : 'not installed',
+    options.tools.fastapi ? version(SYSTEM_PYTHON, 'import fastapi; print(fastapi.__version__)') : 'not installed',
+    options.tools.fastapi
+      ? version(SYSTEM_PYTHON, 'import uvicorn, importlib.util as u; print(uvicorn.__version__, "uvloop" if u.find_spec("uvloop") else "asyncio", "httptools" if u.find_spec("httptools") else "h11")')
+      : 'not installed',
+  ])
   return {
     cores: String(cpus().length),
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -103,11 +112,11 @@ export async function describeEnvironment(options) {
     'load average at start': load,
     mimic: pkg.version,
     node: process.version,
-    'python (Mimic workers, benchmark 1 peer)': `${await version(options.python, 'import sys; print(sys.version.split()[0])')} (${options.python})`,
-    'python (Debian peers)': await version(SYSTEM_PYTHON, 'import sys; print(sys.version.split()[0])'),
-    pymodbus: options.tools.pymodbus ? await version(SYSTEM_PYTHON, 'import pymodbus; print(pymodbus.__version__)') : 'not installed',
-    fastapi: options.tools.fastapi ? await version(SYSTEM_PYTHON, 'import fastapi; print(fastapi.__version__)') : 'not installed',
-    uvicorn: options.tools.fastapi ? await version(SYSTEM_PYTHON, 'import uvicorn, importlib.util as u; print(uvicorn.__version__, "uvloop" if u.find_spec("uvloop") else "asyncio", "httptools" if u.find_spec("httptools") else "h11")') : 'not installed',
+    'python (Mimic workers, benchmark 1 peer)': `${workerPython} (${options.python})`,
+    'python (Debian peers)': debianPython,
+    pymodbus,
+    fastapi,
+    uvicorn,
     wrk,
   }
 }

@@ -35,7 +35,7 @@ const SCRIPT = fileURLToPath(new URL('./wrk-alternate.lua', import.meta.url))
  */
 export async function runHttpLoad(options) {
   if (!options.wrk) return builtInLoad(options)
-  const args = [`-t${options.threads ?? 2}`, `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '10s', '-s', SCRIPT, options.url, '--', options.runPath, options.readPath, options.key]
+  const args = [`-t${options.threads ?? 1}`, `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '10s', '-s', SCRIPT, options.url, '--', options.runPath, options.readPath, options.key]
   const { code, stdout, stderr } = await runProcess('wrk', args, { name: 'wrk', timeoutMs: (options.seconds + 20) * 1000 })
   const line = stdout.split('\n').find((l) => l.startsWith('{'))
   if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${stderr}\n${stdout}`)

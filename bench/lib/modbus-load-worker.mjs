@@ -19,13 +19,14 @@ import { performance } from 'node:perf_hooks'
  * @property {number} warmupMs
  * @property {number} durationMs
  * @property {number[]} [units] unit ids to cycle through (default [1])
+ * @property {Array<{ port: number, units: number[], rate?: number }>} [targets] several ports: connection i goes to targets[i % length]; `rate` is its open-loop rate
  * @property {number} [ratePerConnection] open loop: requests per second per connection
  * @property {number} [address] first register (default 0)
  */
 
 /** @type {LoadSpec} */
 const spec = JSON.parse(process.argv[2] ?? '{}')
-const units = spec.units?.length ? spec.units : [1]
+const targets = spec.targets?.length ? spec.targets : [{ port: spec.port, units: spec.units?.length ? spec.units : [1] }]
 const MAX_SAMPLES = 2_000_000
 const latencies = new Float64Array(MAX_SAMPLES)
 let samples = 0
@@ -33,6 +34,7 @@ let measuring = false
 let responses = 0
 let failures = 0
 let sent = 0
+let skipped = 0
 /** @type {string[]} */
 const problems = []
 
@@ -43,11 +45,14 @@ function fail(text) {
 
 /** @param {number} index */
 function openConnection(index) {
-  const socket = connect({ host: spec.host, port: spec.port })
+  const target = targets[index % targets.length]
+  const units = target.units
+  const perSecond = target.rate ?? spec.ratePerConnection
+  const socket = connect({ host: spec.host, port: target.port })
   socket.setNoDelay(true)
   const sentAt = new Float64Array(65536)
   let tx = index * 4099
-  let unit = index % units.length
+  let unit = Math.floor(index / targets.length) % units.length
   let inFlight = 0
   /** @type {Buffer | null} */
   let partial = null
@@ -91,26 +96,25 @@ function openConnection(index) {
     }
     partial = offset < data.length ? Buffer.from(data.subarray(offset)) : null
     inFlight -= answered
-    if (spec.ratePerConnection === undefined) send(answered)
+    if (perSecond === undefined) send(answered)
   })
   socket.on('error', (error) => fail(`connection ${index}: ${error.message}`))
   socket.on('connect', () => {
-    if (spec.ratePerConnection === undefined) {
+    if (perSecond === undefined) {
       send(spec.depth)
       return
     }
-    // Open loop: keep to the rate over time, never more than `depth` unanswered.
+    // Open loop: keep to the rate over time, never more than `depth` unanswered. What finds no
+    // room is skipped (and counted), not sent later as a burst.
     const start = performance.now()
-    let due = 0
+    let issued = 0
     const timer = setInterval(() => {
-      const target = Math.floor(((performance.now() - start) / 1000) * spec.ratePerConnection)
-      const count = Math.min(target - due, spec.depth - inFlight)
-      if (count > 0) {
-        due += count
-        send(count)
-      } else if (target - due > spec.depth * 4) {
-        due = target - spec.depth // the server fell behind: count it as unsent, not as a burst later
-      }
+      const owed = Math.floor(((performance.now() - start) / 1000) * perSecond) - issued
+      if (owed <= 0) return
+      const count = Math.min(owed, spec.depth - inFlight)
+      if (count > 0) send(count)
+      if (measuring) skipped += owed - Math.max(0, count)
+      issued += owed
     }, 5)
     socket.once('close', () => clearInterval(timer))
   })
@@ -121,14 +125,17 @@ const sockets = Array.from({ length: spec.connections }, (_, i) => openConnectio
 setTimeout(() => {
   measuring = true
   const begin = performance.now()
+  const cpuBefore = process.cpuUsage()
   setTimeout(() => {
     measuring = false
     const seconds = (performance.now() - begin) / 1000
+    const cpu = process.cpuUsage(cpuBefore)
+    const cpuPercent = ((cpu.user + cpu.system) / 1e6 / seconds) * 100
     const sorted = latencies.subarray(0, samples).sort()
     const pick = (p) => (samples ? sorted[Math.min(samples - 1, Math.ceil((p / 100) * samples) - 1)] : Number.NaN)
     for (const socket of sockets) socket.destroy()
     process.stdout.write(
-      `${JSON.stringify({ responses, sent, seconds, rate: responses / seconds, failures, problems, p50Ms: pick(50), p99Ms: pick(99) })}\n`,
+      `${JSON.stringify({ responses, sent, seconds, rate: responses / seconds, skipped, failures, problems, p50Ms: pick(50), p99Ms: pick(99), cpuPercent })}\n`,
       () => process.exit(0),
     )
   }, spec.durationMs)

@@ -18,10 +18,12 @@ const WORKER = fileURLToPath(new URL('./modbus-load-worker.mjs', import.meta.url
  * @property {number} rate answers per second, all processes together
  * @property {number} responses
  * @property {number} sent
+ * @property {number} skipped open loop: requests not sent because too many were unanswered
  * @property {number} failures wrong or missing answers, connection errors
  * @property {string[]} problems the first few failures in words
  * @property {number} p50Ms the largest median of the processes
  * @property {number} p99Ms the largest 99th percentile of the processes
+ * @property {number} cpuPercent CPU the client processes used, in % of one core
  */
 
 /**
@@ -50,9 +52,11 @@ export async function runModbusLoad(options) {
     rate: sum('rate'),
     responses: sum('responses'),
     sent: sum('sent'),
+    skipped: sum('skipped'),
     failures: sum('failures'),
     problems: results.flatMap((r) => r.problems),
     p50Ms: Math.max(...results.map((r) => r.p50Ms)),
     p99Ms: Math.max(...results.map((r) => r.p99Ms)),
+    cpuPercent: sum('cpuPercent'),
   }
 }

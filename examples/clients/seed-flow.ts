@@ -1,6 +1,6 @@
 // The seed's client flow with the TypeScript client, against a server running the example system:
 //
-//   npm start                                    # or: mimic serve --system examples/pt100/system.yaml ...
+//   MIMIC_PRODUCT_KEY=<key> npm start            # the example system, in another terminal
 //   MIMIC_URL=http://127.0.0.1:8000 MIMIC_PRODUCT_KEY=<key> node --import tsx examples/clients/seed-flow.ts
 //
 // It steps the PT100 sensor `tank_sensor`, reads and writes its temperature over HTTP and reads it

@@ -1,6 +1,6 @@
 """The seed's client flow with the Python client, against a server running the example system.
 
-    npm start        # or: mimic serve --system examples/pt100/system.yaml ...
+    MIMIC_PRODUCT_KEY=<key> npm start      # the example system, in another terminal
     MIMIC_URL=http://127.0.0.1:8000 MIMIC_PRODUCT_KEY=<key> PYTHONPATH=python python3 examples/clients/seed_flow.py
 
 (or `pip install ./python` instead of PYTHONPATH). It steps the PT100 sensor `tank_sensor`, reads

@@ -1,5 +1,5 @@
 import { Mutex } from 'async-mutex'
-import { NotFoundError, UserCodeError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { validateSystem, type SystemDefinition } from '../definition/validate.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Connections } from './connections.js'
@@ -103,11 +103,15 @@ export class System extends Component {
   /** Prepares every instance; failures are collected and reported together after all were tried. */
   async prepare(): Promise<void> {
     const failures: ErrorDetail[] = []
+    const errors: unknown[] = []
     for (const instance of this.instances.all()) {
-      await instance.prepare().catch((err: unknown) => failures.push({ path: `instances.${instance.name}`, message: (err as Error).message }))
+      await instance.prepare().catch((err: unknown) => {
+        errors.push(err)
+        failures.push({ path: `instances.${instance.name}`, message: (err as Error).message })
+      })
     }
     this.#state = 'PREPARED'
-    if (failures.length) throw new UserCodeError(summarize('prepare', failures), failures)
+    if (failures.length) throw combined(errors, summarize('prepare', failures), failures)
   }
 
   async #runSteps(steps: number, dt: number | undefined): Promise<void> {
@@ -155,6 +159,7 @@ export class System extends Component {
       }
     }
     const failures: ErrorDetail[] = []
+    const errors: unknown[] = []
     if (requests.length) {
       const outcomes = await this.services.python().step(requests)
       outcomes.forEach((outcome, index) => {
@@ -163,6 +168,7 @@ export class System extends Component {
           instance.applyValues(outcome.values)
           instance.applyDeclarative(outcome.attributes)
         } else {
+          errors.push(outcome.error)
           instance.stepFailed(outcome.error)
           failures.push({ ...(outcome.error.details[0] ?? {}), path: `instances.${instance.name}`, message: outcome.error.message })
         }
@@ -172,7 +178,7 @@ export class System extends Component {
     await this.connections.propagate()
     this.timer.advance(dt)
     this.#steps++
-    if (failures.length) throw new UserCodeError(summarize(`Step ${this.#steps}`, failures), failures)
+    if (failures.length) throw combined(errors, summarize(`Step ${this.#steps}`, failures), failures)
   }
 
   /** Starts every instance and the system loop that steps them every `polling.interval` seconds. */
@@ -262,6 +268,13 @@ export class System extends Component {
     await this.#halt()
     await this.instances.clear()
   }
+}
+
+/** One fault for failures of several instances: their common kind when they share one, else a 500. */
+function combined(errors: unknown[], message: string, details: ErrorDetail[]): MimicError {
+  const codes = new Set(errors.map((e) => (e instanceof MimicError ? e.code : 'INTERNAL')))
+  const code = codes.size === 1 ? [...codes][0]! : 'USER_CODE'
+  return new MimicError(code, message, details)
 }
 
 function asRecord(value: unknown, path: string): Record<string, unknown> {

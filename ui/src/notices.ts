@@ -1,5 +1,5 @@
 import { ApiError } from './api-client.ts'
-import { h } from './dom.ts'
+import { append, h } from './dom.ts'
 
 const INFO_MS = 4000
 const MAX_NOTICES = 6
@@ -35,7 +35,7 @@ export class Notices {
       const fault = err.fault
       const status = err.status ? `${err.status}${fault ? ` ${fault.error.type}` : ''}` : 'No connection'
       const where = fault?.component?.path ? ` · ${fault.action} ${fault.component.path}` : ''
-      card.append(
+      append(card, [
         close,
         h('div', { class: 'notice-title' }, title),
         h('div', { class: 'notice-meta' }, `${status}${where}`),
@@ -44,7 +44,7 @@ export class Notices {
           ? h('ul', { class: 'notice-details' }, err.details.map((d) => h('li', {}, d.path ? h('code', {}, d.path + (d.line ? ` (${d.line}:${d.column ?? 0})` : '')) : null, d.path ? ' ' : null, h('span', { class: 'detail-text' }, d.message))))
           : null,
         fault ? h('div', { class: 'notice-meta' }, `correlation id ${fault.correlation_id}`) : h('div', { class: 'notice-meta' }, err.request),
-      )
+      ])
     } else {
       card.append(close, h('div', { class: 'notice-title' }, title), h('div', { class: 'notice-message' }, err instanceof Error ? err.message : String(err)))
     }

@@ -1,0 +1,87 @@
+/**
+ * Benchmark 4: snapshot save and load of a system of many instances of 10 declarative models,
+ * at three sizes, to show that time and file size grow linearly.
+ *
+ * @example
+ * const result = await snapshots.run(ctx)
+ */
+import { stat } from 'node:fs/promises'
+import { startMimicProcess } from '../lib/mimic-process.mjs'
+import { declarativeModel, instanceMap } from '../lib/models.mjs'
+import { median, bytes, sig } from '../lib/stats.mjs'
+
+const MODELS = 10
+const CHUNK = 10_000
+
+/** @type {import('../lib/benchmark.mjs').Benchmark} */
+export const snapshots = {
+  id: '4',
+  key: 'snapshots',
+  title: 'Snapshot save and load (10 models)',
+  async run(ctx) {
+    const sizes = ctx.smoke ? [100, 1000] : [1000, 10_000, 100_000]
+    const dir = await ctx.tmpDir()
+    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
+    ctx.onCleanup(() => mimic.stop())
+    const models = {}
+    for (let m = 0; m < MODELS; m++) models[`Device${m}`] = declarativeModel({ variant: m })
+    await mimic.api('PUT', '/api/v3/system/models', models)
+
+    const measured = []
+    let have = 0
+    for (const size of sizes) {
+      if (measured.length && Date.now() > ctx.deadline) {
+        ctx.note(`${size} instances skipped: the benchmark ran out of its time budget`)
+        continue
+      }
+      let t = performance.now()
+      for (let from = have; from < size; from += CHUNK) {
+        await mimic.api('PUT', '/api/v3/system/instances', instanceMap({ prefix: 'd', from, to: Math.min(size, from + CHUNK), model: (i) => `Device${i % MODELS}` }))
+      }
+      const createSeconds = (performance.now() - t) / 1000
+      have = size
+      const rounds = ctx.smoke || size >= 100_000 ? 1 : 3
+      const save = []
+      const load = []
+      let fileBytes = 0
+      for (let round = 0; round < rounds; round++) {
+        t = performance.now()
+        const saved = await mimic.call('/api/v3/system/snapshots', 'save', { label: `bench ${size}` })
+        save.push((performance.now() - t) / 1000)
+        if (!saved.persisted_path) throw new Error('save wrote no file (is the store in memory mode?)')
+        fileBytes = (await stat(saved.persisted_path)).size
+        t = performance.now()
+        const loaded = await mimic.call('/api/v3/system/snapshots', 'load', { id: saved.id })
+        load.push((performance.now() - t) / 1000)
+        if (loaded.instances !== size || loaded.models !== MODELS) throw new Error(`load of ${size} instances reported ${loaded.instances} instances, ${loaded.models} models`)
+      }
+      measured.push({ size, createSeconds, save, load, fileBytes })
+      ctx.log(`${size}: save ${sig(median(save))} s, load ${sig(median(load))} s, ${bytes(fileBytes)}`)
+    }
+
+    const rows = []
+    const base = measured[0]
+    for (const m of measured) {
+      const s = median(m.save)
+      const l = median(m.load)
+      const growth = m === base ? '' : `; x${sig(m.size / base.size)} instances: save x${sig(s / median(base.save))}, load x${sig(l / median(base.load))}, file x${sig(m.fileBytes / base.fileBytes)}`
+      const decisive = m.size === 10_000
+      rows.push({
+        case: `${m.size.toLocaleString('en-US')} instances`,
+        mimic: `save ${sig(s * 1000)} ms, load ${sig(l * 1000)} ms, file ${bytes(m.fileBytes)}`,
+        peer: '—',
+        ratio: `${sig((s / m.size) * 1e6)} / ${sig((l / m.size) * 1e6)} us per instance${growth}`,
+        target: decisive ? 'each <= 1 s' : 'linear growth',
+        verdict: ctx.smoke ? 'smoke' : decisive ? (s <= 1 && l <= 1 ? 'met' : 'missed') : 'info',
+      })
+    }
+    const lines = [
+      `${MODELS} declarative models of five attributes; instances spread evenly; durable store (a file per save). Times are end-to-end HTTP calls \`snapshots/method/save\` and \`load {id}\`.`,
+      '',
+      '| instances | create (PUT) | save rounds (s) | load rounds (s) | file | bytes per instance |',
+      '|---|---|---|---|---|---|',
+      ...measured.map((m) => `| ${m.size} | ${sig(m.createSeconds)} s | ${m.save.map((x) => sig(x)).join(', ')} | ${m.load.map((x) => sig(x)).join(', ')} | ${bytes(m.fileBytes)} | ${sig(m.fileBytes / m.size)} |`),
+    ]
+    return { rows, details: lines.join('\n') }
+  },
+}

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { checkExposure, ConfigError, parseConfig } from '../../src/config.js'
+import { checkDefinitionText } from '../../src/definition/load-file.js'
+import { attributeDeclarations, typeProblem } from '../../src/definition/model-schema.js'
+import { nameProblem } from '../../src/definition/names.js'
+import { validateModel, validateSystem } from '../../src/definition/validate.js'
+import { BadRequestError, NotFoundError } from '../../src/errors.js'
+import { bearerCheck } from '../../src/server/auth.js'
+import { parseJsonBody } from '../../src/server/json-body.js'
+import { Component, type MethodHandler } from '../../src/tree/component.js'
+import { resolvePath } from '../../src/tree/resolve.js'
+
+class Leaf extends Component {
+  readonly type = 'Leaf'
+  level = 3
+  override properties(): Record<string, unknown> {
+    return { level: this.level, value: 'hidden at top level', name: 'not the name' }
+  }
+  override methods(): Record<string, MethodHandler> {
+    return { run: () => 'ran' }
+  }
+}
+
+class Branch extends Component {
+  readonly type = 'Branch'
+  readonly leaf = new Leaf('leaf', this)
+  override children(): Component[] {
+    return [this.leaf]
+  }
+}
+
+describe('component tree', () => {
+  const root = new Branch('system', null)
+
+  it('resolves children, properties and the method/attr verb forms', () => {
+    assert.equal(resolvePath(root, []).kind, 'node')
+    const leaf = resolvePath(root, ['leaf'])
+    assert.equal(leaf.kind === 'node' && leaf.node.path, 'leaf')
+    assert.deepEqual(resolvePath(root, ['leaf', 'level']), { kind: 'property', node: root.leaf, property: 'level' })
+    assert.deepEqual(resolvePath(root, ['leaf', 'attr', 'level']), { kind: 'property', node: root.leaf, property: 'level' })
+    assert.deepEqual(resolvePath(root, ['leaf', 'method', 'run']), { kind: 'method', node: root.leaf, method: 'run' })
+    assert.throws(() => resolvePath(root, ['nope']), (err: unknown) => err instanceof NotFoundError && /children of 'system': leaf/.test(err.message))
+  })
+
+  it('documents never carry a top-level value and keep document keys their own', () => {
+    const doc = root.leaf.document()
+    assert.equal(doc.value, undefined)
+    assert.equal(doc.name, 'leaf')
+    assert.equal(doc.type, 'Leaf')
+    assert.equal(doc.level, 3)
+    assert.deepEqual(doc.attr.value, { value: 'hidden at top level' })
+    assert.deepEqual(doc.methods, ['run'])
+    assert.deepEqual(root.document().children, [{ name: 'leaf' }])
+  })
+
+  it('calls methods and refuses unknown ones and read-only properties', async () => {
+    assert.equal(await root.leaf.call('run', { args: [], kwargs: {} }), 'ran')
+    await assert.rejects(root.leaf.call('fly', { args: [], kwargs: {} }), /no method 'fly'/)
+    await assert.rejects(root.leaf.setProperty('level', 4), /read-only/)
+    await assert.rejects(root.leaf.put({ nothing: 1 }), /no property 'nothing'/)
+  })
+})
+
+describe('definitions', () => {
+  it('names: pattern, length, reserved words', () => {
+    assert.equal(nameProblem('sensor_1-a'), null)
+    for (const bad of ['', '1a', 'a.b', 'a/b', 'x'.repeat(129), 'run', 'attr', 'constructor', 'caf\u00e9']) assert.ok(nameProblem(bad), bad)
+  })
+
+  it('attribute declarations infer types and keep units', () => {
+    const model = validateModel({ attributes: { t: 1.5, on: true, label: 'x', items: [1], cfg: { a: 1 }, spec: { default: 2, type: 'int', unit: 'rpm' } } })
+    assert.ok(model.ok)
+    const decls = attributeDeclarations(model.model)
+    assert.deepEqual(decls.map((d) => [d.name, d.type]), [['t', 'float'], ['on', 'bool'], ['label', 'str'], ['items', 'list'], ['cfg', 'dict'], ['spec', 'int']])
+    assert.equal(decls[5]!.unit, 'rpm')
+    assert.equal(typeProblem('int', 1.5), 'expected an integer (int), got 1.5')
+    assert.equal(typeProblem('any', null), null)
+  })
+
+  it('a model reports every problem with its path', () => {
+    const result = validateModel({
+      attributes: { a: 1 },
+      import: { 'x.py': [{ class: 'A', attributes: { b: { property: 'b' } } }, { class: 'B', attributes: { a: { getter: 'g' } }, methods: { run: 'tick', run2: 'bad name' } }] },
+    })
+    assert.ok(!result.ok)
+    const paths = result.details.map((d) => d.path)
+    assert.ok(paths.includes('import.x.py[0].attributes.b'), JSON.stringify(paths))
+    assert.ok(paths.includes('import.x.py[1].methods.run2'), JSON.stringify(paths))
+  })
+
+  it('a system checks instances against models and connections against attributes', () => {
+    const result = validateSystem({
+      models: { m: { attributes: { a: 1 } } },
+      instances: [{ i1: 'm' }, { i1: 'm' }, { i2: 'ghost' }],
+      connections: { c: { from: 'i1.attributes.a', to: 'i1.attributes.zz' }, d: { from: 'bad' } },
+    })
+    assert.ok(!result.ok)
+    const paths = result.details.map((d) => d.path).sort()
+    assert.deepEqual(paths, ['connections.c.to', 'connections.d.from', 'connections.d.to', 'instances[1].i1', 'instances[2].i2'])
+  })
+
+  it('YAML problems carry line and column', () => {
+    const text = 'models:\n  m:\n    attributes:\n      ok: 1\n      "bad.name": 2\n'
+    const result = checkDefinitionText(text)
+    assert.deepEqual(result.details.map((d) => [d.path, d.line]), [['models.m.attributes.bad.name', 5]])
+    const dup = checkDefinitionText('models:\n  m: {}\n  m: {}\n')
+    assert.equal(dup.details[0]!.line, 3)
+  })
+})
+
+describe('configuration', () => {
+  it('flags win over MIMIC_* variables; lists split on the path delimiter', () => {
+    const config = parseConfig({ port: '9000' }, { MIMIC_PORT: '1', MIMIC_HOST: '127.0.0.2', MIMIC_EXTENSIONS: '/a:/b', MIMIC_SNAPSHOTS_MODE: 'memory', MIMIC_INSECURE: 'true' })
+    assert.equal(config.port, 9000)
+    assert.equal(config.host, '127.0.0.2')
+    assert.deepEqual(config.extensions, ['/a', '/b'])
+    assert.equal(config.snapshotsMode, 'memory')
+    assert.equal(config.insecure, true)
+    assert.throws(() => parseConfig({ snapshotsMode: 'disk' }, {}), ConfigError)
+  })
+
+  it('refuses to expose an unauthenticated API beyond loopback', () => {
+    assert.throws(() => checkExposure({ host: '0.0.0.0', productKey: undefined, insecure: false }), /Refusing/)
+    assert.doesNotThrow(() => checkExposure({ host: '0.0.0.0', productKey: 'k', insecure: false }))
+    assert.doesNotThrow(() => checkExposure({ host: '0.0.0.0', productKey: undefined, insecure: true }))
+    assert.doesNotThrow(() => checkExposure({ host: '127.0.0.1', productKey: undefined, insecure: false }))
+  })
+})
+
+describe('HTTP helpers', () => {
+  it('bearer check accepts only the exact key', () => {
+    const check = bearerCheck('secret')
+    assert.equal(check('Bearer secret'), true)
+    assert.equal(check('bearer secret'), true)
+    for (const bad of [undefined, '', 'Bearer', 'Bearer secret2', 'Bearer secre', 'Basic secret', 'secret']) assert.equal(check(bad), false, String(bad))
+    assert.equal(bearerCheck(undefined)(undefined), true)
+  })
+
+  it('JSON bodies: empty allowed, depth bounded, __proto__ refused', () => {
+    assert.equal(parseJsonBody(''), undefined)
+    assert.deepEqual(parseJsonBody('{"a": [1]}'), { a: [1] })
+    assert.throws(() => parseJsonBody('{'), BadRequestError)
+    assert.throws(() => parseJsonBody('['.repeat(100) + ']'.repeat(100)), /deeper/)
+    assert.throws(() => parseJsonBody('{"a": {"__proto__": {"x": 1}}}'), (err: unknown) => err instanceof BadRequestError && err.details[0]!.path === 'a.__proto__')
+  })
+})
