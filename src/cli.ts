@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander'
 import { ConfigError, parseConfig } from './config.js'
 import { loadDefinitionFile } from './definition/load-file.js'
+import { MimicApiError } from './client/index.js'
 import { MimicError } from './errors.js'
 import { SERVER_VERSION } from './version.js'
 
@@ -70,8 +71,9 @@ export async function runCli(argv: string[]): Promise<void> {
       .option('--url <url>', 'server address [MIMIC_URL]', process.env.MIMIC_URL ?? 'http://127.0.0.1:8000')
       .option('--product-key <key>', 'product key [MIMIC_PRODUCT_KEY]', process.env.MIMIC_PRODUCT_KEY)
   const call = async (opts: { url: string; productKey?: string }, method: string, kwargs: Record<string, unknown>): Promise<void> => {
-    const { snapshotCall } = await import('./cli-remote.js')
-    console.log(JSON.stringify(await snapshotCall(opts, method, kwargs), null, 2))
+    const { connect } = await import('./client/index.js')
+    const sim = connect({ address: opts.url, productKey: opts.productKey })
+    console.log(JSON.stringify(await sim.snapshots.node.call(method, kwargs), null, 2))
   }
   remote(snapshot.command('save').description('save the structure of the running system'))
     .option('--path <path>', 'file to write (inside the snapshots directory)')
@@ -99,6 +101,9 @@ export function reportCliError(err: unknown): void {
   else if (err instanceof MimicError) {
     console.error(`error: ${err.message}`)
     if (!err.message.includes('\n')) for (const d of err.details) console.error(`  ${d.path || '(root)'}: ${d.message}`)
+  } else if (err instanceof MimicApiError) {
+    console.error(err.status ? `error: ${err.message} (HTTP ${err.status})` : `error: Cannot reach the Mimic server: ${err.message}`)
+    for (const d of err.details) console.error(`  ${d.path || '(root)'}: ${d.message}`)
   } else console.error(`error: ${(err as Error)?.message ?? String(err)}`)
   process.exitCode = 1
 }
