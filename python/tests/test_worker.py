@@ -300,3 +300,37 @@ class LoadErrors(WorkerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Tick(WorkerTestCase):
+    """The compact step: instances named by slot, changed values as flat triples."""
+
+    def test_tick_steps_by_slot_and_reports_changes_results_and_failures(self):
+        first = self.load_sensor("a")
+        second = self.load_sensor("b", init={"kwargs": {"start": 1.0, "drift": 0.0}})
+        self.assertEqual((first["sid"], second["sid"]), (0, 1))
+        self.assertEqual(first["order"], ["temperature"])
+        reply = self.ok("tick", s=[0, 1, 7], t=0.0, dt=1.0)
+        # a drifted, b did not: only a's value is reported; both return a result
+        self.assertEqual(reply["c"], [0, 0, 25.5])
+        self.assertEqual(reply["r"], [0, {"t": 25.5}, 1, {"t": 1.0}])
+        self.assertEqual([e[0] for e in reply["e"]], [7])
+        self.assertEqual(reply["e"][0][1]["kind"], "not_found")
+        self.assertEqual(self.ok("tick", s=[0], m=None)["c"], [], "a refresh without method reports nothing new")
+
+    def test_user_errors_stay_with_their_slot(self):
+        self.load_sensor("a", methods={"run": "boom"})
+        self.load_sensor("b")
+        reply = self.ok("tick", s=[0, 1])
+        self.assertEqual([e[0] for e in reply["e"]], [0])
+        self.assertEqual(reply["e"][0][1]["kind"], "user_code")
+        self.assertIn("ZeroDivisionError", reply["e"][0][1]["traceback"])
+        self.assertEqual(reply["c"], [1, 0, 25.5])
+
+    def test_slots_are_reused_after_unload_and_a_reload_keeps_one_slot(self):
+        self.load_sensor("a")
+        self.load_sensor("b")
+        self.ok("unload", instance="a")
+        self.assertEqual(self.load_sensor("c")["sid"], 0)
+        self.assertEqual(self.load_sensor("b")["sid"], 1, "a reload frees the old slot and takes one again")
+        self.assertEqual(self.ok("tick", s=[0, 1])["c"], [0, 0, 25.5, 1, 0, 25.5])
