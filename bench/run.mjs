@@ -8,6 +8,8 @@
  *   node bench/run.mjs --smoke         tiny sizes, < 20 s, no verdicts, RESULTS.md left alone
  *   --no-install                       never call apt-get (peers that are missing are skipped)
  *   --out FILE                         write the report elsewhere (with --smoke: write one at all)
+ *   --profile                          benchmarks 1 and 2 also record a V8 CPU profile of the server and
+ *                                      cProfile files of the Python workers in bench/profiles/
  *
  * Each benchmark runs under a hard time limit; whatever it started is stopped when it ends.
  * The exit code is 1 when any benchmark failed.
@@ -37,6 +39,7 @@ const smoke = argv.includes('--smoke')
 const install = !argv.includes('--no-install') && !smoke
 const outIndex = argv.indexOf('--out')
 const out = outIndex >= 0 ? argv[outIndex + 1] : smoke ? undefined : join(ROOT, 'bench/RESULTS.md')
+const profile = argv.includes('--profile') ? join(ROOT, 'bench/profiles') : undefined
 const wanted = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--out')
 const unknown = wanted.filter((w) => !BENCHMARKS.some((b) => b.key === w || b.id === w))
 if (unknown.length) {
@@ -75,6 +78,7 @@ for (const bench of selected) {
   /** @type {import('./lib/benchmark.mjs').BenchmarkContext} */
   const ctx = {
     smoke,
+    profileDir: profile,
     python,
     systemPython: SYSTEM_PYTHON,
     tools,

@@ -6,7 +6,7 @@
  * @example
  * const result = await httpRoundTrip.run(ctx)
  */
-import { PRODUCT_KEY, startMimicProcess } from '../lib/mimic-process.mjs'
+import { PRODUCT_KEY, profilingOptions, startMimicProcess } from '../lib/mimic-process.mjs'
 import { runHttpLoad } from '../lib/http-load.mjs'
 import { sensorModel } from '../lib/models.mjs'
 import { freePort } from '../lib/ports.mjs'
@@ -23,27 +23,34 @@ export const httpRoundTrip = {
   title: 'HTTP run + read of one Python-backed instance, 32 connections',
   async run(ctx) {
     const connections = ctx.smoke ? 4 : 32
-    const seconds = ctx.smoke ? 0.5 : 6
+    const seconds = ctx.smoke ? 1 : 6
     const rounds = ctx.smoke ? 1 : 3
     const wrk = ctx.tools.wrk
     if (!wrk) ctx.note('wrk is not installed: the built-in load client ran in the benchmark process (smoke quality only)')
 
     const dir = await ctx.tmpDir()
-    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
-    ctx.onCleanup(() => mimic.stop())
-    await mimic.api('PUT', '/api/v3/system/models', { Sensor: sensorModel() })
-    await mimic.api('PUT', '/api/v3/system/instances', { sensor: 'Sensor' })
-    await mimic.call('/api/v3/system/instances/sensor', 'prepare')
-    const servers = [{ name: 'mimic', url: mimic.url }]
-
-    if (ctx.tools.fastapi) {
+    const startMimic = async () => {
+      const profiling = ctx.profileDir ? await profilingOptions(ctx) : {}
+      const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1, ...profiling })
+      ctx.onCleanup(() => mimic.stop())
+      await mimic.api('PUT', '/api/v3/system/models', { Sensor: sensorModel() })
+      await mimic.api('PUT', '/api/v3/system/instances', { sensor: 'Sensor' })
+      await mimic.call('/api/v3/system/instances/sensor', 'prepare')
+      return { name: 'mimic', url: mimic.url }
+    }
+    const startPeer = async () => {
+      if (!ctx.tools.fastapi) {
+        ctx.note('fastapi/uvicorn are not installed: no peer column')
+        return undefined
+      }
       const port = await freePort()
       const peer = startProcess(ctx.systemPython, [ctx.path('bench/peers/fastapi-app.py'), '--port', String(port), '--sensor', ctx.path('bench/fixtures/sensor.py'), '--key', PRODUCT_KEY], { name: 'fastapi' })
       ctx.onCleanup(() => peer.stop())
       const url = `http://127.0.0.1:${port}`
       await waitFor(async () => (await fetch(url + READ_PATH, { headers: { authorization: `Bearer ${PRODUCT_KEY}` } })).ok, { timeoutMs: 20_000, what: 'the FastAPI peer', alive: () => peer.child.exitCode === null })
-      servers.push({ name: 'fastapi', url })
-    } else ctx.note('fastapi/uvicorn are not installed: no peer column')
+      return { name: 'fastapi', url }
+    }
+    const servers = (await Promise.all([startMimic(), startPeer()])).filter((s) => s !== undefined)
 
     // Both must really step the sensor: the temperature moves with every run.
     for (const server of servers) {

@@ -25,33 +25,38 @@ export const modbusRead = {
   key: 'modbus',
   title: 'Modbus FC3 read of 2 holding registers',
   async run(ctx) {
-    const roundMs = ctx.smoke ? 100 : 1500
-    const warmupMs = ctx.smoke ? 50 : 300
-    const rounds = ctx.smoke ? 1 : 3
-    const servers = []
+    const roundMs = ctx.smoke ? 100 : 1000
+    const warmupMs = ctx.smoke ? 50 : 200
+    const rounds = ctx.smoke ? 1 : 5
     const dir = await ctx.tmpDir()
-    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
-    ctx.onCleanup(() => mimic.stop())
-    const mimicPort = await freePort()
-    await mimic.api('PUT', '/api/v3/system/models', { Device: declarativeModel({ modbus: { port: mimicPort, unitId: 1 } }) })
-    await mimic.api('PUT', '/api/v3/system/instances', { device: 'Device' })
-    await mimic.call('/api/v3/system', 'prepare')
-    await mimic.api('PUT', '/api/v3/system/instances/device/attributes', { temperature: 21.5 })
-    servers.push({ name: 'mimic', port: mimicPort })
-
-    if (ctx.tools.pymodbus) {
-      const port = await freePort()
-      const peer = startProcess(ctx.systemPython, [ctx.path('bench/peers/pymodbus-server.py'), '--port', String(port)], { name: 'pymodbus' })
+    const [mimicPort, peerPort, echoPort] = [await freePort(), await freePort(), await freePort()]
+    // The three servers start side by side; each is checked before any load runs.
+    const startMimic = async () => {
+      const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
+      ctx.onCleanup(() => mimic.stop())
+      await mimic.api('PUT', '/api/v3/system/models', { Device: declarativeModel({ modbus: { port: mimicPort, unitId: 1 } }) })
+      await mimic.api('PUT', '/api/v3/system/instances', { device: 'Device' })
+      await mimic.call('/api/v3/system', 'prepare')
+      await mimic.api('PUT', '/api/v3/system/instances/device/attributes', { temperature: 21.5 })
+      return { name: 'mimic', port: mimicPort }
+    }
+    const startPeer = async () => {
+      if (!ctx.tools.pymodbus) {
+        ctx.note('pymodbus is not installed: no peer column')
+        return undefined
+      }
+      const peer = startProcess(ctx.systemPython, [ctx.path('bench/peers/pymodbus-server.py'), '--port', String(peerPort)], { name: 'pymodbus' })
       ctx.onCleanup(() => peer.stop())
-      await waitFor(() => canConnect('127.0.0.1', port), { timeoutMs: 15_000, what: 'the pymodbus server', alive: () => peer.child.exitCode === null })
-      servers.push({ name: 'pymodbus', port })
-    } else ctx.note('pymodbus is not installed: no peer column')
-
-    const echoPort = await freePort()
-    const echo = startProcess(process.execPath, [ctx.path('bench/peers/echo-server.mjs'), '--port', String(echoPort)], { name: 'echo' })
-    ctx.onCleanup(() => echo.stop())
-    await waitFor(() => canConnect('127.0.0.1', echoPort), { timeoutMs: 10_000, what: 'the echo server' })
-    servers.push({ name: 'echo', port: echoPort })
+      await waitFor(() => canConnect('127.0.0.1', peerPort), { timeoutMs: 15_000, what: 'the pymodbus server', alive: () => peer.child.exitCode === null })
+      return { name: 'pymodbus', port: peerPort }
+    }
+    const startEcho = async () => {
+      const echo = startProcess(process.execPath, [ctx.path('bench/peers/echo-server.mjs'), '--port', String(echoPort)], { name: 'echo' })
+      ctx.onCleanup(() => echo.stop())
+      await waitFor(() => canConnect('127.0.0.1', echoPort), { timeoutMs: 10_000, what: 'the echo server', alive: () => echo.child.exitCode === null })
+      return { name: 'echo', port: echoPort }
+    }
+    const servers = (await Promise.all([startMimic(), startPeer(), startEcho()])).filter((s) => s !== undefined)
 
     /** @type {Record<string, Record<string, Array<{ rate: number, p50Ms: number, p99Ms: number }>>>} */
     const results = {}

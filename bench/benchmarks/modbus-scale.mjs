@@ -23,7 +23,7 @@ export const modbusScale = {
   title: 'Scale: 1,000 instances over Modbus, stepped and polled at 10 Hz',
   async run(ctx) {
     const instances = ctx.smoke ? 20 : 1000
-    const seconds = ctx.smoke ? 1.5 : 15
+    const seconds = ctx.smoke ? 0.8 : 15
     const workers = 2
     const ports = []
     for (let p = 0; p < Math.ceil(instances / UNITS_PER_PORT); p++) ports.push(await freePort())

@@ -6,7 +6,7 @@
  * @example
  * const result = await pythonStep.run(ctx)
  */
-import { startMimicProcess } from '../lib/mimic-process.mjs'
+import { profilingOptions, startMimicProcess } from '../lib/mimic-process.mjs'
 import { instanceMap, sensorModel } from '../lib/models.mjs'
 import { runProcess } from '../lib/processes.mjs'
 import { median, rate, sig } from '../lib/stats.mjs'
@@ -31,7 +31,8 @@ export const pythonStep = {
     const loopSeconds = JSON.parse(loop.stdout).seconds
 
     const dir = await ctx.tmpDir()
-    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers })
+    const profiling = ctx.profileDir ? await profilingOptions(ctx) : {}
+    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers, ...profiling })
     ctx.onCleanup(() => mimic.stop())
     await mimic.api('PUT', '/api/v3/system/models', { Sensor: sensorModel() })
     await mimic.api('PUT', '/api/v3/system/instances', instanceMap({ prefix: 's', from: 0, to: instances, model: () => 'Sensor' }))
@@ -79,3 +80,4 @@ export const pythonStep = {
     return { rows, details: details.join('\n') }
   },
 }
+

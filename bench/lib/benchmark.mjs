@@ -16,7 +16,7 @@
  * @property {string} peer the peer's or the limit's figure, or '—'
  * @property {string} ratio Mimic against the peer or the target
  * @property {string} target
- * @property {'met' | 'missed' | 'smoke' | 'info'} verdict
+ * @property {string} verdict 'met', 'missed', 'info' (no target to judge) or 'smoke'
  */
 
 /**
@@ -32,6 +32,7 @@
  *
  * @typedef {object} BenchmarkContext
  * @property {boolean} smoke tiny sizes, no verdicts
+ * @property {string | undefined} profileDir set by --profile: where profiles of the server and workers go
  * @property {string} python the real interpreter Mimic's workers use (never a shim)
  * @property {string} systemPython Debian's interpreter, which sees Debian's Python packages
  * @property {{ pymodbus: boolean, fastapi: boolean, wrk: boolean }} tools which peers can run

@@ -8,7 +8,7 @@
  * await mimic.stop()
  */
 import { mkdir } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort } from './ports.mjs'
 import { startProcess, waitFor } from './processes.mjs'
@@ -45,7 +45,7 @@ export async function startMimicProcess(options) {
     'serve',
     '--port', String(port),
     '--product-key', PRODUCT_KEY,
-    '--extensions', options.extensions,
+    '--extensions', resolve(options.extensions),
     '--snapshots-dir', snapshots,
     '--snapshots-mode', options.snapshotsMode ?? 'durable',
     '--python', options.python,
@@ -79,5 +79,25 @@ export async function startMimicProcess(options) {
     api,
     call: async (path, method, kwargs = {}) => (await api('POST', `${path}/method/${method}`, { kwargs })).result,
     stop: () => proc.stop(10_000),
+  }
+}
+
+/**
+ * With --profile: the server under `node --cpu-prof`, the workers under cProfile (through a
+ * stand-in interpreter), both writing into ctx.profileDir when the server stops.
+ *
+ * @example
+ * const mimic = await startMimicProcess({ python, extensions, dir, ...(ctx.profileDir ? await profilingOptions(ctx) : {}) })
+ *
+ * @param {import('./benchmark.mjs').BenchmarkContext} ctx
+ */
+export async function profilingOptions(ctx) {
+  const dir = /** @type {string} */ (ctx.profileDir)
+  await mkdir(dir, { recursive: true })
+  ctx.note(`profiles written to ${dir} (summaries: bench/profile/summarize-cpuprofile.mjs, bench/profile/summarize-pstats.py); profiling slows both sides, so these figures are not comparable`)
+  return {
+    python: ctx.path('bench/profile/python-cprofile'),
+    nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir],
+    env: { MIMIC_BENCH_REAL_PYTHON: ctx.python, MIMIC_BENCH_PROFILE_DIR: dir },
   }
 }

@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks'
 /**
  * @typedef {object} LoadSpec
  * @property {string} host
- * @property {number} port
+ * @property {number} [port] the port when there are no `targets`
  * @property {number} connections
  * @property {number} depth requests in flight per connection (closed loop), or the cap on them (open loop)
  * @property {number} warmupMs

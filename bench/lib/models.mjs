@@ -77,6 +77,7 @@ function modbusSlave({ port, unitId }) {
  * @returns {Record<string, string>}
  */
 export function instanceMap({ prefix, from, to, model }) {
+  /** @type {Record<string, string>} */
   const out = {}
   for (let i = from; i < to; i++) out[`${prefix}${i}`] = model(i)
   return out
