@@ -51,7 +51,7 @@ from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
 from mimic_sdk import component as _component
 from mimic_sdk.component import AttributeAccess, ComponentContext, MimicComponent, use_context
-from mimic_sdk.protocol import PROTOCOL_VERSION, ProtocolError, encode_frame, read_frame, write_all
+from mimic_sdk.protocol import PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame, write_all
 
 _SCALARS = frozenset((float, int, str, bool, type(None)))
 _MISSING = object()
@@ -364,19 +364,37 @@ class Worker:
         with self._out_lock:  # the hello must be the first frame, before any flushed output
             write_all(out_fd, encode_frame(hello))
             self._out_fd = out_fd
-        while True:
-            try:
-                message = read_frame(in_stream)
-            except ProtocolError as exc:
-                self.send({"id": None, "ok": False, "error": WorkerError("protocol", str(exc)).to_wire()})
-                break
-            if message is None:
-                break
-            reply = self.handle(message)
-            self.flush_output()
-            self.send(reply)
-            if isinstance(message, dict) and message.get("op") == "shutdown":
-                break
+        reader = FrameReader(in_stream.fileno())
+        running = True
+        while running:
+            # Answer every request that arrived together, then write the answers in one go: the
+            # server sends concurrent requests in one write, and each write costs a wake-up.
+            replies: List[bytes] = []
+            block = True
+            started = time.monotonic()
+            # a long batch answers as it goes, so the server's watchdog sees progress
+            while time.monotonic() - started < 0.05:
+                try:
+                    message = reader.next(block=block)
+                except ProtocolError as exc:
+                    replies.append(encode_frame({"id": None, "ok": False, "error": WorkerError("protocol", str(exc)).to_wire()}))
+                    running = False
+                    break
+                if message is FrameReader.NOTHING:
+                    break
+                if message is None:
+                    running = False
+                    break
+                block = False
+                reply = self.handle(message)
+                self.flush_output()
+                replies.append(encode_frame(reply))
+                if isinstance(message, dict) and message.get("op") == "shutdown":
+                    running = False
+                    break
+            if replies:
+                with self._out_lock:
+                    write_all(out_fd, b"".join(replies))
         self.flush_output()
 
     # ----------------------------------------------------------------------------------- helpers

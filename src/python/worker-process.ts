@@ -178,12 +178,24 @@ export class PythonWorker {
    * Sends one request and resolves with the worker's answer (`ok` true or false). Rejects with
    * WorkerGoneError / WorkerTimeoutError if the worker dies or hangs first.
    */
+  #corked = false
+
   request(message: Record<string, unknown>, about: RequestLabel): Promise<WireMessage> {
     const gone = this.#killed ?? this.#exit
     if (gone) return Promise.reject(new WorkerGoneError(gone.reason, [{ path: about.path, message: gone.reason }]))
     const id = this.#nextId++
     return new Promise<WireMessage>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, ...about })
+      // Requests issued in the same tick (concurrent HTTP calls, the workers of a step) leave in
+      // one pipe write: every write wakes the worker, and on two cores wake-ups are what cost.
+      if (!this.#corked) {
+        this.#corked = true
+        this.#requests.cork()
+        process.nextTick(() => {
+          this.#corked = false
+          this.#requests.uncork()
+        })
+      }
       this.#requests.write(encodeFrame({ id, ...message }))
       if (this.#watchdog === undefined) this.#arm()
     })

@@ -45,6 +45,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Correlation ids are ours; fastify's request ids would be a second, confusing id.
     genReqId: (req) => correlationIdOf(req.headers['x-correlation-id']),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 4096 },
+    // No child logger per request: faults log their correlation id themselves, and a child per
+    // request is measurable work on a server polled thousands of times a second.
+    childLoggerFactory: (logger) => logger,
   }) as unknown as FastifyInstance
   const authorized = bearerCheck(opts.productKey)
 
@@ -60,7 +63,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.addHook('onRequest', async (req, reply) => {
     req.correlationId = req.id
     reply.header('x-correlation-id', req.id)
-    if (req.url.startsWith('/api/') && !authorized(req.headers.authorization)) throw new UnauthorizedError()
+    // The matched route decides too: the router decodes the path, so `/%61pi/v3/...` reaches an
+    // /api route although the raw URL does not start with /api/.
+    const protectedPath = req.url.startsWith('/api/') || (req.routeOptions.url ?? '').startsWith('/api/')
+    if (protectedPath && !authorized(req.headers.authorization)) throw new UnauthorizedError()
   })
 
   app.setErrorHandler((error, req, reply) => {

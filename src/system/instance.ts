@@ -51,6 +51,7 @@ export class Instance extends Component implements AttributeOwner {
   #loop: NodeJS.Timeout | undefined
   #inFlight: Promise<unknown> | undefined
   #ownLoop = false
+  #lastTick = 0
 
   constructor(opts: { name: string; parent: Component; model: Model; services: SystemServices; exclusive: <T>(fn: () => Promise<T>) => Promise<T> }) {
     super(opts.name, opts.parent)
@@ -274,6 +275,7 @@ export class Instance extends Component implements AttributeOwner {
     if (this.#binding?.methods.has('start')) await this.callMapped('start', { args: [], kwargs: {} })
     this.#state = 'RUNNING'
     this.#ownLoop = opts.ownLoop
+    this.#lastTick = performance.now()
     this.#schedule()
   }
 
@@ -283,11 +285,14 @@ export class Instance extends Component implements AttributeOwner {
       return
     }
     if (this.#loop) return
-    this.#loop = setTimeout(() => void this.#tick(), this.polling.interval * 1000)
+    // Fixed rate: due one interval after the previous run started, however long that run took.
+    const due = this.#lastTick + this.polling.interval * 1000
+    this.#loop = setTimeout(() => void this.#tick(), Math.max(0, due - performance.now()))
   }
 
   async #tick(): Promise<void> {
     this.#loop = undefined
+    this.#lastTick = performance.now()
     const task = this.run().catch((err: unknown) => {
       this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'polling run failed')
     })

@@ -40,6 +40,7 @@ export class System extends Component {
   #steps = 0
   #loop: NodeJS.Timeout | undefined
   #stepping: Promise<void> | undefined
+  #lastTick = 0
 
   constructor(services: SystemServices) {
     super('system', null)
@@ -188,6 +189,7 @@ export class System extends Component {
       instance.markRunning()
     }
     this.#state = 'RUNNING'
+    this.#lastTick = performance.now()
     this.#schedule()
   }
 
@@ -198,11 +200,15 @@ export class System extends Component {
       return
     }
     if (this.#loop) return
-    this.#loop = setTimeout(() => void this.#tick(), this.polling.interval * 1000)
+    // Fixed rate: the next step is due one interval after the previous one started, so the time
+    // a step takes does not stretch the period.
+    const due = this.#lastTick + this.polling.interval * 1000
+    this.#loop = setTimeout(() => void this.#tick(), Math.max(0, due - performance.now()))
   }
 
   async #tick(): Promise<void> {
     this.#loop = undefined
+    this.#lastTick = performance.now()
     await this.step(undefined, (i) => i.polling.enabled && i.state === 'RUNNING').catch((err: unknown) => {
       this.services.logger.warn({ err: (err as Error).message }, 'system step failed')
     })
