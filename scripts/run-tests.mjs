@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: builds (the CLI tests run the compiled `mimic` command), then runs every test file
+// `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
+// dashboard), then runs every test file
 // with node's test runner — TypeScript through tsx, and the Python SDK's unittest suite through
 // test/python-sdk.test.ts — so one closing summary counts everything.
 import { spawnSync } from 'node:child_process'
@@ -7,8 +8,10 @@ import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
-const build = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' })
-if (build.status !== 0) process.exit(build.status ?? 1)
+for (const step of [[join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]) {
+  const build = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
+  if (build.status !== 0) process.exit(build.status ?? 1)
+}
 
 const only = process.argv.slice(2)
 const files = []

@@ -6,6 +6,8 @@ import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.j
 import { ModbusHub } from './protocols/modbus/index.js'
 import { PythonPool, resolveInterpreter } from './python/index.js'
 import { buildApp } from './server/app.js'
+import { registerDashboard } from './server/dashboard.js'
+import { registerEvents } from './server/events.js'
 import { SnapshotStore } from './snapshots/index.js'
 import type { SystemServices } from './system/services.js'
 import { System } from './system/system.js'
@@ -78,7 +80,13 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
       const snapshot = await snapshots.read(selector)
       await system.exclusive(() => system.replaceStructure(snapshot.definition, `Snapshot '${snapshot.id}'`))
     }
-    app = await buildApp({ system, logger, productKey: config.productKey, bodyLimit: config.bodyLimit })
+    app = await buildApp({
+      system,
+      logger,
+      productKey: config.productKey,
+      bodyLimit: config.bodyLimit,
+      plugins: [(a) => void registerEvents(a, system), (a) => registerDashboard(a)],
+    })
     await app.listen({ host: config.host, port: config.port })
   } catch (err) {
     await app?.close().catch(() => {})
@@ -100,7 +108,15 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
     logger,
     close: () => {
       closing ??= (async () => {
-        await server.close().catch(() => {})
+        // A request still running when close() begins leaves its keep-alive connection idle
+        // afterwards, and http.Server.close() would wait for it until the keep-alive timeout
+        // (72 s): close such connections as soon as they are idle.
+        const sweep = setInterval(() => server.server.closeIdleConnections(), 50)
+        try {
+          await server.close().catch(() => {})
+        } finally {
+          clearInterval(sweep)
+        }
         await shutdown()
       })()
       return closing

@@ -28,7 +28,7 @@ const ACTIONS: Record<Verb, string> = { GET: 'get', PUT: 'upsert', PATCH: 'patch
 export function registerTreeRoutes(app: FastifyInstance, system: System): void {
   const handler = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const verb = req.method as Verb
-    const segments = splitPath((req.params as { '*'?: string })['*'] ?? '')
+    const segments = treeSegments(req.url)
     req.mimicFault = { action: ACTIONS[verb], component: guessComponent(segments) }
     const target = resolvePath(system, segments, { forWrite: verb === 'PUT' })
     req.mimicFault.component = target.node.faultInfo()
@@ -40,6 +40,15 @@ export function registerTreeRoutes(app: FastifyInstance, system: System): void {
   for (const url of ['/api/v3/system', '/api/v3/system/*']) {
     app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE', 'POST'], url, handler })
   }
+}
+
+/**
+ * The tree path of a request, from the raw URL: the router's `*` parameter is already
+ * percent-decoded, which would turn an encoded `/` inside a segment into a separator and decode
+ * `%252e` twice. The route matched `/api/v3/system`, so the first three segments are that prefix.
+ */
+function treeSegments(url: string): string[] {
+  return splitPath(url.split('?')[0] ?? '').slice(3)
 }
 
 function splitPath(raw: string): string[] {

@@ -43,8 +43,8 @@ export class AdapterPanel {
     this.#errors = h('dd', { class: 'num', 'data-counter': 'errors' }, '0')
     this.element = h('section', { class: 'panel adapter-panel', 'data-adapter': adapter.name },
       h('header', { class: 'panel-header' },
-        h('h2', { class: 'panel-title' }, adapter.name, h('span', { class: 'muted' }, ' · Modbus TCP slave')),
-        this.#badge),
+        h('div', {}, h('h2', { class: 'panel-title' }, adapter.name), h('div', { class: 'muted small' }, 'Modbus TCP slave')),
+        h('div', { class: 'toolbar' }, this.#badge)),
       h('dl', { class: 'facts' },
         h('dt', {}, 'Host'), this.#host, h('dt', {}, 'Port'), this.#port, h('dt', {}, 'Unit id'), this.#unit,
         h('dt', {}, 'Requests'), this.#requests, h('dt', {}, 'Errors'), this.#errors),

@@ -37,6 +37,7 @@ export function plotNumber(value: unknown): number | null {
  */
 export function parseInput(type: string, text: string): unknown {
   const trimmed = text.trim()
+  if (trimmed === '' && type !== 'str') throw new Error('Enter a value first')
   switch (type) {
     case 'float': {
       const n = Number(trimmed)

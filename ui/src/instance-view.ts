@@ -86,23 +86,27 @@ export class InstanceView implements View {
     const lifecycle = LIFECYCLE.filter((m) => inst.methods.includes(m)).map((m) => this.#methodButton(path, m, m === 'start' ? 'btn-primary' : ''))
     const mapped = inst.methods.filter((m) => !LIFECYCLE.includes(m))
 
+    const adapters = [...inst.adapters.values()].map((a) => {
+      const panel = new AdapterPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, adapter: a })
+      this.#adapters.set(a.name, panel)
+      return panel.element
+    })
     replace(this.element,
-      h('section', { class: 'panel' },
-        h('header', { class: 'panel-header instance-header' },
-          h('div', {},
-            h('h1', { class: 'view-title' }, name),
-            h('div', { class: 'muted' }, 'model ', h('a', { href: `#/model/${encodeURIComponent(inst.model)}` }, inst.model))),
-          this.#badge,
-          h('div', { class: 'toolbar lifecycle' }, lifecycle)),
-        this.#error,
-        mapped.length ? this.#mappedMethods(path, mapped) : null,
-        this.#attributeTable(inst.attributes),
-        this.#pollingRow(path)),
-      inst.adapters.size ? h('div', { class: 'adapters' }, [...inst.adapters.values()].map((a) => {
-        const panel = new AdapterPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, adapter: a })
-        this.#adapters.set(a.name, panel)
-        return panel.element
-      })) : null)
+      h('div', { class: 'instance-grid' },
+        h('section', { class: 'panel' },
+          h('header', { class: 'panel-header instance-header' },
+            h('div', {},
+              h('h1', { class: 'view-title' }, name),
+              h('div', { class: 'muted' }, 'model ', h('a', { href: `#/model/${encodeURIComponent(inst.model)}` }, inst.model))),
+            this.#badge,
+            h('div', { class: 'toolbar lifecycle' }, lifecycle)),
+          this.#error,
+          this.#attributeTable(inst.attributes),
+          this.#pollingRow(path)),
+        h('div', { class: 'side-column' },
+          adapters,
+          mapped.length ? this.#mappedMethods(path, mapped) : null,
+          !adapters.length && !mapped.length ? h('section', { class: 'panel muted' }, 'No protocol adapters and no model methods.') : null)))
     this.#update()
   }
 
@@ -123,7 +127,7 @@ export class InstanceView implements View {
     const { api, notices, name } = this.#o
     const result = h('output', { class: 'method-result muted' })
     const rows = methods.map((m) => {
-      const kwargs = h('input', { class: 'input mono', placeholder: '{"kwarg": value}', 'aria-label': `Keyword arguments of ${m}`, 'data-kwargs': m })
+      const kwargs = h('input', { class: 'input mono', placeholder: 'kwargs as JSON, e.g. {"x": 1}', 'aria-label': `Keyword arguments of ${m}`, 'data-kwargs': m })
       const call = (e: Event) => busy(e, async () => {
         let parsed: unknown = {}
         try {
@@ -143,7 +147,7 @@ export class InstanceView implements View {
       })
       return h('div', { class: 'method-row' }, h('button', { class: 'btn btn-small', 'data-method': m, onclick: call }, m), kwargs)
     })
-    return h('div', { class: 'mapped-methods' }, h('h3', { class: 'sub-heading' }, 'Model methods'), rows, result)
+    return h('section', { class: 'panel mapped-methods' }, h('header', { class: 'panel-header' }, h('h2', { class: 'panel-title' }, 'Model methods')), rows, result)
   }
 
   #attributeTable(attributes: Map<string, LiveAttribute>): HTMLElement {
@@ -172,7 +176,7 @@ export class InstanceView implements View {
     const { api, notices, name } = this.#o
     const path = `${node('instances', name, 'attributes', attr.name)}/attr/internal_value`
     const input = attr.type === 'bool'
-      ? h('select', { class: 'input input-small', 'aria-label': `New value of ${attr.name}` }, h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'))
+      ? h('select', { class: 'input input-small', 'aria-label': `New value of ${attr.name}` }, h('option', { value: '', disabled: true, selected: true }, 'bool'), h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'))
       : h('input', { class: 'input input-small mono', 'aria-label': `New value of ${attr.name}`, placeholder: attr.type, inputmode: attr.type === 'float' || attr.type === 'int' ? 'decimal' : null })
     const submit = async (e: Event): Promise<void> => {
       e.preventDefault()
@@ -187,7 +191,7 @@ export class InstanceView implements View {
       if (button) button.disabled = true
       try {
         await api.put(path, { value })
-        if (input instanceof HTMLInputElement) input.value = ''
+        input.value = ''
         notices.info(`${name}.${attr.name} = ${formatValue(value)}`)
       } catch (err) {
         notices.error(err, `Setting ${name}.${attr.name} failed`)

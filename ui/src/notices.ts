@@ -21,6 +21,8 @@ export class Notices {
   }
 
   info(message: string): void {
+    // One confirmation at a time: a row of "done" cards would bury the errors that matter.
+    for (const old of this.element.querySelectorAll('.notice-info')) old.remove()
     const card = h('div', { class: 'notice notice-info', role: 'status' }, h('div', { class: 'notice-message' }, message))
     this.#add(card)
     window.setTimeout(() => card.remove(), INFO_MS)

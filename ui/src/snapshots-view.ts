@@ -43,7 +43,7 @@ export class SnapshotsView implements View {
     this.#notices = opts.notices
     this.#list = h('div', { class: 'snapshot-list' }, h('div', { class: 'empty' }, 'Loading…'))
     const label = h('input', { class: 'input', name: 'label', placeholder: 'e.g. before calibration', maxlength: 200, 'aria-label': 'Label' })
-    const notes = h('textarea', { class: 'input', name: 'notes', rows: 2, placeholder: 'What this structure is for (optional)', 'aria-label': 'Notes' })
+    const notes = h('textarea', { class: 'input', name: 'notes', rows: 1, placeholder: 'What this structure is for (optional)', 'aria-label': 'Notes' })
     const save = async (e: Event): Promise<void> => {
       e.preventDefault()
       const button = (e.currentTarget as HTMLFormElement).querySelector('button')
