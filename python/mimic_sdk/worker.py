@@ -46,6 +46,8 @@ import signal
 import threading
 import time
 import traceback
+from array import array
+from base64 import b64encode
 from functools import partial
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
@@ -253,6 +255,10 @@ class _InstanceLogHandler(logging.Handler):
 
 
 Binding = Tuple[Callable[[], Any], Optional[Callable[[Any], Any]]]
+
+
+class _SlowPath(Exception):
+    """Raised inside the fast tick loop to hand one instance to the careful path."""
 
 
 class _Instance:
@@ -502,79 +508,91 @@ class Worker:
         of each with the shared time ``t`` and step ``dt``; ``x`` maps a slot (as a string) to
         what differs for it: ``t``, ``dt``, declarative attribute values ``a``. The answer lists
         changed bound values as flat triples ``c = [slot, index, value, ...]`` (index into the
-        ``order`` a load reported), results other than None as pairs ``r = [slot, result, ...]``, failures as ``e = [[slot, error], ...]`` and declarative
+        ``order`` a load reported) — except finite floats, which come packed: ``fk`` is base64 of
+        little-endian int32 keys ``slot << 16 | index`` and ``fv`` base64 of the float64 values — results other than None as pairs ``r = [slot, result, ...]``, failures as ``e = [[slot, error], ...]`` and declarative
         writes of MimicComponents as ``a = {slot: {...}}``. No per-instance dictionaries are built
         for the common case, which is what makes a step cost little more than the user's code.
         """
         slots = self.slots
-        count = len(slots)
         method = message.get("m", "run")  # None: only refresh the bound values
         time_, dt = message.get("t"), message.get("dt")
         extra = message.get("x") or {}
         capture = self.capture
         changes: List[Any] = []
         push = changes.append
-        errors: List[Any] = []
+        # Finite floats, the bulk of a simulation's values, travel packed: JSON would spend more
+        # time printing their digits than the user's code takes to compute them.
+        float_keys = array("i")
+        float_values = array("d")
+        add_key = float_keys.append
+        add_value = float_values.append
         results: List[Any] = []
+        errors: List[Any] = []
         declared: Dict[str, Any] = {}
-        for sid in message.get("s") or ():
-            instance = slots[sid] if type(sid) is int and 0 <= sid < count else None
-            if instance is None:
-                errors.append([sid, WorkerError("not_found", f"no instance in slot {sid!r} of this worker").to_wire()])
-                continue
-            fn = instance.methods.get(method)
-            if instance.declarative:
-                context = instance.context
-                if time_ is not None:
-                    context.time = time_
-                if dt is not None:
-                    context.dt = dt
-                more = extra.get(str(sid))
-                if more:
-                    if "t" in more:
-                        context.time = more["t"]
-                    if "dt" in more:
-                        context.dt = more["dt"]
-                    if more.get("a"):
-                        context.attributes.update_declarative(more["a"])
-            capture.current = instance.name
+        sids = message.get("s") or ()
+        n = len(sids)
+        i = 0
+        # The loop below is the fast path for plain classes: no per-instance try, no context.
+        # Anything unusual (a MimicComponent, a bad slot) or any exception drops to _tick_one for
+        # that one instance, and the fast loop resumes after it. `stage` says how far the failed
+        # instance got, so its method is never called twice.
+        while i < n:
+            stage = -1
+            name = None
             try:
-                if fn is not None:
-                    try:
+                while i < n:
+                    stage = -1
+                    sid = sids[i]
+                    instance = slots[sid] if type(sid) is int and sid >= 0 else None
+                    if instance is None or instance.declarative:
+                        raise _SlowPath
+                    capture.current = instance.name
+                    stage = 0
+                    fn = instance.methods.get(method)
+                    if fn is not None:
                         result = fn()
-                    except BaseException as exc:
-                        raise WorkerError("user_code", _describe(exc), method, user_traceback(exc)) from None
-                    if result is not None:
-                        results.append(sid)
-                        results.append(result if type(result) in _SCALARS else jsonable(result))
-                last = instance.last
-                index = 0
-                for name, getter in instance.getters:
-                    try:
+                        if result is not None:
+                            results.append(sid)
+                            results.append(result if type(result) in _SCALARS else jsonable(result))
+                    stage = 1
+                    last = instance.last
+                    index = 0
+                    for name, getter in instance.getters:
                         value = getter()
-                    except BaseException as exc:
-                        raise WorkerError(
-                            "user_code", _describe(exc), f"attributes.{name}", user_traceback(exc)
-                        ) from None
-                    if type(value) not in _SCALARS:
-                        value = jsonable(value)
-                    old = last.get(name, _MISSING)
-                    if type(old) is not type(value) or old != value:
-                        last[name] = value
-                        push(sid)
-                        push(index)
-                        push(value)
-                    index += 1
-            except WorkerError as exc:
-                errors.append([sid, exc.to_wire()])
-                continue
+                        old = last.get(name, _MISSING)
+                        if type(old) is not type(value) or old != value:
+                            if type(value) is float and value - value == 0.0 and index < 65536:
+                                last[name] = value
+                                add_key((sid << 16) | index)
+                                add_value(value)
+                            else:
+                                if type(value) not in _SCALARS:
+                                    value = jsonable(value)
+                                last[name] = value
+                                push(sid)
+                                push(index)
+                                push(value)
+                        index += 1
+                    i += 1
+            except _SlowPath:
+                self._tick_one(sids[i], method, time_, dt, extra, push, results, errors, declared)
+                i += 1
+            except BaseException as exc:
+                if stage < 0:
+                    self._tick_one(sids[i], method, time_, dt, extra, push, results, errors, declared)
+                else:
+                    where = method if stage == 0 else f"attributes.{name}"
+                    errors.append([sids[i], WorkerError("user_code", _describe(exc), where, user_traceback(exc)).to_wire()])
+                i += 1
             finally:
                 capture.current = None
-            if instance.declarative:
-                written = instance.context.attributes.take_changes()
-                if written:
-                    declared[str(sid)] = jsonable(written)
         reply: Dict[str, Any] = {"c": changes}
+        if float_keys:
+            if sys.byteorder != "little":
+                float_keys.byteswap()
+                float_values.byteswap()
+            reply["fk"] = b64encode(float_keys.tobytes()).decode("ascii")
+            reply["fv"] = b64encode(float_values.tobytes()).decode("ascii")
         if results:
             reply["r"] = results
         if errors:
@@ -582,6 +600,57 @@ class Worker:
         if declared:
             reply["a"] = declared
         return reply
+
+    def _tick_one(self, sid: Any, method: Any, time_: Any, dt: Any, extra: Dict[str, Any], push: Callable[[Any], None],
+                  results: List[Any], errors: List[Any], declared: Dict[str, Any]) -> None:
+        """One instance of a tick, the careful way: context for MimicComponents, every check."""
+        slots = self.slots
+        instance = slots[sid] if type(sid) is int and 0 <= sid < len(slots) else None
+        if instance is None:
+            errors.append([sid, WorkerError("not_found", f"no instance in slot {sid!r} of this worker").to_wire()])
+            return
+        if instance.declarative:
+            context = instance.context
+            if time_ is not None:
+                context.time = time_
+            if dt is not None:
+                context.dt = dt
+            more = extra.get(str(sid))
+            if more:
+                if "t" in more:
+                    context.time = more["t"]
+                if "dt" in more:
+                    context.dt = more["dt"]
+                if more.get("a"):
+                    context.attributes.update_declarative(more["a"])
+        fn = instance.methods.get(method)
+        self.capture.current = instance.name
+        try:
+            if fn is not None:
+                try:
+                    result = fn()
+                except BaseException as exc:
+                    raise WorkerError("user_code", _describe(exc), method, user_traceback(exc)) from None
+                if result is not None:
+                    results.append(sid)
+                    results.append(result if type(result) in _SCALARS else jsonable(result))
+            changed = self._collect(instance)
+        except WorkerError as exc:
+            errors.append([sid, exc.to_wire()])
+            return
+        finally:
+            self.capture.current = None
+        index = 0
+        for name, _ in instance.getters:
+            if name in changed:
+                push(sid)
+                push(index)
+                push(changed[name])
+            index += 1
+        if instance.declarative:
+            written = instance.context.attributes.take_changes()
+            if written:
+                declared[str(sid)] = jsonable(written)
 
     def _binding(self, instance: _Instance, attr: Any) -> Binding:
         binding = instance.bindings.get(attr)

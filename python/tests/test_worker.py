@@ -302,6 +302,20 @@ if __name__ == "__main__":
     unittest.main()
 
 
+def tick_changes(reply):
+    """Every changed value of a tick answer as (slot, index, value), packed floats included."""
+    import base64
+    from array import array
+
+    c = reply["c"]
+    triples = [(c[i], c[i + 1], c[i + 2]) for i in range(0, len(c), 3)]
+    if "fk" in reply:
+        keys = array("i", base64.b64decode(reply["fk"]))
+        values = array("d", base64.b64decode(reply["fv"]))
+        triples += [(k >> 16, k & 0xFFFF, v) for k, v in zip(keys, values)]
+    return sorted(triples)
+
+
 class Tick(WorkerTestCase):
     """The compact step: instances named by slot, changed values as flat triples."""
 
@@ -312,11 +326,12 @@ class Tick(WorkerTestCase):
         self.assertEqual(first["order"], ["temperature"])
         reply = self.ok("tick", s=[0, 1, 7], t=0.0, dt=1.0)
         # a drifted, b did not: only a's value is reported; both return a result
-        self.assertEqual(reply["c"], [0, 0, 25.5])
+        self.assertEqual(tick_changes(reply), [(0, 0, 25.5)])
+        self.assertEqual(reply["c"], [], "finite floats travel packed, not as JSON numbers")
         self.assertEqual(reply["r"], [0, {"t": 25.5}, 1, {"t": 1.0}])
         self.assertEqual([e[0] for e in reply["e"]], [7])
         self.assertEqual(reply["e"][0][1]["kind"], "not_found")
-        self.assertEqual(self.ok("tick", s=[0], m=None)["c"], [], "a refresh without method reports nothing new")
+        self.assertEqual(tick_changes(self.ok("tick", s=[0], m=None)), [], "a refresh without method reports nothing new")
 
     def test_user_errors_stay_with_their_slot(self):
         self.load_sensor("a", methods={"run": "boom"})
@@ -325,7 +340,7 @@ class Tick(WorkerTestCase):
         self.assertEqual([e[0] for e in reply["e"]], [0])
         self.assertEqual(reply["e"][0][1]["kind"], "user_code")
         self.assertIn("ZeroDivisionError", reply["e"][0][1]["traceback"])
-        self.assertEqual(reply["c"], [1, 0, 25.5])
+        self.assertEqual(tick_changes(reply), [(1, 0, 25.5)])
 
     def test_slots_are_reused_after_unload_and_a_reload_keeps_one_slot(self):
         self.load_sensor("a")
@@ -333,4 +348,23 @@ class Tick(WorkerTestCase):
         self.ok("unload", instance="a")
         self.assertEqual(self.load_sensor("c")["sid"], 0)
         self.assertEqual(self.load_sensor("b")["sid"], 1, "a reload frees the old slot and takes one again")
-        self.assertEqual(self.ok("tick", s=[0, 1])["c"], [0, 0, 25.5, 1, 0, 25.5])
+        self.assertEqual(tick_changes(self.ok("tick", s=[0, 1])), [(0, 0, 25.5), (1, 0, 25.5)])
+
+    def test_values_other_than_finite_floats_travel_as_json(self):
+        self.write("odd.py", """
+            class Odd:
+                def __init__(self):
+                    self.n = 0
+                    self.label = "a"
+                    self.x = 0.0
+                def tick(self):
+                    self.n += 1
+                    self.label += "b"
+                    self.x = float("inf")
+        """)
+        binds = {"n": {"property": "n"}, "label": {"property": "label"}, "x": {"property": "x"}}
+        self.ok("load", instance="o", entries=[self.entry("odd.py", "Odd", attributes=binds, methods={"run": "tick"})],
+                definition={}, attributes={})
+        reply = self.ok("tick", s=[0])
+        self.assertNotIn("fk", reply)
+        self.assertEqual(reply["c"], [0, 0, 1, 0, 1, "ab", 0, 2, float("inf")])

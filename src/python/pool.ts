@@ -329,6 +329,17 @@ export class PythonPool {
     const results = new Map<number, unknown>()
     const returned = Array.isArray(reply.r) ? (reply.r as unknown[]) : []
     for (let i = 0; i + 1 < returned.length; i += 2) results.set(returned[i] as number, returned[i + 1])
+    if (typeof reply.fk === 'string' && typeof reply.fv === 'string') {
+      const keys = Buffer.from(reply.fk, 'base64')
+      const floats = Buffer.from(reply.fv, 'base64')
+      for (let j = 0; j * 4 < keys.length && j * 8 < floats.length; j++) {
+        const key = keys.readInt32LE(j * 4)
+        const k = position[key >>> 16]
+        if (k === undefined) continue
+        const name = group.placements[k]!.order[key & 0xffff]
+        if (name !== undefined) (values[k] ??= {})[name] = floats.readDoubleLE(j * 8)
+      }
+    }
     const failed = new Map<number, unknown>()
     for (const entry of Array.isArray(reply.e) ? (reply.e as unknown[][]) : []) failed.set(entry[0] as number, entry[1])
     const declared = record(reply.a)
