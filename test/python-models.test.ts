@@ -318,6 +318,21 @@ describe('Python-backed models over HTTP', () => {
     for (const n of names) assert.deepEqual((await t.api('GET', `${SYS}/instances/${n}/attributes/temperature/attr/internal_value`)).body, { value: 27 })
   })
 
+  it('a system run completes every step for the others while one instance raises, then reports it once', async () => {
+    await t.api('PUT', `${SYS}/models`, { Raiser: { attributes: { temperature: 0.0 }, import: { 'py_temp_sensor.py': { class: 'PyTempSensor', methods: { run: 'explode' } } } } })
+    await t.api('PUT', `${SYS}/instances`, { raiser: 'Raiser' })
+    assert.equal((await t.call(`${SYS}/instances/raiser`, 'prepare')).status, 200)
+    const before = (await t.api('GET', `${SYS}/instances/b1/attributes/temperature/attr/internal_value`)).body.value
+    const res = await t.call(SYS, 'run', { steps: 3 })
+    assert.equal(res.status, 500, JSON.stringify(res.body))
+    assert.equal(res.body.error.details.length, 1)
+    assert.equal(res.body.error.details[0].path, 'instances.raiser')
+    assert.match(res.body.error.details[0].message, /sensor on fire.*failed in 3 of 3 steps/)
+    assert.deepEqual((await t.api('GET', `${SYS}/instances/b1/attributes/temperature/attr/internal_value`)).body, { value: before + 1.5 })
+    assert.equal((await t.api('GET', `${SYS}/instances/raiser`)).body.state, 'PREPARED', 'an exception leaves the instance working')
+    await t.api('DELETE', `${SYS}/instances/raiser`)
+  })
+
   it('deleting instances and stopping the server leaves no worker processes', async () => {
     const pids = t.server.system.services.python().workers().map((w) => w.pid).filter((p): p is number => typeof p === 'number')
     assert.ok(pids.length >= 1)

@@ -369,6 +369,8 @@ export class Instance extends Component implements AttributeOwner {
 }
 
 function numberKwarg(call: CallArgs, name: string): number | undefined {
+  const unknown = Object.keys(call.kwargs).filter((k) => k !== name)
+  if (unknown.length) throw new ValidationError(`Unknown argument${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} (takes ${name})`, unknown.map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument' })))
   const value = call.kwargs[name]
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {

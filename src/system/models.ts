@@ -3,6 +3,7 @@ import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { joinPath, validateModel } from '../definition/validate.js'
 import { Component } from '../tree/component.js'
+import { mappedDefaultProblems } from './mapping-check.js'
 import type { System } from './system.js'
 
 /** A model template: its definition exactly as given, and the parsed form the system uses. */
@@ -94,6 +95,11 @@ export class Models extends Component {
       const result = validateModel(body[name])
       if (!result.ok) {
         details.push(...result.details.map((d) => ({ ...d, path: joinPath(prefix, d.path) })))
+        continue
+      }
+      const unmappable = mappedDefaultProblems(result.model)
+      if (unmappable.length) {
+        details.push(...unmappable.map((d) => ({ ...d, path: joinPath(prefix, d.path) })))
         continue
       }
       const attrs = new Set(attributeDeclarations(result.model).map((a) => a.name))

@@ -5,6 +5,7 @@ import { Component, type CallArgs, type MethodHandler } from '../tree/component.
 import { Connections } from './connections.js'
 import type { Instance, StepRequest } from './instance.js'
 import { Instances } from './instances.js'
+import { mappedDefaultProblems } from './mapping-check.js'
 import { Models } from './models.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
@@ -12,6 +13,9 @@ import { SnapshotsNode } from './snapshots-node.js'
 import { Timer } from './timer.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
+
+/** Hears of an instance that failed in a step, when the caller collects failures itself. */
+type FailureSink = (instance: string, error: unknown, detail: ErrorDetail) => void
 
 /** Most steps one `run(steps=...)` call may ask for: bounds the time one request can hold. */
 export const MAX_STEPS_PER_CALL = 100_000
@@ -115,15 +119,31 @@ export class System extends Component {
     if (failures.length) throw combined(errors, summarize('prepare', failures), failures)
   }
 
+  /**
+   * Runs every step even when some instances fail in some of them (faults stay local): the
+   * failures are reported once per instance at the end, with how many steps failed.
+   */
   async #runSteps(steps: number, dt: number | undefined): Promise<void> {
-    for (let i = 0; i < steps; i++) await this.step(dt)
+    const failed = new Map<string, { error: unknown; detail: ErrorDetail; count: number }>()
+    for (let i = 0; i < steps; i++) {
+      await this.step(dt, undefined, (instance, error, detail) => {
+        const seen = failed.get(instance)
+        if (seen) seen.count++
+        else failed.set(instance, { error, detail, count: 1 })
+      })
+    }
+    if (!failed.size) return
+    const details = [...failed.values()].map(({ detail, count }) => ({ ...detail, message: steps > 1 ? `${detail.message} (failed in ${count} of ${steps} steps)` : detail.message }))
+    throw combined([...failed.values()].map((f) => f.error), summarize(`run of ${steps} step${steps === 1 ? '' : 's'}`, details), details)
   }
 
   /** `run(steps=1, dt=None)`: that many system steps, then `true`. */
   async runSteps(call: CallArgs): Promise<boolean> {
     const steps = call.kwargs.steps ?? call.args[0] ?? 1
     const dt = call.kwargs.dt ?? call.args[1]
-    const details: ErrorDetail[] = []
+    const details: ErrorDetail[] = Object.keys(call.kwargs)
+      .filter((k) => k !== 'steps' && k !== 'dt')
+      .map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument (run takes steps, dt)' }))
     if (!Number.isSafeInteger(steps) || (steps as number) < 1 || (steps as number) > MAX_STEPS_PER_CALL) details.push({ path: 'kwargs.steps', message: `expected an integer from 1 to ${MAX_STEPS_PER_CALL}` })
     if (dt !== undefined && dt !== null && (typeof dt !== 'number' || !Number.isFinite(dt) || dt <= 0)) details.push({ path: 'kwargs.dt', message: 'expected a number > 0' })
     if (details.length) throw new ValidationError(summarize('run', details), details)
@@ -135,9 +155,9 @@ export class System extends Component {
    * One system step. Steps never overlap: a step asked for while one runs waits for it.
    * Errors of single instances are collected; the step completes for all others.
    */
-  async step(dt?: number, filter?: (i: Instance) => boolean): Promise<void> {
+  async step(dt?: number, filter?: (i: Instance) => boolean, onFailure?: FailureSink): Promise<void> {
     while (this.#stepping) await this.#stepping.catch(() => {})
-    const task = this.#step(dt, filter)
+    const task = this.#step(dt, filter, onFailure)
     this.#stepping = task
     try {
       await task
@@ -146,7 +166,7 @@ export class System extends Component {
     }
   }
 
-  async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined): Promise<void> {
+  async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined, onFailure: FailureSink | undefined): Promise<void> {
     const stepped: Instance[] = []
     const requests: StepRequest[] = []
     const owners: Instance[] = []
@@ -171,7 +191,9 @@ export class System extends Component {
         } else {
           errors.push(outcome.error)
           instance.stepFailed(outcome.error)
-          failures.push({ ...(outcome.error.details[0] ?? {}), path: `instances.${instance.name}`, message: outcome.error.message })
+          const detail = { ...(outcome.error.details[0] ?? {}), path: `instances.${instance.name}`, message: outcome.error.message }
+          failures.push(detail)
+          onFailure?.(instance.name, outcome.error, detail)
         }
       })
     }
@@ -179,7 +201,7 @@ export class System extends Component {
     await this.connections.propagate()
     this.timer.advance(dt)
     this.#steps++
-    if (failures.length) throw combined(errors, summarize(`Step ${this.#steps}`, failures), failures)
+    if (failures.length && !onFailure) throw combined(errors, summarize(`Step ${this.#steps}`, failures), failures)
   }
 
   /** Starts every instance and the system loop that steps them every `polling.interval` seconds. */
@@ -256,6 +278,8 @@ export class System extends Component {
   async replaceStructure(definition: unknown, subject = 'System definition'): Promise<{ models: number; instances: number; connections: number }> {
     const result = validateSystem(definition)
     if (!result.ok) throw new ValidationError(summarize(subject, result.details), result.details)
+    const unmappable = [...result.system.models].flatMap(([name, model]) => mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` })))
+    if (unmappable.length) throw new ValidationError(summarize(subject, unmappable), unmappable)
     await this.#halt()
     await this.instances.clear()
     this.connections.clear()

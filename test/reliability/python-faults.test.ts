@@ -1,0 +1,271 @@
+/**
+ * Python workers that die, hang, flood their output or raise on every call: the server answers
+ * every other request, only the affected instances go to ERROR (or report the error), prepare()
+ * brings them back, and no stray or zombie worker process is left.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+import { SYS, waitFor, workerProcesses } from './helpers.js'
+
+const CODE = `
+import os, time
+
+class Steady:
+    def __init__(self):
+        self.value = 0.0
+    def tick(self):
+        self.value += 1.0
+        time.sleep(0.002)  # a step takes a little time, so a kill can land in the middle of a run
+
+class Hanger(Steady):
+    def hang(self):
+        time.sleep(60)
+
+class Flooder(Steady):
+    def flood(self, mb=8):
+        line = "x" * 99
+        for _ in range(mb * 10486):
+            print(line)
+        return mb
+    def flood_raw(self, mb=4):
+        chunk = (b"y" * 1023 + b"\\n") * 1024
+        for _ in range(mb):
+            os.write(1, chunk)
+        return mb
+
+class Raiser:
+    def __init__(self):
+        self.value = 0.0
+    def tick(self):
+        raise RuntimeError("tick always fails")
+    def poke(self):
+        raise ValueError("poke always fails")
+`
+
+function model(cls: string, methods: Record<string, string>): Record<string, unknown> {
+  return {
+    attributes: { value: 0.0 },
+    import: { 'faulty.py': { class: cls, attributes: { value: { property: 'value' } }, methods: { run: 'tick', ...methods } } },
+  }
+}
+
+/** Requests that must keep being answered with 200 while something else goes wrong. */
+class Bystanders {
+  readonly statuses = new Map<number, number>()
+  maxLatencyMs = 0
+  count = 0
+  #stop = false
+  #done: Promise<void>
+
+  constructor(t: TestServer, instances: string[]) {
+    const one = async (i: number): Promise<void> => {
+      const k = i % 4
+      const started = Date.now()
+      const res = k === 0 ? await t.api('GET', '/health')
+        : k === 1 ? await t.api('PUT', `${SYS}/instances/plain/attributes/v/attr/internal_value`, { value: i })
+        : k === 2 ? await t.call(`${SYS}/instances/plain`, 'run')
+        : instances.length ? await t.call(`${SYS}/instances/${instances[i % instances.length]}`, 'run')
+        : await t.api('GET', `${SYS}/instances`)
+      this.maxLatencyMs = Math.max(this.maxLatencyMs, Date.now() - started)
+      this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1)
+      this.count++
+    }
+    this.#done = (async () => {
+      for (let i = 0; !this.#stop; i++) {
+        await one(i)
+        await new Promise((r) => setTimeout(r, 5))
+      }
+    })()
+  }
+
+  async stop(): Promise<void> {
+    this.#stop = true
+    await this.#done
+  }
+
+  assertAllAnswered(what: string): void {
+    assert.ok(this.count > 0, `no bystander request ran during ${what}`)
+    assert.deepEqual([...this.statuses.keys()], [200], `bystander answers during ${what}: ${JSON.stringify([...this.statuses])}`)
+    assert.ok(this.maxLatencyMs < 2000, `a bystander waited ${this.maxLatencyMs} ms during ${what}`)
+  }
+}
+
+describe('Python worker faults', () => {
+  let t: TestServer
+  const steady = Array.from({ length: 8 }, (_, i) => `s${i}`)
+
+  before(async () => {
+    t = await startTestServer({ files: { 'faulty.py': CODE }, config: { pythonWorkers: 2, pythonTimeout: 2 } })
+    const models = await t.api('PUT', `${SYS}/models`, {
+      Steady: model('Steady', {}),
+      Hanger: model('Hanger', { hang: 'hang' }),
+      Flooder: model('Flooder', { flood: 'flood', flood_raw: 'flood_raw' }),
+      Raiser: model('Raiser', { poke: 'poke' }),
+      Plain: { attributes: { v: 0.0 } },
+    })
+    assert.equal(models.status, 200, JSON.stringify(models.body))
+    const instances = await t.api('PUT', `${SYS}/instances`, { plain: 'Plain', ...Object.fromEntries(steady.map((n) => [n, 'Steady'])) })
+    assert.equal(instances.status, 200, JSON.stringify(instances.body))
+    assert.equal((await t.call(SYS, 'prepare')).status, 200)
+  })
+  after(async () => t.close())
+
+  const state = async (name: string): Promise<{ state: string; last_error: string | null }> => (await t.api('GET', `${SYS}/instances/${name}`)).body
+  const slotOf = async (name: string): Promise<number> => (await t.api('GET', `${SYS}/instances/${name}/import`)).body.worker
+  const pidOfSlot = (slot: number): number => t.server.system.services.python().workers()[slot]!.pid
+  const assertProcesses = (live: number): void => {
+    const { live: alive, zombies } = workerProcesses(process.pid)
+    assert.equal(zombies.length, 0, `zombie children: ${JSON.stringify(zombies)}`)
+    assert.equal(alive.length, live, `live worker.py children: ${JSON.stringify(alive)}`)
+  }
+  /** Steady instances grouped by the worker slot that holds them. */
+  const bySlot = async (names: string[]): Promise<Map<number, string[]>> => {
+    const out = new Map<number, string[]>()
+    for (const n of names) {
+      const slot = await slotOf(n)
+      out.set(slot, [...(out.get(slot) ?? []), n])
+    }
+    return out
+  }
+
+  it('SIGKILL of a worker in the middle of a long system run: its instances go to ERROR, everything else is answered, prepare() restores them', async () => {
+    assertProcesses(2)
+    const slots = await bySlot(steady)
+    assert.equal(slots.size, 2, 'instances spread over both workers')
+    const victims = slots.get(0)!
+    const survivors = slots.get(1)!
+    const victimPid = pidOfSlot(0)
+
+    const run = t.call(SYS, 'run', { steps: 1000 })
+    const bystanders = new Bystanders(t, survivors)
+    await waitFor(async () => (await t.api('GET', `${SYS}/attr/steps`)).body.value >= 20, 5000)
+    process.kill(victimPid, 'SIGKILL')
+    const res = await run
+    await bystanders.stop()
+
+    // All failures share one kind (the worker is gone), so the step's fault has that kind.
+    assert.equal(res.status, 503, JSON.stringify(res.body))
+    assert.equal(res.body.event, 'worker_gone')
+    const failed = res.body.error.details.map((d: { path: string }) => d.path).sort()
+    assert.deepEqual(failed, victims.map((v) => `instances.${v}`).sort())
+    assert.match(res.body.error.message, /SIGKILL/)
+    for (const v of victims) {
+      const doc = await state(v)
+      assert.equal(doc.state, 'ERROR', v)
+      assert.match(doc.last_error ?? '', /SIGKILL/)
+      assert.equal((await t.call(`${SYS}/instances/${v}`, 'run')).status, 409, `${v} refuses run until prepared`)
+    }
+    for (const s of survivors) assert.notEqual((await state(s)).state, 'ERROR', s)
+    bystanders.assertAllAnswered('the kill')
+    assertProcesses(1)
+
+    for (const v of victims) assert.equal((await t.call(`${SYS}/instances/${v}`, 'prepare')).status, 200, v)
+    for (const v of victims) assert.equal((await state(v)).state, 'PREPARED', v)
+    const again = await t.call(SYS, 'run', { steps: 3 })
+    assert.equal(again.status, 200, JSON.stringify(again.body))
+    assert.notEqual(pidOfSlot(0), victimPid, 'the slot has a fresh process')
+    assertProcesses(2)
+  })
+
+  it('a call that hangs: 504 after the time limit, other workers and plain instances answer meanwhile, prepare() restores it', async () => {
+    await t.api('PUT', `${SYS}/instances`, { hanger: 'Hanger' })
+    assert.equal((await t.call(`${SYS}/instances/hanger`, 'prepare')).status, 200)
+    const hangSlot = await slotOf('hanger')
+    const slots = await bySlot(steady)
+    const neighbours = slots.get(hangSlot) ?? []
+    const others = slots.get(1 - hangSlot) ?? []
+    assert.ok(others.length > 0)
+
+    const started = Date.now()
+    const hang = t.call(`${SYS}/instances/hanger`, 'hang')
+    const bystanders = new Bystanders(t, others)
+    const res = await hang
+    const waited = Date.now() - started
+    await bystanders.stop()
+
+    assert.equal(res.status, 504, JSON.stringify(res.body))
+    assert.equal(res.body.event, 'worker_timeout')
+    assert.ok(waited >= 1900 && waited < 6000, `answered after ${waited} ms with a 2 s limit`)
+    bystanders.assertAllAnswered('the hang')
+    for (const name of ['hanger', ...neighbours]) assert.equal((await state(name)).state, 'ERROR', name)
+    for (const name of others) assert.notEqual((await state(name)).state, 'ERROR', name)
+    await waitFor(() => workerProcesses(process.pid).live.length === 1, 2000)
+    assertProcesses(1)
+
+    for (const name of ['hanger', ...neighbours]) assert.equal((await t.call(`${SYS}/instances/${name}`, 'prepare')).status, 200, name)
+    assert.equal((await t.call(`${SYS}/instances/hanger`, 'run')).status, 200)
+    assertProcesses(2)
+  })
+
+  it('a method that floods stdout with megabytes: the server keeps answering and the log stays bounded', async () => {
+    await t.api('PUT', `${SYS}/instances`, { flooder: 'Flooder' })
+    assert.equal((await t.call(`${SYS}/instances/flooder`, 'prepare')).status, 200)
+    const others = (await bySlot(steady)).get(1 - (await slotOf('flooder'))) ?? []
+    const logsBefore = t.logs.length
+
+    const bystanders = new Bystanders(t, others)
+    const started = Date.now()
+    const printed = await t.call(`${SYS}/instances/flooder`, 'flood', { mb: 8 })
+    const printMs = Date.now() - started
+    const raw = await t.call(`${SYS}/instances/flooder`, 'flood_raw', { mb: 4 })
+    const totalMs = Date.now() - started
+    await bystanders.stop()
+
+    assert.equal(printed.status, 200, JSON.stringify(printed.body))
+    assert.deepEqual(printed.body, { result: 8 })
+    assert.equal(raw.status, 200, JSON.stringify(raw.body))
+    bystanders.assertAllAnswered('the flood')
+    assert.equal((await state('flooder')).state, 'PREPARED')
+    assert.equal((await t.call(`${SYS}/instances/flooder`, 'run')).status, 200)
+
+    // print() goes through the per-instance capture, which is rate limited and says what it dropped.
+    await waitFor(() => t.logs.slice(logsBefore).some((r) => r.instance === 'flooder' && /dropped/.test(String(r.msg))), 3000)
+    const fromPrint = t.logs.slice(logsBefore).filter((r) => r.instance === 'flooder')
+    const printedChars = fromPrint.reduce((n, r) => n + String(r.msg).length, 0)
+    assert.ok(printedChars < 1024 * 1024, `${printedChars} characters of 8 MB of print() reached the log`)
+    // Raw writes to fd 1 bypass the capture and arrive as lines, each cut at 64 KiB.
+    await waitFor(() => t.logs.slice(logsBefore).filter((r) => r.stream === 'stdout' && r.instance === undefined).length >= 4096, 5000)
+    const rawLines = t.logs.slice(logsBefore).filter((r) => r.stream === 'stdout' && r.instance === undefined)
+    assert.ok(rawLines.every((r) => String(r.msg).length <= 64 * 1024 + 1))
+    ;(t as unknown as { floodFigures: string }).floodFigures = `print 8 MB: ${printMs} ms, ${printedChars} chars logged; raw 4 MB: ${rawLines.length} lines; total ${totalMs} ms`
+  })
+
+  it('an instance that raises in every call: 500 with the traceback, the step completes for the others, the server keeps serving', async () => {
+    await t.api('PUT', `${SYS}/instances`, { raiser: 'Raiser' })
+    assert.equal((await t.call(`${SYS}/instances/raiser`, 'prepare')).status, 200)
+    const bystanders = new Bystanders(t, steady)
+    const run = await t.call(`${SYS}/instances/raiser`, 'run')
+    const poke = await t.call(`${SYS}/instances/raiser`, 'poke')
+    const before = (await t.api('GET', `${SYS}/instances/s0/attributes/value/attr/internal_value`)).body.value
+    const step = await t.call(SYS, 'run', { steps: 1 })
+    const afterStep = (await t.api('GET', `${SYS}/instances/s0/attributes/value/attr/internal_value`)).body.value
+    await bystanders.stop()
+
+    for (const [res, text] of [[run, 'tick always fails'], [poke, 'poke always fails']] as const) {
+      assert.equal(res.status, 500, JSON.stringify(res.body))
+      assert.equal(res.body.event, 'user_code')
+      assert.ok(JSON.stringify(res.body.error.details).includes(text), JSON.stringify(res.body.error.details))
+      assert.match(JSON.stringify(res.body.error.details), /Traceback|line \d+/)
+    }
+    assert.equal(step.status, 500)
+    assert.deepEqual(step.body.error.details.map((d: { path: string }) => d.path), ['instances.raiser'])
+    assert.ok(afterStep > before, `the other instances stepped: ${before} -> ${afterStep}; ${JSON.stringify(step.body)}`)
+    bystanders.assertAllAnswered('the raising calls')
+    const raiser = await state('raiser')
+    assert.notEqual(raiser.state, 'ERROR', 'user exceptions leave the instance working (README: faults stay local)')
+    assert.match(raiser.last_error ?? '', /tick always fails/)
+    assert.equal((await t.call(`${SYS}/instances/raiser`, 'prepare')).status, 200)
+    assert.equal((await state('raiser')).last_error, null)
+    assertProcesses(2)
+  })
+
+  it('after all of it and a shutdown, no worker process and no zombie is left', async (ctx) => {
+    const figures = (t as unknown as { floodFigures?: string }).floodFigures
+    if (figures) ctx.diagnostic(figures)
+    const pids = t.server.system.services.python().workers().map((w) => w.pid)
+    await t.server.close()
+    assertProcesses(0)
+    for (const pid of pids) assert.throws(() => process.kill(pid, 0), `worker ${pid} is gone`)
+  })
+})
