@@ -2,6 +2,7 @@ import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../
 import { inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { nameProblem } from '../definition/names.js'
 import { Component, type NodeDocument } from '../tree/component.js'
+import { KeyedContainer } from '../tree/keyed-container.js'
 
 /** What an attribute needs from its instance: Python writes and protocol range checks. */
 export interface AttributeOwner extends Component {
@@ -147,53 +148,41 @@ export class Attribute extends Component {
  * The attributes of an instance. `PUT` with `{"<attr>": value}` sets internal values and
  * creates attributes that do not exist yet; every value is checked before any is written.
  */
-export class Attributes extends Component {
+export class Attributes extends KeyedContainer<Attribute> {
   readonly type = 'Attributes'
-  readonly #items = new Map<string, Attribute>()
   readonly #owner: AttributeOwner
 
   constructor(owner: AttributeOwner, declarations: AttributeDeclaration[]) {
     super('attributes', owner)
     this.#owner = owner
-    for (const decl of declarations) this.#items.set(decl.name, new Attribute(this, owner, decl))
+    for (const decl of declarations) this.items.set(decl.name, new Attribute(this, owner, decl))
   }
 
-  get(name: string): Attribute | undefined {
-    return this.#items.get(name)
-  }
-
-  all(): IterableIterator<Attribute> {
-    return this.#items.values()
-  }
-
-  override children(): Component[] {
-    return [...this.#items.values()]
-  }
-
-  override child(name: string): Component | undefined {
-    return this.#items.get(name)
+  /** Attributes have no properties of their own: a `count` would read like an attribute. */
+  override properties(): Record<string, unknown> {
+    return {}
   }
 
   /** `PUT .../attributes/<new>/attr/internal_value` creates the attribute on its first write. */
   override materialize(name: string): Component | undefined {
     if (nameProblem(name)) return undefined
-    return new PendingAttribute(this, this.#owner, name, (attr) => this.#items.set(name, attr))
+    return new PendingAttribute(this, this.#owner, name, (attr) => this.items.set(name, attr))
   }
 
   override async put(body: Record<string, unknown>): Promise<void> {
     const details: ErrorDetail[] = []
     for (const [name, value] of Object.entries(body)) {
-      const existing = this.#items.get(name)
+      const existing = this.items.get(name)
       const problem = existing ? existing.valueProblem(value) ?? (existing.writable ? null : 'read-only (getter without setter)') : nameProblem(name) ?? (value === undefined ? 'a value is required' : null)
       if (problem) details.push({ path: name, message: problem })
     }
     if (details.length) throw new ValidationError(summarize(`Attributes of '${this.parent?.path}'`, details), details)
     for (const [name, value] of Object.entries(body)) {
-      const existing = this.#items.get(name)
+      const existing = this.items.get(name)
       if (existing) await existing.setInternal(value)
       else {
         const attr = new Attribute(this, this.#owner, { name, default: value, type: inferType(value) })
-        this.#items.set(name, attr)
+        this.items.set(name, attr)
       }
     }
   }

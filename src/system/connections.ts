@@ -1,6 +1,7 @@
 import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { checkConnection, parseAttributeRef, type AttributeRef } from '../definition/validate.js'
 import { Component } from '../tree/component.js'
+import { KeyedContainer } from '../tree/keyed-container.js'
 import type { System } from './system.js'
 
 /** A wire from one attribute to another: after every system step `to` takes the value of `from`. */
@@ -30,30 +31,13 @@ export class Connection extends Component {
  * The connections. `PUT` with `{"<name>": {"from": ref, "to": ref}}` creates or replaces
  * connections; references to instances or attributes that do not exist are a 422 naming them.
  */
-export class Connections extends Component {
+export class Connections extends KeyedContainer<Connection> {
   readonly type = 'Connections'
-  readonly #items = new Map<string, Connection>()
   readonly #system: System
 
   constructor(system: System) {
     super('connections', system)
     this.#system = system
-  }
-
-  all(): IterableIterator<Connection> {
-    return this.#items.values()
-  }
-
-  override children(): Component[] {
-    return [...this.#items.values()]
-  }
-
-  override child(name: string): Component | undefined {
-    return this.#items.get(name)
-  }
-
-  override properties(): Record<string, unknown> {
-    return { count: this.#items.size }
   }
 
   override async put(body: Record<string, unknown>): Promise<void> {
@@ -72,16 +56,16 @@ export class Connections extends Component {
 
   /** Adds a checked connection. */
   add(name: string, from: string, to: string): void {
-    this.#items.set(name, new Connection(name, this, from, to))
+    this.items.set(name, new Connection(name, this, from, to))
   }
 
   clear(): void {
-    this.#items.clear()
+    this.items.clear()
   }
 
   override async deleteChild(name: string): Promise<void> {
     await this.#system.exclusive(async () => {
-      if (!this.#items.delete(name)) throw this.#system.notFound('connections', name)
+      if (!this.items.delete(name)) throw this.#system.notFound('connections', name)
     })
   }
 
@@ -91,7 +75,7 @@ export class Connections extends Component {
    */
   async propagate(): Promise<void> {
     const pending: Promise<void>[] = []
-    for (const conn of this.#items.values()) {
+    for (const conn of this.items.values()) {
       const from = this.#system.instances.get(conn.fromRef.instance)?.attributes.get(conn.fromRef.attribute)
       const to = this.#system.instances.get(conn.toRef.instance)?.attributes.get(conn.toRef.attribute)
       if (!from || !to) continue

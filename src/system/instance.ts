@@ -5,6 +5,7 @@ import { buildLoadEntries } from '../python/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
 import type { Model } from './models.js'
+import { PollLoop } from './poll-loop.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
 import { Timer } from './timer.js'
@@ -48,10 +49,9 @@ export class Instance extends Component implements AttributeOwner {
   #state: InstanceState = 'INITIALIZED'
   #binding: Binding | undefined
   #lastError: string | null = null
-  #loop: NodeJS.Timeout | undefined
+  readonly #loop: PollLoop
   #inFlight: Promise<unknown> | undefined
   #ownLoop = false
-  #lastTick = 0
 
   constructor(opts: { name: string; parent: Component; model: Model; services: SystemServices; exclusive: <T>(fn: () => Promise<T>) => Promise<T> }) {
     super(opts.name, opts.parent)
@@ -60,7 +60,12 @@ export class Instance extends Component implements AttributeOwner {
     this.#exclusive = opts.exclusive
     this.attributes = new Attributes(this, attributeDeclarations(opts.model.parsed))
     this.timer = new Timer(this)
-    this.polling = new Polling(this, { onChange: () => this.#schedule() })
+    this.#loop = new PollLoop({
+      interval: () => this.polling.interval,
+      wanted: () => this.#state === 'RUNNING' && this.#ownLoop && this.polling.enabled,
+      tick: () => this.#pollTick(),
+    })
+    this.polling = new Polling(this, { onChange: () => this.#loop.update() })
     this.communication = new Communication(this, opts.model, opts.services)
     this.importNode = opts.model.parsed.import ? new ImportStatus(this) : undefined
   }
@@ -125,7 +130,7 @@ export class Instance extends Component implements AttributeOwner {
    * A second prepare reloads the code, which is how an edited .py file is picked up.
    */
   async prepare(): Promise<void> {
-    this.#stopLoop()
+    this.#loop.stop()
     await this.#waitIdle()
     try {
       if (this.codeDefined) await this.#loadPython()
@@ -275,36 +280,16 @@ export class Instance extends Component implements AttributeOwner {
     if (this.#binding?.methods.has('start')) await this.callMapped('start', { args: [], kwargs: {} })
     this.#state = 'RUNNING'
     this.#ownLoop = opts.ownLoop
-    this.#lastTick = performance.now()
-    this.#schedule()
+    this.#loop.start()
   }
 
-  #schedule(): void {
-    if (this.#state !== 'RUNNING' || !this.#ownLoop || !this.polling.enabled) {
-      this.#stopLoop()
-      return
-    }
-    if (this.#loop) return
-    // Fixed rate: due one interval after the previous run started, however long that run took.
-    const due = this.#lastTick + this.polling.interval * 1000
-    this.#loop = setTimeout(() => void this.#tick(), Math.max(0, due - performance.now()))
-  }
-
-  async #tick(): Promise<void> {
-    this.#loop = undefined
-    this.#lastTick = performance.now()
+  async #pollTick(): Promise<void> {
     const task = this.run().catch((err: unknown) => {
       this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'polling run failed')
     })
     this.#inFlight = task
     await task
     if (this.#inFlight === task) this.#inFlight = undefined
-    this.#schedule()
-  }
-
-  #stopLoop(): void {
-    if (this.#loop) clearTimeout(this.#loop)
-    this.#loop = undefined
   }
 
   async #waitIdle(): Promise<void> {
@@ -313,7 +298,7 @@ export class Instance extends Component implements AttributeOwner {
 
   /** Stops polling and the protocol adapters; the Python objects stay (run() still works). */
   async stop(): Promise<void> {
-    this.#stopLoop()
+    this.#loop.stop()
     this.#ownLoop = false
     await this.#waitIdle()
     if (this.#binding?.methods.has('stop') && this.#state !== 'ERROR') {
@@ -325,7 +310,7 @@ export class Instance extends Component implements AttributeOwner {
 
   /** Timer back to 0, declarative attributes back to their defaults, the mapped `reset` called. */
   async reset(): Promise<void> {
-    this.#stopLoop()
+    this.#loop.stop()
     this.#ownLoop = false
     await this.#waitIdle()
     this.timer.reset()
@@ -343,7 +328,7 @@ export class Instance extends Component implements AttributeOwner {
   lost(reason: string): void {
     this.#binding = undefined
     for (const attr of this.attributes.all()) attr.bind(undefined)
-    this.#stopLoop()
+    this.#loop.stop()
     this.#state = 'ERROR'
     this.#lastError = reason
   }
@@ -358,7 +343,7 @@ export class Instance extends Component implements AttributeOwner {
   }
 
   override async destroy(): Promise<void> {
-    this.#stopLoop()
+    this.#loop.stop()
     await this.#waitIdle()
     await this.communication.stopAll()
     if (this.#binding) {

@@ -3,6 +3,7 @@ import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { joinPath, validateModel } from '../definition/validate.js'
 import { Component } from '../tree/component.js'
+import { KeyedContainer } from '../tree/keyed-container.js'
 import { mappedDefaultProblems } from './mapping-check.js'
 import type { System } from './system.js'
 
@@ -41,34 +42,13 @@ export class Model extends Component {
  * all definitions are validated first (422 listing every problem with its path), then applied.
  * Replacing a model rebuilds its instances fresh from the new definition.
  */
-export class Models extends Component {
+export class Models extends KeyedContainer<Model> {
   readonly type = 'Models'
-  readonly #items = new Map<string, Model>()
   readonly #system: System
 
   constructor(system: System) {
     super('models', system)
     this.#system = system
-  }
-
-  get(name: string): Model | undefined {
-    return this.#items.get(name)
-  }
-
-  all(): IterableIterator<Model> {
-    return this.#items.values()
-  }
-
-  override children(): Component[] {
-    return [...this.#items.values()]
-  }
-
-  override child(name: string): Component | undefined {
-    return this.#items.get(name)
-  }
-
-  override properties(): Record<string, unknown> {
-    return { count: this.#items.size }
   }
 
   override async put(body: Record<string, unknown>): Promise<void> {
@@ -125,29 +105,29 @@ export class Models extends Component {
   async apply(models: Map<string, { raw: unknown; parsed: ParsedModelDefinition }>): Promise<void> {
     for (const [name, { raw, parsed }] of models) {
       const model = new Model({ name, parent: this, definition: raw, parsed, system: this.#system })
-      const replaced = this.#items.has(name)
-      this.#items.set(name, model)
+      const replaced = this.items.has(name)
+      this.items.set(name, model)
       if (replaced) await this.#system.instances.rebuild(name)
     }
   }
 
   /** Adds a model that is already validated (system load), without rebuilding anything. */
   install(name: string, raw: unknown, parsed: ParsedModelDefinition): void {
-    this.#items.set(name, new Model({ name, parent: this, definition: raw, parsed, system: this.#system }))
+    this.items.set(name, new Model({ name, parent: this, definition: raw, parsed, system: this.#system }))
   }
 
   clear(): void {
-    this.#items.clear()
+    this.items.clear()
   }
 
   override async deleteChild(name: string): Promise<void> {
     await this.#system.exclusive(async () => {
-      if (!this.#items.has(name)) throw this.#system.notFound('models', name)
+      if (!this.items.has(name)) throw this.#system.notFound('models', name)
       const users = this.#system.instancesOf(name).map((i) => i.name)
       if (users.length) {
         throw new ConflictError(`Model '${name}' is used by instance${users.length === 1 ? '' : 's'} ${users.join(', ')}: delete them first`, users.map((u) => ({ path: `instances.${u}`, message: `uses model '${name}'` })))
       }
-      this.#items.delete(name)
+      this.items.delete(name)
     })
   }
 }

@@ -7,6 +7,7 @@ import type { Instance, StepRequest } from './instance.js'
 import { Instances } from './instances.js'
 import { mappedDefaultProblems } from './mapping-check.js'
 import { Models } from './models.js'
+import { PollLoop } from './poll-loop.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
 import { SnapshotsNode } from './snapshots-node.js'
@@ -42,9 +43,8 @@ export class System extends Component {
   readonly #mutex = new Mutex()
   #state: SystemState = 'INITIALIZED'
   #steps = 0
-  #loop: NodeJS.Timeout | undefined
+  readonly #loop: PollLoop
   #stepping: Promise<void> | undefined
-  #lastTick = 0
 
   constructor(services: SystemServices) {
     super('system', null)
@@ -53,7 +53,12 @@ export class System extends Component {
     this.instances = new Instances(this)
     this.connections = new Connections(this)
     this.timer = new Timer(this)
-    this.polling = new Polling(this, { onChange: () => this.#schedule() })
+    this.#loop = new PollLoop({
+      interval: () => this.polling.interval,
+      wanted: () => this.#state === 'RUNNING' && this.polling.enabled,
+      tick: () => this.#pollTick(),
+    })
+    this.polling = new Polling(this, { onChange: () => this.#loop.update() })
     this.snapshots = new SnapshotsNode(this)
     services.python.onLost?.((names, reason) => {
       for (const name of names) this.instances.get(name)?.lost(reason)
@@ -211,30 +216,13 @@ export class System extends Component {
       instance.markRunning()
     }
     this.#state = 'RUNNING'
-    this.#lastTick = performance.now()
-    this.#schedule()
+    this.#loop.start()
   }
 
-  #schedule(): void {
-    if (this.#state !== 'RUNNING' || !this.polling.enabled) {
-      if (this.#loop) clearTimeout(this.#loop)
-      this.#loop = undefined
-      return
-    }
-    if (this.#loop) return
-    // Fixed rate: the next step is due one interval after the previous one started, so the time
-    // a step takes does not stretch the period.
-    const due = this.#lastTick + this.polling.interval * 1000
-    this.#loop = setTimeout(() => void this.#tick(), Math.max(0, due - performance.now()))
-  }
-
-  async #tick(): Promise<void> {
-    this.#loop = undefined
-    this.#lastTick = performance.now()
+  async #pollTick(): Promise<void> {
     await this.step(undefined, (i) => i.polling.enabled && i.state === 'RUNNING').catch((err: unknown) => {
       this.services.logger.warn({ err: (err as Error).message }, 'system step failed')
     })
-    this.#schedule()
   }
 
   /** Stops the system loop and every instance. */
@@ -246,8 +234,7 @@ export class System extends Component {
 
   async #halt(): Promise<void> {
     this.#state = this.#state === 'RUNNING' ? 'STOPPED' : this.#state
-    if (this.#loop) clearTimeout(this.#loop)
-    this.#loop = undefined
+    this.#loop.stop()
     while (this.#stepping) await this.#stepping.catch(() => {})
   }
 
