@@ -26,5 +26,6 @@ export type {
   PythonPoolOptions,
   StepItem,
   StepOutcome,
+  StepSink,
   WorkerStatus,
 } from './types.js'

@@ -19,6 +19,7 @@ import type { WireError, WireMessage } from './protocol.js'
 import { remoteError } from './remote-error.js'
 import type {
   CallOptions,
+  StepSink,
   CallResult,
   InstanceInfo,
   InstancesLostListener,
@@ -45,6 +46,8 @@ interface Placement {
   sid: number
   /** Bound attribute names in the order a `tick` answer indexes them. */
   order: string[]
+  /** The pool's cache of the instance's bound values (the object `values()` copies). */
+  cache: Values
 }
 
 /** The items of one step that go to one worker with one method, in compact form. */
@@ -136,7 +139,7 @@ export class PythonPool {
     if (previous && previous.worker !== worker) this.#forget(instance)
     const placement: Placement = previous?.worker === worker
       ? previous
-      : { worker, slot, info: undefined, methods: new Set(), wantsAttributes: false, sid: -1, order: [] }
+      : { worker, slot, info: undefined, methods: new Set(), wantsAttributes: false, sid: -1, order: [], cache: {} }
     worker.instances.add(instance)
     this.#placements.set(instance, placement)
     this.#lost.delete(instance)
@@ -185,7 +188,8 @@ export class PythonPool {
     placement.sid = typeof reply.sid === 'number' ? reply.sid : -1
     placement.order = strings(reply.order)
     const values = { ...record(reply.values) }
-    this.#values.set(instance, { ...values })
+    placement.cache = { ...values }
+    this.#values.set(instance, placement.cache)
     return {
       worker: slot,
       pid: worker.pid,
@@ -259,7 +263,35 @@ export class PythonPool {
    */
   async step(items: StepItem[]): Promise<StepOutcome[]> {
     const withArguments = items.some((item) => item.args?.length || (item.kwargs && Object.keys(item.kwargs).length))
-    return withArguments ? await this.#stepWithArguments(items) : await this.#tick(items)
+    if (withArguments) return await this.#stepWithArguments(items)
+    const outcomes = items.map((item): StepOutcome => ({ ok: true, instance: item.instance, result: null, values: {}, attributes: {} }))
+    await this.#tick(items, {
+      value: (index, name, value) => {
+        const outcome = outcomes[index]!
+        if (outcome.ok) outcome.values[name] = value
+      },
+      done: (index, result, declared) => {
+        const outcome = outcomes[index]!
+        if (outcome.ok) Object.assign(outcome, { result, attributes: declared ?? {} })
+      },
+      fail: (index, error) => {
+        outcomes[index] = { ok: false, instance: items[index]!.instance, error }
+      },
+    })
+    return outcomes
+  }
+
+  /**
+   * The same step as `step()` for callers that apply values themselves (the system's step):
+   * every changed bound value goes to `sink.value` as it is decoded, and only results, MimicComponent
+   * writes and failures are reported per instance — no outcome objects for a thousand instances.
+   * Items must not carry call arguments.
+   *
+   * @example
+   * await pool.stepInto(items, { value: (i, name, v) => apply(i, name, v), done: () => {}, fail: (i, e) => fail(i, e) })
+   */
+  async stepInto(items: StepItem[], sink: StepSink): Promise<void> {
+    await this.#tick(items, sink)
   }
 
   /**
@@ -268,8 +300,7 @@ export class PythonPool {
    * flat `[slot, index, value]` triples of changed values. This keeps the cost of a step of
    * thousands of instances close to the cost of the user's own code.
    */
-  async #tick(items: StepItem[]): Promise<StepOutcome[]> {
-    const outcomes = new Array<StepOutcome>(items.length)
+  async #tick(items: StepItem[], sink: StepSink): Promise<void> {
     const first = items[0]
     const time = first?.time
     const dt = first?.dt
@@ -280,7 +311,7 @@ export class PythonPool {
         placement = this.#placement(item.instance)
         if (item.method !== undefined && !placement.methods.has(item.method)) throw this.#noMethod(item.instance, placement, item.method)
       } catch (err) {
-        outcomes[index] = { ok: false, instance: item.instance, error: err as MimicError }
+        sink.fail(index, err as MimicError)
         return
       }
       const key = `${placement.slot}\u0000${item.method ?? ''}`
@@ -306,52 +337,54 @@ export class PythonPool {
           if (group.extra) message.x = group.extra
           const reply = await group.worker.request(message, { label: `a step of ${group.sids.length} instance(s)`, path: 'run' })
           if (!reply.ok) throw remoteError(reply.error, { instance: items[group.indices[0]!]!.instance, action: 'step' })
-          this.#tickOutcomes(items, group, reply, outcomes)
+          this.#deliver(items, group, reply, sink)
         } catch (err) {
-          for (const index of group.indices) outcomes[index] = { ok: false, instance: items[index]!.instance, error: err as MimicError }
+          for (const index of group.indices) sink.fail(index, err as MimicError)
         }
       }),
     )
-    return outcomes
   }
 
-  #tickOutcomes(items: StepItem[], group: TickGroup, reply: WireMessage, outcomes: StepOutcome[]): void {
+  /**
+   * Hands a tick answer to the sink: each changed value straight to `value` (and into the pool's
+   * cache), then `done` or `fail` per instance. No per-instance objects are built on the way.
+   */
+  #deliver(items: StepItem[], group: TickGroup, reply: WireMessage, sink: StepSink): void {
     const position: number[] = []
     group.sids.forEach((sid, k) => (position[sid] = k))
-    const values: Array<Values | undefined> = new Array(group.sids.length)
-    const changes = Array.isArray(reply.c) ? (reply.c as unknown[]) : []
-    for (let i = 0; i + 2 < changes.length; i += 3) {
-      const k = position[changes[i] as number]
-      if (k === undefined) continue
-      const name = group.placements[k]!.order[changes[i + 1] as number]
-      if (name !== undefined) (values[k] ??= {})[name] = changes[i + 2]
+    const emit = (k: number | undefined, index: number, value: unknown): void => {
+      if (k === undefined) return
+      const placement = group.placements[k]!
+      const name = placement.order[index]
+      if (name === undefined) return
+      placement.cache[name] = value
+      sink.value(group.indices[k]!, name, value)
     }
-    const results = new Map<number, unknown>()
-    const returned = Array.isArray(reply.r) ? (reply.r as unknown[]) : []
-    for (let i = 0; i + 1 < returned.length; i += 2) results.set(returned[i] as number, returned[i + 1])
+    const changes = Array.isArray(reply.c) ? (reply.c as unknown[]) : []
+    for (let i = 0; i + 2 < changes.length; i += 3) emit(position[changes[i] as number], changes[i + 1] as number, changes[i + 2])
     if (typeof reply.fk === 'string' && typeof reply.fv === 'string') {
       const keys = Buffer.from(reply.fk, 'base64')
       const floats = Buffer.from(reply.fv, 'base64')
       for (let j = 0; j * 4 < keys.length && j * 8 < floats.length; j++) {
         const key = keys.readInt32LE(j * 4)
-        const k = position[key >>> 16]
-        if (k === undefined) continue
-        const name = group.placements[k]!.order[key & 0xffff]
-        if (name !== undefined) (values[k] ??= {})[name] = floats.readDoubleLE(j * 8)
+        emit(position[key >>> 16], key & 0xffff, floats.readDoubleLE(j * 8))
       }
     }
+    const results = new Map<number, unknown>()
+    const returned = Array.isArray(reply.r) ? (reply.r as unknown[]) : []
+    for (let i = 0; i + 1 < returned.length; i += 2) results.set(returned[i] as number, returned[i + 1])
     const failed = new Map<number, unknown>()
     for (const entry of Array.isArray(reply.e) ? (reply.e as unknown[][]) : []) failed.set(entry[0] as number, entry[1])
-    const declared = record(reply.a)
+    const declared = reply.a ? record(reply.a) : undefined
     group.indices.forEach((index, k) => {
-      const instance = items[index]!.instance
       const sid = group.sids[k]!
-      if (failed.has(sid)) {
+      if (failed.size && failed.has(sid)) {
+        const instance = items[index]!.instance
         const action = group.method ? `call '${group.method}'` : 'step'
-        outcomes[index] = { ok: false, instance, error: remoteError(failed.get(sid) as WireError, { instance, action }) }
-        return
+        sink.fail(index, remoteError(failed.get(sid) as WireError, { instance, action }))
+      } else if (results.size || declared) {
+        sink.done(index, results.get(sid) ?? null, declared ? record(declared[String(sid)]) : undefined)
       }
-      outcomes[index] = { ok: true, instance, result: results.get(sid) ?? null, values: this.#merge(instance, values[k]), attributes: record(declared[String(sid)]) }
     })
   }
 

@@ -148,6 +148,20 @@ export type StepOutcome =
   | { ok: false; instance: string; error: MimicError }
 
 /**
+ * Receives a step's answers as they are decoded (`PythonPool.stepInto`): `value` for each changed
+ * bound value, `done` for an instance that returned a result or wrote declarative attributes,
+ * `fail` for one that failed; `index` is the item's position in the request.
+ *
+ * @example
+ * const sink: StepSink = { value: (i, name, v) => cache[i]![name] = v, done: () => {}, fail: (i, e) => errors.set(i, e) }
+ */
+export interface StepSink {
+  value(index: number, name: string, value: unknown): void
+  done(index: number, result: unknown, declared: Record<string, unknown> | undefined): void
+  fail(index: number, error: MimicError): void
+}
+
+/**
  * Where an instance lives and what is bound.
  *
  * @example

@@ -187,19 +187,18 @@ export class System extends Component {
     const failures: ErrorDetail[] = []
     const errors: unknown[] = []
     if (requests.length) {
-      const outcomes = await this.services.python().step(requests)
-      outcomes.forEach((outcome, index) => {
-        const instance = owners[index]!
-        if (outcome.ok) {
-          instance.applyValues(outcome.values)
-          instance.applyDeclarative(outcome.attributes)
-        } else {
-          errors.push(outcome.error)
-          instance.stepFailed(outcome.error)
-          const detail = { ...(outcome.error.details[0] ?? {}), path: `instances.${instance.name}`, message: outcome.error.message }
+      // Values go straight into the attribute caches as the answers are decoded.
+      await this.services.python().stepInto(requests, {
+        value: (index, name, value) => owners[index]!.attributes.get(name)?.setCached(value),
+        done: (index, _result, declared) => owners[index]!.applyDeclarative(declared),
+        fail: (index, error) => {
+          const instance = owners[index]!
+          errors.push(error)
+          instance.stepFailed(error)
+          const detail = { ...(error.details[0] ?? {}), path: `instances.${instance.name}`, message: error.message }
           failures.push(detail)
-          onFailure?.(instance.name, outcome.error, detail)
-        }
+          onFailure?.(instance.name, error, detail)
+        },
       })
     }
     for (const instance of stepped) instance.finishStep(dt)
