@@ -7,16 +7,16 @@
  * Replay a failure with MODBUS_FUZZ_SEED.
  */
 import assert from 'node:assert/strict'
-import { connect, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { decodeResponse, encodeRequest, type ModbusRequest } from '../../src/protocols/modbus/index.js'
+import { decodeResponse, encodeRequest } from '../../src/protocols/modbus/index.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
+import { FUZZ_SEED, fuzzer, generator, open } from '../unit/modbus/fuzz-kit.js'
 import { TestClient, registersOf } from '../unit/modbus/helpers.js'
 import { SYS, freePort } from './helpers.js'
 
 const DURATION_MS = Number(process.env.MIMIC_FUZZ_MS ?? 3000)
-const SEED = Number(process.env.MODBUS_FUZZ_SEED ?? Date.now() % 1_000_000)
+const SEED = FUZZ_SEED
 
 const CODE = `
 class Tank:
@@ -36,27 +36,6 @@ class Tank:
     def tick(self):
         self.level += 0.5
 `
-
-/** A small seeded generator, so a failing run can be replayed. */
-function generator(seed: number): { int: (n: number) => number; bytes: (n: number) => Buffer; pick: <T>(xs: readonly T[]) => T } {
-  let state = seed >>> 0 || 1
-  const next = (): number => {
-    state ^= state << 13
-    state ^= state >>> 17
-    state ^= state << 5
-    return (state >>> 0) / 0x100000000
-  }
-  const int = (n: number): number => Math.floor(next() * n)
-  return { int, bytes: (n) => Buffer.from(Array.from({ length: n }, () => int(256))), pick: (xs) => xs[int(xs.length)]! }
-}
-
-function open(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, noDelay: true })
-    socket.once('connect', () => resolve(socket))
-    socket.once('error', reject)
-  })
-}
 
 describe('Modbus fuzz against a running server', () => {
   let t: TestServer
@@ -96,41 +75,7 @@ describe('Modbus fuzz against a running server', () => {
     const malformed: string[] = []
     const deadline = Date.now() + DURATION_MS
 
-    const validRequest = (): ModbusRequest => {
-      const address = random.pick([0, 1, 2, 3, 4, 5, 8, 9, random.int(65536)])
-      const quantity = random.pick([1, 2, 4, 0, 125, 126, 2001, random.int(300)])
-      switch (random.pick([1, 2, 3, 4, 5, 6, 15, 16, 23] as const)) {
-        case 1: return { fc: 1, address, quantity }
-        case 2: return { fc: 2, address, quantity }
-        case 3: return { fc: 3, address, quantity }
-        case 4: return { fc: 4, address, quantity }
-        case 5: return { fc: 5, address, value: random.int(2) === 1 }
-        case 6: return { fc: 6, address, value: random.int(65536) }
-        case 15: {
-          const n = 1 + random.int(10)
-          return { fc: 15, address, quantity: n, values: Array.from({ length: n }, () => random.int(2) === 1) }
-        }
-        case 16: {
-          const n = 1 + random.int(6)
-          return { fc: 16, address, quantity: n, data: random.bytes(n * 2) }
-        }
-        default: {
-          const n = 1 + random.int(4)
-          return { fc: 23, readAddress: address, readQuantity: quantity, writeAddress: random.int(10), writeQuantity: n, data: random.bytes(n * 2) }
-        }
-      }
-    }
-    const fuzzPdu = (): Buffer => {
-      const pdu = Buffer.from(encodeRequest({ transactionId: 0, unitId: 0, request: validRequest() }).subarray(7))
-      const kind = random.int(3)
-      if (kind === 1) for (let k = 1 + random.int(3); k > 0; k--) pdu[random.int(pdu.length)] = random.int(256)
-      if (kind === 2) {
-        const junk = random.bytes(1 + random.int(random.pick([8, 40, 250])))
-        if (random.int(2)) junk[0] = random.pick([1, 2, 3, 4, 5, 6, 15, 16, 23, 0x83, 0, 127])
-        return junk
-      }
-      return pdu
-    }
+    const { validRequest, fuzzPdu } = fuzzer(random, { addresses: [0, 1, 2, 3, 4, 5, 8, 9], maxCoils: 10, maxRegisters: 6, writeAddresses: 10 })
 
     // Well-framed requests with fuzzed PDUs, pipelined: every one answered in order and well formed.
     const pduStream = async (): Promise<{ sent: number; answered: number }> => {

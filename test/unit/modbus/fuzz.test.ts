@@ -1,63 +1,12 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect } from 'node:net'
-import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { decodeResponse, encodeRequest } from '../../../src/protocols/modbus/index.js'
-import type { ModbusRequest, ModbusResponse } from '../../../src/protocols/modbus/index.js'
+import { encodeRequest } from '../../../src/protocols/modbus/index.js'
+import { FUZZ_SEED, fuzzer, generator, open, responseReader } from './fuzz-kit.js'
 import { TestClient, registersOf, startRig } from './helpers.js'
 
 const DURATION_MS = 3000
-const SEED = Number(process.env.MODBUS_FUZZ_SEED ?? Date.now() % 1_000_000)
-
-/** A small seeded generator, so a failing run can be replayed with MODBUS_FUZZ_SEED. */
-function generator(seed: number): { int: (n: number) => number; bytes: (n: number) => Buffer; pick: <T>(xs: readonly T[]) => T } {
-  let state = seed >>> 0 || 1
-  const next = (): number => {
-    state ^= state << 13
-    state ^= state >>> 17
-    state ^= state << 5
-    return (state >>> 0) / 0x100000000
-  }
-  const int = (n: number): number => Math.floor(next() * n)
-  return {
-    int,
-    bytes: (n) => Buffer.from(Array.from({ length: n }, () => int(256))),
-    pick: (xs) => xs[int(xs.length)]!,
-  }
-}
-
-/** Cuts a byte stream into frames by the MBAP length field, decoding each; framing defects go to `malformed`. */
-function responseReader(socket: Socket, onResponse: (r: ModbusResponse) => void, malformed: string[]): void {
-  let buffer = Buffer.alloc(0)
-  socket.on('data', (chunk: Buffer) => {
-    buffer = Buffer.concat([buffer, chunk])
-    while (buffer.length >= 6) {
-      const total = 6 + buffer.readUInt16BE(4)
-      if (total < 8 || total > 260) {
-        malformed.push(`length field ${total - 6}`)
-        buffer = Buffer.alloc(0)
-        return
-      }
-      if (buffer.length < total) return
-      try {
-        onResponse(decodeResponse(buffer.subarray(0, total)))
-      } catch (error) {
-        malformed.push((error as Error).message)
-      }
-      buffer = buffer.subarray(total)
-    }
-  })
-  socket.on('error', () => undefined)
-}
-
-function open(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, noDelay: true })
-    socket.once('connect', () => resolve(socket))
-    socket.once('error', reject)
-  })
-}
+const SEED = FUZZ_SEED
 
 describe('codec fuzz', () => {
   it(`random and mutated frames for ${DURATION_MS} ms (seed ${SEED})`, async (t) => {
@@ -82,44 +31,7 @@ describe('codec fuzz', () => {
     const malformed: string[] = []
     const deadline = Date.now() + DURATION_MS
 
-    const validRequest = (): ModbusRequest => {
-      const address = random.pick([0, 1, 2, 6, 10, 11, 12, random.int(65536)])
-      const quantity = random.pick([1, 2, 4, 0, 126, 2001, random.int(300)])
-      switch (random.pick([1, 2, 3, 4, 5, 6, 15, 16, 23] as const)) {
-        case 1: return { fc: 1, address, quantity }
-        case 2: return { fc: 2, address, quantity }
-        case 3: return { fc: 3, address, quantity }
-        case 4: return { fc: 4, address, quantity }
-        case 5: return { fc: 5, address, value: random.int(2) === 1 }
-        case 6: return { fc: 6, address, value: random.int(65536) }
-        case 15: {
-          const n = 1 + random.int(20)
-          return { fc: 15, address, quantity: n, values: Array.from({ length: n }, () => random.int(2) === 1) }
-        }
-        case 16: {
-          const n = 1 + random.int(8)
-          return { fc: 16, address, quantity: n, data: random.bytes(n * 2) }
-        }
-        default: {
-          const n = 1 + random.int(4)
-          return { fc: 23, readAddress: address, readQuantity: quantity, writeAddress: random.int(12), writeQuantity: n, data: random.bytes(n * 2) }
-        }
-      }
-    }
-
-    /** A PDU that is valid, mutated, or random; the frame around it is always well formed. */
-    const fuzzPdu = (): Buffer => {
-      const kind = random.int(3)
-      if (kind === 0) return encodeRequest({ transactionId: 0, unitId: 0, request: validRequest() }).subarray(7)
-      if (kind === 1) {
-        const pdu = Buffer.from(encodeRequest({ transactionId: 0, unitId: 0, request: validRequest() }).subarray(7))
-        for (let k = 1 + random.int(3); k > 0; k--) pdu[random.int(pdu.length)] = random.int(256)
-        return pdu
-      }
-      const pdu = random.bytes(1 + random.int(random.pick([8, 40, 253])))
-      if (random.int(2)) pdu[0] = random.pick([1, 2, 3, 4, 5, 6, 15, 16, 23, 0x80, 0])
-      return pdu
-    }
+    const { validRequest, fuzzPdu } = fuzzer(random, { addresses: [0, 1, 2, 6, 10, 11, 12], maxCoils: 20, maxRegisters: 8, writeAddresses: 12 })
 
     // Stream 1: well-framed requests with fuzzed PDUs, pipelined. Every one must be answered, in order.
     const pduStream = async (): Promise<{ sent: number; answered: number }> => {
