@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 // `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
-// dashboard), then runs every test file
-// with node's test runner — TypeScript through tsx, and the Python SDK's unittest suite through
-// test/python-sdk.test.ts — so one closing summary counts everything.
+// dashboard) and type-checks, then runs every test file with node's test runner — TypeScript
+// through tsx, and the Python SDK's unittest suite through test/python-sdk.test.ts — so one closing
+// summary counts everything. `node scripts/run-tests.mjs modbus` runs the files whose path
+// contains "modbus".
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
-for (const step of [[join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]) {
+const tsc = join(root, 'node_modules/typescript/bin/tsc')
+// Build, then type-check what the build leaves out (tests, examples, the dashboard).
+for (const step of [[tsc, '-p', 'tsconfig.json'], [tsc, '-p', 'tsconfig.test.json'], [tsc, '-p', 'ui/tsconfig.json', '--noEmit'], [join(root, 'scripts/build-ui.mjs')]]) {
   const build = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
   if (build.status !== 0) process.exit(build.status ?? 1)
 }

@@ -35,7 +35,7 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
   })
 
   it('refuses /api/v3 without the right Bearer key (401 fault) and echoes X-Correlation-Id', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic dGVzdA==' }, { authorization: 'Bearer ' }]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic dGVzdA==' }, { authorization: 'Bearer ' }] as Array<Record<string, string>>) {
       const res = await fetch(`${t.url}${SYS}`, { headers })
       assert.equal(res.status, 401)
       const fault = (await res.json()) as Record<string, any>

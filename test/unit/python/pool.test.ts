@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { NotFoundError, UserCodeError, ValidationError } from '../../../src/errors.js'
-import type { PythonPool } from '../../../src/python/index.js'
+import type { ImportBlock, PythonPool } from '../../../src/python/index.js'
 import { fixture, py } from './helpers.js'
 import type { Fixture } from './helpers.js'
 
@@ -146,7 +146,7 @@ describe('PythonPool: load, call, get, set', () => {
   })
 
   it('several files and a list of classes from one file', async () => {
-    const block = {
+    const block: ImportBlock = {
       'pair.py': [
         { class: 'Counter', init: { kwargs: { step: 3 } }, attributes: { count: { property: 'count' } }, methods: { run: 'bump' } },
         { class: 'Greeter', attributes: { greeting: { property: 'greeting' } }, methods: { greet: 'greet' } },
