@@ -73,7 +73,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     const err = fastifyToMimic(error)
     if (err.status >= 500) req.log.error({ err: error, correlationId: req.id }, err.message)
     const base = req.mimicFault ?? { action: req.method.toLowerCase(), component: null }
-    const ctx = err.component ? { ...base, component: err.component } : base
+    // The state as it is now: a failed prepare has just moved the instance to ERROR.
+    const component = err.component ?? base.node?.faultInfo() ?? base.component
+    const ctx = { action: base.action, component }
     void reply.status(err.status).header('x-correlation-id', req.id).send(buildFault(err, { ...ctx, correlationId: req.id }))
   })
 

@@ -9,6 +9,8 @@ import type { FaultComponent } from './faults.js'
 export interface RequestFaultContext {
   action: string
   component: FaultComponent | null
+  /** The node the request resolved to: its state is read again when a fault is built. */
+  node?: { faultInfo(): FaultComponent }
 }
 
 declare module 'fastify' {
@@ -32,6 +34,7 @@ export function registerTreeRoutes(app: FastifyInstance, system: System): void {
     req.mimicFault = { action: ACTIONS[verb], component: guessComponent(segments) }
     const target = resolvePath(system, segments, { forWrite: verb === 'PUT' })
     req.mimicFault.component = target.node.faultInfo()
+    req.mimicFault.node = target.node
     if (target.kind === 'method') req.mimicFault.action = target.method
     const result = await dispatch(verb, target, req.body, system)
     reply.header('cache-control', 'no-store')
