@@ -368,3 +368,27 @@ class Tick(WorkerTestCase):
         reply = self.ok("tick", s=[0])
         self.assertNotIn("fk", reply)
         self.assertEqual(reply["c"], [0, 0, 1, 0, 1, "ab", 0, 2, float("inf")])
+
+
+class SharedModules(WorkerTestCase):
+    """Instances that import the same unchanged file share its module, as an import would."""
+
+    def test_same_file_one_module_edited_file_a_new_one_and_nothing_left_after_unload(self):
+        import sys
+
+        self.load_sensor("a")
+        self.load_sensor("b")
+        a, b = self.worker.instances["a"], self.worker.instances["b"]
+        self.assertIs(type(a.objects[0]), type(b.objects[0]))
+        self.assertEqual(a.modules, b.modules)
+        self.write("py_temp_sensor.py", SENSOR + "\nEDITED = True\n")
+        self.ok("load", instance="c", entries=[self.entry("py_temp_sensor.py", "PyTempSensor")], definition={}, attributes={})
+        c = self.worker.instances["c"]
+        self.assertIsNot(type(c.objects[0]), type(a.objects[0]), "an edited file is executed again")
+        self.assertTrue(sys.modules[c.modules[0]].EDITED)
+        names = set(a.modules + c.modules)
+        self.ok("unload", instance="a")
+        self.assertIn(b.modules[0], sys.modules, "b still uses the first module")
+        self.ok("unload", instance="b")
+        self.ok("unload", instance="c")
+        self.assertFalse(names & set(sys.modules), "no module outlives its last instance")
