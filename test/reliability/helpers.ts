@@ -174,16 +174,8 @@ export async function request(url: string, method: string, body?: unknown, heade
   return { status: res.status, body: parsed }
 }
 
-/** Waits until `check` is truthy or the time is up. */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5000, stepMs = 20): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, stepMs))
-  }
-}
+/** Waits until `check` is truthy or the time is up (the shared test helper, under this name). */
+export { eventually as waitFor } from '../helpers/server.js'
 
 /**
  * One HTTP request whose path is sent byte for byte (fetch would normalize `..` and `%2e%2e`
