@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import pino, { type Logger } from 'pino'
 import { checkExposure, type Config } from './config.js'
-import { ValidationError } from './errors.js'
+import { ConflictError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
 import { ModbusHub } from './protocols/modbus/index.js'
 import { PythonPool, resolveInterpreter } from './python/index.js'
@@ -87,7 +87,11 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
       bodyLimit: config.bodyLimit,
       plugins: [(a) => void registerEvents(a, system), (a) => registerDashboard(a)],
     })
-    await app.listen({ host: config.host, port: config.port })
+    await app.listen({ host: config.host, port: config.port }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') throw new ConflictError(`Port ${config.port} on ${config.host} is already in use by another program: choose another with --port (0 picks a free one)`)
+      if (err.code === 'EADDRNOTAVAIL') throw new ConflictError(`Cannot listen on ${config.host}: no such address on this machine (--host)`)
+      throw err
+    })
   } catch (err) {
     await app?.close().catch(() => {})
     await shutdown()

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -107,6 +108,24 @@ describe('mimic command line', () => {
     const res = mimic(['serve', '--host', '0.0.0.0', '--port', '0'], { MIMIC_PRODUCT_KEY: '' })
     assert.equal(res.status, 1)
     assert.match(res.stderr, /Refusing to listen on 0\.0\.0\.0 without a product key/)
+  })
+
+  it('serve on a port another program holds says so and exits 1', async () => {
+    const blocker = createServer()
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
+    const port = (blocker.address() as { port: number }).port
+    try {
+      const res = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port), '--snapshots-dir', join(dir, 'snaps-busy')], { stdio: ['ignore', 'ignore', 'pipe'] })
+        let stderr = ''
+        child.stderr!.on('data', (d) => (stderr += d))
+        child.on('exit', (status) => resolve({ status, stderr }))
+      })
+      assert.equal(res.status, 1)
+      assert.match(res.stderr, new RegExp(`Port ${port} on 127\\.0\\.0\\.1 is already in use by another program`))
+    } finally {
+      blocker.close()
+    }
   })
 
   it('serve rejects a bad flag value with the flag and variable named', () => {
