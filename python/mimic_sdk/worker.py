@@ -513,9 +513,11 @@ class Worker:
         of each with the shared time ``t`` and step ``dt``; ``x`` maps a slot (as a string) to
         what differs for it: ``t``, ``dt``, declarative attribute values ``a``. The answer lists
         changed bound values as flat triples ``c = [slot, index, value, ...]`` (index into the
-        ``order`` a load reported) — except finite floats, which come packed: ``fk`` is base64 of
-        little-endian int32 keys ``slot << 16 | index`` and ``fv`` base64 of the float64 values — results other than None as pairs ``r = [slot, result, ...]``, failures as ``e = [[slot, error], ...]`` and declarative
-        writes of MimicComponents as ``a = {slot: {...}}``. No per-instance dictionaries are built
+        ``order`` a load reported), except finite floats, which come packed: ``fk`` is base64 of
+        little-endian int32 keys ``slot << 16 | index`` and ``fv`` base64 of the float64 values.
+        Results other than None come as pairs ``r = [slot, result, ...]``, failures as
+        ``e = [[slot, error], ...]`` and declarative writes of MimicComponents as
+        ``a = {slot: {...}}``. No per-instance dictionaries are built
         for the common case, which is what makes a step cost little more than the user's code.
         """
         slots = self.slots
@@ -566,7 +568,8 @@ class Worker:
                         value = getter()
                         old = last.get(name, _MISSING)
                         if type(old) is not type(value) or old != value:
-                            if type(value) is float and value - value == 0.0 and index < 65536:
+                            # (a key must fit an int32: slots beyond 32767 take the JSON path)
+                            if type(value) is float and value - value == 0.0 and sid < 32768 and index < 65536:
                                 last[name] = value
                                 add_key((sid << 16) | index)
                                 add_value(value)

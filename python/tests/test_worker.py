@@ -392,3 +392,17 @@ class SharedModules(WorkerTestCase):
         self.ok("unload", instance="b")
         self.ok("unload", instance="c")
         self.assertFalse(names & set(sys.modules), "no module outlives its last instance")
+
+
+class TickLargeSlots(WorkerTestCase):
+    def test_slots_beyond_the_packed_key_range_still_report_their_floats(self):
+        self.load_sensor("a")
+        instance = self.worker.instances["a"]
+        # Move the instance to a slot number a packed int32 key cannot hold.
+        self.worker.slots[0] = None
+        self.worker.slots.extend([None] * 40000)
+        instance.sid = 40000
+        self.worker.slots[40000] = instance
+        reply = self.ok("tick", s=[40000])
+        self.assertEqual(tick_changes(reply), [(40000, 0, 25.5)])
+        self.assertNotIn("e", reply)
