@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { decodeResponse, encodeRequest } from '../../src/protocols/modbus/index.js'
+import { encodeRequest } from '../../src/protocols/modbus/index.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
-import { FUZZ_SEED, fuzzer, generator, open } from '../unit/modbus/fuzz-kit.js'
+import { FUZZ_SEED, fuzzer, generator, open, responseReader } from '../unit/modbus/fuzz-kit.js'
 import { TestClient, registersOf } from '../unit/modbus/helpers.js'
 import { SYS, freePort } from './helpers.js'
 
@@ -81,32 +81,14 @@ describe('Modbus fuzz against a running server', () => {
     const pduStream = async (): Promise<{ sent: number; answered: number }> => {
       const socket = await open(port)
       const expected: Array<[number, number]> = []
-      let buffer = Buffer.alloc(0)
       let answered = 0
       let wake: (() => void) | null = null
-      socket.on('error', () => undefined)
-      socket.on('data', (chunk: Buffer) => {
-        buffer = Buffer.concat([buffer, chunk])
-        while (buffer.length >= 6) {
-          const total = 6 + buffer.readUInt16BE(4)
-          if (total < 8 || total > 260) {
-            malformed.push(`length field ${total - 6}`)
-            buffer = Buffer.alloc(0)
-            return
-          }
-          if (buffer.length < total) return
-          try {
-            const response = decodeResponse(buffer.subarray(0, total))
-            const [transactionId, unitId] = expected.shift() ?? [-1, -1]
-            if (response.transactionId !== transactionId || response.unitId !== unitId) malformed.push(`answer ${response.transactionId}/${response.unitId} where ${transactionId}/${unitId} was due`)
-          } catch (error) {
-            malformed.push((error as Error).message)
-          }
-          answered++
-          buffer = buffer.subarray(total)
-          if (expected.length < 8) wake?.()
-        }
-      })
+      responseReader(socket, (response) => {
+        const [transactionId, unitId] = expected.shift() ?? [-1, -1]
+        if (response.transactionId !== transactionId || response.unitId !== unitId) malformed.push(`answer ${response.transactionId}/${response.unitId} where ${transactionId}/${unitId} was due`)
+        answered++
+        if (expected.length < 8) wake?.()
+      }, malformed)
       let sent = 0
       let transactionId = 0
       while (Date.now() < deadline && !socket.destroyed) {
