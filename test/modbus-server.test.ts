@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { peerSkipReason, run, TestClient, registersOf, exceptionOf } from './unit/modbus/helpers.js'
-import { startTestServer, type TestServer } from './helpers/server.js'
+import { freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
 const PYMODBUS = new URL('./unit/modbus/pymodbus-client.py', import.meta.url).pathname
@@ -28,14 +28,6 @@ class Sensor:
         return self.setter_calls
 `
 
-/** A free TCP port on 127.0.0.1. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const port = (server.address() as { port: number }).port
-  await new Promise<void>((r) => server.close(() => r()))
-  return port
-}
 
 function model(port: number, unitId: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {

@@ -1,5 +1,6 @@
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import pino from 'pino'
@@ -97,4 +98,13 @@ export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 500
     if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`)
     await new Promise((r) => setTimeout(r, stepMs))
   }
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const port = (server.address() as { port: number }).port
+  await new Promise<void>((r) => server.close(() => r()))
+  return port
 }

@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { request as httpRequest, type Agent } from 'node:http'
-import { createServer } from 'node:net'
 import { TEST_KEY } from '../helpers/server.js'
 
 export const BIN = new URL('../../bin/mimic.js', import.meta.url).pathname
@@ -68,14 +67,7 @@ export function running(pid: number): boolean {
   return info !== undefined && info.state !== 'Z'
 }
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const port = (server.address() as { port: number }).port
-  await new Promise<void>((r) => server.close(() => r()))
-  return port
-}
+export { freePort } from '../helpers/server.js'
 
 /** A `mimic serve` child process. */
 export interface ServedMimic {
