@@ -112,15 +112,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
     logger,
     close: () => {
       closing ??= (async () => {
-        // A request still running when close() begins leaves its keep-alive connection idle
-        // afterwards, and http.Server.close() would wait for it until the keep-alive timeout
-        // (72 s): close such connections as soon as they are idle.
-        const sweep = setInterval(() => server.server.closeIdleConnections(), 50)
-        try {
-          await server.close().catch(() => {})
-        } finally {
-          clearInterval(sweep)
-        }
+        await server.close().catch(() => {})
         await shutdown()
       })()
       return closing

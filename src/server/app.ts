@@ -102,6 +102,16 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     instances: opts.system.instances.size,
   }))
 
+  // A request still running when close() begins leaves its keep-alive connection idle afterwards,
+  // and http.Server.close() would wait for it until the keep-alive timeout (72 s): while closing,
+  // close such connections as soon as they are idle.
+  let sweep: NodeJS.Timeout | undefined
+  app.addHook('preClose', async () => {
+    sweep = setInterval(() => app.server.closeIdleConnections(), 50)
+    sweep.unref()
+  })
+  app.addHook('onClose', async () => clearInterval(sweep))
+
   registerTreeRoutes(app, opts.system)
   for (const plugin of opts.plugins ?? []) await plugin(app)
   return app
