@@ -22,6 +22,7 @@ export const configSchema = z.strictObject({
   python: z.string().optional(),
   pythonWorkers: z.coerce.number().int().min(1).max(256).default(Math.max(1, availableParallelism())),
   pythonTimeout: z.coerce.number().positive().max(3600).default(10),
+  stepBatch: z.coerce.number().int().min(1).max(100_000).default(100),
   bodyLimit: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 })
@@ -43,6 +44,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   python: 'MIMIC_PYTHON',
   pythonWorkers: 'MIMIC_PYTHON_WORKERS',
   pythonTimeout: 'MIMIC_PYTHON_TIMEOUT',
+  stepBatch: 'MIMIC_STEP_BATCH',
   bodyLimit: 'MIMIC_BODY_LIMIT',
   logLevel: 'MIMIC_LOG_LEVEL',
 }

@@ -56,7 +56,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
   })
   const modbus = new ModbusHub({ logger: logger.child({ component: 'modbus' }) })
   const snapshots = new SnapshotStore({ dir: config.snapshotsDir, mode: config.snapshotsMode, serverVersion: SERVER_VERSION, logger: logger.child({ component: 'snapshots' }) })
-  const services: SystemServices = { logger, serverVersion: SERVER_VERSION, extensions: config.extensions, python: pythonAccess, modbus, snapshots }
+  const services: SystemServices = { logger, serverVersion: SERVER_VERSION, extensions: config.extensions, python: pythonAccess, modbus, snapshots, stepBatch: config.stepBatch }
   const system = new System(services)
   const shutdown = async (): Promise<void> => {
     await system.destroy().catch((err: unknown) => logger.warn({ err }, 'stopping the system failed'))

@@ -57,6 +57,11 @@ from mimic_sdk.protocol import PROTOCOL_VERSION, FrameReader, ProtocolError, enc
 
 _SCALARS = frozenset((float, int, str, bool, type(None)))
 _MISSING = object()
+_NAN = float("nan")
+#: integers up to this size travel as float64 without losing a digit
+_EXACT = 2**53
+#: compiled step plans a worker keeps (the system loop and run() use one each)
+_MAX_PLANS = 16
 _INTERNAL_FILES = frozenset(
     os.path.realpath(f) for f in (__file__, _component.__file__) if f
 )
@@ -285,6 +290,20 @@ class _Instance:
         self.sid = -1
 
 
+class _Plan:
+    """The instances of a ``tick``, compiled: per instance ``(slot, name, method, (attr, getter)
+    pairs, last, first index in out)``, or ``(slot, None, ...)`` for the careful path."""
+
+    __slots__ = ("method", "entries", "out", "dense")
+
+    def __init__(self, method: Any):
+        self.method = method
+        self.entries: List[Tuple[Any, ...]] = []
+        self.out = array("d")
+        #: whether any instance reports through ``out``
+        self.dense = False
+
+
 def _class_attribute(cls: type, name: str) -> Any:
     for klass in cls.__mro__:
         if name in klass.__dict__:
@@ -318,6 +337,8 @@ class Worker:
         self._executed: Dict[str, Tuple[bytes, str, Any]] = {}
         #: module name -> instances using it; a module is forgotten when its last user goes
         self._module_users: Dict[str, Set[str]] = {}
+        #: compiled step plans by id, forgotten whenever an instance is loaded or unloaded
+        self._plans: Dict[Any, _Plan] = {}
         self._out_fd: Optional[int] = None
         self._out_lock = threading.Lock()
         self._ops: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
@@ -418,15 +439,27 @@ class Worker:
         return instance
 
     def _collect(self, instance: _Instance) -> Dict[str, Any]:
-        """Bound values that changed since the last answer for this instance."""
+        """The bound values of an instance that the server may not know yet.
+
+        ``instance.last`` remembers what the server was last told, for the values whose change
+        is tracked: every value of a MimicComponent, and the values of a plain instance that are
+        not finite numbers. A plain instance's numbers are always included: they travel in every
+        tick anyway (see ``_op_tick``), so tracking them would cost more than sending them.
+        """
         changed: Dict[str, Any] = {}
         last = instance.last
+        tracks_numbers = instance.declarative
         for name, getter in instance.getters:
             try:
                 value = getter()
             except BaseException as exc:
                 raise WorkerError("user_code", _describe(exc), f"attributes.{name}", user_traceback(exc)) from None
-            if type(value) not in _SCALARS:
+            kind = type(value)
+            if not tracks_numbers and ((kind is float and value - value == 0.0) or (kind is int and -_EXACT <= value <= _EXACT)):
+                last.pop(name, None)
+                changed[name] = value
+                continue
+            if kind not in _SCALARS:
                 value = jsonable(value)
             old = last.get(name, _MISSING)
             # the type check keeps 1 -> True or 1 -> 1.0 from passing as "unchanged"
@@ -509,105 +542,168 @@ class Worker:
     def _op_tick(self, message: Dict[str, Any]) -> Dict[str, Any]:
         """A system step in compact form: the hot path when thousands of instances step together.
 
-        The request names instances by slot (``s``) and calls model method ``m`` (default ``run``)
-        of each with the shared time ``t`` and step ``dt``; ``x`` maps a slot (as a string) to
-        what differs for it: ``t``, ``dt``, declarative attribute values ``a``. The answer lists
-        changed bound values as flat triples ``c = [slot, index, value, ...]`` (index into the
-        ``order`` a load reported), except finite floats, which come packed: ``fk`` is base64 of
-        little-endian int32 keys ``slot << 16 | index`` and ``fv`` base64 of the float64 values.
-        Results other than None come as pairs ``r = [slot, result, ...]``, failures as
-        ``e = [[slot, error], ...]`` and declarative writes of MimicComponents as
-        ``a = {slot: {...}}``. No per-instance dictionaries are built
-        for the common case, which is what makes a step cost little more than the user's code.
+        The instances of a step form a *plan*: ``s`` lists their slots, ``z`` how many bound
+        values each has (the length of the ``order`` its load reported) and ``m`` the model
+        method to call (default ``run``; None only refreshes the values). With an id ``p`` the
+        worker keeps the compiled plan and later ticks send only ``{"p": id}``; any load or
+        unload forgets every plan, and a tick naming an unknown plan without ``s`` fails with
+        kind ``plan`` (the server then sends the plan again in full). ``x`` maps a slot (as a
+        string) to the context of a MimicComponent: ``t``, ``dt``, declarative values ``a``;
+        the message's own ``t`` and ``dt`` are the defaults. ``n`` > 1 runs that many steps in
+        one go (plain classes only): the answer carries the last step's values, and ``f =
+        [[slot, failed steps, first error], ...]`` counts the failures of all of them.
+
+        The answer carries every bound value of the plain instances as one dense array ``v``
+        (base64 of little-endian float64, the plan's values in order, NaN where a value is not
+        a finite number): a step of a thousand sensors is one array, not a thousand JSON
+        numbers. Values that are not finite numbers, and everything a MimicComponent reports,
+        come as flat triples ``c = [slot, index, value, ...]`` when they changed. Results other
+        than None come as pairs ``r = [slot, result, ...]``, failures as ``e = [[slot, error],
+        ...]`` (a failed instance's entries of ``v`` mean nothing) and declarative writes of
+        MimicComponents as ``a = {slot: {...}}``.
         """
-        slots = self.slots
-        method = message.get("m", "run")  # None: only refresh the bound values
+        plan_id = message.get("p")
+        if message.get("s") is not None:
+            plan = self._compile_plan(message)
+            if plan_id is not None:
+                if len(self._plans) >= _MAX_PLANS:
+                    del self._plans[next(iter(self._plans))]
+                self._plans[plan_id] = plan
+        else:
+            plan = self._plans.get(plan_id)  # type: ignore[arg-type]
+            if plan is None:
+                raise WorkerError("plan", f"unknown step plan {plan_id!r}: send its slots again")
+        method = plan.method
         time_, dt = message.get("t"), message.get("dt")
         extra = message.get("x") or {}
         capture = self.capture
+        repeat = message.get("n", 1)
+        if type(repeat) is not int or repeat < 1:
+            raise WorkerError("protocol", "n: expected the number of steps, an integer >= 1")
+        failures: Optional[Dict[Any, List[Any]]] = None
+        if repeat > 1:
+            failures = self._repeat(plan, repeat - 1)
         changes: List[Any] = []
         push = changes.append
-        # Finite floats, the bulk of a simulation's values, travel packed: JSON would spend more
-        # time printing their digits than the user's code takes to compute them.
-        float_keys = array("i")
-        float_values = array("d")
-        add_key = float_keys.append
-        add_value = float_values.append
         results: List[Any] = []
         errors: List[Any] = []
         declared: Dict[str, Any] = {}
-        sids = message.get("s") or ()
-        n = len(sids)
-        i = 0
-        # The loop below is the fast path for plain classes: no per-instance try, no context.
-        # Anything unusual (a MimicComponent, a bad slot) or any exception drops to _tick_one for
-        # that one instance, and the fast loop resumes after it. `stage` says how far the failed
-        # instance got, so its method is never called twice.
-        while i < n:
-            stage = -1
-            name = None
+        out = plan.out
+        # The loop below is the whole cost of a step for plain classes: the method and getters
+        # were looked up when the plan was compiled, numbers go straight into `out`.
+        for sid, name, fn, pairs, last, base in plan.entries:
+            if pairs is None:  # a MimicComponent, or a slot out of step: the careful path
+                self._tick_one(sid, method, time_, dt, extra, push, results, errors, declared)
+                continue
+            capture.current = name
+            p = base
+            attr = None
             try:
-                while i < n:
-                    stage = -1
-                    sid = sids[i]
-                    instance = slots[sid] if type(sid) is int and sid >= 0 else None
-                    if instance is None or instance.declarative:
-                        raise _SlowPath
-                    capture.current = instance.name
-                    stage = 0
-                    fn = instance.methods.get(method)
-                    if fn is not None:
-                        result = fn()
-                        if result is not None:
-                            results.append(sid)
-                            results.append(result if type(result) in _SCALARS else jsonable(result))
-                    stage = 1
-                    last = instance.last
-                    index = 0
-                    for name, getter in instance.getters:
-                        value = getter()
-                        old = last.get(name, _MISSING)
+                if fn is not None:
+                    result = fn()
+                    if result is not None:
+                        results.append(sid)
+                        results.append(result if type(result) in _SCALARS else jsonable(result))
+                for attr, getter in pairs:
+                    value = getter()
+                    kind = type(value)
+                    if (kind is float and value - value == 0.0) or (kind is int and -_EXACT <= value <= _EXACT):
+                        out[p] = value
+                        if last and attr in last:
+                            del last[attr]
+                    else:
+                        # Anything but a finite number travels as JSON, and only when it changed.
+                        out[p] = _NAN
+                        if kind not in _SCALARS:
+                            value = jsonable(value)
+                        old = last.get(attr, _MISSING)
                         if type(old) is not type(value) or old != value:
-                            # (a key must fit an int32: slots beyond 32767 take the JSON path)
-                            if type(value) is float and value - value == 0.0 and sid < 32768 and index < 65536:
-                                last[name] = value
-                                add_key((sid << 16) | index)
-                                add_value(value)
-                            else:
-                                if type(value) not in _SCALARS:
-                                    value = jsonable(value)
-                                last[name] = value
-                                push(sid)
-                                push(index)
-                                push(value)
-                        index += 1
-                    i += 1
-            except _SlowPath:
-                self._tick_one(sids[i], method, time_, dt, extra, push, results, errors, declared)
-                i += 1
+                            last[attr] = value
+                            push(sid)
+                            push(p - base)
+                            push(value)
+                    p += 1
             except BaseException as exc:
-                if stage < 0:
-                    self._tick_one(sids[i], method, time_, dt, extra, push, results, errors, declared)
-                else:
-                    where = method if stage == 0 else f"attributes.{name}"
-                    errors.append([sids[i], WorkerError("user_code", _describe(exc), where, user_traceback(exc)).to_wire()])
-                i += 1
-            finally:
-                capture.current = None
+                where = method if attr is None else f"attributes.{attr}"
+                errors.append([sid, WorkerError("user_code", _describe(exc), where, user_traceback(exc)).to_wire()])
+        capture.current = None
         reply: Dict[str, Any] = {"c": changes}
-        if float_keys:
+        if plan.dense:
+            data = out
             if sys.byteorder != "little":
-                float_keys.byteswap()
-                float_values.byteswap()
-            reply["fk"] = b64encode(float_keys.tobytes()).decode("ascii")
-            reply["fv"] = b64encode(float_values.tobytes()).decode("ascii")
+                data = array("d", out)
+                data.byteswap()
+            reply["v"] = b64encode(data.tobytes()).decode("ascii")
         if results:
             reply["r"] = results
         if errors:
             reply["e"] = errors
+        if failures is not None:
+            for sid, error in errors:
+                seen = failures.get(sid)
+                if seen is None:
+                    failures[sid] = [1, error]
+                else:
+                    seen[0] += 1
+            if failures:
+                reply["f"] = [[sid, count, error] for sid, (count, error) in failures.items()]
         if declared:
             reply["a"] = declared
         return reply
+
+    def _repeat(self, plan: "_Plan", steps: int) -> Dict[Any, List[Any]]:
+        """The first ``steps`` steps of a tick with ``n`` > 1: every method and getter is called as
+        in any step, but only the last step's values are sent. Returns ``{slot: [failed steps,
+        first error]}``. Only plain classes can be stepped so: a MimicComponent sees the server's
+        time and values, which move between steps."""
+        if any(pairs is None for _, _, _, pairs, _, _ in plan.entries):
+            raise WorkerError("protocol", "n > 1 steps plain classes only: a MimicComponent needs the server in every step")
+        capture = self.capture
+        method = plan.method
+        failures: Dict[Any, List[Any]] = {}
+        entries = plan.entries
+        for _ in range(steps):
+            for sid, name, fn, pairs, _, _ in entries:
+                capture.current = name
+                attr = None
+                try:
+                    if fn is not None:
+                        fn()
+                    for attr, getter in pairs:
+                        getter()
+                except BaseException as exc:
+                    seen = failures.get(sid)
+                    if seen is not None:
+                        seen[0] += 1
+                        continue
+                    where = method if attr is None else f"attributes.{attr}"
+                    failures[sid] = [1, WorkerError("user_code", _describe(exc), where, user_traceback(exc)).to_wire()]
+        capture.current = None
+        return failures
+
+    def _compile_plan(self, message: Dict[str, Any]) -> "_Plan":
+        """Looks up, once, what every instance of a tick needs: its method and its getters."""
+        sids, sizes = message.get("s"), message.get("z")
+        if not isinstance(sids, list) or (sizes is not None and (not isinstance(sizes, list) or len(sizes) != len(sids))):
+            raise WorkerError("protocol", "a tick's plan needs s (a list of slots) and z (one size per slot)")
+        method = message.get("m", "run")
+        slots = self.slots
+        plan = _Plan(method)
+        base = 0
+        for k, sid in enumerate(sids):
+            instance = slots[sid] if type(sid) is int and 0 <= sid < len(slots) else None
+            size = sizes[k] if sizes is not None else (len(instance.getters) if instance is not None else 0)
+            if type(size) is not int or size < 0:
+                raise WorkerError("protocol", f"z[{k}]: expected the number of bound values of slot {sid!r}")
+            if instance is None or instance.declarative or len(instance.getters) != size:
+                plan.entries.append((sid, None, None, None, None, base))
+            else:
+                fn = instance.methods.get(method) if method is not None else None
+                plan.entries.append((sid, instance.name, fn, tuple(instance.getters), instance.last, base))
+                plan.dense = True
+            base += size
+        plan.out = array("d", [_NAN]) * base
+        return plan
 
     def _tick_one(self, sid: Any, method: Any, time_: Any, dt: Any, extra: Dict[str, Any], push: Callable[[Any], None],
                   results: List[Any], errors: List[Any], declared: Dict[str, Any]) -> None:
@@ -707,6 +803,7 @@ class Worker:
         return {"unloaded": self._drop(message.get("instance"))}  # type: ignore[arg-type]
 
     def _drop(self, name: str) -> bool:
+        self._plans.clear()
         instance = self.instances.pop(name, None)
         if instance is None:
             return False
@@ -770,6 +867,7 @@ class Worker:
         finally:
             self.capture.current = None
         self.instances[name] = instance
+        self._plans.clear()
         if self._free_slots:
             instance.sid = self._free_slots.pop()
             self.slots[instance.sid] = instance

@@ -104,13 +104,14 @@ class LoadAndCall(WorkerTestCase):
         self.assertEqual(reply["bound"], ["temperature"])
         self.assertEqual(reply["components"], [False])
 
-    def test_call_returns_result_and_only_changed_values(self):
-        self.load_sensor()
+    def test_call_returns_result_and_numbers_but_only_changed_other_values(self):
+        self.load_sensor(attributes={"temperature": {"property": "temperature"}, "serial": {"property": "serial"}})
         reply = self.ok("call", instance="s", method="run")
         self.assertEqual(reply["result"], {"t": 25.5})
-        self.assertEqual(reply["values"], {"temperature": 25.5})
+        self.assertEqual(reply["values"], {"temperature": 25.5}, "the unchanged serial is left out")
         self.load_sensor(init={"kwargs": {"start": 1.0, "drift": 0.0}})
-        self.assertEqual(self.ok("call", instance="s", method="run")["values"], {})
+        self.assertEqual(self.ok("call", instance="s", method="run")["values"], {"temperature": 1.0},
+                         "a number is always sent: ticks send every number, so it is not tracked")
 
     def test_property_setter_and_getter_setter_bindings(self):
         self.load_sensor(attributes={
@@ -122,7 +123,9 @@ class LoadAndCall(WorkerTestCase):
                          {"temperature": 30.0, "level": 60.0})
         self.assertEqual(self.ok("set", instance="s", attr="level", value=10)["values"],
                          {"temperature": 5.0, "level": 10.0})
-        self.assertEqual(self.ok("set", instance="s", attr="mode", value="manual")["values"], {"mode": "manual"})
+        self.assertEqual(self.ok("set", instance="s", attr="mode", value="manual")["values"],
+                         {"temperature": 5.0, "level": 10.0, "mode": "manual"})
+        self.assertNotIn("mode", self.ok("set", instance="s", attr="level", value=10)["values"], "mode did not change")
         self.assertEqual(self.ok("get", instance="s", attr="level")["value"], 10.0)
 
     def test_getter_without_setter_is_read_only(self):
@@ -214,7 +217,7 @@ class LoadAndCall(WorkerTestCase):
         self.assertEqual(results[1]["error"]["kind"], "user_code")
         self.assertEqual(results[2]["error"]["kind"], "not_found")
         self.assertEqual(results[3]["values"], {"temperature": 25.5})
-        self.assertEqual(results[4], {"ok": True, "result": None, "values": {}})
+        self.assertEqual(results[4], {"ok": True, "result": None, "values": {"temperature": 25.5}})
 
     def test_print_output_is_captured_per_instance(self):
         self.write("talk.py", "class T:\n    def say(self, w):\n        print('said', w)\n")
@@ -302,45 +305,98 @@ if __name__ == "__main__":
     unittest.main()
 
 
-def tick_changes(reply):
-    """Every changed value of a tick answer as (slot, index, value), packed floats included."""
+def tick_values(reply, sizes):
+    """Every value of a tick answer as (slot, index, value): the dense numbers of ``v`` (one run
+    of ``sizes[slot]`` per slot, in plan order) and the triples of ``c``."""
     import base64
+    import math
     from array import array
 
+    values = []
+    if "v" in reply:
+        dense = array("d", base64.b64decode(reply["v"]))
+        position = 0
+        for sid, size in sizes:
+            values += [(sid, j, dense[position + j]) for j in range(size) if not math.isnan(dense[position + j])]
+            position += size
     c = reply["c"]
-    triples = [(c[i], c[i + 1], c[i + 2]) for i in range(0, len(c), 3)]
-    if "fk" in reply:
-        keys = array("i", base64.b64decode(reply["fk"]))
-        values = array("d", base64.b64decode(reply["fv"]))
-        triples += [(k >> 16, k & 0xFFFF, v) for k, v in zip(keys, values)]
-    return sorted(triples)
+    values += [(c[i], c[i + 1], c[i + 2]) for i in range(0, len(c), 3)]
+    return sorted(values, key=repr)
 
 
 class Tick(WorkerTestCase):
-    """The compact step: instances named by slot, changed values as flat triples."""
+    """The compact step: a plan of slots, numbers as one dense array, the rest as triples."""
 
-    def test_tick_steps_by_slot_and_reports_changes_results_and_failures(self):
+    def tick(self, sids, **fields):
+        sizes = [len(self.worker.slots[sid].getters) if 0 <= sid < len(self.worker.slots) and self.worker.slots[sid] else 0
+                 for sid in sids]
+        reply = self.ok("tick", s=sids, z=sizes, **fields)
+        return reply, tick_values(reply, list(zip(sids, sizes)))
+
+    def test_tick_steps_by_slot_and_reports_values_results_and_failures(self):
         first = self.load_sensor("a")
         second = self.load_sensor("b", init={"kwargs": {"start": 1.0, "drift": 0.0}})
         self.assertEqual((first["sid"], second["sid"]), (0, 1))
         self.assertEqual(first["order"], ["temperature"])
-        reply = self.ok("tick", s=[0, 1, 7], t=0.0, dt=1.0)
-        # a drifted, b did not: only a's value is reported; both return a result
-        self.assertEqual(tick_changes(reply), [(0, 0, 25.5)])
-        self.assertEqual(reply["c"], [], "finite floats travel packed, not as JSON numbers")
+        reply, values = self.tick([0, 1, 7], t=0.0, dt=1.0)
+        self.assertEqual(values, [(0, 0, 25.5), (1, 0, 1.0)], "every number comes, changed or not")
+        self.assertEqual(reply["c"], [], "finite numbers travel in the dense array, not as JSON")
         self.assertEqual(reply["r"], [0, {"t": 25.5}, 1, {"t": 1.0}])
         self.assertEqual([e[0] for e in reply["e"]], [7])
         self.assertEqual(reply["e"][0][1]["kind"], "not_found")
-        self.assertEqual(tick_changes(self.ok("tick", s=[0], m=None)), [], "a refresh without method reports nothing new")
+        reply, values = self.tick([0], m=None)
+        self.assertEqual(values, [(0, 0, 25.5)], "a refresh without method calls nothing")
+        self.assertNotIn("r", reply)
+
+    def test_a_kept_plan_is_named_by_id_and_forgotten_when_instances_change(self):
+        self.load_sensor("a")
+        self.load_sensor("b")
+        first = self.ok("tick", p=5, s=[0, 1], z=[1, 1])
+        self.assertEqual(tick_values(first, [(0, 1), (1, 1)]), [(0, 0, 25.5), (1, 0, 25.5)])
+        again = self.ok("tick", p=5)
+        self.assertEqual(tick_values(again, [(0, 1), (1, 1)]), [(0, 0, 26.0), (1, 0, 26.0)])
+        self.ok("unload", instance="b")
+        self.assertEqual(self.failure("tick", p=5)["kind"], "plan", "an unload forgets every plan")
+        self.ok("tick", p=5, s=[0], z=[1])
+        self.load_sensor("c")
+        self.assertEqual(self.failure("tick", p=5)["kind"], "plan", "a load forgets every plan")
+
+    def test_several_steps_in_one_tick_send_the_last_values_and_count_failures(self):
+        self.load_sensor("a")
+        self.write("flaky.py", """
+            class Flaky:
+                def __init__(self):
+                    self.steps = 0
+                def tick(self):
+                    self.steps += 1
+                    if self.steps % 2 == 0:
+                        raise RuntimeError(f"even step {self.steps}")
+        """)
+        self.ok("load", instance="f", entries=[self.entry("flaky.py", "Flaky", attributes={"steps": {"property": "steps"}},
+                                                          methods={"run": "tick"})], definition={}, attributes={})
+        reply, values = self.tick([0, 1], n=5)
+        self.assertEqual(values, [(0, 0, 27.5), (1, 0, 5.0)], "five steps ran, the last values came")
+        self.assertNotIn("e", reply, "the last step (5) did not fail")
+        [(sid, count, error)] = reply["f"]
+        self.assertEqual((sid, count), (1, 2), "steps 2 and 4 failed")
+        self.assertIn("even step 2", error["message"], "the first failure is the one reported")
+        self.assertEqual(self.tick([1], n=2)[0]["f"][0][1], 1, "step 6 failed, step 7 did not")
+        self.assertEqual(self.failure("tick", s=[0], z=[1], n=0)["kind"], "protocol")
+
+    def test_a_size_out_of_step_with_the_worker_takes_the_careful_path(self):
+        self.load_sensor("a")
+        reply = self.ok("tick", s=[0], z=[3])
+        self.assertEqual(tick_values(reply, [(0, 3)]), [(0, 0, 25.5)])
 
     def test_user_errors_stay_with_their_slot(self):
         self.load_sensor("a", methods={"run": "boom"})
         self.load_sensor("b")
-        reply = self.ok("tick", s=[0, 1])
+        reply, values = self.tick([0, 1])
         self.assertEqual([e[0] for e in reply["e"]], [0])
         self.assertEqual(reply["e"][0][1]["kind"], "user_code")
+        self.assertEqual(reply["e"][0][1]["path"], "run")
         self.assertIn("ZeroDivisionError", reply["e"][0][1]["traceback"])
-        self.assertEqual(tick_changes(reply), [(1, 0, 25.5)])
+        self.assertIn((1, 0, 25.5), values)
 
     def test_slots_are_reused_after_unload_and_a_reload_keeps_one_slot(self):
         self.load_sensor("a")
@@ -348,26 +404,51 @@ class Tick(WorkerTestCase):
         self.ok("unload", instance="a")
         self.assertEqual(self.load_sensor("c")["sid"], 0)
         self.assertEqual(self.load_sensor("b")["sid"], 1, "a reload frees the old slot and takes one again")
-        self.assertEqual(tick_changes(self.ok("tick", s=[0, 1])), [(0, 0, 25.5), (1, 0, 25.5)])
+        self.assertEqual(self.tick([0, 1])[1], [(0, 0, 25.5), (1, 0, 25.5)])
 
-    def test_values_other_than_finite_floats_travel_as_json(self):
+    def test_values_other_than_finite_numbers_travel_as_json_when_they_change(self):
         self.write("odd.py", """
             class Odd:
                 def __init__(self):
                     self.n = 0
                     self.label = "a"
                     self.x = 0.0
+                    self.flag = False
+                    self.big = 2 ** 60
                 def tick(self):
                     self.n += 1
                     self.label += "b"
                     self.x = float("inf")
         """)
-        binds = {"n": {"property": "n"}, "label": {"property": "label"}, "x": {"property": "x"}}
+        binds = {name: {"property": name} for name in ("n", "label", "x", "flag", "big")}
         self.ok("load", instance="o", entries=[self.entry("odd.py", "Odd", attributes=binds, methods={"run": "tick"})],
                 definition={}, attributes={})
-        reply = self.ok("tick", s=[0])
-        self.assertNotIn("fk", reply)
-        self.assertEqual(reply["c"], [0, 0, 1, 0, 1, "ab", 0, 2, float("inf")])
+        reply, values = self.tick([0])
+        self.assertEqual(values, sorted([(0, 0, 1.0), (0, 1, "ab"), (0, 2, float("inf"))], key=repr),
+                         "the unchanged flag and big integer are not sent again")
+        self.assertEqual(reply["c"], [0, 1, "ab", 0, 2, float("inf")])
+        self.worker.instances["o"].objects[0].big += 1
+        self.assertEqual(self.tick([0])[0]["c"], [0, 1, "abb", 0, 4, 2 ** 60 + 1], "an integer beyond 2**53 keeps every digit")
+
+    def test_a_getter_that_raises_names_its_attribute(self):
+        self.write("bad.py", """
+            class Bad:
+                @property
+                def ok(self):
+                    return 1.0
+                @property
+                def broken(self):
+                    if getattr(self, "ticked", False):
+                        raise ValueError("no reading")
+                    return 2.0
+                def tick(self):
+                    self.ticked = True
+        """)
+        binds = {"ok": {"property": "ok"}, "broken": {"property": "broken"}}
+        self.ok("load", instance="b", entries=[self.entry("bad.py", "Bad", attributes=binds, methods={"run": "tick"})],
+                definition={}, attributes={})
+        reply, _ = self.tick([0])
+        self.assertEqual(reply["e"][0][1]["path"], "attributes.broken")
 
 
 class SharedModules(WorkerTestCase):
@@ -395,14 +476,13 @@ class SharedModules(WorkerTestCase):
 
 
 class TickLargeSlots(WorkerTestCase):
-    def test_slots_beyond_the_packed_key_range_still_report_their_floats(self):
+    def test_slot_numbers_beyond_16_bits_work(self):
         self.load_sensor("a")
         instance = self.worker.instances["a"]
-        # Move the instance to a slot number a packed int32 key cannot hold.
         self.worker.slots[0] = None
-        self.worker.slots.extend([None] * 40000)
-        instance.sid = 40000
-        self.worker.slots[40000] = instance
-        reply = self.ok("tick", s=[40000])
-        self.assertEqual(tick_changes(reply), [(40000, 0, 25.5)])
+        self.worker.slots.extend([None] * 70000)
+        instance.sid = 70000
+        self.worker.slots[70000] = instance
+        reply = self.ok("tick", s=[70000], z=[1])
+        self.assertEqual(tick_values(reply, [(70000, 1)]), [(70000, 0, 25.5)])
         self.assertNotIn("e", reply)

@@ -6,7 +6,7 @@
  * const pool = new PythonPool({ python: 'python3', workers: 2, timeoutMs: 10_000, logger })
  * await pool.load('sensor', { entries: await buildLoadEntries(model.import, dirs), definition: model })
  */
-export { PythonPool } from './pool.js'
+export { PythonPool, StepPlan } from './pool.js'
 export { resolveImportPath } from './resolve.js'
 export { resolveInterpreter } from './interpreter.js'
 export { buildLoadEntries } from './load-entries.js'
@@ -24,6 +24,7 @@ export type {
   LoadRequest,
   LoadResult,
   PythonPoolOptions,
+  StepInputs,
   StepItem,
   StepOutcome,
   StepSink,

@@ -26,6 +26,7 @@ import type {
   LoadRequest,
   LoadResult,
   PythonPoolOptions,
+  StepInputs,
   StepItem,
   StepOutcome,
   WorkerStatus,
@@ -50,14 +51,55 @@ interface Placement {
   cache: Values
 }
 
-/** The items of one step that go to one worker with one method, in compact form. */
-interface TickGroup {
+/** The part of a compiled step plan that lives in one worker. */
+interface PlanGroup {
   worker: PythonWorker
-  method: string | undefined
+  /** Per instance of the group: its index in the plan, placement, slot and first value in `v`. */
   indices: number[]
   placements: Placement[]
   sids: number[]
-  extra: Record<string, { t?: number; dt?: number; a?: Record<string, unknown> }> | undefined
+  sizes: number[]
+  bases: number[]
+  /** Number of float64 values in the dense answer. */
+  size: number
+  /** Position in the group by slot number. */
+  bySid: Map<number, number>
+  /** Positions in the group of MimicComponents, which get their context with every tick. */
+  components: number[]
+  /** Whether the worker holds this plan (a tick then names it by id alone). */
+  synced: boolean
+}
+
+/** A step plan as compiled against the placements of one pool generation. */
+interface CompiledPlan {
+  generation: number
+  groups: PlanGroup[]
+  /** Instances that cannot step at all (not loaded, lost, no such method), by plan index. */
+  failures: Array<[number, MimicError]>
+}
+
+/**
+ * The instances that step together, in order, and the method they run: built once by
+ * `PythonPool.plan()` and run by `runPlan()` as often as wanted. The pool compiles it (which
+ * worker, which slot, where each value lands in the answer) on first use and again only after
+ * an instance was loaded, unloaded or lost; each worker keeps its part, so a tick of a kept
+ * plan is a message of a few bytes.
+ *
+ * @example
+ * const plan = pool.plan(['s1', 's2'], 'run')
+ * await pool.runPlan(plan, { time: 0, dt: 0.1 }, sink)
+ */
+export class StepPlan {
+  /** @internal */
+  compiled: CompiledPlan | undefined
+
+  /** @internal use `PythonPool.plan()` */
+  constructor(
+    readonly instances: readonly string[],
+    readonly method: string | undefined,
+    /** @internal the worker-side id; undefined for a plan used once */
+    readonly id: number | undefined,
+  ) {}
 }
 
 type Values = Record<string, unknown>
@@ -65,6 +107,17 @@ type Values = Record<string, unknown>
 function record(value: unknown): Values {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Values) : {}
 }
+
+/** Base64 of little-endian float64s, decoded into an aligned array (one copy, no per-value reads). */
+function float64s(base64: string): Float64Array {
+  const bytes = Buffer.from(base64, 'base64')
+  const values = new Float64Array(bytes.length >>> 3)
+  new Uint8Array(values.buffer).set(bytes.subarray(0, values.length * 8))
+  if (BIG_ENDIAN) for (let i = 0; i < values.length; i++) values[i] = bytes.readDoubleLE(i * 8)
+  return values
+}
+
+const BIG_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 0
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
@@ -85,6 +138,9 @@ export class PythonPool {
   #lost = new Map<string, string>()
   #listeners = new Set<InstancesLostListener>()
   #closed = false
+  /** Bumped by every load, unload and loss: compiled step plans older than it are rebuilt. */
+  #generation = 0
+  #nextPlanId = 1
 
   constructor(options: PythonPoolOptions) {
     this.#options = {
@@ -143,6 +199,7 @@ export class PythonPool {
     worker.instances.add(instance)
     this.#placements.set(instance, placement)
     this.#lost.delete(instance)
+    this.#generation++
 
     let reply: WireMessage
     try {
@@ -187,6 +244,7 @@ export class PythonPool {
     placement.wantsAttributes = components.some(Boolean)
     placement.sid = typeof reply.sid === 'number' ? reply.sid : -1
     placement.order = strings(reply.order)
+    this.#generation++
     const values = { ...record(reply.values) }
     placement.cache = { ...values }
     this.#values.set(instance, placement.cache)
@@ -262,10 +320,13 @@ export class PythonPool {
    * for (const o of await pool.step(items)) if (!o.ok) markError(o.instance, o.error)
    */
   async step(items: StepItem[]): Promise<StepOutcome[]> {
-    const withArguments = items.some((item) => item.args?.length || (item.kwargs && Object.keys(item.kwargs).length))
+    const method = items[0]?.method
+    const withArguments = items.some((item) => item.args?.length || (item.kwargs && Object.keys(item.kwargs).length) || item.method !== method)
     if (withArguments) return await this.#stepWithArguments(items)
     const outcomes = items.map((item): StepOutcome => ({ ok: true, instance: item.instance, result: null, values: {}, attributes: {} }))
-    await this.#tick(items, {
+    const plan = new StepPlan(items.map((item) => item.instance), method, undefined)
+    const first = items[0]
+    await this.runPlan(plan, { time: first?.time, dt: first?.dt, context: (index) => items[index]! }, {
       value: (index, name, value) => {
         const outcome = outcomes[index]!
         if (outcome.ok) outcome.values[name] = value
@@ -282,106 +343,161 @@ export class PythonPool {
   }
 
   /**
-   * The same step as `step()` for callers that apply values themselves (the system's step):
-   * every changed bound value goes to `sink.value` as it is decoded, and only results, MimicComponent
-   * writes and failures are reported per instance — no outcome objects for a thousand instances.
-   * Items must not carry call arguments.
+   * A step plan for these instances and method (undefined: only refresh the bound values), to
+   * be run by `runPlan()` as often as wanted. Building one costs nothing; it is compiled on
+   * its first run.
    *
    * @example
-   * await pool.stepInto(items, { value: (i, name, v) => apply(i, name, v), done: () => {}, fail: (i, e) => fail(i, e) })
+   * const plan = pool.plan(names, 'run')
    */
-  async stepInto(items: StepItem[], sink: StepSink): Promise<void> {
-    await this.#tick(items, sink)
+  plan(instances: readonly string[], method: string | undefined): StepPlan {
+    return new StepPlan([...instances], method, this.#nextPlanId++)
   }
 
   /**
-   * The compact step: per worker and method one `tick` naming instances by slot number, with
-   * time and dt sent once and only what differs per instance sent per instance; the answer is
-   * flat `[slot, index, value]` triples of changed values. This keeps the cost of a step of
-   * thousands of instances close to the cost of the user's own code.
+   * Runs a step plan: per worker one `tick`; a plan the worker already holds is named by its id
+   * alone. Every bound value that changed goes to `sink.value` as it is decoded, then `done`
+   * (results and MimicComponent writes) or `fail` per instance. Never throws for a single
+   * instance. `inputs.context(index)` gives a MimicComponent its own time, dt and declarative
+   * values; plain classes need nothing per step.
+   *
+   * @example
+   * await pool.runPlan(plan, { time, dt, context: (i) => ({ attributes: values(i) }) }, sink)
    */
-  async #tick(items: StepItem[], sink: StepSink): Promise<void> {
-    const first = items[0]
-    const time = first?.time
-    const dt = first?.dt
-    const groups = new Map<string, TickGroup>()
-    items.forEach((item, index) => {
+  async runPlan(plan: StepPlan, inputs: StepInputs, sink: StepSink): Promise<void> {
+    this.#assertOpen()
+    let compiled = plan.compiled
+    if (!compiled || compiled.generation !== this.#generation) compiled = plan.compiled = this.#compile(plan)
+    for (const [index, error] of compiled.failures) sink.fail(index, error, inputs.repeat)
+    await Promise.all(compiled.groups.map((group) => this.#runGroup(plan, group, inputs, sink)))
+  }
+
+  #compile(plan: StepPlan): CompiledPlan {
+    const groups = new Map<PythonWorker, PlanGroup>()
+    const failures: Array<[number, MimicError]> = []
+    plan.instances.forEach((instance, index) => {
       let placement: Placement
       try {
-        placement = this.#placement(item.instance)
-        if (item.method !== undefined && !placement.methods.has(item.method)) throw this.#noMethod(item.instance, placement, item.method)
+        placement = this.#placement(instance)
+        if (plan.method !== undefined && !placement.methods.has(plan.method)) throw this.#noMethod(instance, placement, plan.method)
       } catch (err) {
-        sink.fail(index, err as MimicError)
+        failures.push([index, err as MimicError])
         return
       }
-      const key = `${placement.slot}\u0000${item.method ?? ''}`
-      let group = groups.get(key)
-      if (!group) groups.set(key, (group = { worker: placement.worker, method: item.method, indices: [], placements: [], sids: [], extra: undefined }))
+      let group = groups.get(placement.worker)
+      if (!group) {
+        group = { worker: placement.worker, indices: [], placements: [], sids: [], sizes: [], bases: [], size: 0, bySid: new Map(), components: [], synced: false }
+        groups.set(placement.worker, group)
+      }
+      const k = group.indices.length
       group.indices.push(index)
       group.placements.push(placement)
       group.sids.push(placement.sid)
-      if (placement.wantsAttributes) {
-        const extra: { t?: number; dt?: number; a?: Record<string, unknown> } = {}
-        if (item.time !== time && item.time !== undefined) extra.t = item.time
-        if (item.dt !== dt && item.dt !== undefined) extra.dt = item.dt
-        if (item.attributes) extra.a = item.attributes
-        ;(group.extra ??= {})[String(placement.sid)] = extra
-      }
+      group.sizes.push(placement.order.length)
+      group.bases.push(group.size)
+      group.size += placement.order.length
+      group.bySid.set(placement.sid, k)
+      if (placement.wantsAttributes) group.components.push(k)
     })
-    await Promise.all(
-      [...groups.values()].map(async (group) => {
-        try {
-          const message: Record<string, unknown> = { op: 'tick', m: group.method ?? null, s: group.sids }
-          if (time !== undefined) message.t = time
-          if (dt !== undefined) message.dt = dt
-          if (group.extra) message.x = group.extra
-          const reply = await group.worker.request(message, { label: `a step of ${group.sids.length} instance(s)`, path: 'run' })
-          if (!reply.ok) throw remoteError(reply.error, { instance: items[group.indices[0]!]!.instance, action: 'step' })
-          this.#deliver(items, group, reply, sink)
-        } catch (err) {
-          for (const index of group.indices) sink.fail(index, err as MimicError)
+    return { generation: this.#generation, groups: [...groups.values()], failures }
+  }
+
+  async #runGroup(plan: StepPlan, group: PlanGroup, inputs: StepInputs, sink: StepSink): Promise<void> {
+    try {
+      const message: Record<string, unknown> = { op: 'tick' }
+      if (plan.id !== undefined) message.p = plan.id
+      if (inputs.time !== undefined) message.t = inputs.time
+      if (inputs.dt !== undefined) message.dt = inputs.dt
+      if (group.components.length && inputs.context) {
+        const extra: Record<string, { t?: number; dt?: number; a?: Record<string, unknown> }> = {}
+        for (const k of group.components) {
+          const context = inputs.context(group.indices[k]!)
+          const entry: { t?: number; dt?: number; a?: Record<string, unknown> } = {}
+          if (context.time !== undefined && context.time !== inputs.time) entry.t = context.time
+          if (context.dt !== undefined && context.dt !== inputs.dt) entry.dt = context.dt
+          if (context.attributes) entry.a = context.attributes
+          extra[String(group.sids[k])] = entry
         }
-      }),
-    )
+        message.x = extra
+      }
+      const repeat = inputs.repeat ?? 1
+      if (repeat > 1) message.n = repeat
+      const label = { label: `${repeat > 1 ? `${repeat} steps` : 'a step'} of ${group.sids.length} instance(s)`, path: 'run' }
+      const send = async (): Promise<WireMessage> => {
+        if (!group.synced) Object.assign(message, { s: group.sids, z: group.sizes, m: plan.method ?? null })
+        return await group.worker.request(message, label)
+      }
+      let reply = await send()
+      if (!reply.ok && group.synced && (reply.error as WireError | undefined)?.kind === 'plan') {
+        // The worker forgot the plan (it only keeps a few): send it in full once more.
+        group.synced = false
+        reply = await send()
+      }
+      if (!reply.ok) throw remoteError(reply.error, { instance: plan.instances[group.indices[0]!]!, action: 'step' })
+      group.synced = plan.id !== undefined
+      this.#deliver(plan, group, reply, sink)
+    } catch (err) {
+      for (const index of group.indices) sink.fail(index, err as MimicError, inputs.repeat)
+    }
   }
 
   /**
    * Hands a tick answer to the sink: each changed value straight to `value` (and into the pool's
    * cache), then `done` or `fail` per instance. No per-instance objects are built on the way.
    */
-  #deliver(items: StepItem[], group: TickGroup, reply: WireMessage, sink: StepSink): void {
-    const position: number[] = []
-    group.sids.forEach((sid, k) => (position[sid] = k))
-    const emit = (k: number | undefined, index: number, value: unknown): void => {
-      if (k === undefined) return
-      const placement = group.placements[k]!
-      const name = placement.order[index]
-      if (name === undefined) return
-      placement.cache[name] = value
-      sink.value(group.indices[k]!, name, value)
+  #deliver(plan: StepPlan, group: PlanGroup, reply: WireMessage, sink: StepSink): void {
+    const failed = new Map<number, unknown>()
+    for (const entry of Array.isArray(reply.e) ? (reply.e as unknown[][]) : []) failed.set(entry[0] as number, entry[1])
+    const dense = typeof reply.v === 'string' ? float64s(reply.v) : undefined
+    if (dense && dense.length !== group.size) {
+      throw new WorkerGoneError(`Python worker ${group.worker.id} answered a step with ${dense.length} values instead of ${group.size}`)
+    }
+    const { placements, indices, bases, sids } = group
+    if (dense) {
+      for (let k = 0; k < placements.length; k++) {
+        const placement = placements[k]!
+        if (placement.wantsAttributes || (failed.size && failed.has(sids[k]!))) continue
+        const { order, cache } = placement
+        const index = indices[k]!
+        const base = bases[k]!
+        for (let j = 0; j < order.length; j++) {
+          const value = dense[base + j]!
+          // NaN: not a finite number, which comes as a triple below when it changed
+          if (value !== value) continue
+          const name = order[j]!
+          if (cache[name] === value) continue
+          cache[name] = value
+          sink.value(index, name, value, j)
+        }
+      }
     }
     const changes = Array.isArray(reply.c) ? (reply.c as unknown[]) : []
-    for (let i = 0; i + 2 < changes.length; i += 3) emit(position[changes[i] as number], changes[i + 1] as number, changes[i + 2])
-    if (typeof reply.fk === 'string' && typeof reply.fv === 'string') {
-      const keys = Buffer.from(reply.fk, 'base64')
-      const floats = Buffer.from(reply.fv, 'base64')
-      for (let j = 0; j * 4 < keys.length && j * 8 < floats.length; j++) {
-        const key = keys.readInt32LE(j * 4)
-        emit(position[key >>> 16], key & 0xffff, floats.readDoubleLE(j * 8))
-      }
+    for (let i = 0; i + 2 < changes.length; i += 3) {
+      const k = group.bySid.get(changes[i] as number)
+      if (k === undefined) continue
+      const placement = placements[k]!
+      const position = changes[i + 1] as number
+      const name = placement.order[position]
+      if (name === undefined) continue
+      placement.cache[name] = changes[i + 2]
+      sink.value(indices[k]!, name, changes[i + 2], position)
     }
     const results = new Map<number, unknown>()
     const returned = Array.isArray(reply.r) ? (reply.r as unknown[]) : []
     for (let i = 0; i + 1 < returned.length; i += 2) results.set(returned[i] as number, returned[i + 1])
-    const failed = new Map<number, unknown>()
-    for (const entry of Array.isArray(reply.e) ? (reply.e as unknown[][]) : []) failed.set(entry[0] as number, entry[1])
     const declared = reply.a ? record(reply.a) : undefined
-    group.indices.forEach((index, k) => {
-      const sid = group.sids[k]!
-      if (failed.size && failed.has(sid)) {
-        const instance = items[index]!.instance
-        const action = group.method ? `call '${group.method}'` : 'step'
-        sink.fail(index, remoteError(failed.get(sid) as WireError, { instance, action }))
+    // Several steps in one message: every instance that failed in any of them, with a count.
+    const counted = new Map<number, [number, unknown]>()
+    for (const entry of Array.isArray(reply.f) ? (reply.f as unknown[][]) : []) counted.set(entry[0] as number, [entry[1] as number, entry[2]])
+    if (!failed.size && !counted.size && !results.size && !declared) return
+    const action = plan.method ? `call '${plan.method}'` : 'step'
+    indices.forEach((index, k) => {
+      const sid = sids[k]!
+      const count = counted.get(sid)
+      if (count) {
+        sink.fail(index, remoteError(count[1] as WireError, { instance: plan.instances[index]!, action }), count[0])
+      } else if (failed.size && failed.has(sid)) {
+        sink.fail(index, remoteError(failed.get(sid) as WireError, { instance: plan.instances[index]!, action }))
       } else if (results.size || declared) {
         sink.done(index, results.get(sid) ?? null, declared ? record(declared[String(sid)]) : undefined)
       }
@@ -563,6 +679,7 @@ export class PythonPool {
 
   #onWorkerExit(slot: number, worker: PythonWorker, exit: WorkerExit): void {
     if (this.#slots[slot] === worker) this.#slots[slot] = undefined
+    this.#generation++
     if (this.#closed) return
     const lost: string[] = []
     for (const instance of worker.instances) {
@@ -609,6 +726,7 @@ export class PythonPool {
   }
 
   #forget(instance: string): void {
+    this.#generation++
     const placement = this.#placements.get(instance)
     placement?.worker.instances.delete(instance)
     this.#placements.delete(instance)

@@ -31,7 +31,7 @@ export const MAX_FRAME_BYTES = 256 * 1024 * 1024
  * const e: WireError = { kind: 'load', message: "class 'X' not found in a.py", path: 'import.a.py.class' }
  */
 export interface WireError {
-  kind: 'user_code' | 'load' | 'protocol' | 'read_only' | 'not_found'
+  kind: 'user_code' | 'load' | 'protocol' | 'read_only' | 'not_found' | 'plan'
   message: string
   traceback?: string
   path?: string

@@ -148,17 +148,38 @@ export type StepOutcome =
   | { ok: false; instance: string; error: MimicError }
 
 /**
- * Receives a step's answers as they are decoded (`PythonPool.stepInto`): `value` for each changed
+ * What a step plan's run needs besides the plan itself (`PythonPool.runPlan`).
+ *
+ * @example
+ * const inputs: StepInputs = { time: 1.5, dt: 0.1, context: (i) => ({ attributes: declared[i] }) }
+ */
+export interface StepInputs {
+  /** Time and dt a MimicComponent sees unless its context says otherwise. */
+  time?: number
+  dt?: number
+  /** Per plan index, what a MimicComponent sees: its own time, dt and declarative values. */
+  context?: (index: number) => { time?: number; dt?: number; attributes?: Record<string, unknown> }
+  /**
+   * Steps to run in this one message (default 1). Only for plans without MimicComponents: the
+   * values of the last step come back, and `fail` hears how many steps failed.
+   */
+  repeat?: number
+}
+
+/**
+ * Receives a step's answers as they are decoded (`PythonPool.runPlan`): `value` for each changed
  * bound value, `done` for an instance that returned a result or wrote declarative attributes,
- * `fail` for one that failed; `index` is the item's position in the request.
+ * `fail` for one that failed; `index` is the instance's position in the plan.
  *
  * @example
  * const sink: StepSink = { value: (i, name, v) => cache[i]![name] = v, done: () => {}, fail: (i, e) => errors.set(i, e) }
  */
 export interface StepSink {
-  value(index: number, name: string, value: unknown): void
+  /** `position`: where `name` is in the instance's bound values, stable while it stays loaded. */
+  value(index: number, name: string, value: unknown, position: number): void
   done(index: number, result: unknown, declared: Record<string, unknown> | undefined): void
-  fail(index: number, error: MimicError): void
+  /** `steps`: in how many of the message's steps the instance failed (1 unless `repeat` > 1). */
+  fail(index: number, error: MimicError, steps?: number): void
 }
 
 /**

@@ -35,10 +35,12 @@ export class Attribute extends Component {
   #override: { value: unknown } | undefined
   #binding: AttributeBinding | undefined
   readonly #owner: AttributeOwner
+  readonly #container: Attributes
 
   constructor(parent: Attributes, owner: AttributeOwner, decl: AttributeDeclaration) {
     super(decl.name, parent)
     this.#owner = owner
+    this.#container = parent
     this.valueType = decl.type
     this.unit = decl.unit
     this.description = decl.description
@@ -94,6 +96,7 @@ export class Attribute extends Component {
     const problem = this.valueProblem(value)
     if (problem) throw this.#invalid('external_value', problem)
     this.#override = { value: structuredClone(value) }
+    this.#container.overridden.add(this)
   }
 
   clearOverride(): void {
@@ -151,11 +154,20 @@ export class Attribute extends Component {
 export class Attributes extends KeyedContainer<Attribute> {
   readonly type = 'Attributes'
   readonly #owner: AttributeOwner
+  /** Attributes presenting an override until the next run (most steps have none to clear). */
+  readonly overridden = new Set<Attribute>()
 
   constructor(owner: AttributeOwner, declarations: AttributeDeclaration[]) {
     super('attributes', owner)
     this.#owner = owner
     for (const decl of declarations) this.items.set(decl.name, new Attribute(this, owner, decl))
+  }
+
+  /** Ends every presentation override: what a run does. */
+  clearOverrides(): void {
+    if (this.overridden.size === 0) return
+    for (const attr of this.overridden) attr.clearOverride()
+    this.overridden.clear()
   }
 
   /** Attributes have no properties of their own: a `count` would read like an attribute. */

@@ -12,10 +12,8 @@ import { Timer } from './timer.js'
 
 export type InstanceState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED' | 'ERROR'
 
-/** One batched call for a system step (what the Python pool needs for this instance). */
-export interface StepRequest {
-  instance: string
-  method: string
+/** What a MimicComponent sees in a system step: its own time, dt and declarative values. */
+export interface StepContext {
   time: number
   dt: number
   attributes?: Record<string, unknown>
@@ -209,18 +207,27 @@ export class Instance extends Component implements AttributeOwner {
     this.finishStep(step)
   }
 
-  /** The Python part of a system step, or undefined when this instance has none. */
-  stepRequest(dt?: number): StepRequest | undefined {
-    if (!this.#binding?.methods.has('run')) return undefined
-    const request: StepRequest = { instance: this.name, method: 'run', time: this.timer.time, dt: dt ?? this.timer.dt }
-    if (this.#binding.component) request.attributes = this.declarativeValues()
-    return request
+  /** Whether a system step calls this instance's Python `run`. */
+  get stepsInPython(): boolean {
+    return this.#binding?.methods.has('run') ?? false
   }
 
-  /** After a step: time advances (unless pinned) and presentation overrides are cleared. */
-  finishStep(dt?: number): void {
-    this.timer.advance(dt ?? this.timer.dt)
-    for (const attr of this.attributes.all()) attr.clearOverride()
+  /** The context of this instance in a system step (only a MimicComponent gets one). */
+  stepContext(dt?: number): StepContext {
+    const context: StepContext = { time: this.timer.time, dt: dt ?? this.timer.dt }
+    if (this.#binding?.component) context.attributes = this.declarativeValues()
+    return context
+  }
+
+  /** Whether its Python code sees the server's time and values in every step (a MimicComponent). */
+  get needsServerEachStep(): boolean {
+    return this.#binding?.component ?? false
+  }
+
+  /** After a step (or `steps` of them): time advances (unless pinned), overrides are cleared. */
+  finishStep(dt?: number, steps = 1): void {
+    for (let i = 0; i < steps; i++) this.timer.advance(dt ?? this.timer.dt)
+    this.attributes.clearOverrides()
   }
 
   /** Records a failure reported for this instance by a batched step. */

@@ -13,4 +13,6 @@ export interface SystemServices {
   python: (() => PythonPool) & { onLost?: (handler: (instances: string[], reason: string) => void) => void }
   modbus: ModbusHub
   snapshots: SnapshotStore
+  /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
+  stepBatch?: number
 }

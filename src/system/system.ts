@@ -3,7 +3,9 @@ import { MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail
 import { validateSystem, type SystemDefinition } from '../definition/validate.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Connections } from './connections.js'
-import type { Instance, StepRequest } from './instance.js'
+import type { StepPlan, PythonPool } from '../python/pool.js'
+import type { Attribute } from './attributes.js'
+import type { Instance } from './instance.js'
 import { Instances } from './instances.js'
 import { mappedDefaultProblems } from './mapping-check.js'
 import { Models } from './models.js'
@@ -15,8 +17,22 @@ import { Timer } from './timer.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 
-/** Hears of an instance that failed in a step, when the caller collects failures itself. */
-type FailureSink = (instance: string, error: unknown, detail: ErrorDetail) => void
+/** The step plan of the instances that stepped last, and their bound attributes by position. */
+interface StepPlanCache {
+  pool: PythonPool
+  owners: Instance[]
+  plan: StepPlan
+  targets: Array<Array<Attribute | undefined>>
+}
+
+/** Hears of an instance that failed in `count` steps (1 unless several ran in one message). */
+type FailureSink = (instance: string, error: unknown, detail: ErrorDetail, count?: number) => void
+
+/** Steps of a `run` one message to a Python worker carries unless configured otherwise. */
+export const DEFAULT_STEP_BATCH = 100
+
+/** Instance-steps one message may carry: about 0.1-0.5 s of a simple class's work. */
+const BATCH_INSTANCE_STEPS = 200_000
 
 /** Most steps one `run(steps=...)` call may ask for: bounds the time one request can hold. */
 export const MAX_STEPS_PER_CALL = 100_000
@@ -45,6 +61,7 @@ export class System extends Component {
   #steps = 0
   readonly #loop: PollLoop
   #stepping: Promise<void> | undefined
+  #plan: StepPlanCache | undefined
 
   constructor(services: SystemServices) {
     super('system', null)
@@ -130,16 +147,38 @@ export class System extends Component {
    */
   async #runSteps(steps: number, dt: number | undefined): Promise<void> {
     const failed = new Map<string, { error: unknown; detail: ErrorDetail; count: number }>()
-    for (let i = 0; i < steps; i++) {
-      await this.step(dt, undefined, (instance, error, detail) => {
-        const seen = failed.get(instance)
-        if (seen) seen.count++
-        else failed.set(instance, { error, detail, count: 1 })
-      })
+    const onFailure: FailureSink = (instance, error, detail, count = 1) => {
+      const seen = failed.get(instance)
+      if (seen) seen.count += count
+      else failed.set(instance, { error, detail, count })
+    }
+    for (let done = 0; done < steps; ) {
+      const batch = this.#batchSize(steps - done)
+      await this.step(dt, undefined, onFailure, batch)
+      done += batch
     }
     if (!failed.size) return
     const details = [...failed.values()].map(({ detail, count }) => ({ ...detail, message: steps > 1 ? `${detail.message} (failed in ${count} of ${steps} steps)` : detail.message }))
     throw combined([...failed.values()].map((f) => f.error), summarize(`run of ${steps} step${steps === 1 ? '' : 's'}`, details), details)
+  }
+
+  /**
+   * How many of a run's remaining steps go to the Python workers in one message. Between the
+   * steps of one message the server does nothing but count (clients see the values of the last
+   * one), so a batch needs a system where no step depends on the server: no connections and no
+   * MimicComponent (which sees the server's time and values). The batch is also bounded in
+   * instance-steps, so that no message holds a worker for long.
+   */
+  #batchSize(remaining: number): number {
+    const limit = Math.min(remaining, this.services.stepBatch ?? DEFAULT_STEP_BATCH)
+    if (limit <= 1 || this.connections.size > 0) return 1
+    let python = 0
+    for (const instance of this.instances.all()) {
+      if (!instance.runnable || !instance.stepsInPython) continue
+      if (instance.needsServerEachStep) return 1
+      python++
+    }
+    return Math.max(1, Math.min(limit, Math.floor(BATCH_INSTANCE_STEPS / Math.max(1, python))))
   }
 
   /** `run(steps=1, dt=None)`: that many system steps, then `true`. */
@@ -160,9 +199,9 @@ export class System extends Component {
    * One system step. Steps never overlap: a step asked for while one runs waits for it.
    * Errors of single instances are collected; the step completes for all others.
    */
-  async step(dt?: number, filter?: (i: Instance) => boolean, onFailure?: FailureSink): Promise<void> {
+  async step(dt?: number, filter?: (i: Instance) => boolean, onFailure?: FailureSink, repeat = 1): Promise<void> {
     while (this.#stepping) await this.#stepping.catch(() => {})
-    const task = this.#step(dt, filter, onFailure)
+    const task = this.#step(dt, filter, onFailure, repeat)
     this.#stepping = task
     try {
       await task
@@ -171,40 +210,59 @@ export class System extends Component {
     }
   }
 
-  async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined, onFailure: FailureSink | undefined): Promise<void> {
+  /**
+   * The step plan of the instances that stepped last, kept while the same instances step: the
+   * workers then hold their part, and a step costs one short message per worker.
+   */
+  #stepPlan(owners: Instance[]): StepPlanCache {
+    const pool = this.services.python()
+    const cached = this.#plan
+    if (cached && cached.pool === pool && cached.owners.length === owners.length && cached.owners.every((owner, i) => owner === owners[i])) return cached
+    this.#plan = { pool, owners, plan: pool.plan(owners.map((owner) => owner.name), 'run'), targets: [] }
+    return this.#plan
+  }
+
+  async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined, onFailure: FailureSink | undefined, repeat: number): Promise<void> {
     const stepped: Instance[] = []
-    const requests: StepRequest[] = []
     const owners: Instance[] = []
     for (const instance of this.instances.all()) {
       if (!instance.runnable || (filter && !filter(instance))) continue
       stepped.push(instance)
-      const request = instance.stepRequest(dt)
-      if (request) {
-        requests.push(request)
-        owners.push(instance)
-      }
+      if (instance.stepsInPython) owners.push(instance)
+    }
+    if (repeat > 1 && (this.connections.size > 0 || owners.some((owner) => owner.needsServerEachStep))) {
+      // The system changed since the batch was sized: one step at a time after all.
+      for (let i = 0; i < repeat; i++) await this.#step(dt, filter, onFailure, 1)
+      return
     }
     const failures: ErrorDetail[] = []
     const errors: unknown[] = []
-    if (requests.length) {
-      // Values go straight into the attribute caches as the answers are decoded.
-      await this.services.python().stepInto(requests, {
-        value: (index, name, value) => owners[index]!.attributes.get(name)?.setCached(value),
+    if (owners.length) {
+      // Values go straight into the attribute caches as the answers are decoded. An instance
+      // never loses or replaces an attribute, so each one is looked up once per plan.
+      const { plan, targets } = this.#stepPlan(owners)
+      await this.services.python().runPlan(plan, { context: (index) => owners[index]!.stepContext(dt), repeat }, {
+        value: (index, name, value, position) => {
+          const row = (targets[index] ??= [])
+          let attr = row[position]
+          if (attr?.name !== name) attr = row[position] = owners[index]!.attributes.get(name)
+          attr?.setCached(value)
+        },
         done: (index, _result, declared) => owners[index]!.applyDeclarative(declared),
-        fail: (index, error) => {
+        fail: (index, error, count) => {
           const instance = owners[index]!
           errors.push(error)
           instance.stepFailed(error)
           const detail = { ...(error.details[0] ?? {}), path: `instances.${instance.name}`, message: error.message }
           failures.push(detail)
-          onFailure?.(instance.name, error, detail)
+          onFailure?.(instance.name, error, detail, count)
         },
       })
     }
-    for (const instance of stepped) instance.finishStep(dt)
+    for (const instance of stepped) instance.finishStep(dt, repeat)
     await this.connections.propagate()
-    this.timer.advance(dt)
-    this.#steps++
+    for (let i = 0; i < repeat; i++) this.timer.advance(dt)
+    this.#steps += repeat
     if (failures.length && !onFailure) throw combined(errors, summarize(`Step ${this.#steps}`, failures), failures)
   }
 
