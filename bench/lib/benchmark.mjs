@@ -35,7 +35,7 @@
  * @property {string | undefined} profileDir set by --profile: where profiles of the server and workers go
  * @property {string} python the real interpreter Mimic's workers use (never a shim)
  * @property {string} systemPython Debian's interpreter, which sees Debian's Python packages
- * @property {{ pymodbus: boolean, fastapi: boolean, wrk: boolean }} tools which peers can run
+ * @property {{ pymodbus: boolean, fastapi: boolean, wrk: boolean, cc: boolean }} tools which peers and tools can run
  * @property {string} fixtures the extensions directory holding sensor.py
  * @property {(relative: string) => string} path a path inside the repository
  * @property {() => Promise<string>} tmpDir a fresh directory, removed after the benchmark

@@ -11,12 +11,12 @@ import { cpus, totalmem } from 'node:os'
 import { runProcess } from './processes.mjs'
 
 export const SYSTEM_PYTHON = '/usr/bin/python3'
-const PACKAGES = ['python3-pymodbus', 'python3-fastapi', 'python3-uvicorn', 'python3-uvloop', 'python3-httptools', 'wrk']
+const PACKAGES = ['python3-pymodbus', 'python3-fastapi', 'python3-uvicorn', 'python3-uvloop', 'python3-httptools', 'wrk', 'gcc']
 
 /**
  * Which peers can run right now.
  *
- * @typedef {{ pymodbus: boolean, fastapi: boolean, wrk: boolean }} Tools
+ * @typedef {{ pymodbus: boolean, fastapi: boolean, wrk: boolean, cc: boolean }} Tools
  */
 
 /**
@@ -30,7 +30,7 @@ const PACKAGES = ['python3-pymodbus', 'python3-fastapi', 'python3-uvicorn', 'pyt
  */
 export async function ensurePeers(options) {
   let tools = await probeTools()
-  if (options.install && (!tools.pymodbus || !tools.fastapi || !tools.wrk)) {
+  if (options.install && (!tools.pymodbus || !tools.fastapi || !tools.wrk || !tools.cc)) {
     options.log(`installing peers from Debian: ${PACKAGES.join(' ')}`)
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
     const install = () => runProcess('apt-get', ['install', '-y', '-q', '-o', 'DPkg::Lock::Timeout=120', ...PACKAGES], { name: 'apt-get', timeoutMs: 300_000, env })
@@ -51,12 +51,13 @@ async function probeTools() {
     const r = await runProcess(SYSTEM_PYTHON, ['-c', `import ${module}`], { name: `import ${module}`, timeoutMs: 20_000 }).catch(() => ({ code: 1 }))
     return r.code === 0
   }
-  const [pymodbus, fastapi, wrk] = await Promise.all([
+  const [pymodbus, fastapi, wrk, cc] = await Promise.all([
     importable('pymodbus.server'),
     importable('fastapi, uvicorn'),
     runProcess('wrk', ['--version'], { name: 'wrk', timeoutMs: 5000 }).then(({ stdout, stderr }) => /wrk/.test(stdout + stderr)).catch(() => false),
+    runProcess('cc', ['--version'], { name: 'cc', timeoutMs: 5000 }).then(({ code }) => code === 0).catch(() => false),
   ])
-  return { pymodbus, fastapi, wrk }
+  return { pymodbus, fastapi, wrk, cc }
 }
 
 /**
@@ -88,6 +89,7 @@ export async function describeEnvironment(options) {
     const r = await runProcess(python, ['-c', code], { name: 'python', timeoutMs: 20_000 }).catch(() => ({ code: 1, stdout: '' }))
     return r.code === 0 ? r.stdout.trim() : 'not installed'
   }
+  const cc = options.tools.cc ? await runProcess('cc', ['--version'], { name: 'cc', timeoutMs: 5000 }).then((r) => r.stdout.split('\n')[0].trim()) : 'not installed'
   const wrk = options.tools.wrk ? await runProcess('wrk', ['--version'], { name: 'wrk', timeoutMs: 5000 }).then((r) => (r.stdout + r.stderr).split('\n')[0].trim()) : 'not installed'
   let load = ''
   try {
@@ -118,5 +120,6 @@ export async function describeEnvironment(options) {
     fastapi,
     uvicorn,
     wrk,
+    'C compiler (benchmark 3 load client)': cc,
   }
 }

@@ -81,6 +81,8 @@ export class ModbusConnection {
   #outbox: Slot[] = []
   #paused = false
   #closed = false
+  /** While a chunk is being answered: the answers so far, written together at its end. */
+  #batch: Buffer[] | null = null
 
   constructor(options: ModbusConnectionOptions) {
     this.#socket = options.socket
@@ -111,13 +113,16 @@ export class ModbusConnection {
       buffer = Buffer.concat([this.#partial, chunk])
       this.#partial = null
     }
-    const socket = this.#socket
     const end = buffer.length
     let offset = 0
-    socket.cork()
+    // The answers to every request of one chunk (a pipelining client sends several) leave in one
+    // write of one buffer: each socket write costs far more than copying a few bytes.
+    const batch: Buffer[] = []
+    this.#batch = batch
     while (end - offset >= 6) {
       const problem = headerProblem(buffer, offset)
       if (problem !== null) {
+        this.#batch = null
         this.#logger.debug({ remote: this.remote, problem }, 'closing modbus connection: bad frame header')
         this.destroy()
         return
@@ -127,11 +132,16 @@ export class ModbusConnection {
       if (this.#busy) this.#inbox.push(Buffer.from(buffer.subarray(offset, offset + total)))
       else this.#execute(buffer, offset, total)
       offset += total
-      if (this.#closed) return
+      if (this.#closed) {
+        this.#batch = null
+        return
+      }
     }
+    this.#batch = null
+    if (batch.length === 1) this.#socket.write(batch[0]!)
+    else if (batch.length > 1) this.#socket.write(Buffer.concat(batch))
     // Copied so that a 64 KiB chunk is not kept alive for a few trailing bytes.
     if (offset < end) this.#partial = Buffer.from(buffer.subarray(offset))
-    socket.uncork()
     this.#updateFlow()
   }
 
@@ -189,7 +199,7 @@ export class ModbusConnection {
   #emit(response: Buffer, transactionId: number, unitId: number, delayMs: number): void {
     stampHeader(response, transactionId, unitId)
     if (delayMs <= 0 && this.#outbox.length === 0) {
-      this.#socket.write(response)
+      this.#write(response)
       return
     }
     const slot: Slot = { frame: response, ready: false, timer: null }
@@ -216,8 +226,14 @@ export class ModbusConnection {
     const outbox = this.#outbox
     while (outbox.length > 0 && outbox[0]!.ready) {
       const slot = outbox.shift()!
-      if (slot.frame !== null && !this.#closed) this.#socket.write(slot.frame)
+      if (slot.frame !== null && !this.#closed) this.#write(slot.frame)
     }
+  }
+
+  /** Writes an answer, or adds it to the batch of the chunk being answered (keeping the order). */
+  #write(frame: Buffer): void {
+    if (this.#batch !== null) this.#batch.push(frame)
+    else this.#socket.write(frame)
   }
 
   /** Pauses reading while anything this connection holds is full; resumes when it has drained. */
