@@ -9,7 +9,7 @@ import { bearerCheck } from './auth.js'
 import { asMimicError, buildFault, correlationIdOf } from './faults.js'
 import { parseJsonBody } from './json-body.js'
 import { buildOpenApi } from './openapi.js'
-import { registerTreeRoutes } from './tree-routes.js'
+import { guessComponent, registerTreeRoutes } from './tree-routes.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -60,13 +60,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }
   })
 
-  app.addHook('onRequest', async (req, reply) => {
+  // A callback hook, not an async one: no promise per request.
+  app.addHook('onRequest', (req, reply, done) => {
     req.correlationId = req.id
     reply.header('x-correlation-id', req.id)
     // The matched route decides too: the router decodes the path, so `/%61pi/v3/...` reaches an
     // /api route although the raw URL does not start with /api/.
     const protectedPath = req.url.startsWith('/api/') || (req.routeOptions.url ?? '').startsWith('/api/')
-    if (protectedPath && !authorized(req.headers.authorization)) throw new UnauthorizedError()
+    done(protectedPath && !authorized(req.headers.authorization) ? new UnauthorizedError() : undefined)
   })
 
   app.setErrorHandler((error, req, reply) => {
@@ -74,7 +75,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (err.status >= 500) req.log.error({ err: error, correlationId: req.id }, err.message)
     const base = req.mimicFault ?? { action: req.method.toLowerCase(), component: null }
     // The state as it is now: a failed prepare has just moved the instance to ERROR.
-    const component = err.component ?? base.node?.faultInfo() ?? base.component
+    const component = err.component ?? base.node?.faultInfo() ?? base.component ?? (base.segments ? guessComponent(base.segments) : null)
     const ctx = { action: base.action, component }
     void reply.status(err.status).header('x-correlation-id', req.id).send(buildFault(err, { ...ctx, correlationId: req.id }))
   })

@@ -8,7 +8,9 @@ import type { FaultComponent } from './faults.js'
 /** Per-request context the error handler reads to fill the fault document. */
 export interface RequestFaultContext {
   action: string
-  component: FaultComponent | null
+  /** Undefined until the path resolved: then `guessComponent(segments)` names what was asked for. */
+  component?: FaultComponent | null
+  segments?: string[]
   /** The node the request resolved to: its state is read again when a fault is built. */
   node?: { faultInfo(): FaultComponent }
 }
@@ -31,7 +33,7 @@ export function registerTreeRoutes(app: FastifyInstance, system: System): void {
   const handler = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const verb = req.method as Verb
     const segments = treeSegments(req.url)
-    req.mimicFault = { action: ACTIONS[verb], component: guessComponent(segments) }
+    req.mimicFault = { action: ACTIONS[verb], segments }
     const target = resolvePath(system, segments, { forWrite: verb === 'PUT' })
     req.mimicFault.component = target.node.faultInfo()
     req.mimicFault.node = target.node
@@ -59,6 +61,7 @@ function splitPath(raw: string): string[] {
     .split('/')
     .filter((s) => s.length > 0)
     .map((s) => {
+      if (!s.includes('%')) return s
       try {
         return decodeURIComponent(s)
       } catch {
@@ -67,7 +70,8 @@ function splitPath(raw: string): string[] {
     })
 }
 
-function guessComponent(segments: string[]): FaultComponent | null {
+/** What a request that failed before its path resolved was about, from the path alone. */
+export function guessComponent(segments: string[]): FaultComponent | null {
   if (!segments.length) return { name: 'system', path: '', state: null }
   const cut = segments.length >= 2 && ['method', 'attr'].includes(segments[segments.length - 2]!) ? segments.slice(0, -2) : segments
   return { name: cut[cut.length - 1] ?? 'system', path: cut.join('.'), state: null }

@@ -137,6 +137,15 @@ describe('HTTP helpers', () => {
     assert.equal(bearerCheck(undefined)(undefined), true)
   })
 
+  it('bearer check remembers accepted headers only, and only a few spellings of them', () => {
+    const check = bearerCheck('secret')
+    for (let i = 0; i < 3; i++) assert.equal(check('Bearer secret'), true, 'the remembered header passes again')
+    assert.equal(check('Bearer secret '), true, 'a second spelling of the right key')
+    for (const bad of ['Bearer secret2', 'Bearer secre', 'Bearer Secret']) assert.equal(check(bad), false, `${bad}, after the right key was seen`)
+    for (let i = 0; i < 40; i++) assert.equal(check(`Bearer${' '.repeat(i + 1)}secret`), true, 'more spellings than are remembered still pass')
+    assert.equal(check('Bearer nope'), false)
+  })
+
   it('JSON bodies: empty allowed, depth bounded, __proto__ refused', () => {
     assert.equal(parseJsonBody(''), undefined)
     assert.deepEqual(parseJsonBody('{"a": [1]}'), { a: [1] })
