@@ -12,10 +12,14 @@ Operations (every request is ``{"id": n, "op": ..., ...}``):
   ``attributes``, ``methods``), ``definition``, ``attributes`` (declarative values), ``time``,
   ``dt`` -> ``values``, ``methods``, ``bound``, ``read_only``, ``components``.
 - ``call``: ``instance``, ``method``, ``args``, ``kwargs``, ``time``, ``dt``, ``attributes``
-  -> ``result``, ``values`` (bound values that changed), ``attributes`` (declarative writes).
+  -> ``result``, ``values`` (bound values the server may not know: a plain class's numbers always,
+  anything else when it changed), ``attributes`` (declarative writes).
 - ``step``: ``items`` (each like a call, ``method`` optional), ``time``/``dt`` defaults
   -> ``results``: one ``{"ok", "result", "values", "attributes"}`` or ``{"ok": false, "error"}``
   per item, in order.
+- ``tick``: a system step of many instances at once, by slot number (see ``Worker._op_tick``):
+  ``s``, ``z``, ``m`` (or a kept plan ``p``), ``t``, ``dt``, ``x``, ``n`` -> ``v`` (every bound
+  number, packed), ``c``, ``r``, ``e``, ``f``, ``a``.
 - ``get`` / ``set``: ``instance``, ``attr`` (, ``value``) -> ``value`` / ``values``.
 - ``unload``: ``instance``; ``ping``; ``shutdown``.
 

@@ -120,7 +120,7 @@ export interface CallOptions {
 export interface CallResult {
   /** The method's return value, JSON-able (other values arrive as their repr string). */
   result: unknown
-  /** Bound attribute values that changed since the previous answer for this instance. */
+  /** Bound values the server may not know: a plain class's numbers always, anything else when it changed. */
   values: Record<string, unknown>
   /** Declarative attributes the Python code wrote through `self.attributes`. */
   attributes: Record<string, unknown>
