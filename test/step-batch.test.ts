@@ -9,6 +9,16 @@ import { startTestServer, type TestServer } from './helpers/server.js'
 const SYS = '/api/v3/system'
 
 const FILES: Record<string, string> = {
+  'watcher.py': `
+from mimic_sdk import MimicComponent
+
+class Watcher(MimicComponent):
+    def __init__(self):
+        self.seen = 0.0
+
+    def tick(self):
+        self.seen = self.time
+`,
   'plant.py': `
 class Tank:
     def __init__(self, level=0.0, inflow=1.0):
@@ -117,5 +127,18 @@ describe('run(steps=N) in batches ends where N single steps end', () => {
     // the connection wrote tank0's level into tank1's inflow after the last step, as after every one
     assert.equal(single.values['tank1.inflow'], single.values['tank0.level'])
     assert.notEqual(single.values['tank1.level'], single.values['tank2.level'], 'the connection changed what tank1 saw')
+  })
+
+  it('a MimicComponent, which reads the server\'s time in every step, makes every step go through the server', async () => {
+    const t = servers.batched!
+    const requests = (): number => t.server.system.services.python().workers().reduce((sum, w) => sum + w.requests, 0)
+    const model = { attributes: { seen: 0.0 }, import: { 'watcher.py': { class: 'Watcher', attributes: { seen: { property: 'seen' } }, methods: { run: 'tick' } } } }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Watcher: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { watcher: 'Watcher' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/watcher`, 'prepare')).status, 200)
+    const before = requests()
+    await t.call(SYS, 'run', { steps: 4, dt: 0.5 })
+    assert.equal(requests() - before, 2 * 4, 'one message per worker and step')
+    assert.equal((await t.api('GET', `${SYS}/instances/watcher/attributes/seen`)).body.internal_value, 1.5, 'the time of the fourth step')
   })
 })

@@ -79,4 +79,54 @@ describe('PythonPool: batched steps', () => {
     // the failed instance keeps working
     assert.equal((await pool.call('unlucky', 'run')).result, 14)
   })
+
+  it('kept plans: rebuilt after a load, sent again when a worker forgot them', async () => {
+    const fresh = ['plan_a', 'plan_b', 'plan_c']
+    await Promise.all(fresh.map((name) => fx.load(pool, name, BLOCK)))
+    const counts = new Map<string, number>()
+    const sink = (plan: readonly string[]) => ({
+      value: (index: number, name: string, value: unknown) => {
+        if (name === 'count') counts.set(plan[index]!, value as number)
+      },
+      done: () => {},
+      fail: (index: number, error: Error) => assert.fail(`${plan[index]}: ${error.message}`),
+    })
+    const plan = pool.plan(fresh, 'run')
+    await pool.runPlan(plan, {}, sink(fresh))
+    await pool.runPlan(plan, {}, sink(fresh))
+    assert.deepEqual([...counts.values()], [2, 2, 2])
+    // A load elsewhere makes the pool compile the plan again; the counts go on.
+    await fx.load(pool, 'plan_d', BLOCK)
+    await pool.runPlan(plan, {}, sink(fresh))
+    assert.deepEqual([...counts.values()], [3, 3, 3])
+    // A worker keeps 16 plans: after 20 others it has forgotten this one and gets it again.
+    for (let i = 0; i < 20; i++) await pool.runPlan(pool.plan(['plan_d'], undefined), {}, sink(['plan_d']))
+    const requests = (): number => pool.workers().reduce((sum, w) => sum + w.requests, 0)
+    const before = requests()
+    await pool.runPlan(plan, {}, sink(fresh))
+    assert.deepEqual([...counts.values()], [4, 4, 4])
+    const groups = new Set(fresh.map((name) => pool.info(name)?.worker)).size
+    assert.equal(requests() - before, groups + 1, 'one tick per worker, and one more to the worker that forgot')
+  })
+
+  it('several steps in one message: the last values, and failures counted per instance', async () => {
+    await fx.load(pool, 'multi_a', BLOCK)
+    await fx.load(pool, 'multi_b', { 'counter.py': { ...BLOCK['counter.py'], init: { kwargs: { start: 10 } } } })
+    const names = ['multi_a', 'multi_b']
+    const values = new Map<string, unknown>()
+    const failures: Array<[string, string, number | undefined]> = []
+    const plan = pool.plan(names, 'run')
+    await pool.runPlan(plan, { repeat: 5 }, {
+      value: (index, name, value) => {
+        if (name === 'count') values.set(names[index]!, value)
+      },
+      done: () => {},
+      fail: (index, error, steps) => failures.push([names[index]!, error.message, steps]),
+    })
+    assert.deepEqual(Object.fromEntries(values), { multi_a: 5, multi_b: 15 })
+    assert.equal(failures.length, 1)
+    assert.equal(failures[0]![0], 'multi_b')
+    assert.match(failures[0]![1], /unlucky/)
+    assert.equal(failures[0]![2], 1, 'count 13 failed once in the five steps')
+  })
 })
