@@ -20,7 +20,8 @@ import os
 import struct
 from typing import Any, BinaryIO, Optional
 
-PROTOCOL_VERSION = 1
+#: 2: ticks name step plans and return numbers as one packed array
+PROTOCOL_VERSION = 2
 
 #: A frame larger than this is refused: it can only come from a broken peer.
 MAX_FRAME_BYTES = 256 * 1024 * 1024

@@ -10,11 +10,12 @@ import { InternalError } from '../errors.js'
 
 /**
  * Version of the message protocol; a worker announces its own in the `hello` message.
+ * 2: a `tick` names a step plan and returns the bound numbers as one packed array.
  *
  * @example
  * if (hello.protocol !== PROTOCOL_VERSION) worker.kill('protocol mismatch')
  */
-export const PROTOCOL_VERSION = 1
+export const PROTOCOL_VERSION = 2
 
 /**
  * Frames larger than this can only come from a broken peer.
