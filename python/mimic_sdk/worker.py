@@ -21,6 +21,8 @@ Operations (every request is ``{"id": n, "op": ..., ...}``):
   ``s``, ``z``, ``m`` (or a kept plan ``p``), ``t``, ``dt``, ``x``, ``n`` -> ``v`` (every bound
   number, packed), ``c``, ``r``, ``e``, ``f``, ``a``.
 - ``get`` / ``set``: ``instance``, ``attr`` (, ``value``) -> ``value`` / ``values``.
+- ``sets``: ``items`` (``[instance, attr, value]`` each) -> ``results``: one ``{"ok", "values"}`` or
+  ``{"ok": false, "error"}`` per write, in order.
 - ``unload``: ``instance``; ``ping``; ``shutdown``.
 
 Example (what the server does)::
@@ -352,6 +354,7 @@ class Worker:
             "tick": self._op_tick,
             "get": self._op_get,
             "set": self._op_set,
+            "sets": self._op_sets,
             "unload": self._op_unload,
             "ping": lambda msg: {},
             "shutdown": lambda msg: {},
@@ -785,8 +788,28 @@ class Worker:
             self.capture.current = None
 
     def _op_set(self, message: Dict[str, Any]) -> Dict[str, Any]:
-        instance = self._instance(message)
-        attr = message.get("attr")
+        return self._set(self._instance(message), message.get("attr"), message.get("value"))
+
+    def _op_sets(self, message: Dict[str, Any]) -> Dict[str, Any]:
+        """Several writes in order (``items``: ``[instance, attr, value]``), each answered on its
+        own like a ``set``: the connections of a system step write many attributes at once."""
+        items = message.get("items")
+        if not isinstance(items, list):
+            raise WorkerError("protocol", "sets needs items: [[instance, attr, value], ...]")
+        results: List[Dict[str, Any]] = []
+        for item in items:
+            try:
+                if not isinstance(item, list) or len(item) != 3:
+                    raise WorkerError("protocol", "a write is [instance, attr, value]")
+                name, attr, value = item
+                reply = self._set(self._instance({"instance": name}), attr, value)
+                reply["ok"] = True
+                results.append(reply)
+            except WorkerError as exc:
+                results.append({"ok": False, "error": exc.to_wire()})
+        return {"results": results}
+
+    def _set(self, instance: _Instance, attr: Any, value: Any) -> Dict[str, Any]:
         setter = self._binding(instance, attr)[1]
         if setter is None:
             raise WorkerError(
@@ -796,7 +819,7 @@ class Worker:
         self.capture.current = instance.name
         try:
             try:
-                setter(message.get("value"))
+                setter(value)
             except BaseException as exc:
                 raise WorkerError("user_code", _describe(exc), f"attributes.{attr}", user_traceback(exc)) from None
             return {"values": self._collect(instance)}

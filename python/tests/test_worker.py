@@ -128,6 +128,25 @@ class LoadAndCall(WorkerTestCase):
         self.assertNotIn("mode", self.ok("set", instance="s", attr="level", value=10)["values"], "mode did not change")
         self.assertEqual(self.ok("get", instance="s", attr="level")["value"], 10.0)
 
+    def test_sets_applies_writes_in_order_and_answers_each(self):
+        self.load_sensor("a", attributes={"temperature": {"property": "temperature"}, "serial": {"property": "serial"}})
+        self.load_sensor("b")
+        reply = self.ok("sets", items=[
+            ["a", "temperature", 1.5],
+            ["b", "temperature", 2.5],
+            ["a", "temperature", 3.5],
+            ["a", "serial", "x"],
+            ["ghost", "temperature", 1],
+            ["b", "nope", 1],
+            "not a write",
+        ])
+        results = reply["results"]
+        self.assertEqual([r["ok"] for r in results], [True, True, True, False, False, False, False])
+        self.assertEqual([r["values"]["temperature"] for r in results[:3]], [1.5, 2.5, 3.5], "in order")
+        self.assertEqual([r["error"]["kind"] for r in results[3:]], ["read_only", "not_found", "not_found", "protocol"])
+        self.assertEqual(self.ok("get", instance="a", attr="temperature")["value"], 3.5)
+        self.assertEqual(self.failure("sets", items={"a": 1})["kind"], "protocol")
+
     def test_getter_without_setter_is_read_only(self):
         reply = self.load_sensor(attributes={"level": {"getter": "read_level"}, "serial": {"property": "serial"}})
         self.assertEqual(reply["read_only"], ["level", "serial"])

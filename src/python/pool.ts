@@ -104,6 +104,15 @@ export class StepPlan {
 
 type Values = Record<string, unknown>
 
+/** A `set` waiting for the end of this turn of the event loop, to leave with the others. */
+interface QueuedWrite {
+  instance: string
+  attr: string
+  value: unknown
+  resolve: (reply: WireMessage) => void
+  reject: (err: unknown) => void
+}
+
 function record(value: unknown): Values {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Values) : {}
 }
@@ -141,6 +150,8 @@ export class PythonPool {
   /** Bumped by every load, unload and loss: compiled step plans older than it are rebuilt. */
   #generation = 0
   #nextPlanId = 1
+  /** Attribute writes of this turn of the event loop, by worker: they leave together. */
+  #writes = new Map<PythonWorker, QueuedWrite[]>()
 
   constructor(options: PythonPoolOptions) {
     this.#options = {
@@ -204,7 +215,8 @@ export class PythonPool {
     let reply: WireMessage
     try {
       await worker.ready
-      reply = await worker.request(
+      reply = await this.#send(
+        worker,
         {
           op: 'load',
           instance,
@@ -226,7 +238,7 @@ export class PythonPool {
     }
     if (this.#placements.get(instance) !== placement) {
       // unload() (or close) came while loading: release what was just built.
-      if (worker.alive) worker.request({ op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' }).catch(() => {})
+      if (worker.alive) this.#send(worker, { op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' }).catch(() => {})
       throw new NotFoundError(`Instance '${instance}' was unloaded while its Python code was loading`)
     }
     const components = Array.isArray(reply.components) ? reply.components.map(Boolean) : []
@@ -270,7 +282,7 @@ export class PythonPool {
     const placement = this.#placement(instance)
     if (!placement.methods.has(method)) throw this.#noMethod(instance, placement, method)
     const message = this.#wireCall({ op: 'call', instance }, { ...options, method }, placement, true)
-    const reply = await placement.worker.request(message, {
+    const reply = await this.#send(placement.worker, message, {
       label: `call '${method}' of '${instance}'`,
       path: method,
     })
@@ -286,7 +298,8 @@ export class PythonPool {
    */
   async get(instance: string, attr: string): Promise<{ value: unknown; values: Values }> {
     const placement = this.#placement(instance)
-    const reply = await placement.worker.request(
+    const reply = await this.#send(
+      placement.worker,
       { op: 'get', instance, attr },
       { label: `read of '${instance}.${attr}'`, path: `attributes.${attr}` },
     )
@@ -304,12 +317,51 @@ export class PythonPool {
    */
   async set(instance: string, attr: string, value: unknown): Promise<{ values: Values }> {
     const placement = this.#placement(instance)
-    const reply = await placement.worker.request(
-      { op: 'set', instance, attr, value },
-      { label: `write of '${instance}.${attr}'`, path: `attributes.${attr}` },
-    )
+    const reply = await new Promise<WireMessage>((resolve, reject) => {
+      let queue = this.#writes.get(placement.worker)
+      if (!queue) {
+        this.#writes.set(placement.worker, (queue = []))
+        process.nextTick(() => this.#flushWrites(placement.worker))
+      }
+      queue.push({ instance, attr, value, resolve, reject })
+    })
     if (!reply.ok) throw remoteError(reply.error, { instance, action: `write of '${attr}'` })
     return { values: this.#merge(instance, reply.values) }
+  }
+
+  /**
+   * Sends the writes queued for a worker: one `set`, or one `sets` message for several (the
+   * connections of a system step write hundreds at once), each answered on its own.
+   */
+  #flushWrites(worker: PythonWorker): void {
+    const queue = this.#writes.get(worker)
+    if (!queue) return
+    this.#writes.delete(worker)
+    const settle = (write: QueuedWrite, reply: WireMessage | undefined): void =>
+      write.resolve(reply ?? { ok: false, error: { kind: 'protocol', message: 'the Python worker gave no answer for this write' } })
+    if (queue.length === 1) {
+      const write = queue[0]!
+      const { instance, attr, value } = write
+      worker.request({ op: 'set', instance, attr, value }, { label: `write of '${instance}.${attr}'`, path: `attributes.${attr}` }).then((reply) => settle(write, reply), write.reject)
+      return
+    }
+    worker
+      .request({ op: 'sets', items: queue.map((w) => [w.instance, w.attr, w.value]) }, { label: `${queue.length} attribute writes`, path: 'attributes' })
+      .then(
+        (reply) => {
+          const results = Array.isArray(reply.results) ? (reply.results as WireMessage[]) : []
+          queue.forEach((write, i) => settle(write, reply.ok ? results[i] : reply))
+        },
+        (err: unknown) => {
+          for (const write of queue) write.reject(err)
+        },
+      )
+  }
+
+  /** Every request to a worker goes out after the writes queued before it, in order. */
+  #send(worker: PythonWorker, message: Record<string, unknown>, about: { label: string; path: string }): Promise<WireMessage> {
+    this.#flushWrites(worker)
+    return worker.request(message, about)
   }
 
   /**
@@ -425,7 +477,7 @@ export class PythonPool {
       const label = { label: `${repeat > 1 ? `${repeat} steps` : 'a step'} of ${group.sids.length} instance(s)`, path: 'run' }
       const send = async (): Promise<WireMessage> => {
         if (!group.synced) Object.assign(message, { s: group.sids, z: group.sizes, m: plan.method ?? null })
-        return await group.worker.request(message, label)
+        return await this.#send(group.worker, message, label)
       }
       let reply = await send()
       if (!reply.ok && group.synced && (reply.error as WireError | undefined)?.kind === 'plan') {
@@ -533,7 +585,7 @@ export class PythonPool {
           const message: Record<string, unknown> = { op: 'step', items: group.wire }
           if (shared && first?.time !== undefined) message.time = first.time
           if (shared && first?.dt !== undefined) message.dt = first.dt
-          const reply = await worker.request(message, {
+          const reply = await this.#send(worker, message, {
             label: `a step of ${group.wire.length} instance(s)`,
             path: 'run',
           })
@@ -565,7 +617,7 @@ export class PythonPool {
     this.#forget(instance)
     if (!placement.worker.alive) return
     try {
-      await placement.worker.request({ op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' })
+      await this.#send(placement.worker, { op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' })
     } catch {
       // The worker died meanwhile: the objects are gone with it.
     }

@@ -122,6 +122,30 @@ describe('PythonPool: load, call, get, set', () => {
     assert.equal(pool.values('sensor2')?.temperature, 30.5)
   })
 
+  it('writes of one turn leave together, in order, each answered on its own', async () => {
+    const block = {
+      'py_temp_sensor.py': {
+        class: 'PyTempSensor',
+        attributes: { temperature: { property: 'temperature' }, level_ro: { getter: 'read_level' } },
+        methods: { run: 'tick' },
+      },
+    }
+    const names = ['w0', 'w1', 'w2', 'w3']
+    for (const name of names) await fx.load(pool, name, block)
+    const requests = (): number => pool.workers().reduce((sum, w) => sum + w.requests, 0)
+    const before = requests()
+    const writes = names.map((name, i) => pool.set(name, 'temperature', 10 * (i + 1)))
+    const readOnly = pool.set('w0', 'level_ro', 1)
+    // a call issued after the writes, in the same turn, sees them
+    const run = pool.call('w1', 'run')
+    const results = await Promise.all(writes)
+    assert.deepEqual(results.map((r) => r.values.temperature), [10, 20, 30, 40])
+    await assert.rejects(readOnly, (err: unknown) => err instanceof ValidationError && /read-only/.test(err.message))
+    assert.equal((await run).result, 20, 'tick (no drift) returns the temperature just written, not the start value 25')
+    assert.equal(requests() - before, 2 + 1, 'one message of writes per worker, then the call')
+    assert.equal(pool.values('w3')?.temperature, 40)
+  })
+
   it('getter/setter bindings, and a getter without setter is read-only (422)', async () => {
     const block = {
       'py_temp_sensor.py': {
