@@ -23,6 +23,10 @@ interface StepPlanCache {
   owners: Instance[]
   plan: StepPlan
   targets: Array<Array<Attribute | undefined>>
+  /** How long the workers took per step of this plan, as last measured; sizes the next batch. */
+  stepMs?: number
+  /** Steps in the last message: a batch grows at most fourfold from one message to the next. */
+  lastBatch: number
 }
 
 /** Hears of an instance that failed in `count` steps (1 unless several ran in one message). */
@@ -31,8 +35,12 @@ type FailureSink = (instance: string, error: unknown, detail: ErrorDetail, count
 /** Steps of a `run` one message to a Python worker carries unless configured otherwise. */
 export const DEFAULT_STEP_BATCH = 100
 
-/** Instance-steps one message may carry: about 0.1-0.5 s of a simple class's work. */
-const BATCH_INSTANCE_STEPS = 200_000
+/**
+ * About how long one batched message may keep a worker busy: long enough to spread the round trip
+ * over many steps, short enough that a request to an instance of that worker waits little, and
+ * far below the worker time limit whatever the user code costs.
+ */
+const BATCH_TARGET_MS = 25
 
 /** Most steps one `run(steps=...)` call may ask for: bounds the time one request can hold. */
 export const MAX_STEPS_PER_CALL = 100_000
@@ -166,19 +174,25 @@ export class System extends Component {
    * How many of a run's remaining steps go to the Python workers in one message. Between the
    * steps of one message the server does nothing but count (clients see the values of the last
    * one), so a batch needs a system where no step depends on the server: no connections and no
-   * MimicComponent (which sees the server's time and values). The batch is also bounded in
-   * instance-steps, so that no message holds a worker for long.
+   * MimicComponent (which sees the server's time and values). A batch is sized by time: the first
+   * step of a new set of instances goes alone and is timed, and later messages carry about
+   * BATCH_TARGET_MS of work (growing at most fourfold each time), so slow user code gets small
+   * batches and never holds a worker for long.
    */
   #batchSize(remaining: number): number {
     const limit = Math.min(remaining, this.services.stepBatch ?? DEFAULT_STEP_BATCH)
     if (limit <= 1 || this.connections.size > 0) return 1
-    let python = 0
+    const owners: Instance[] = []
     for (const instance of this.instances.all()) {
       if (!instance.runnable || !instance.stepsInPython) continue
       if (instance.needsServerEachStep) return 1
-      python++
+      owners.push(instance)
     }
-    return Math.max(1, Math.min(limit, Math.floor(BATCH_INSTANCE_STEPS / Math.max(1, python))))
+    if (!owners.length) return limit
+    const cached = this.#plan
+    if (!cached?.stepMs || !this.#samePlan(cached, owners)) return 1
+    const fits = Math.floor(BATCH_TARGET_MS / cached.stepMs)
+    return Math.max(1, Math.min(limit, fits, cached.lastBatch * 4))
   }
 
   /** `run(steps=1, dt=None)`: that many system steps, then `true`. */
@@ -215,11 +229,15 @@ export class System extends Component {
    * workers then hold their part, and a step costs one short message per worker.
    */
   #stepPlan(owners: Instance[]): StepPlanCache {
-    const pool = this.services.python()
     const cached = this.#plan
-    if (cached && cached.pool === pool && cached.owners.length === owners.length && cached.owners.every((owner, i) => owner === owners[i])) return cached
-    this.#plan = { pool, owners, plan: pool.plan(owners.map((owner) => owner.name), 'run'), targets: [] }
+    if (cached && this.#samePlan(cached, owners)) return cached
+    const pool = this.services.python()
+    this.#plan = { pool, owners, plan: pool.plan(owners.map((owner) => owner.name), 'run'), targets: [], lastBatch: 1 }
     return this.#plan
+  }
+
+  #samePlan(cached: StepPlanCache, owners: Instance[]): boolean {
+    return cached.pool === this.services.python() && cached.owners.length === owners.length && cached.owners.every((owner, i) => owner === owners[i])
   }
 
   async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined, onFailure: FailureSink | undefined, repeat: number): Promise<void> {
@@ -240,7 +258,9 @@ export class System extends Component {
     if (owners.length) {
       // Values go straight into the attribute caches as the answers are decoded. An instance
       // never loses or replaces an attribute, so each one is looked up once per plan.
-      const { plan, targets } = this.#stepPlan(owners)
+      const cached = this.#stepPlan(owners)
+      const { plan, targets } = cached
+      const started = performance.now()
       await this.services.python().runPlan(plan, { context: (index) => owners[index]!.stepContext(dt), repeat }, {
         value: (index, name, value, position) => {
           const row = (targets[index] ??= [])
@@ -258,6 +278,8 @@ export class System extends Component {
           onFailure?.(instance.name, error, detail, count)
         },
       })
+      cached.stepMs = (performance.now() - started) / repeat
+      cached.lastBatch = repeat
     }
     for (const instance of stepped) instance.finishStep(dt, repeat)
     await this.connections.propagate()
