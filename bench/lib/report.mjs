@@ -67,7 +67,7 @@ export function renderReport(options) {
     '|---|---|',
     ...Object.entries(environment).map(([k, v]) => `| ${k} | ${escape(v)} |`),
     '',
-    '## Summary (medians of the rounds; the ratios of benchmarks 2 and 3 are medians of per-round ratios)',
+    '## Summary (medians of the rounds; the ratios of benchmarks 1, 2 and 3 are medians of per-round ratios)',
     '',
     `| ${COLUMNS.join(' | ')} |`,
     `|${COLUMNS.map(() => '---').join('|')}|`,
