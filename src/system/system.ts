@@ -248,7 +248,8 @@ export class System extends Component {
       stepped.push(instance)
       if (instance.stepsInPython) owners.push(instance)
     }
-    if (repeat > 1 && (this.connections.size > 0 || owners.some((owner) => owner.needsServerEachStep))) {
+    const changed = owners.length > 0 && !(this.#plan && this.#samePlan(this.#plan, owners))
+    if (repeat > 1 && (changed || this.connections.size > 0 || owners.some((owner) => owner.needsServerEachStep))) {
       // The system changed since the batch was sized: one step at a time after all.
       for (let i = 0; i < repeat; i++) await this.#step(dt, filter, onFailure, 1)
       return
