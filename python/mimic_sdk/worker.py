@@ -268,10 +268,6 @@ class _InstanceLogHandler(logging.Handler):
 Binding = Tuple[Callable[[], Any], Optional[Callable[[Any], Any]]]
 
 
-class _SlowPath(Exception):
-    """Raised inside the fast tick loop to hand one instance to the careful path."""
-
-
 class _Instance:
     """The Python side of one simulated instance: its objects and prepared dispatch tables."""
 
