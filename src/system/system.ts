@@ -182,15 +182,11 @@ export class System extends Component {
   #batchSize(remaining: number): number {
     const limit = Math.min(remaining, this.services.stepBatch ?? DEFAULT_STEP_BATCH)
     if (limit <= 1 || this.connections.size > 0) return 1
-    const owners: Instance[] = []
-    for (const instance of this.instances.all()) {
-      if (!instance.runnable || !instance.stepsInPython) continue
-      if (instance.needsServerEachStep) return 1
-      owners.push(instance)
-    }
+    const { owners } = this.#participants(undefined)
+    if (owners.some((owner) => owner.needsServerEachStep)) return 1
     if (!owners.length) return limit
-    const cached = this.#plan
-    if (!cached?.stepMs || !this.#samePlan(cached, owners)) return 1
+    const cached = this.#keptPlan(owners)
+    if (!cached?.stepMs) return 1
     const fits = Math.floor(BATCH_TARGET_MS / cached.stepMs)
     return Math.max(1, Math.min(limit, fits, cached.lastBatch * 4))
   }
@@ -225,22 +221,24 @@ export class System extends Component {
   }
 
   /**
-   * The step plan of the instances that stepped last, kept while the same instances step: the
-   * workers then hold their part, and a step costs one short message per worker.
+   * The step plan of the instances that stepped last, if these are the same instances (else
+   * undefined): while it is kept, the workers hold their part and a step costs one short
+   * message per worker.
    */
-  #stepPlan(owners: Instance[]): StepPlanCache {
+  #keptPlan(owners: Instance[]): StepPlanCache | undefined {
     const cached = this.#plan
-    if (cached && this.#samePlan(cached, owners)) return cached
+    const same = cached !== undefined && cached.pool === this.services.python() && cached.owners.length === owners.length && cached.owners.every((owner, i) => owner === owners[i])
+    return same ? cached : undefined
+  }
+
+  #newPlan(owners: Instance[]): StepPlanCache {
     const pool = this.services.python()
     this.#plan = { pool, owners, plan: pool.plan(owners.map((owner) => owner.name), 'run'), targets: [], lastBatch: 1 }
     return this.#plan
   }
 
-  #samePlan(cached: StepPlanCache, owners: Instance[]): boolean {
-    return cached.pool === this.services.python() && cached.owners.length === owners.length && cached.owners.every((owner, i) => owner === owners[i])
-  }
-
-  async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined, onFailure: FailureSink | undefined, repeat: number): Promise<void> {
+  /** The instances a step includes, and those of them whose Python `run` it calls. */
+  #participants(filter: ((i: Instance) => boolean) | undefined): { stepped: Instance[]; owners: Instance[] } {
     const stepped: Instance[] = []
     const owners: Instance[] = []
     for (const instance of this.instances.all()) {
@@ -248,8 +246,13 @@ export class System extends Component {
       stepped.push(instance)
       if (instance.stepsInPython) owners.push(instance)
     }
-    const changed = owners.length > 0 && !(this.#plan && this.#samePlan(this.#plan, owners))
-    if (repeat > 1 && (changed || this.connections.size > 0 || owners.some((owner) => owner.needsServerEachStep))) {
+    return { stepped, owners }
+  }
+
+  async #step(dt: number | undefined, filter: ((i: Instance) => boolean) | undefined, onFailure: FailureSink | undefined, repeat: number): Promise<void> {
+    const { stepped, owners } = this.#participants(filter)
+    const kept = this.#keptPlan(owners)
+    if (repeat > 1 && ((owners.length > 0 && !kept) || this.connections.size > 0 || owners.some((owner) => owner.needsServerEachStep))) {
       // The system changed since the batch was sized: one step at a time after all.
       for (let i = 0; i < repeat; i++) await this.#step(dt, filter, onFailure, 1)
       return
@@ -259,7 +262,7 @@ export class System extends Component {
     if (owners.length) {
       // Values go straight into the attribute caches as the answers are decoded. An instance
       // never loses or replaces an attribute, so each one is looked up once per plan.
-      const cached = this.#stepPlan(owners)
+      const cached = kept ?? this.#newPlan(owners)
       const { plan, targets } = cached
       const started = performance.now()
       await this.services.python().runPlan(plan, { context: (index) => owners[index]!.stepContext(dt), repeat }, {
