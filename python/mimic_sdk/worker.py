@@ -435,8 +435,10 @@ class Worker:
     # ----------------------------------------------------------------------------------- helpers
 
     def _instance(self, message: Dict[str, Any]) -> _Instance:
-        name = message.get("instance")
-        instance = self.instances.get(name)  # type: ignore[arg-type]
+        return self._named(message.get("instance"))
+
+    def _named(self, name: Any) -> _Instance:
+        instance = self.instances.get(name) if isinstance(name, str) else None
         if instance is None:
             raise WorkerError("not_found", f"instance {name!r} is not loaded in this worker")
         return instance
@@ -798,7 +800,7 @@ class Worker:
                 if not isinstance(item, list) or len(item) != 3:
                     raise WorkerError("protocol", "a write is [instance, attr, value]")
                 name, attr, value = item
-                reply = self._set(self._instance({"instance": name}), attr, value)
+                reply = self._set(self._named(name), attr, value)
                 reply["ok"] = True
                 results.append(reply)
             except WorkerError as exc:
