@@ -186,12 +186,14 @@ export class PythonWorker {
     const id = this.#nextId++
     return new Promise<WireMessage>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, ...about })
-      // Requests issued in the same tick (concurrent HTTP calls, the workers of a step) leave in
-      // one pipe write: every write wakes the worker, and on two cores wake-ups are what cost.
+      // Requests issued in the same turn of the event loop (the HTTP calls read from every ready
+      // socket, the workers of a step) leave in one pipe write: every write wakes the worker,
+      // and on two cores wake-ups are what cost. setImmediate, not nextTick: the tick ends after
+      // each socket's callback, the turn only once every ready socket has been read.
       if (!this.#corked) {
         this.#corked = true
         this.#requests.cork()
-        process.nextTick(() => {
+        setImmediate(() => {
           this.#corked = false
           this.#requests.uncork()
         })

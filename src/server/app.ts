@@ -6,10 +6,11 @@ import { BadRequestError, MimicError, NotFoundError, PayloadTooLargeError, Unaut
 import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { bearerCheck } from './auth.js'
-import { asMimicError, buildFault, correlationIdOf } from './faults.js'
+import { attachFastLane, type LaneHandler, type LaneResponse } from './fast-lane.js'
+import { asMimicError, buildFault, correlationIdOf, type FaultDocument } from './faults.js'
 import { parseJsonBody } from './json-body.js'
 import { buildOpenApi } from './openapi.js'
-import { guessComponent, registerTreeRoutes } from './tree-routes.js'
+import { answerTree, guessComponent, registerTreeRoutes, treeFaultContext, type RequestFaultContext } from './tree-routes.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -71,13 +72,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   })
 
   app.setErrorHandler((error, req, reply) => {
-    const err = fastifyToMimic(error)
-    if (err.status >= 500) req.log.error({ err: error, correlationId: req.id }, err.message)
-    const base = req.mimicFault ?? { action: req.method.toLowerCase(), component: null }
-    // The state as it is now: a failed prepare has just moved the instance to ERROR.
-    const component = err.component ?? base.node?.faultInfo() ?? base.component ?? (base.segments ? guessComponent(base.segments) : null)
-    const ctx = { action: base.action, component }
-    void reply.status(err.status).header('x-correlation-id', req.id).send(buildFault(err, { ...ctx, correlationId: req.id }))
+    const { status, fault } = faultFor(error, req.mimicFault ?? { action: req.method.toLowerCase(), component: null }, req.id, req.log)
+    void reply.status(status).header('x-correlation-id', req.id).send(fault)
   })
 
   app.setNotFoundHandler((req, reply) => {
@@ -115,7 +111,52 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   registerTreeRoutes(app, opts.system)
   for (const plugin of opts.plugins ?? []) await plugin(app)
+
+  const lane = attachFastLane(app.server, treeLane(opts.system, authorized, opts.logger), { bodyLimit: opts.bodyLimit })
+  app.addHook('preClose', async () => lane.close())
   return app
+}
+
+/** Tree URLs the fast lane answers: plain segments only (no percent-encoding, query or empty segment). */
+const LANE_URL = /^\/api\/v3\/system(?:\/[A-Za-z0-9_-]+)*$/
+
+/**
+ * The fast lane's handler (see fast-lane.ts): tree requests with a plain URL, an accepted key
+ * and a body that parses, answered by the same code as the fastify route. Everything else is
+ * declined before it runs, so fastify answers it, 401s and 400s included.
+ */
+function treeLane(system: System, authorized: (header: string | undefined) => boolean, log: Logger): LaneHandler {
+  return (req) => {
+    if (!LANE_URL.test(req.url) || !authorized(req.headers.authorization)) return undefined
+    let body: unknown
+    try {
+      body = parseJsonBody(req.body)
+    } catch {
+      return undefined
+    }
+    const id = correlationIdOf(req.headers['x-correlation-id'])
+    const context = treeFaultContext(req.method)
+    const failed = (error: unknown): LaneResponse => {
+      const { status, fault } = faultFor(error, context, id, log)
+      return { status, headers: [['x-correlation-id', id]], body: JSON.stringify(fault) }
+    }
+    return answerTree(system, req.method, req.url, body, context).then((result) => {
+      try {
+        return { status: 200, headers: [['x-correlation-id', id], ['cache-control', 'no-store']], body: JSON.stringify(result) }
+      } catch (err) {
+        return failed(err)
+      }
+    }, failed)
+  }
+}
+
+/** The status and fault document (API.md section 6) for an error, logged when it is the server's. */
+function faultFor(error: unknown, base: RequestFaultContext, correlationId: string, log: Pick<Logger, 'error'>): { status: number; fault: FaultDocument } {
+  const err = fastifyToMimic(error)
+  if (err.status >= 500) log.error({ err: error, correlationId }, err.message)
+  // The state as it is now: a failed prepare has just moved the instance to ERROR.
+  const component = err.component ?? base.node?.faultInfo() ?? base.component ?? (base.segments ? guessComponent(base.segments) : null)
+  return { status: err.status, fault: buildFault(err, { action: base.action, component, correlationId }) }
 }
 
 /** Maps fastify's own errors (body too large, bad content) onto the fault catalogue. */

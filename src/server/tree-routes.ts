@@ -31,20 +31,39 @@ const ACTIONS: Record<Verb, string> = { GET: 'get', PUT: 'upsert', PATCH: 'patch
  */
 export function registerTreeRoutes(app: FastifyInstance, system: System): void {
   const handler = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
-    const verb = req.method as Verb
-    const segments = treeSegments(req.url)
-    req.mimicFault = { action: ACTIONS[verb], segments }
-    const target = resolvePath(system, segments, { forWrite: verb === 'PUT' })
-    req.mimicFault.component = target.node.faultInfo()
-    req.mimicFault.node = target.node
-    if (target.kind === 'method') req.mimicFault.action = target.method
-    const result = await dispatch(verb, target, req.body, system)
+    req.mimicFault = treeFaultContext(req.method)
+    const result = await answerTree(system, req.method, req.url, req.body, req.mimicFault)
     reply.header('cache-control', 'no-store')
     return result
   }
   for (const url of ['/api/v3/system', '/api/v3/system/*']) {
     app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE', 'POST'], url, handler })
   }
+}
+
+/** The fault context a tree request starts with, before its path is known: the bare verb. */
+export function treeFaultContext(method: string): RequestFaultContext {
+  return { action: method.toLowerCase() }
+}
+
+/**
+ * Answers one tree request (a URL under `/api/v3/system`, its parsed body): the document the
+ * route sends. It fills `fault` as it goes, so whoever turns a rejection into a fault document
+ * knows what the request was about. Shared by the fastify route and the fast lane.
+ *
+ * @example
+ * const doc = await answerTree(system, 'GET', '/api/v3/system/instances/sensor', undefined, treeFaultContext('GET'))
+ */
+export async function answerTree(system: System, method: string, url: string, body: unknown, fault: RequestFaultContext): Promise<unknown> {
+  const verb = method as Verb
+  const segments = treeSegments(url)
+  fault.action = ACTIONS[verb]
+  fault.segments = segments
+  const target = resolvePath(system, segments, { forWrite: verb === 'PUT' })
+  fault.component = target.node.faultInfo()
+  fault.node = target.node
+  if (target.kind === 'method') fault.action = target.method
+  return await dispatch(verb, target, body, system)
 }
 
 /**

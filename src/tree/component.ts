@@ -142,7 +142,10 @@ export abstract class Component {
   document(): NodeDocument {
     const props = this.properties()
     const state = this.state
-    const attr: Record<string, { value: unknown }> = Object.create(null)
+    // A plain object, not Object.create(null): V8 keeps prototype-less objects in dictionary
+    // mode, and JSON.stringify of those is the slow path of every GET. Property names come from
+    // the code (properties()), never from users, so none of them is `__proto__`.
+    const attr: Record<string, { value: unknown }> = {}
     const doc: NodeDocument = { name: this.name, type: this.type, path: this.path, attr, children: [], methods: [] }
     if (state !== undefined) {
       doc.state = state

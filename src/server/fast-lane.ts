@@ -1,0 +1,246 @@
+import { STATUS_CODES, type Server } from 'node:http'
+import type { Socket } from 'node:net'
+
+/**
+ * The fast lane of the HTTP server: plain keep-alive HTTP/1.1 requests to the tree (a client
+ * polling attributes, calling methods) are parsed and answered straight from the socket; every
+ * other connection, and every request the lane does not take, is handed to node:http (and so
+ * to fastify) with its bytes untouched, so it is served exactly as before.
+ *
+ * Why by hand: node:http builds an IncomingMessage and a ServerResponse with their stream
+ * machinery for every request, and on a 2-core machine that costs as much again as the
+ * loopback write of the answer: a bare node:http server answers about half as many requests
+ * per second as a node:net server writing the same bytes (bench/ANALYSIS.md, benchmark 2). The
+ * libraries that avoid it (uWebSockets.js and the servers built on it) are not published on the
+ * npm registry. The lane keeps the hand-written part small by declining anything unusual:
+ *
+ * - only complete requests are taken: a request whose head or body has not fully arrived sends
+ *   the connection to node:http, whose parser, limits and timeouts then own it;
+ * - only `HTTP/1.1` with a Host header, `Content-Length` bodies (no chunked transfer, no
+ *   `Expect`, no `Upgrade`, no `Connection` other than keep-alive), each header at most once;
+ * - the handler declines whatever it would not answer exactly as the fastify routes do.
+ *
+ * A connection handed over stays with node:http for the rest of its life.
+ */
+
+/** A request the lane parsed. Header names are lower case; `body` is the UTF-8 text. */
+export interface LaneRequest {
+  method: string
+  url: string
+  headers: Record<string, string>
+  body: string
+}
+
+/** The answer to a request the lane took: always JSON. */
+export interface LaneResponse {
+  status: number
+  /** Headers before content-type and content-length, in order (names as they go on the wire). */
+  headers: Array<[string, string]>
+  body: string
+}
+
+/**
+ * Decides synchronously whether to take a request, before anything runs: `undefined` declines
+ * it (node:http gets the connection), otherwise the answer. It must not reject.
+ */
+export type LaneHandler = (req: LaneRequest) => Promise<LaneResponse> | undefined
+
+/** Longest request head the lane reads; longer ones are node:http's (which answers 431). */
+const MAX_HEAD_BYTES = 8 * 1024
+const HEAD_END = Buffer.from('\r\n\r\n')
+
+const REQUEST_LINE = /^(GET|POST|PUT|PATCH|DELETE) (\/[!-~]*) HTTP\/1\.1$/
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+// Control characters other than tab: node's parser refuses them in header values.
+const BAD_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/
+const DIGITS = /^\d{1,15}$/
+const JSON_TYPE = /^application\/json\s*(;|$)/i
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
+
+/** What the lane makes of the bytes at the start of a connection's buffer. */
+type Parsed = { request: LaneRequest; length: number } | 'decline'
+
+/** The live lane: closing it ends its idle connections and the busy ones after their answer. */
+export interface FastLane {
+  close(): void
+}
+
+/**
+ * Puts the lane in front of an http.Server: its own connection listener takes every new
+ * connection and calls node:http's listener for those it hands over.
+ *
+ * @example
+ * const lane = attachFastLane(app.server, (req) => (req.url === '/ping' ? Promise.resolve({ status: 200, headers: [], body: '"pong"' }) : undefined), { bodyLimit: 1 << 20 })
+ */
+export function attachFastLane(server: Server, handler: LaneHandler, options: { bodyLimit: number }): FastLane {
+  const httpListeners = server.listeners('connection') as Array<(socket: Socket) => void>
+  server.removeAllListeners('connection')
+  const connections = new Set<LaneConnection>()
+  let closing = false
+  const handOver = (socket: Socket): void => {
+    for (const listener of httpListeners) listener.call(server, socket)
+  }
+  server.on('connection', (socket: Socket) => {
+    if (closing) return handOver(socket)
+    const connection = new LaneConnection(socket, server, handler, options.bodyLimit, handOver, () => connections.delete(connection))
+    connections.add(connection)
+  })
+  return {
+    close() {
+      closing = true
+      for (const connection of connections) connection.closeWhenIdle()
+    },
+  }
+}
+
+class LaneConnection {
+  #buffer: Buffer | undefined
+  #busy = false
+  #closing = false
+  #done = false
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly server: Server,
+    private readonly handler: LaneHandler,
+    private readonly bodyLimit: number,
+    private readonly handOver: (socket: Socket) => void,
+    private readonly forget: () => void,
+  ) {
+    socket.setNoDelay(true)
+    socket.on('data', this.#onData)
+    socket.on('error', this.#onError)
+    socket.on('close', this.#onClose)
+    socket.on('timeout', this.#onTimeout)
+    socket.setTimeout(server.keepAliveTimeout)
+  }
+
+  closeWhenIdle(): void {
+    this.#closing = true
+    if (!this.#busy) this.socket.destroy()
+  }
+
+  #onData = (chunk: Buffer): void => {
+    this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk
+    if (!this.#busy) void this.#serve()
+  }
+
+  #onError = (): void => {
+    this.socket.destroy()
+  }
+
+  #onClose = (): void => {
+    this.#done = true
+    this.forget()
+  }
+
+  // A keep-alive connection without traffic for the server's keep-alive timeout is closed, as
+  // node:http does; one waiting for a slow answer is not idle. (The timer is armed once: the
+  // socket restarts it on every read and write.)
+  #onTimeout = (): void => {
+    if (!this.#busy) this.socket.destroy()
+  }
+
+  /** Answers the complete requests in the buffer, in order, each as soon as it is ready. */
+  async #serve(): Promise<void> {
+    this.#busy = true
+    while (this.#buffer && this.#buffer.length > 0) {
+      const parsed = parse(this.#buffer, this.bodyLimit)
+      const answer = parsed === 'decline' ? undefined : this.handler(parsed.request)
+      if (parsed === 'decline' || answer === undefined) return this.#handOver()
+      this.#buffer = parsed.length === this.#buffer.length ? undefined : this.#buffer.subarray(parsed.length)
+      const response = await answer
+      if (this.#done) return
+      this.socket.write(serialize(response, this.server.keepAliveTimeout))
+    }
+    this.#busy = false
+    if (this.#closing) this.socket.end()
+  }
+
+  /** From here on node:http owns the connection, starting with the bytes the lane did not take. */
+  #handOver(): void {
+    const socket = this.socket
+    this.#done = true
+    this.forget()
+    socket.pause()
+    socket.off('data', this.#onData)
+    socket.off('error', this.#onError)
+    socket.off('close', this.#onClose)
+    socket.off('timeout', this.#onTimeout)
+    socket.setTimeout(0)
+    if (this.#buffer) socket.unshift(this.#buffer)
+    this.#buffer = undefined
+    this.handOver(socket)
+    socket.resume()
+  }
+}
+
+/**
+ * Parses the request at the start of the buffer, or declines: incomplete, unusual or invalid
+ * requests are all node:http's to answer.
+ */
+function parse(buffer: Buffer, bodyLimit: number): Parsed {
+  const end = buffer.indexOf(HEAD_END)
+  if (end < 0 || end > MAX_HEAD_BYTES) return 'decline'
+  // latin1 keeps one character per byte, so string offsets are byte offsets.
+  const text = buffer.toString('latin1', 0, end)
+  let lineEnd = text.indexOf('\r\n')
+  if (lineEnd < 0) lineEnd = end
+  const start = REQUEST_LINE.exec(text.slice(0, lineEnd))
+  if (!start) return 'decline'
+  const headers: Record<string, string> = {}
+  for (let pos = lineEnd + 2; pos < end; pos = lineEnd + 2) {
+    lineEnd = text.indexOf('\r\n', pos)
+    if (lineEnd < 0) lineEnd = end
+    const colon = text.indexOf(':', pos)
+    if (colon <= pos || colon > lineEnd) return 'decline'
+    const name = text.slice(pos, colon).toLowerCase()
+    const value = trimSpaces(text, colon + 1, lineEnd)
+    if (!TOKEN.test(name) || BAD_VALUE.test(value) || Object.hasOwn(headers, name)) return 'decline'
+    headers[name] = value
+  }
+  if (headers.host === undefined || headers['transfer-encoding'] !== undefined || headers.expect !== undefined || headers.upgrade !== undefined) return 'decline'
+  if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return 'decline'
+  const method = start[1]!
+  const lengthHeader = headers['content-length']
+  if (lengthHeader !== undefined && !DIGITS.test(lengthHeader)) return 'decline'
+  const bodyLength = lengthHeader === undefined ? 0 : Number(lengthHeader)
+  if (bodyLength > 0 && (!BODY_METHODS.has(method) || !JSON_TYPE.test(headers['content-type'] ?? '') || bodyLength > bodyLimit)) return 'decline'
+  const length = end + 4 + bodyLength
+  if (buffer.length < length) return 'decline'
+  const body = bodyLength > 0 ? buffer.toString('utf8', end + 4, length) : ''
+  return { request: { method, url: start[2]!, headers, body }, length }
+}
+
+/** `text.slice(from, to)` without the spaces and tabs around it (a header value's OWS). */
+function trimSpaces(text: string, from: number, to: number): string {
+  while (from < to && (text.charCodeAt(from) === 32 || text.charCodeAt(from) === 9)) from++
+  while (to > from && (text.charCodeAt(to - 1) === 32 || text.charCodeAt(to - 1) === 9)) to--
+  return text.slice(from, to)
+}
+
+let dateSecond = -1
+let dateText = ''
+
+/** The HTTP date, formatted once per second as node:http does. */
+function httpDate(): string {
+  const now = Date.now()
+  const second = Math.floor(now / 1000)
+  if (second !== dateSecond) {
+    dateSecond = second
+    dateText = new Date(now).toUTCString()
+  }
+  return dateText
+}
+
+/** The response as node:http writes fastify's replies: the same headers, in the same order. */
+function serialize(response: LaneResponse, keepAliveTimeout: number): string {
+  let head = `HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? 'unknown'}\r\n`
+  for (const [name, value] of response.headers) head += `${name}: ${value}\r\n`
+  return (
+    head +
+    `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(response.body)}\r\n` +
+    `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(keepAliveTimeout / 1000)}\r\n\r\n` +
+    response.body
+  )
+}
