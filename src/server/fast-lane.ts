@@ -93,8 +93,23 @@ export function attachFastLane(server: Server, handler: LaneHandler, options: { 
   }
 }
 
+/**
+ * Connections with answers waiting to be written. Answers go out once per turn of the event
+ * loop, after every ready socket has been read: the client then wakes once for a burst of
+ * answers instead of once per answer, and on a small machine those wake-ups cost more than the
+ * answers (benchmark 2 answered 25-60% more requests per second this way).
+ */
+const unflushed = new Set<LaneConnection>()
+
+function flushAll(): void {
+  for (const connection of unflushed) connection.flush()
+  unflushed.clear()
+}
+
 class LaneConnection {
   #buffer: Buffer | undefined
+  /** Answers not yet written (see `unflushed`). */
+  #out = ''
   #busy = false
   #closing = false
   #done = false
@@ -115,9 +130,31 @@ class LaneConnection {
     socket.setTimeout(server.keepAliveTimeout)
   }
 
+  /** Writes the answers waiting for this connection; reading pauses while the client lags behind. */
+  flush(): void {
+    const text = this.#out
+    if (!text) return
+    this.#out = ''
+    const socket = this.socket
+    if (socket.destroyed) return
+    if (!socket.write(text) && !socket.isPaused()) {
+      socket.pause()
+      socket.once('drain', () => {
+        if (!this.#done) socket.resume()
+      })
+    }
+  }
+
+  /** Ends the connection after the answers it is owed: now if idle, else after the current one. */
   closeWhenIdle(): void {
     this.#closing = true
-    if (!this.#busy) this.socket.destroy()
+    if (!this.#busy) this.#end()
+  }
+
+  #end(): void {
+    this.flush()
+    // destroySoon: the answers written so far still reach the client, then the socket closes.
+    this.socket.destroySoon()
   }
 
   #onData = (chunk: Buffer): void => {
@@ -151,15 +188,21 @@ class LaneConnection {
       this.#buffer = parsed.length === this.#buffer.length ? undefined : this.#buffer.subarray(parsed.length)
       const response = await answer
       if (this.#done) return
-      this.socket.write(serialize(response, this.server.keepAliveTimeout))
+      if (!this.#out) {
+        if (unflushed.size === 0) setImmediate(flushAll)
+        unflushed.add(this)
+      }
+      this.#out += serialize(response, this.server.keepAliveTimeout)
     }
     this.#busy = false
-    if (this.#closing) this.socket.end()
+    if (this.#closing) this.#end()
   }
 
   /** From here on node:http owns the connection, starting with the bytes the lane did not take. */
   #handOver(): void {
     const socket = this.socket
+    // The lane's answers first: node:http may answer the next request within this turn.
+    this.flush()
     this.#done = true
     this.forget()
     socket.pause()
