@@ -20,7 +20,10 @@ import type { Socket } from 'node:net'
  *   `Expect`, no `Upgrade`, no `Connection` other than keep-alive), each header at most once;
  * - the handler declines whatever it would not answer exactly as the fastify routes do.
  *
- * A connection handed over stays with node:http for the rest of its life.
+ * A connection handed over stays with node:http for the rest of its life. Pipelined requests are
+ * answered one after the other, each started once the one before it is answered (node:http
+ * starts them all at once; RFC 9112 allows either). A client that half-closes gets the answers
+ * to the complete requests it sent, then the connection closes.
  */
 
 /** A request the lane parsed. Header names are lower case; `body` is the UTF-8 text. */
@@ -112,6 +115,8 @@ class LaneConnection {
   #out = ''
   #busy = false
   #closing = false
+  /** The client half-closed: answer what arrived complete, then close. */
+  #ended = false
   #done = false
 
   constructor(
@@ -126,6 +131,7 @@ class LaneConnection {
     socket.on('data', this.#onData)
     socket.on('error', this.#onError)
     socket.on('close', this.#onClose)
+    socket.on('end', this.#onEnd)
     socket.on('timeout', this.#onTimeout)
     socket.setTimeout(server.keepAliveTimeout)
   }
@@ -166,6 +172,11 @@ class LaneConnection {
     this.socket.destroy()
   }
 
+  #onEnd = (): void => {
+    this.#ended = true
+    if (!this.#busy) this.#end()
+  }
+
   #onClose = (): void => {
     this.#done = true
     this.forget()
@@ -184,7 +195,13 @@ class LaneConnection {
     while (this.#buffer && this.#buffer.length > 0) {
       const parsed = parse(this.#buffer, this.bodyLimit)
       const answer = parsed === 'decline' ? undefined : this.handler(parsed.request)
-      if (parsed === 'decline' || answer === undefined) return this.#handOver()
+      if (parsed === 'decline' || answer === undefined) {
+        // After the client's FIN a socket cannot be handed over (its bytes cannot be put back),
+        // and node:http would not answer either: what remains is dropped.
+        if (!this.#ended) return this.#handOver()
+        this.#buffer = undefined
+        break
+      }
       this.#buffer = parsed.length === this.#buffer.length ? undefined : this.#buffer.subarray(parsed.length)
       const response = await answer
       if (this.#done) return
@@ -195,7 +212,7 @@ class LaneConnection {
       this.#out += serialize(response, this.server.keepAliveTimeout)
     }
     this.#busy = false
-    if (this.#closing) this.#end()
+    if (this.#closing || this.#ended) this.#end()
   }
 
   /** From here on node:http owns the connection, starting with the bytes the lane did not take. */
@@ -209,6 +226,7 @@ class LaneConnection {
     socket.off('data', this.#onData)
     socket.off('error', this.#onError)
     socket.off('close', this.#onClose)
+    socket.off('end', this.#onEnd)
     socket.off('timeout', this.#onTimeout)
     socket.setTimeout(0)
     if (this.#buffer) socket.unshift(this.#buffer)
