@@ -524,9 +524,8 @@ class Worker:
     def _op_call(self, message: Dict[str, Any]) -> Dict[str, Any]:
         if not isinstance(message.get("method"), str):
             raise WorkerError("protocol", "call needs a method name")
-        instance = self._instance(message)
-        item = {k: v for k, v in message.items() if k not in ("id", "op")}
-        return self._invoke(instance, item, None, None)
+        # The message itself is the item: _invoke reads only the keys it knows (id and op aside).
+        return self._invoke(self._instance(message), message, None, None)
 
     def _op_step(self, message: Dict[str, Any]) -> Dict[str, Any]:
         time_, dt = message.get("time"), message.get("dt")

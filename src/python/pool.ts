@@ -281,7 +281,7 @@ export class PythonPool {
   async call(instance: string, method: string, options: CallOptions = {}): Promise<CallResult> {
     const placement = this.#placement(instance)
     if (!placement.methods.has(method)) throw this.#noMethod(instance, placement, method)
-    const message = this.#wireCall({ op: 'call', instance }, { ...options, method }, placement, true)
+    const message = this.#wireCall({ op: 'call', instance, method }, options, placement, true)
     const reply = await this.#send(placement.worker, message, {
       label: `call '${method}' of '${instance}'`,
       path: method,

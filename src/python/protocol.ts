@@ -59,7 +59,24 @@ export interface WireMessage {
  * socket.write(encodeFrame({ id: 7, op: 'call', instance: 'sensor', method: 'run' }))
  */
 export function encodeFrame(message: unknown): Buffer {
-  const text = JSON.stringify(message)
+  return frameOf(JSON.stringify(message))
+}
+
+/**
+ * Serialises a request as a frame with its `id` first: the same bytes as
+ * `encodeFrame({ id, ...message })` without building a second object, which on the hot path of
+ * every call costs more than the JSON itself (V8 defines the spread's properties one by one on
+ * a fresh shape each time).
+ *
+ * @example
+ * pipe.write(encodeRequest(7, { op: 'call', instance: 'sensor', method: 'run' }))
+ */
+export function encodeRequest(id: number, message: Record<string, unknown>): Buffer {
+  const body = JSON.stringify(message)
+  return frameOf(body === '{}' ? `{"id":${id}}` : `{"id":${id},${body.slice(1)}`)
+}
+
+function frameOf(text: string): Buffer {
   const length = Buffer.byteLength(text, 'utf8')
   const frame = Buffer.allocUnsafe(4 + length)
   frame.writeUInt32BE(length, 0)

@@ -13,7 +13,7 @@ import type { Readable, Writable } from 'node:stream'
 import type { Logger } from 'pino'
 import { WorkerGoneError, WorkerTimeoutError } from '../errors.js'
 import type { MimicError } from '../errors.js'
-import { FrameDecoder, PROTOCOL_VERSION, encodeFrame } from './protocol.js'
+import { FrameDecoder, PROTOCOL_VERSION, encodeRequest } from './protocol.js'
 import type { WireMessage } from './protocol.js'
 
 /**
@@ -185,7 +185,7 @@ export class PythonWorker {
     if (gone) return Promise.reject(new WorkerGoneError(gone.reason, [{ path: about.path, message: gone.reason }]))
     const id = this.#nextId++
     return new Promise<WireMessage>((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, ...about })
+      this.#pending.set(id, { resolve, reject, label: about.label, path: about.path })
       // Requests issued in the same turn of the event loop (the HTTP calls read from every ready
       // socket, the workers of a step) leave in one pipe write: every write wakes the worker,
       // and on two cores wake-ups are what cost. setImmediate, not nextTick: the tick ends after
@@ -198,7 +198,7 @@ export class PythonWorker {
           this.#requests.uncork()
         })
       }
-      this.#requests.write(encodeFrame({ id, ...message }))
+      this.#requests.write(encodeRequest(id, message))
       if (this.#watchdog === undefined) this.#arm()
     })
   }
