@@ -6,7 +6,7 @@ import { BadRequestError, MimicError, NotFoundError, PayloadTooLargeError, Unaut
 import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { bearerCheck } from './auth.js'
-import { attachFastLane, type LaneHandler, type LaneResponse } from './fast-lane.js'
+import { attachFastLane, type LaneHandler, type LaneRequest, type LaneResponse } from './fast-lane.js'
 import { asMimicError, buildFault, correlationIdOf, type FaultDocument } from './faults.js'
 import { parseJsonBody } from './json-body.js'
 import { buildOpenApi } from './openapi.js'
@@ -134,19 +134,19 @@ function treeLane(system: System, authorized: (header: string | undefined) => bo
     } catch {
       return undefined
     }
-    const id = correlationIdOf(req.headers['x-correlation-id'])
-    const context = treeFaultContext(req.method)
-    const failed = (error: unknown): LaneResponse => {
-      const { status, fault } = faultFor(error, context, id, log)
-      return { status, headers: [['x-correlation-id', id]], body: JSON.stringify(fault) }
-    }
-    return answerTree(system, req.method, req.url, body, context).then((result) => {
-      try {
-        return { status: 200, headers: [['x-correlation-id', id], ['cache-control', 'no-store']], body: JSON.stringify(result) }
-      } catch (err) {
-        return failed(err)
-      }
-    }, failed)
+    return answerLane(system, req, body, log)
+  }
+}
+
+async function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): Promise<LaneResponse> {
+  const id = correlationIdOf(req.headers['x-correlation-id'])
+  const context = treeFaultContext(req.method)
+  try {
+    const result = await answerTree(system, req.method, req.url, body, context)
+    return { status: 200, headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`, body: JSON.stringify(result) }
+  } catch (error) {
+    const { status, fault } = faultFor(error, context, id, log)
+    return { status, headers: `x-correlation-id: ${id}\r\n`, body: JSON.stringify(fault) }
   }
 }
 

@@ -26,19 +26,29 @@ import type { Socket } from 'node:net'
  * to the complete requests it sent, then the connection closes.
  */
 
-/** A request the lane parsed. Header names are lower case; `body` is the UTF-8 text. */
+/** The headers the lane reads (any other header is passed over). */
+export interface LaneHeaders {
+  host: string | undefined
+  authorization: string | undefined
+  'x-correlation-id': string | undefined
+  'content-type': string | undefined
+  'content-length': string | undefined
+  connection: string | undefined
+}
+
+/** A request the lane parsed; `body` is the UTF-8 text. */
 export interface LaneRequest {
   method: string
   url: string
-  headers: Record<string, string>
+  headers: LaneHeaders
   body: string
 }
 
 /** The answer to a request the lane took: always JSON. */
 export interface LaneResponse {
   status: number
-  /** Headers before content-type and content-length, in order (names as they go on the wire). */
-  headers: Array<[string, string]>
+  /** Header lines before content-type and content-length, each `name: value\r\n`, as they go on the wire. */
+  headers: string
   body: string
 }
 
@@ -73,7 +83,7 @@ export interface FastLane {
  * connection and calls node:http's listener for those it hands over.
  *
  * @example
- * const lane = attachFastLane(app.server, (req) => (req.url === '/ping' ? Promise.resolve({ status: 200, headers: [], body: '"pong"' }) : undefined), { bodyLimit: 1 << 20 })
+ * const lane = attachFastLane(app.server, (req) => (req.url === '/ping' ? Promise.resolve({ status: 200, headers: '', body: '"pong"' }) : undefined), { bodyLimit: 1 << 20 })
  */
 export function attachFastLane(server: Server, handler: LaneHandler, options: { bodyLimit: number }): FastLane {
   const httpListeners = server.listeners('connection') as Array<(socket: Socket) => void>
@@ -249,7 +259,8 @@ function parse(buffer: Buffer, bodyLimit: number): Parsed {
   if (lineEnd < 0) lineEnd = end
   const start = REQUEST_LINE.exec(text.slice(0, lineEnd))
   if (!start) return 'decline'
-  const headers: Record<string, string> = {}
+  // Every field present from the start: one object shape for every request.
+  const headers: LaneHeaders = { host: undefined, authorization: undefined, 'x-correlation-id': undefined, 'content-type': undefined, 'content-length': undefined, connection: undefined }
   for (let pos = lineEnd + 2; pos < end; pos = lineEnd + 2) {
     lineEnd = text.indexOf('\r\n', pos)
     if (lineEnd < 0) lineEnd = end
@@ -257,10 +268,25 @@ function parse(buffer: Buffer, bodyLimit: number): Parsed {
     if (colon <= pos || colon > lineEnd) return 'decline'
     const name = text.slice(pos, colon).toLowerCase()
     const value = trimSpaces(text, colon + 1, lineEnd)
-    if (!TOKEN.test(name) || BAD_VALUE.test(value) || Object.hasOwn(headers, name)) return 'decline'
-    headers[name] = value
+    if (!TOKEN.test(name) || BAD_VALUE.test(value)) return 'decline'
+    switch (name) {
+      case 'host':
+      case 'authorization':
+      case 'x-correlation-id':
+      case 'content-type':
+      case 'content-length':
+      case 'connection':
+        // node:http joins or drops repeated headers by rules of their own: leave those to it.
+        if (headers[name] !== undefined) return 'decline'
+        headers[name] = value
+        break
+      case 'transfer-encoding':
+      case 'expect':
+      case 'upgrade':
+        return 'decline'
+    }
   }
-  if (headers.host === undefined || headers['transfer-encoding'] !== undefined || headers.expect !== undefined || headers.upgrade !== undefined) return 'decline'
+  if (headers.host === undefined) return 'decline'
   if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return 'decline'
   const method = start[1]!
   const lengthHeader = headers['content-length']
@@ -296,10 +322,8 @@ function httpDate(): string {
 
 /** The response as node:http writes fastify's replies: the same headers, in the same order. */
 function serialize(response: LaneResponse, keepAliveTimeout: number): string {
-  let head = `HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? 'unknown'}\r\n`
-  for (const [name, value] of response.headers) head += `${name}: ${value}\r\n`
   return (
-    head +
+    `HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? 'unknown'}\r\n${response.headers}` +
     `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(response.body)}\r\n` +
     `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(keepAliveTimeout / 1000)}\r\n\r\n` +
     response.body

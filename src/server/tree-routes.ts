@@ -72,21 +72,25 @@ export async function answerTree(system: System, method: string, url: string, bo
  * `%252e` twice. The route matched `/api/v3/system`, so the first three segments are that prefix.
  */
 function treeSegments(url: string): string[] {
-  return splitPath(url.split('?')[0] ?? '').slice(3)
+  const query = url.indexOf('?')
+  return splitPath(query < 0 ? url : url.slice(0, query)).slice(3)
 }
 
 function splitPath(raw: string): string[] {
-  return raw
-    .split('/')
-    .filter((s) => s.length > 0)
-    .map((s) => {
-      if (!s.includes('%')) return s
-      try {
-        return decodeURIComponent(s)
-      } catch {
-        throw new BadRequestError(`Path segment '${s}' is not valid percent-encoding`)
-      }
-    })
+  const segments: string[] = []
+  for (const s of raw.split('/')) {
+    if (s.length === 0) continue
+    if (!s.includes('%')) {
+      segments.push(s)
+      continue
+    }
+    try {
+      segments.push(decodeURIComponent(s))
+    } catch {
+      throw new BadRequestError(`Path segment '${s}' is not valid percent-encoding`)
+    }
+  }
+  return segments
 }
 
 /** What a request that failed before its path resolved was about, from the path alone. */
