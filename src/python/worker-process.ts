@@ -13,7 +13,7 @@ import type { Readable, Writable } from 'node:stream'
 import type { Logger } from 'pino'
 import { WorkerGoneError, WorkerTimeoutError } from '../errors.js'
 import type { MimicError } from '../errors.js'
-import { FrameDecoder, PROTOCOL_VERSION, encodeRequest } from './protocol.js'
+import { FrameDecoder, PROTOCOL_VERSION, encodeFrames, requestText } from './protocol.js'
 import type { WireMessage } from './protocol.js'
 
 /**
@@ -178,7 +178,8 @@ export class PythonWorker {
    * Sends one request and resolves with the worker's answer (`ok` true or false). Rejects with
    * WorkerGoneError / WorkerTimeoutError if the worker dies or hangs first.
    */
-  #corked = false
+  /** Requests of this turn of the event loop, not yet written (see `request`). */
+  #outgoing: string[] = []
 
   request(message: Record<string, unknown>, about: RequestLabel): Promise<WireMessage> {
     const gone = this.#killed ?? this.#exit
@@ -190,17 +191,17 @@ export class PythonWorker {
       // socket, the workers of a step) leave in one pipe write: every write wakes the worker,
       // and on two cores wake-ups are what cost. setImmediate, not nextTick: the tick ends after
       // each socket's callback, the turn only once every ready socket has been read.
-      if (!this.#corked) {
-        this.#corked = true
-        this.#requests.cork()
-        setImmediate(() => {
-          this.#corked = false
-          this.#requests.uncork()
-        })
-      }
-      this.#requests.write(encodeRequest(id, message))
+      if (this.#outgoing.length === 0) setImmediate(this.#flush)
+      this.#outgoing.push(requestText(id, message))
       if (this.#watchdog === undefined) this.#arm()
     })
+  }
+
+  #flush = (): void => {
+    const texts = this.#outgoing
+    if (texts.length === 0) return
+    this.#outgoing = []
+    if (this.alive) this.#requests.write(encodeFrames(texts))
   }
 
   /** Kills the process at once (SIGKILL); pending requests fail with WorkerGoneError. */
@@ -216,6 +217,7 @@ export class PythonWorker {
     if (this.#exit) return
     if (this.alive) {
       this.request({ op: 'shutdown' }, { label: 'shutdown', path: 'shutdown' }).catch(() => {})
+      this.#flush()
       this.#requests.end()
     }
     const timer = setTimeout(() => this.#child.kill('SIGKILL'), graceMs)

@@ -269,16 +269,33 @@ function parse(buffer: Buffer, bodyLimit: number): Parsed {
     const name = text.slice(pos, colon).toLowerCase()
     const value = trimSpaces(text, colon + 1, lineEnd)
     if (!TOKEN.test(name) || BAD_VALUE.test(value)) return 'decline'
+    // Each header by its literal name: a computed key would make V8 look the fresh string up
+    // in its string table on every request. node:http joins or drops repeated headers by rules
+    // of its own, so a repeated one sends the request there.
     switch (name) {
       case 'host':
+        if (headers.host !== undefined) return 'decline'
+        headers.host = value
+        break
       case 'authorization':
+        if (headers.authorization !== undefined) return 'decline'
+        headers.authorization = value
+        break
       case 'x-correlation-id':
+        if (headers['x-correlation-id'] !== undefined) return 'decline'
+        headers['x-correlation-id'] = value
+        break
       case 'content-type':
+        if (headers['content-type'] !== undefined) return 'decline'
+        headers['content-type'] = value
+        break
       case 'content-length':
+        if (headers['content-length'] !== undefined) return 'decline'
+        headers['content-length'] = value
+        break
       case 'connection':
-        // node:http joins or drops repeated headers by rules of their own: leave those to it.
-        if (headers[name] !== undefined) return 'decline'
-        headers[name] = value
+        if (headers.connection !== undefined) return 'decline'
+        headers.connection = value
         break
       case 'transfer-encoding':
       case 'expect':

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { InternalError } from '../../../src/errors.js'
-import { FrameDecoder, encodeFrame } from '../../../src/python/protocol.js'
+import { FrameDecoder, encodeFrame, encodeFrames, requestText } from '../../../src/python/protocol.js'
 
 describe('frames', () => {
   it('reassembles frames split at every byte and several frames in one chunk', () => {
@@ -12,6 +12,17 @@ describe('frames', () => {
     for (let i = 0; i < bytes.length; i++) decoded.push(...decoder.push(bytes.subarray(i, i + 1)))
     assert.deepEqual(decoded, messages)
     assert.deepEqual(new FrameDecoder().push(bytes), messages)
+  })
+
+  it('frames requests with their id first, several in one buffer, as encodeFrame would one by one', () => {
+    const messages: Array<Record<string, unknown>> = [{ op: 'call', instance: 'sensor', method: 'run', kwargs: { note: 'grüße ✓' } }, {}, { op: 'ping' }]
+    const texts = messages.map((m, i) => requestText(i + 1, m))
+    assert.equal(texts[1], '{"id":2}')
+    assert.ok(texts[0]!.startsWith('{"id":1,"op":"call"'))
+    const expected = messages.map((m, i) => ({ id: i + 1, ...m }))
+    assert.deepEqual(encodeFrames(texts), Buffer.concat(expected.map(encodeFrame)))
+    assert.deepEqual(new FrameDecoder().push(encodeFrames(texts)), expected)
+    assert.deepEqual(encodeFrames([texts[2]!]), encodeFrame(expected[2]))
   })
 
   it('handles a large frame arriving in uneven chunks', () => {
