@@ -138,15 +138,27 @@ function treeLane(system: System, authorized: (header: string | undefined) => bo
   }
 }
 
-async function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): Promise<LaneResponse> {
+function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): Promise<LaneResponse> {
   const id = correlationIdOf(req.headers['x-correlation-id'])
   const context = treeFaultContext(req.method)
-  try {
-    const result = await answerTree(system, req.method, req.url, body, context)
-    return { status: 200, headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`, body: JSON.stringify(result) }
-  } catch (error) {
+  const answered = (result: unknown): LaneResponse => ({ status: 200, headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`, body: JSON.stringify(result) })
+  const failed = (error: unknown): LaneResponse => {
     const { status, fault } = faultFor(error, context, id, log)
     return { status, headers: `x-correlation-id: ${id}\r\n`, body: JSON.stringify(fault) }
+  }
+  try {
+    const result = answerTree(system, req.method, req.url, body, context)
+    // A read is answered in this turn, without a promise chain (see answerTree).
+    if (!(result instanceof Promise)) return Promise.resolve(answered(result))
+    return result.then((value) => {
+      try {
+        return answered(value)
+      } catch (error) {
+        return failed(error)
+      }
+    }, failed)
+  } catch (error) {
+    return Promise.resolve(failed(error))
   }
 }
 

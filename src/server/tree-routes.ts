@@ -51,10 +51,13 @@ export function treeFaultContext(method: string): RequestFaultContext {
  * route sends. It fills `fault` as it goes, so whoever turns a rejection into a fault document
  * knows what the request was about. Shared by the fastify route and the fast lane.
  *
+ * A read is answered synchronously (a GET is most of what a polling client sends, and each
+ * promise costs); anything that changes the system returns a promise. Either way it may throw.
+ *
  * @example
  * const doc = await answerTree(system, 'GET', '/api/v3/system/instances/sensor', undefined, treeFaultContext('GET'))
  */
-export async function answerTree(system: System, method: string, url: string, body: unknown, fault: RequestFaultContext): Promise<unknown> {
+export function answerTree(system: System, method: string, url: string, body: unknown, fault: RequestFaultContext): unknown {
   const verb = method as Verb
   const segments = treeSegments(url)
   fault.action = ACTIONS[verb]
@@ -63,7 +66,7 @@ export async function answerTree(system: System, method: string, url: string, bo
   fault.component = target.node.faultInfo()
   fault.node = target.node
   if (target.kind === 'method') fault.action = target.method
-  return await dispatch(verb, target, body, system)
+  return dispatch(verb, target, body, system)
 }
 
 /**
@@ -100,22 +103,29 @@ export function guessComponent(segments: string[]): FaultComponent | null {
   return { name: cut[cut.length - 1] ?? 'system', path: cut.join('.'), state: null }
 }
 
-async function dispatch(verb: Verb, target: Target, body: unknown, system: System): Promise<unknown> {
+/** The answer to a request on a resolved target: a value for a read, a promise otherwise. */
+function dispatch(verb: Verb, target: Target, body: unknown, system: System): unknown {
   const node = target.node
   switch (target.kind) {
     case 'method':
       if (verb !== 'POST') throw new BadRequestError(`Methods are called with POST (got ${verb} on .../method/${target.method})`)
-      return { result: toJson(await node.call(target.method, callArgs(body))) }
+      return callMethod(node, target.method, body)
     case 'property':
       if (verb === 'GET') return { value: node.getProperty(target.property) }
-      if (verb === 'PUT' || verb === 'PATCH') {
-        await node.setProperty(target.property, valueEnvelope(body))
-        return { value: node.getProperty(target.property) }
-      }
+      if (verb === 'PUT' || verb === 'PATCH') return setProperty(node, target.property, body)
       throw new BadRequestError(`${verb} is not allowed on a property (use GET or PUT with {"value": v})`)
     case 'node':
-      return await dispatchNode(verb, node, body, system)
+      return verb === 'GET' ? node.document() : dispatchNode(verb, node, body, system)
   }
+}
+
+async function callMethod(node: Component, method: string, body: unknown): Promise<unknown> {
+  return { result: toJson(await node.call(method, callArgs(body))) }
+}
+
+async function setProperty(node: Component, property: string, body: unknown): Promise<unknown> {
+  await node.setProperty(property, valueEnvelope(body))
+  return { value: node.getProperty(property) }
 }
 
 async function dispatchNode(verb: Verb, node: Component, body: unknown, system: System): Promise<unknown> {
