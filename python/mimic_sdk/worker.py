@@ -421,12 +421,12 @@ class Worker:
                     running = False
                     break
                 block = False
-                reply = self.handle(message)
-                self.flush_output()
-                replies.append(encode_frame(reply))
+                replies.append(encode_frame(self.handle(message)))
                 if isinstance(message, dict) and message.get("op") == "shutdown":
                     running = False
                     break
+            # Output the calls printed goes first, then their answers.
+            self.flush_output()
             if replies:
                 with self._out_lock:
                     write_all(out_fd, b"".join(replies))
