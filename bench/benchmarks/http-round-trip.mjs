@@ -52,16 +52,16 @@ export const httpRoundTrip = {
     }
     const startLimit = async () => {
       const port = await freePort()
-      const limit = startProcess(process.execPath, [ctx.path('bench/peers/http-limit.mjs'), '--port', String(port)], { name: 'http limit' })
-      ctx.onCleanup(() => limit.stop())
+      const bare = startProcess(process.execPath, [ctx.path('bench/peers/bare-node-http.mjs'), '--port', String(port)], { name: 'bare node:http' })
+      ctx.onCleanup(() => bare.stop())
       const url = `http://127.0.0.1:${port}`
-      await waitFor(async () => (await fetch(url + READ_PATH)).ok, { timeoutMs: 10_000, what: 'the bare node:http server', alive: () => limit.child.exitCode === null })
-      return { name: 'limit', url }
+      await waitFor(async () => (await fetch(url + READ_PATH)).ok, { timeoutMs: 10_000, what: 'the bare node:http server', alive: () => bare.child.exitCode === null })
+      return { name: 'node:http', url }
     }
     const servers = (await Promise.all([startMimic(), startPeer(), startLimit()])).filter((s) => s !== undefined)
 
     // Both must really step the sensor: the temperature moves with every run.
-    for (const server of servers.filter((s) => s.name !== 'limit')) {
+    for (const server of servers.filter((s) => s.name !== 'node:http')) {
       const read = async () => (await (await fetch(server.url + READ_PATH, { headers: { authorization: `Bearer ${PRODUCT_KEY}` } })).json()).internal_value
       const before = await read()
       const res = await fetch(server.url + RUN_PATH, { method: 'POST', headers: { authorization: `Bearer ${PRODUCT_KEY}`, 'content-type': 'application/json' }, body: '{"kwargs":{}}' })
@@ -82,20 +82,20 @@ export const httpRoundTrip = {
     // Ratios paired by round (the servers ran seconds apart), then the median: see benchmark 3.
     const paired = (name) => (results[name] ? median(results.mimic.map((r, i) => r.rate / results[name][i].rate)) : Number.NaN)
     const ratio = paired('fastapi')
-    const ofLimit = paired('limit')
+    const ofBare = paired('node:http')
     const rows = [
       {
         case: `run + read, ${connections} connections`,
         mimic: `${rate(med('mimic', 'rate'))} (p50 ${sig(med('mimic', 'p50Ms'))} ms, p99 ${sig(med('mimic', 'p99Ms'))} ms)`,
-        peer: `${results.fastapi ? `FastAPI ${rate(med('fastapi', 'rate'))} (p50 ${sig(med('fastapi', 'p50Ms'))} ms, p99 ${sig(med('fastapi', 'p99Ms'))} ms)` : 'FastAPI n/a'}; bare node:http ${rate(med('limit', 'rate'))}`,
-        ratio: `${Number.isFinite(ratio) ? `${sig(ratio)}x FastAPI` : 'no peer'}; ${sig(ofLimit)} of bare node:http`,
+        peer: `${results.fastapi ? `FastAPI ${rate(med('fastapi', 'rate'))} (p50 ${sig(med('fastapi', 'p50Ms'))} ms, p99 ${sig(med('fastapi', 'p99Ms'))} ms)` : 'FastAPI n/a'}; bare node:http ${rate(med('node:http', 'rate'))}`,
+        ratio: `${Number.isFinite(ratio) ? `${sig(ratio)}x FastAPI` : 'no peer'}; ${sig(ofBare)}x bare node:http`,
         target: '>= 3x FastAPI',
         verdict: ctx.smoke ? 'smoke' : ratio >= 3 ? 'met' : 'missed',
       },
     ]
     const lines = [
       `Load: ${results.mimic[0].tool}, ${connections} connections, each alternating POST run / GET temperature, ${seconds} s per round; requests/s counts both routes. ` +
-        '`limit` is bench/peers/http-limit.mjs, a bare node:http server answering canned bodies of the same sizes: the ceiling of any Node server here. ' +
+        '`node:http` is bench/peers/bare-node-http.mjs, a bare node:http server answering canned bodies of the same sizes: what any server built on node:http pays before doing any work (Mimic answers plain requests without node:http, see src/server/fast-lane.ts). ' +
         'The summary\'s ratios are medians of the per-round ratios.',
       '',
       '| server | rounds (requests/s) | median | p50 | p99 |',

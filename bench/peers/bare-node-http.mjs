@@ -1,11 +1,11 @@
 /**
- * The limit of benchmark 2: a bare node:http server that answers the two routes with canned
- * bodies of the same size as Mimic's (the attribute document and `{"result":true}`), checks
- * nothing and computes nothing. No HTTP server on Node can answer faster over the same sockets
- * and client; on a small VM the loopback round trip itself (a kernel write that wakes the
- * client) is most of what it measures.
+ * The reference point of benchmark 2: a bare node:http server that answers the two routes with
+ * canned bodies of the same size as Mimic's (the attribute document and `{"result":true}`),
+ * checks nothing and computes nothing. It is what any server built on node:http (fastify,
+ * express, ...) pays before doing any work; Mimic's fast lane (src/server/fast-lane.ts) skips
+ * node:http for plain requests, which is how it can answer more than this while doing the work.
  *
- * Run: node bench/peers/http-limit.mjs --port 8002
+ * Run: node bench/peers/bare-node-http.mjs --port 8002
  */
 import { createServer } from 'node:http'
 
