@@ -391,6 +391,29 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
     }
   })
 
+  it('answers megabytes of pipelined requests in order, behind a slow answer and to a client that reads late', async () => {
+    const value = `${TEMP}/attr/internal_value`
+    const count = 12_000 // about 1.4 MB of requests: more than the lane reads ahead of its answers
+    const many = Array.from({ length: count }, (_, i) => request('GET', value, { headers: [['x-correlation-id', `r${i}`]] })).join('')
+    const conn = await laneConnection()
+    try {
+      // The client reads nothing for a while: the server's writes back up and it stops reading.
+      conn.socket.pause()
+      await conn.write(request('POST', `${PY}/method/bump`, { body: { kwargs: {} } }) + many)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      conn.socket.resume()
+      const answers = await conn.read(count + 1)
+      assert.equal(answers[0]!.status, 200)
+      assert.deepEqual(
+        answers.slice(1).map((r) => header(r, 'x-correlation-id')),
+        Array.from({ length: count }, (_, i) => `r${i}`),
+      )
+      assert.ok(answers.slice(1).every((r) => r.status === 200))
+    } finally {
+      conn.close()
+    }
+  })
+
   it('hands a connection over mid-way: answers before and after, and tree requests keep working', async () => {
     for (const declined of [HEALTH, request('GET', `${TEMP}?x=1`), request('GET', `${TEMP}/`)]) {
       const conn = await laneConnection()

@@ -61,6 +61,8 @@ export type LaneHandler = (req: LaneRequest) => Promise<LaneResponse> | undefine
 /** Longest request head the lane reads; longer ones are node:http's (which answers 431). */
 const MAX_HEAD_BYTES = 8 * 1024
 const HEAD_END = Buffer.from('\r\n\r\n')
+/** Unanswered request bytes a connection may send ahead before the lane stops reading it. */
+const MAX_BACKLOG_BYTES = 1 << 20
 
 const REQUEST_LINE = /^(GET|POST|PUT|PATCH|DELETE) (\/[!-~]*) HTTP\/1\.1$/
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
@@ -128,6 +130,9 @@ class LaneConnection {
   /** The client half-closed: answer what arrived complete, then close. */
   #ended = false
   #done = false
+  /** Why reading is paused: the client does not read its answers, or sends faster than they are made. */
+  #waitingForDrain = false
+  #backlogged = false
 
   constructor(
     private readonly socket: Socket,
@@ -153,12 +158,21 @@ class LaneConnection {
     this.#out = ''
     const socket = this.socket
     if (socket.destroyed) return
-    if (!socket.write(text) && !socket.isPaused()) {
-      socket.pause()
+    if (!socket.write(text) && !this.#waitingForDrain) {
+      this.#waitingForDrain = true
+      this.#updateReading()
       socket.once('drain', () => {
-        if (!this.#done) socket.resume()
+        this.#waitingForDrain = false
+        this.#updateReading()
       })
     }
+  }
+
+  #updateReading(): void {
+    if (this.#done) return
+    const pause = this.#waitingForDrain || this.#backlogged
+    if (pause && !this.socket.isPaused()) this.socket.pause()
+    else if (!pause && this.socket.isPaused()) this.socket.resume()
   }
 
   /** Ends the connection after the answers it is owed: now if idle, else after the current one. */
@@ -176,6 +190,11 @@ class LaneConnection {
   #onData = (chunk: Buffer): void => {
     this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk
     if (!this.#busy) void this.#serve()
+    else if (this.#buffer.length > MAX_BACKLOG_BYTES && !this.#backlogged) {
+      // Requests pile up behind a slow answer: read no more until they are answered.
+      this.#backlogged = true
+      this.#updateReading()
+    }
   }
 
   #onError = (): void => {
@@ -222,6 +241,10 @@ class LaneConnection {
       this.#out += serialize(response, this.server.keepAliveTimeout)
     }
     this.#busy = false
+    if (this.#backlogged) {
+      this.#backlogged = false
+      this.#updateReading()
+    }
     if (this.#closing || this.#ended) this.#end()
   }
 
