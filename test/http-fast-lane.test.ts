@@ -605,6 +605,25 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
 })
 
 describe('HTTP fast lane: server close', () => {
+  it('closes lane connections idle for the keep-alive timeout, silent ones included', async () => {
+    const t = await startTestServer()
+    try {
+      t.server.app.server.keepAliveTimeout = 1000
+      const idle = await RawConnection.open(t.url)
+      const served = await idle.exchange(request('GET', SYS))
+      assert.equal(header(served, 'keep-alive'), 'timeout=1')
+      const silent = await RawConnection.open(t.url)
+      const start = Date.now()
+      await Promise.all([idle.ended, silent.ended])
+      const took = Date.now() - start
+      assert.ok(took >= 900 && took < 5000, `closed after ${took} ms`)
+      idle.close()
+      silent.close()
+    } finally {
+      await t.close()
+    }
+  })
+
   it('closes idle lane connections at once: close() does not wait for the keep-alive timeout', async () => {
     const t = await startTestServer()
     let closed = false

@@ -61,6 +61,8 @@ export type LaneHandler = (req: LaneRequest) => Promise<LaneResponse> | undefine
 /** Longest request head the lane reads; longer ones are node:http's (which answers 431). */
 const MAX_HEAD_BYTES = 8 * 1024
 const HEAD_END = Buffer.from('\r\n\r\n')
+/** How often idle keep-alive connections are looked for. */
+const SWEEP_MS = 1000
 /** Unanswered request bytes a connection may send ahead before the lane stops reading it. */
 const MAX_BACKLOG_BYTES = 1 << 20
 
@@ -100,9 +102,18 @@ export function attachFastLane(server: Server, handler: LaneHandler, options: { 
     const connection = new LaneConnection(socket, server, handler, options.bodyLimit, handOver, () => connections.delete(connection))
     connections.add(connection)
   })
+  // Idle keep-alive connections are closed after the server's keep-alive timeout, as node:http
+  // does. One sweep for all of them rather than a timer per socket: a socket's own timer is
+  // re-armed on every read and write, a measurable share of a request here.
+  const sweep = setInterval(() => {
+    const idleSince = Date.now() - server.keepAliveTimeout
+    for (const connection of connections) connection.closeIfIdleSince(idleSince)
+  }, SWEEP_MS)
+  sweep.unref()
   return {
     close() {
       closing = true
+      clearInterval(sweep)
       for (const connection of connections) connection.closeWhenIdle()
     },
   }
@@ -133,6 +144,8 @@ class LaneConnection {
   /** Why reading is paused: the client does not read its answers, or sends faster than they are made. */
   #waitingForDrain = false
   #backlogged = false
+  /** When the connection last received a request or sent an answer (Date.now()). */
+  #lastActive = Date.now()
 
   constructor(
     private readonly socket: Socket,
@@ -147,8 +160,11 @@ class LaneConnection {
     socket.on('error', this.#onError)
     socket.on('close', this.#onClose)
     socket.on('end', this.#onEnd)
-    socket.on('timeout', this.#onTimeout)
-    socket.setTimeout(server.keepAliveTimeout)
+  }
+
+  /** Closes the connection if it has been idle since `time` (one waiting for a slow answer is not idle). */
+  closeIfIdleSince(time: number): void {
+    if (!this.#busy && !this.#out && this.#lastActive < time) this.socket.destroy()
   }
 
   /** Writes the answers waiting for this connection; reading pauses while the client lags behind. */
@@ -156,6 +172,7 @@ class LaneConnection {
     const text = this.#out
     if (!text) return
     this.#out = ''
+    this.#lastActive = Date.now()
     const socket = this.socket
     if (socket.destroyed) return
     if (!socket.write(text) && !this.#waitingForDrain) {
@@ -188,6 +205,7 @@ class LaneConnection {
   }
 
   #onData = (chunk: Buffer): void => {
+    this.#lastActive = Date.now()
     this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk
     if (!this.#busy) void this.#serve()
     else if (this.#buffer.length > MAX_BACKLOG_BYTES && !this.#backlogged) {
@@ -209,13 +227,6 @@ class LaneConnection {
   #onClose = (): void => {
     this.#done = true
     this.forget()
-  }
-
-  // A keep-alive connection without traffic for the server's keep-alive timeout is closed, as
-  // node:http does; one waiting for a slow answer is not idle. (The timer is armed once: the
-  // socket restarts it on every read and write.)
-  #onTimeout = (): void => {
-    if (!this.#busy) this.socket.destroy()
   }
 
   /** Answers the complete requests in the buffer, in order, each as soon as it is ready. */
@@ -260,8 +271,6 @@ class LaneConnection {
     socket.off('error', this.#onError)
     socket.off('close', this.#onClose)
     socket.off('end', this.#onEnd)
-    socket.off('timeout', this.#onTimeout)
-    socket.setTimeout(0)
     if (this.#buffer) socket.unshift(this.#buffer)
     this.#buffer = undefined
     this.handOver(socket)

@@ -103,7 +103,7 @@ export class Instance extends Component implements AttributeOwner {
   override methods(): Record<string, MethodHandler> {
     const methods: Record<string, MethodHandler> = {
       prepare: () => this.#exclusive(async () => (await this.prepare(), true)),
-      run: async (call) => (await this.run(numberKwarg(call, 'dt')), true),
+      run: (call) => this.#runMethod(call),
       start: () => this.#exclusive(async () => (await this.start({ ownLoop: true }), true)),
       stop: () => this.#exclusive(async () => (await this.stop(), true)),
       reset: () => this.#exclusive(async () => (await this.reset(), true)),
@@ -112,6 +112,17 @@ export class Instance extends Component implements AttributeOwner {
       if (!Object.hasOwn(methods, method)) methods[method] = (call) => this.callMapped(method, call)
     }
     return methods
+  }
+
+  /** `run` is what clients call most: answered without building the method table. */
+  override async call(method: string, call: CallArgs): Promise<unknown> {
+    if (method === 'run') return await this.#runMethod(call)
+    return await super.call(method, call)
+  }
+
+  async #runMethod(call: CallArgs): Promise<boolean> {
+    await this.run(numberKwarg(call, 'dt'))
+    return true
   }
 
   /** Model methods declared in the `import` block (known before prepare, so they are listed). */
