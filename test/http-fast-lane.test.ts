@@ -558,6 +558,24 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
     }
   })
 
+  it('leaves malformed heads to node:http, which refuses them', async () => {
+    const malformed = {
+      'a space in a header name': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Name: y\r\n\r\n`,
+      'a control character in a value': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\x01b\r\n\r\n`,
+      'a folded header line': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\r\n b\r\n\r\n`,
+      'a bare LF in a value': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\nb\r\n\r\n`,
+    }
+    for (const [what, bytes] of Object.entries(malformed)) {
+      const conn = await laneConnection()
+      try {
+        const answer = await conn.exchange(bytes)
+        assert.equal(answer.status, 400, what)
+      } finally {
+        conn.close()
+      }
+    }
+  })
+
   it('answers a client that half-closes after its requests, then closes the connection', async () => {
     /** Fails instead of waiting for the 72 s keep-alive timeout when the server keeps the socket. */
     const closedSoon = (conn: RawConnection, what: string): Promise<void> =>
