@@ -559,11 +559,19 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
   })
 
   it('leaves malformed heads to node:http, which refuses them', async () => {
+    // With the key, so the lane would take them if it did not check the head.
+    const head = `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${TEST_AUTH.authorization}\r\n`
     const malformed = {
-      'a space in a header name': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Name: y\r\n\r\n`,
-      'a control character in a value': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\x01b\r\n\r\n`,
-      'a folded header line': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\r\n b\r\n\r\n`,
-      'a bare LF in a value': `GET ${SYS} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\nb\r\n\r\n`,
+      'a space in a header name': `${head}Bad Name: y\r\n\r\n`,
+      'a control character in a value': `${head}X-Note: a\x01b\r\n\r\n`,
+      'a folded header line': `${head}X-Note: a\r\n b\r\n\r\n`,
+      'a bare LF in a value': `${head}X-Note: a\nb\r\n\r\n`,
+    }
+    const wellFormed = await laneConnection()
+    try {
+      assert.equal((await wellFormed.exchange(`${head}\r\n`)).status, 200, 'the same head, well formed')
+    } finally {
+      wellFormed.close()
     }
     for (const [what, bytes] of Object.entries(malformed)) {
       const conn = await laneConnection()
