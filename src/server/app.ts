@@ -138,6 +138,7 @@ function treeLane(system: System, authorized: (header: string | undefined) => bo
   }
 }
 
+/** The lane's answer to a tree request it took: the route's document, or the fault fastify would send. */
 function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): Promise<LaneResponse> {
   const id = correlationIdOf(req.headers['x-correlation-id'])
   const context = treeFaultContext(req.method)

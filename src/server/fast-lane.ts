@@ -209,7 +209,9 @@ class LaneConnection {
   #onData = (chunk: Buffer): void => {
     this.#lastActive = Date.now()
     this.#buffer = this.#buffer ? Buffer.concat([this.#buffer, chunk]) : chunk
-    if (!this.#busy) void this.#serve()
+    // The handler never rejects; anything else failing here is a bug in the lane, and costs this
+    // connection, not the server.
+    if (!this.#busy) this.#serve().catch(() => this.socket.destroy())
     else if (this.#buffer.length > MAX_BACKLOG_BYTES && !this.#backlogged) {
       // Requests pile up behind a slow answer: read no more until they are answered.
       this.#backlogged = true
@@ -231,7 +233,10 @@ class LaneConnection {
     this.forget()
   }
 
-  /** Answers the complete requests in the buffer, in order, each as soon as it is ready. */
+  /**
+   * Answers the complete requests in the buffer in order, one after the other; each answer joins
+   * the connection's output as soon as it is ready, and the output leaves at the end of the turn.
+   */
   async #serve(): Promise<void> {
     this.#busy = true
     while (this.#buffer && this.#buffer.length > 0) {
