@@ -224,6 +224,18 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
     return conn
   }
 
+  /** Runs `check` on a fresh lane connection and on one already handed to fastify, then closes both. */
+  const onBothPaths = async (check: (lane: RawConnection, fastify: RawConnection) => Promise<void>): Promise<void> => {
+    const lane = await laneConnection()
+    const fastify = await fastifyConnection()
+    try {
+      await check(lane, fastify)
+    } finally {
+      lane.close()
+      fastify.close()
+    }
+  }
+
   /** Sends `bytes` on `conn` and asserts which path answered. */
   const answeredBy = async (path: 'lane' | 'fastify', conn: RawConnection, bytes: string): Promise<RawResponse> => {
     const before = viaHttp
@@ -283,9 +295,7 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
       ['a URL outside the tree (404)', request('GET', '/api/v3/nowhere'), 'fastify', 404],
     ]
     for (const [what, bytes, path, status] of cases) {
-      const lane = await laneConnection()
-      const fastify = await fastifyConnection()
-      try {
+      await onBothPaths(async (lane, fastify) => {
         const a = await answeredBy(path, lane, bytes)
         const b = await answeredBy('fastify', fastify, bytes)
         assert.equal(a.status, status, `${what}: ${a.body}`)
@@ -297,17 +307,12 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
         // the connection stays open for the next request, still on the same path.
         if (header(a, 'connection') === 'close') await lane.ended
         else assert.equal((await answeredBy(path, lane, request('GET', `${TEMP}/attr/internal_value`))).status, 200, what)
-      } finally {
-        lane.close()
-        fastify.close()
-      }
+      })
     }
   })
 
   it('a Python method call through the lane reaches the worker and answers as fastify does', async () => {
-    const lane = await laneConnection()
-    const fastify = await fastifyConnection()
-    try {
+    await onBothPaths(async (lane, fastify) => {
       const start = (await t.api('GET', `${PY}/attributes/count/attr/internal_value`)).body.value as number
       const a = await answeredBy('lane', lane, request('POST', `${PY}/method/bump`, { body: { kwargs: { by: 2 } } }))
       assert.equal(a.status, 200, a.body)
@@ -320,16 +325,11 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
       assert.equal((await answeredBy('lane', lane, request('POST', `${PY}/method/run`))).status, 200)
       const count = await answeredBy('lane', lane, request('GET', `${PY}/attributes/count/attr/internal_value`))
       assert.deepEqual(json(count), { value: start + 5 })
-    } finally {
-      lane.close()
-      fastify.close()
-    }
+    })
   })
 
   it('echoes a client x-correlation-id in the header and in a fault, on both paths', async () => {
-    const lane = await laneConnection()
-    const fastify = await fastifyConnection()
-    try {
+    await onBothPaths(async (lane, fastify) => {
       for (const [path, conn] of [['lane', lane], ['fastify', fastify]] as const) {
         const ok = await answeredBy(path, conn, request('GET', TEMP, { headers: [['X-Correlation-Id', 'abc-123']] }))
         assert.equal(ok.status, 200)
@@ -343,10 +343,7 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
         assert.match(header(replaced, 'x-correlation-id') ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, path)
         assert.equal(json(replaced).correlation_id, header(replaced, 'x-correlation-id'))
       }
-    } finally {
-      lane.close()
-      fastify.close()
-    }
+    })
   })
 
   it('answers three pipelined requests written at once, in order', async () => {
@@ -608,9 +605,7 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
   })
 
   it('keeps one state: what either path writes, the other (and fetch) reads', async () => {
-    const lane = await laneConnection()
-    const fastify = await fastifyConnection()
-    try {
+    await onBothPaths(async (lane, fastify) => {
       const value = `${TEMP}/attr/internal_value`
       assert.deepEqual(json(await answeredBy('lane', lane, request('PUT', value, { body: { value: 1.25 } }))), { value: 1.25 })
       assert.deepEqual(json(await answeredBy('fastify', fastify, request('GET', value))), { value: 1.25 })
@@ -623,10 +618,7 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
       assert.deepEqual(fetched.body, { value: 4.5 })
       const count = json(await answeredBy('lane', lane, request('POST', `${PY}/method/bump`, { body: { kwargs: { by: 10 } } }))).result.count as number
       assert.deepEqual((await t.api('GET', `${PY}/attributes/count/attr/internal_value`)).body, { value: count })
-    } finally {
-      lane.close()
-      fastify.close()
-    }
+    })
   })
 })
 

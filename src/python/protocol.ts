@@ -59,7 +59,7 @@ export interface WireMessage {
  * socket.write(encodeFrame({ id: 7, op: 'call', instance: 'sensor', method: 'run' }))
  */
 export function encodeFrame(message: unknown): Buffer {
-  return frameOf(JSON.stringify(message))
+  return encodeFrames([JSON.stringify(message)])
 }
 
 /**
@@ -83,7 +83,6 @@ export function requestText(id: number, message: Record<string, unknown>): strin
  * pipe.write(encodeFrames([requestText(1, { op: 'ping' }), requestText(2, { op: 'ping' })]))
  */
 export function encodeFrames(texts: string[]): Buffer {
-  if (texts.length === 1) return frameOf(texts[0]!)
   let total = 0
   const lengths = texts.map((text) => {
     const length = Buffer.byteLength(text, 'utf8')
@@ -98,14 +97,6 @@ export function encodeFrames(texts: string[]): Buffer {
     at += 4 + lengths[i]!
   })
   return frames
-}
-
-function frameOf(text: string): Buffer {
-  const length = Buffer.byteLength(text, 'utf8')
-  const frame = Buffer.allocUnsafe(4 + length)
-  frame.writeUInt32BE(length, 0)
-  frame.write(text, 4, 'utf8')
-  return frame
 }
 
 /**

@@ -71,7 +71,23 @@ const REQUEST_LINE = /^(GET|POST|PUT|PATCH|DELETE) (\/[!-~]*) HTTP\/1\.1$/
 // Sticky, so it checks the head in place; unambiguous (a value holds no CR), so it runs in
 // linear time.
 const HEADER_LINES = /(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*(?:\r\n|$))*/y
-const READ_LENGTHS = new Set([4, 6, 7, 10, 12, 13, 14, 16, 17])
+/**
+ * The headers the lane reads, by lower-case name, and those it leaves to node:http. A Map
+ * rather than a computed key on the headers object: indexing with the freshly sliced name would
+ * make V8 look it up in its string table on every request.
+ */
+const READ_HEADERS = new Map<string, keyof LaneHeaders | 'decline'>([
+  ['host', 'host'],
+  ['authorization', 'authorization'],
+  ['x-correlation-id', 'x-correlation-id'],
+  ['content-type', 'content-type'],
+  ['content-length', 'content-length'],
+  ['connection', 'connection'],
+  ['transfer-encoding', 'decline'],
+  ['expect', 'decline'],
+  ['upgrade', 'decline'],
+])
+const READ_LENGTHS = new Set([...READ_HEADERS.keys()].map((name) => name.length))
 const DIGITS = /^\d{1,15}$/
 const JSON_TYPE = /^application\/json\s*(;|$)/i
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
@@ -308,44 +324,14 @@ function parse(buffer: Buffer, bodyLimit: number): Parsed {
     lineEnd = text.indexOf('\r\n', pos)
     if (lineEnd < 0) lineEnd = end
     const colon = text.indexOf(':', pos)
-    // Only names of the lengths the lane reads are looked at (host, expect, upgrade, connection,
-    // content-type, authorization, content-length, x-correlation-id, transfer-encoding).
+    // Only names of the lengths the lane reads are looked at: the others need no slicing.
     if (!READ_LENGTHS.has(colon - pos)) continue
-    const name = text.slice(pos, colon).toLowerCase()
-    const value = trimSpaces(text, colon + 1, lineEnd)
-    // Each header by its literal name: a computed key would make V8 look the fresh string up
-    // in its string table on every request. node:http joins or drops repeated headers by rules
-    // of its own, so a repeated one sends the request there.
-    switch (name) {
-      case 'host':
-        if (headers.host !== undefined) return 'decline'
-        headers.host = value
-        break
-      case 'authorization':
-        if (headers.authorization !== undefined) return 'decline'
-        headers.authorization = value
-        break
-      case 'x-correlation-id':
-        if (headers['x-correlation-id'] !== undefined) return 'decline'
-        headers['x-correlation-id'] = value
-        break
-      case 'content-type':
-        if (headers['content-type'] !== undefined) return 'decline'
-        headers['content-type'] = value
-        break
-      case 'content-length':
-        if (headers['content-length'] !== undefined) return 'decline'
-        headers['content-length'] = value
-        break
-      case 'connection':
-        if (headers.connection !== undefined) return 'decline'
-        headers.connection = value
-        break
-      case 'transfer-encoding':
-      case 'expect':
-      case 'upgrade':
-        return 'decline'
-    }
+    const key = READ_HEADERS.get(text.slice(pos, colon).toLowerCase())
+    if (key === undefined) continue
+    // node:http joins or drops repeated headers by rules of its own: a repeated one, like a
+    // header the lane does not support, sends the request there.
+    if (key === 'decline' || headers[key] !== undefined) return 'decline'
+    headers[key] = trimSpaces(text, colon + 1, lineEnd)
   }
   if (headers.host === undefined) return 'decline'
   if (headers.connection !== undefined && headers.connection.toLowerCase() !== 'keep-alive') return 'decline'
