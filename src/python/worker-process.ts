@@ -174,13 +174,13 @@ export class PythonWorker {
     return this.#nextId - 1
   }
 
+  /** Requests of this turn of the event loop, not yet written (see `request`). */
+  #outgoing: string[] = []
+
   /**
    * Sends one request and resolves with the worker's answer (`ok` true or false). Rejects with
    * WorkerGoneError / WorkerTimeoutError if the worker dies or hangs first.
    */
-  /** Requests of this turn of the event loop, not yet written (see `request`). */
-  #outgoing: string[] = []
-
   request(message: Record<string, unknown>, about: RequestLabel): Promise<WireMessage> {
     const gone = this.#killed ?? this.#exit
     if (gone) return Promise.reject(new WorkerGoneError(gone.reason, [{ path: about.path, message: gone.reason }]))
@@ -197,6 +197,7 @@ export class PythonWorker {
     })
   }
 
+  /** Writes the requests of this turn in one frame buffer. */
   #flush = (): void => {
     const texts = this.#outgoing
     if (texts.length === 0) return
