@@ -1,5 +1,5 @@
 import { Mutex } from 'async-mutex'
-import { MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { MimicError, NotFoundError, ValidationError, WorkerGoneError, summarize, type ErrorDetail } from '../errors.js'
 import { validateSystem, type SystemDefinition } from '../definition/validate.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Connections } from './connections.js'
@@ -69,6 +69,8 @@ export class System extends Component {
   #steps = 0
   readonly #loop: PollLoop
   #stepping: Promise<void> | undefined
+  /** While a `run(steps)` is going: hears of instances lost with their worker (see #runSteps). */
+  #lostDuringRun: ((instance: string, reason: string) => void) | undefined
   #plan: StepPlanCache | undefined
 
   constructor(services: SystemServices) {
@@ -86,7 +88,10 @@ export class System extends Component {
     this.polling = new Polling(this, { onChange: () => this.#loop.update() })
     this.snapshots = new SnapshotsNode(this)
     services.python.onLost?.((names, reason) => {
-      for (const name of names) this.instances.get(name)?.lost(reason)
+      for (const name of names) {
+        this.instances.get(name)?.lost(reason)
+        this.#lostDuringRun?.(name, reason)
+      }
     })
   }
 
@@ -160,10 +165,26 @@ export class System extends Component {
       if (seen) seen.count += count
       else failed.set(instance, { error, detail, count })
     }
-    for (let done = 0; done < steps; ) {
-      const batch = this.#batchSize(steps - done)
-      await this.step(dt, undefined, onFailure, batch)
-      done += batch
+    // A worker that dies between two steps takes its instances out of the steps that follow
+    // without failing any of them: they are reported as failed in every step they missed.
+    let done = 0
+    const lost = new Map<string, { reason: string; missed: number }>()
+    this.#lostDuringRun = (instance, reason) => {
+      if (!lost.has(instance)) lost.set(instance, { reason, missed: steps - done })
+    }
+    try {
+      while (done < steps) {
+        const batch = this.#batchSize(steps - done)
+        await this.step(dt, undefined, onFailure, batch)
+        done += batch
+      }
+    } finally {
+      this.#lostDuringRun = undefined
+    }
+    for (const [instance, { reason, missed }] of lost) {
+      if (failed.has(instance)) continue // its step failed when the worker died: already counted
+      const error = new WorkerGoneError(reason, [{ path: 'import', message: reason }])
+      onFailure(instance, error, { path: `instances.${instance}`, message: error.message }, missed)
     }
     if (!failed.size) return
     const details = [...failed.values()].map(({ detail, count }) => ({ ...detail, message: steps > 1 ? `${detail.message} (failed in ${count} of ${steps} steps)` : detail.message }))

@@ -34,6 +34,11 @@ class Flooder(Steady):
             os.write(1, chunk)
         return mb
 
+class Slow(Steady):
+    def tick(self):
+        self.value += 1.0
+        time.sleep(0.05)  # holds the step while the other worker has long answered
+
 class Raiser:
     def __init__(self):
         self.value = 0.0
@@ -267,5 +272,39 @@ describe('Python worker faults', () => {
     await t.server.close()
     assertProcesses(0)
     for (const pid of pids) assert.throws(() => process.kill(pid, 0), `worker ${pid} is gone`)
+  })
+})
+
+describe('a worker killed between two steps of a run', () => {
+  it('its instances are reported as failed in the steps they missed, not dropped in silence', async () => {
+    const t = await startTestServer({ files: { 'faulty.py': CODE }, config: { pythonWorkers: 2 } })
+    try {
+      assert.equal((await t.api('PUT', `${SYS}/models`, { Steady: model('Steady', {}), Slow: model('Slow', {}) })).status, 200)
+      const steady = ['f0', 'f1', 'f2', 'f3']
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { slow: 'Slow', ...Object.fromEntries(steady.map((n) => [n, 'Steady'])) })).status, 200)
+      assert.equal((await t.call(SYS, 'prepare')).status, 200)
+      const slotOf = async (name: string): Promise<number> => (await t.api('GET', `${SYS}/instances/${name}/import`)).body.worker
+      const slowSlot = await slotOf('slow')
+      const victims: string[] = []
+      for (const name of steady) if ((await slotOf(name)) !== slowSlot) victims.push(name)
+      assert.ok(victims.length > 0, 'some instances on the other worker')
+      const victimPid = t.server.system.services.python().workers()[1 - slowSlot]!.pid
+
+      // Each step waits about 50 ms for the slow instance; the victims' worker answers its part
+      // at once and is idle for the rest of the step, which is when the kill lands.
+      const run = t.call(SYS, 'run', { steps: 60 })
+      await waitFor(async () => (await t.api('GET', `${SYS}/attr/steps`)).body.value >= 3, 5000)
+      process.kill(victimPid, 'SIGKILL')
+      const res = await run
+
+      assert.equal(res.status, 503, JSON.stringify(res.body))
+      assert.equal(res.body.event, 'worker_gone')
+      assert.deepEqual(res.body.error.details.map((d: { path: string }) => d.path).sort(), victims.map((v) => `instances.${v}`).sort())
+      for (const detail of res.body.error.details) assert.match(detail.message, /SIGKILL.*\(failed in \d+ of 60 steps\)/)
+      for (const v of victims) assert.equal((await t.api('GET', `${SYS}/instances/${v}`)).body.state, 'ERROR', v)
+      assert.equal((await t.api('GET', `${SYS}/instances/slow/attributes/value/attr/internal_value`)).body.value, 60, 'the other instances ran every step')
+    } finally {
+      await t.close()
+    }
   })
 })
