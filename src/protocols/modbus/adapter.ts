@@ -2,17 +2,18 @@ import type { Logger } from 'pino'
 import { ConflictError } from '../../errors.js'
 import {
   EXCEPTION_CODES,
+  MAX_ADU_LENGTH,
   READ_DATA_OFFSET,
-  beginBitsResponse,
-  beginRegistersResponse,
-  buildExceptionResponse,
-  buildWriteResponse,
   isRejected,
   parseRequest,
   setResponseBit,
+  writeBitsHead,
+  writeException,
+  writeReadHead,
+  writeWriteResponse,
 } from './codec.js'
 import type { ModbusRequest } from './codec.js'
-import type { ModbusUnit } from './connection.js'
+import type { ModbusUnit, UnitAnswer } from './connection.js'
 import { checkValue, decodeFrom, encodeInto } from './encoding.js'
 import type { ModbusHub, ModbusRegistration } from './hub.js'
 import { RegisterMap } from './register-map.js'
@@ -77,6 +78,9 @@ interface PendingWrite {
   value: unknown
 }
 
+/** Writes a response ADU at `at` of `out` and returns its length (see ModbusUnit.handle). */
+type Respond = (out: Buffer, at: number) => number
+
 const WARN_INTERVAL_MS = 1000
 
 /**
@@ -95,7 +99,10 @@ export class ModbusSlaveAdapter {
   #definition: ModbusSlaveDefinition
   #accessor: AttributeAccessor
   #logger: Logger
-  #map: RegisterMap
+  #holding: GroupTable
+  #inputRegisters: GroupTable
+  #coils: GroupTable
+  #discreteInputs: GroupTable
   #unit: ModbusUnit
   #registration: ModbusRegistration | null = null
   #lifecycle: Promise<void> = Promise.resolve()
@@ -110,10 +117,14 @@ export class ModbusSlaveAdapter {
     this.#accessor = options.accessor
     this.name = options.name ?? 'modbus_slave'
     this.#logger = options.logger.child({ adapter: this.name })
-    this.#map = RegisterMap.compile(options.definition.mapping)
+    const map = RegisterMap.compile(options.definition.mapping)
+    this.#holding = map.group('h_r')
+    this.#inputRegisters = map.group('i_r')
+    this.#coils = map.group('c_o')
+    this.#discreteInputs = map.group('d_i')
     const responseDelayMs = Math.round(options.definition.response_delay * 1000)
     this.#unit = {
-      handle: (frame, offset, length) => this.#handle(frame, offset, length),
+      handle: (frame, offset, length, out, at) => this.#handle(frame, offset, length, out, at),
       responseDelayMs,
     }
   }
@@ -193,85 +204,100 @@ export class ModbusSlaveAdapter {
     }
   }
 
-  #handle(frame: Buffer, offset: number, length: number): Buffer | null | Promise<Buffer | null> {
+  #handle(frame: Buffer, offset: number, length: number, out: Buffer, at: number): UnitAnswer {
     this.#requests++
-    if (this.#detached) return null
+    if (this.#detached) return 0
     const request = parseRequest(frame, offset, length)
-    if (isRejected(request)) return this.#exception(request.fc, request.exception)
+    if (isRejected(request)) return this.#exception(request.fc, request.exception, out, at)
     switch (request.fc) {
       case 1:
-        return this.#readBits(request.fc, this.#map.group('c_o'), request.address, request.quantity)
+        return this.#readBits(request.fc, this.#coils, request.address, request.quantity, out, at)
       case 2:
-        return this.#readBits(request.fc, this.#map.group('d_i'), request.address, request.quantity)
+        return this.#readBits(request.fc, this.#discreteInputs, request.address, request.quantity, out, at)
       case 3:
-        return this.#readRegisters(request.fc, this.#map.group('h_r'), request.address, request.quantity)
+        return this.#readRegisters(request.fc, this.#holding, request.address, request.quantity, out, at)
       case 4:
-        return this.#readRegisters(request.fc, this.#map.group('i_r'), request.address, request.quantity)
+        return this.#readRegisters(request.fc, this.#inputRegisters, request.address, request.quantity, out, at)
       case 5:
       case 15:
-        return this.#writeCoils(request)
+        return this.#writeCoils(request, out, at)
       case 6:
       case 16:
       case 23:
-        return this.#writeRegisters(request)
+        return this.#writeRegisters(request, out, at)
     }
   }
 
-  #readBits(fc: number, table: GroupTable, address: number, quantity: number): Buffer {
-    const response = beginBitsResponse(fc, quantity)
+  #readBits(fc: number, table: GroupTable, address: number, quantity: number, out: Buffer, at: number): number {
+    const length = writeBitsHead(out, at, fc, quantity)
     for (let i = 0; i < quantity; i++) {
       const entry = table.entryAt(address + i)
-      if (entry === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      if (entry === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
       const value = this.#read(entry)
-      if (value === true || value === 1) setResponseBit(response, i)
+      if (value === true || value === 1) setResponseBit(out, at, i)
       else if (value !== false && value !== 0) {
-        return this.#failure(fc, `'${entry.attribute}' holds ${describeValue(value)}, not a bool`)
+        return this.#failure(fc, `'${entry.attribute}' holds ${describeValue(value)}, not a bool`, out, at)
       }
     }
-    return response
+    return length
   }
 
-  #readRegisters(fc: number, table: GroupTable, address: number, quantity: number): Buffer {
-    const response = beginRegistersResponse(fc, quantity)
-    let at = READ_DATA_OFFSET
+  #readRegisters(fc: number, table: GroupTable, address: number, quantity: number, out: Buffer, at: number): number {
+    const length = writeReadHead(out, at, fc, quantity * 2)
+    let to = at + READ_DATA_OFFSET
     let current = -1
-    let scratch: Buffer | null = null
+    let encoded: Buffer | null = null
     for (let a = address; a < address + quantity; a++) {
       const index = table.indexAt(a)
-      if (index < 0) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      if (index < 0) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
       if (index !== current) {
         // Entries are contiguous ranges, so each attribute is read and encoded once per request.
         const entry = table.entries[index]!
-        const problem = encodeInto(this.#read(entry), entry.spec, entry.scratch, 0)
-        if (problem !== null) return this.#failure(fc, `'${entry.attribute}': ${problem}`)
+        const problem = this.#encode(entry)
+        if (problem !== null) return this.#failure(fc, `'${entry.attribute}': ${problem}`, out, at)
         current = index
-        scratch = entry.scratch
+        encoded = entry.scratch
       }
       const word = table.wordOffset(a) * 2
-      response[at] = scratch![word]!
-      response[at + 1] = scratch![word + 1]!
-      at += 2
+      out[to] = encoded![word]!
+      out[to + 1] = encoded![word + 1]!
+      to += 2
     }
-    return response
+    return length
   }
 
-  #writeCoils(request: Extract<ModbusRequest, { fc: 5 | 15 }>): Buffer | Promise<Buffer> {
+  /**
+   * Encodes the attribute's current value into the entry's scratch bytes, unless they already
+   * hold that value (a polled attribute usually has not changed since the last request).
+   */
+  #encode(entry: CompiledEntry): string | null {
+    const value = this.#read(entry)
+    if (entry.scratchValid && entry.scratchValue === value) return null
+    entry.scratchValid = false
+    const problem = encodeInto(value, entry.spec, entry.scratch, 0)
+    if (problem !== null) return problem
+    entry.scratchValid = true
+    entry.scratchValue = value
+    return null
+  }
+
+  #writeCoils(request: Extract<ModbusRequest, { fc: 5 | 15 }>, out: Buffer, at: number): UnitAnswer {
     const { fc, address } = request
     const values = request.fc === 5 ? [request.value] : request.values
-    const table = this.#map.group('c_o')
+    const table = this.#coils
     const writes: PendingWrite[] = []
     for (let i = 0; i < values.length; i++) {
       const entry = table.entryAt(address + i)
       if (entry === undefined || !this.#accessor.writable(entry.attribute)) {
-        return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+        return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
       }
       writes.push({ attribute: entry.attribute, value: values[i] })
     }
-    const response = buildWriteResponse(fc, address, request.fc === 5 ? (request.value ? 0xff00 : 0) : request.quantity)
-    return this.#apply(fc, writes, () => response)
+    const word = request.fc === 5 ? (request.value ? 0xff00 : 0) : request.quantity
+    return this.#apply(fc, writes, (o, p) => writeWriteResponse(o, p, fc, address, word), out, at)
   }
 
-  #writeRegisters(request: Extract<ModbusRequest, { fc: 6 | 16 | 23 }>): Buffer | Promise<Buffer> {
+  #writeRegisters(request: Extract<ModbusRequest, { fc: 6 | 16 | 23 }>, out: Buffer, at: number): UnitAnswer {
     const { fc } = request
     let address: number
     let data: Buffer
@@ -287,72 +313,67 @@ export class ModbusSlaveAdapter {
       data = request.data
     }
     const quantity = data.length / 2
-    const table = this.#map.group('h_r')
-    if (!table.covers(address, quantity)) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+    const table = this.#holding
+    if (!table.covers(address, quantity)) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
     if (request.fc === 23 && !table.covers(request.readAddress, request.readQuantity)) {
-      return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
     }
     const writes: PendingWrite[] = []
     let a = address
     while (a < address + quantity) {
       const entry = table.entryAt(a)!
-      if (!this.#accessor.writable(entry.attribute)) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS)
+      if (!this.#accessor.writable(entry.attribute)) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
       const from = Math.max(address, entry.first)
       const to = Math.min(address + quantity, entry.first + entry.width)
       const merged = Buffer.allocUnsafe(entry.width * 2)
       if (from > entry.first || to < entry.first + entry.width) {
         // A write that covers only some words keeps the others as they are now.
         const problem = encodeInto(this.#read(entry), entry.spec, merged, 0)
-        if (problem !== null) return this.#failure(fc, `'${entry.attribute}' cannot be merged with a partial write: ${problem}`)
+        if (problem !== null) return this.#failure(fc, `'${entry.attribute}' cannot be merged with a partial write: ${problem}`, out, at)
       }
       data.copy(merged, (from - entry.first) * 2, (from - address) * 2, (to - address) * 2)
       const value = decodeFrom(entry.spec, merged, 0)
-      if (value === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_VALUE)
+      if (value === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_VALUE, out, at)
       writes.push({ attribute: entry.attribute, value })
       a = to
     }
     if (request.fc === 23) {
       const { readAddress, readQuantity } = request
-      return this.#apply(fc, writes, () => this.#readRegisters(fc, table, readAddress, readQuantity))
+      return this.#apply(fc, writes, (o, p) => this.#readRegisters(fc, table, readAddress, readQuantity, o, p), out, at)
     }
     const word = request.fc === 6 ? request.value : request.quantity
-    const response = buildWriteResponse(fc, address, word)
-    return this.#apply(fc, writes, () => response)
+    return this.#apply(fc, writes, (o, p) => writeWriteResponse(o, p, fc, address, word), out, at)
   }
 
   /**
-   * Applies writes in order, synchronously as long as the accessor is synchronous; a failure
-   * answers exception 04 (writes before it stay applied).
+   * Applies writes in order, synchronously as long as the accessor is synchronous, then answers
+   * with `respond`; a failure answers exception 04 (writes before it stay applied).
    */
-  #apply(fc: number, writes: PendingWrite[], respond: () => Buffer): Buffer | Promise<Buffer> {
+  #apply(fc: number, writes: PendingWrite[], respond: Respond, out: Buffer, at: number): UnitAnswer {
     for (let i = 0; i < writes.length; i++) {
       const { attribute, value } = writes[i]!
       let result: void | Promise<void>
       try {
         result = this.#accessor.write(attribute, value)
       } catch (error) {
-        return this.#writeFailure(fc, attribute, error)
+        return this.#writeFailure(fc, attribute, error, out, at)
       }
       if (result instanceof Promise) return this.#applyRest(fc, writes, i, result, respond)
     }
-    return respond()
+    return respond(out, at)
   }
 
-  async #applyRest(
-    fc: number,
-    writes: PendingWrite[],
-    index: number,
-    pending: Promise<void>,
-    respond: () => Buffer,
-  ): Promise<Buffer> {
+  /** The rest of #apply once a write turned out asynchronous: the answer is a buffer of its own. */
+  async #applyRest(fc: number, writes: PendingWrite[], index: number, pending: Promise<void>, respond: Respond): Promise<Buffer> {
+    const out = Buffer.allocUnsafe(MAX_ADU_LENGTH)
     let i = index
     try {
       await pending
       for (i = index + 1; i < writes.length; i++) await this.#accessor.write(writes[i]!.attribute, writes[i]!.value)
     } catch (error) {
-      return this.#writeFailure(fc, writes[i]!.attribute, error)
+      return out.subarray(0, this.#writeFailure(fc, writes[i]!.attribute, error, out, 0))
     }
-    return respond()
+    return out.subarray(0, respond(out, 0))
   }
 
   #read(entry: CompiledEntry): unknown {
@@ -364,19 +385,19 @@ export class ModbusSlaveAdapter {
     }
   }
 
-  #writeFailure(fc: number, attribute: string, error: unknown): Buffer {
+  #writeFailure(fc: number, attribute: string, error: unknown, out: Buffer, at: number): number {
     this.#warn({ err: error, attribute }, 'modbus write refused by the attribute')
-    return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
+    return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE, out, at)
   }
 
-  #failure(fc: number, reason: string): Buffer {
+  #failure(fc: number, reason: string, out: Buffer, at: number): number {
     this.#warn({ reason }, 'modbus read cannot encode a value')
-    return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
+    return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE, out, at)
   }
 
-  #exception(fc: number, code: number): Buffer {
+  #exception(fc: number, code: number, out: Buffer, at: number): number {
     this.#errors++
-    return buildExceptionResponse(fc, code)
+    return writeException(out, at, fc, code)
   }
 
   /** Logs at warn level at most once a second (a polling client would flood the log), else debug. */

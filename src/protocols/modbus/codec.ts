@@ -3,8 +3,9 @@
  * both directions: the server parses requests and builds responses; tests, benchmarks and tools use
  * the client half (encodeRequest, decodeResponse).
  *
- * Server responses are built as whole ADUs whose first 7 bytes are left for the MBAP header, which
- * `stampHeader` fills in once the transaction is known: one allocation per answer, no copy.
+ * Server responses are written in place, into a buffer the caller provides (a connection writes the
+ * answers to a whole chunk of requests into one buffer and sends it in one write): the `write*`
+ * functions fill the PDU after 7 bytes left for the MBAP header, which `stampHeader` fills in.
  *
  * @example
  * const frame = encodeRequest({ transactionId: 1, unitId: 1, request: { fc: 3, address: 0, quantity: 2 } })
@@ -219,91 +220,97 @@ export function isRejected(parsed: ModbusRequest | RejectedRequest): parsed is R
 export const READ_DATA_OFFSET = MBAP_LENGTH + 2
 
 /**
- * A read-registers response ADU (FC 3, 4 or 23) with room for `quantity` registers at
- * READ_DATA_OFFSET; the caller fills them, then stamps the header.
+ * Starts a read response (FC 1, 2, 3, 4 or 23) at `at` of `out`: function code and byte count.
+ * The caller writes `byteCount` data bytes at `at + READ_DATA_OFFSET`. Returns the ADU length.
  *
  * @example
- * const frame = beginRegistersResponse(3, 2)
- * frame.writeUInt16BE(0x41c8, READ_DATA_OFFSET)
- * frame.writeUInt16BE(0, READ_DATA_OFFSET + 2)
+ * const out = Buffer.alloc(MAX_ADU_LENGTH)
+ * const length = writeReadHead(out, 0, 3, 4) // 13
+ * out.writeFloatBE(21.5, READ_DATA_OFFSET)
  */
-export function beginRegistersResponse(fc: number, quantity: number): Buffer {
-  const frame = Buffer.allocUnsafe(READ_DATA_OFFSET + quantity * 2)
-  frame[MBAP_LENGTH] = fc
-  frame[MBAP_LENGTH + 1] = quantity * 2
-  return frame
+export function writeReadHead(out: Buffer, at: number, fc: number, byteCount: number): number {
+  out[at + MBAP_LENGTH] = fc
+  out[at + MBAP_LENGTH + 1] = byteCount
+  return READ_DATA_OFFSET + byteCount
 }
 
 /**
- * A read-bits response ADU (FC 1 or 2) with `quantity` bits, all zero, at READ_DATA_OFFSET;
- * set bits with setResponseBit.
+ * Starts a read-bits response (FC 1 or 2) of `quantity` bits, all zero; set bits with
+ * setResponseBit. Returns the ADU length.
  *
  * @example
- * const frame = beginBitsResponse(1, 3)
- * setResponseBit(frame, 2)
+ * const length = writeBitsHead(out, 0, 1, 3) // 10
+ * setResponseBit(out, 0, 2)
  */
-export function beginBitsResponse(fc: number, quantity: number): Buffer {
+export function writeBitsHead(out: Buffer, at: number, fc: number, quantity: number): number {
   const byteCount = Math.ceil(quantity / 8)
-  const frame = Buffer.alloc(READ_DATA_OFFSET + byteCount)
-  frame[MBAP_LENGTH] = fc
-  frame[MBAP_LENGTH + 1] = byteCount
-  return frame
+  out.fill(0, at + READ_DATA_OFFSET, at + READ_DATA_OFFSET + byteCount)
+  return writeReadHead(out, at, fc, byteCount)
 }
 
 /**
- * Sets bit `index` (0 = first requested item) of a read-bits response.
+ * Sets bit `index` (0 = first requested item) of the read-bits response at `at`.
  *
  * @example
- * setResponseBit(beginBitsResponse(2, 8), 7)
+ * setResponseBit(out, 0, 7)
  */
-export function setResponseBit(frame: Buffer, index: number): void {
-  frame[READ_DATA_OFFSET + (index >> 3)]! |= 1 << (index & 7)
+export function setResponseBit(out: Buffer, at: number, index: number): void {
+  out[at + READ_DATA_OFFSET + (index >> 3)]! |= 1 << (index & 7)
 }
 
 /**
- * The echo answer of FC 5, 6, 15 and 16: function code, address and a second word (the coil
- * value 0xFF00/0x0000, the register value or the quantity written).
+ * Writes the echo answer of FC 5, 6, 15 and 16 at `at`: function code, address and a second word
+ * (the coil value 0xFF00/0x0000, the register value or the quantity written). Returns the ADU length.
  *
  * @example
- * buildWriteResponse(5, 0, 0xff00)
+ * writeWriteResponse(out, 0, 5, 0, 0xff00) // 12
  */
-export function buildWriteResponse(fc: number, address: number, word: number): Buffer {
-  const frame = Buffer.allocUnsafe(MBAP_LENGTH + 5)
-  frame[MBAP_LENGTH] = fc
-  frame.writeUInt16BE(address, MBAP_LENGTH + 1)
-  frame.writeUInt16BE(word, MBAP_LENGTH + 3)
-  return frame
+export function writeWriteResponse(out: Buffer, at: number, fc: number, address: number, word: number): number {
+  out[at + MBAP_LENGTH] = fc
+  out.writeUInt16BE(address, at + MBAP_LENGTH + 1)
+  out.writeUInt16BE(word, at + MBAP_LENGTH + 3)
+  return MBAP_LENGTH + 5
 }
 
 /**
- * An exception response ADU: function code | 0x80, exception code.
+ * Writes an exception response at `at`: function code | 0x80, exception code. Returns the ADU length.
+ *
+ * @example
+ * writeException(out, 0, 3, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS) // 9; PDU 83 02
+ */
+export function writeException(out: Buffer, at: number, fc: number, code: number): number {
+  out[at + MBAP_LENGTH] = (fc | 0x80) & 0xff
+  out[at + MBAP_LENGTH + 1] = code
+  return MBAP_LENGTH + 2
+}
+
+/**
+ * An exception response ADU of its own (for answers that cannot be written in place).
  *
  * @example
  * buildExceptionResponse(3, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS) // PDU 83 02
  */
 export function buildExceptionResponse(fc: number, code: number): Buffer {
   const frame = Buffer.allocUnsafe(MBAP_LENGTH + 2)
-  frame[MBAP_LENGTH] = (fc | 0x80) & 0xff
-  frame[MBAP_LENGTH + 1] = code
+  writeException(frame, 0, fc, code)
   return frame
 }
 
 /**
- * Fills the MBAP header of a response ADU built by this module.
+ * Fills the MBAP header of the ADU of `length` bytes at `at` of `out`.
  *
  * @example
- * stampHeader(buildExceptionResponse(3, 2), 0x1234, 1)
+ * const frame = buildExceptionResponse(3, 2)
+ * stampHeader(frame, 0, frame.length, 0x1234, 1)
  */
-export function stampHeader(frame: Buffer, transactionId: number, unitId: number): Buffer {
-  frame[0] = transactionId >>> 8
-  frame[1] = transactionId & 0xff
-  frame[2] = 0
-  frame[3] = 0
-  const length = frame.length - 6
-  frame[4] = length >>> 8
-  frame[5] = length & 0xff
-  frame[6] = unitId
-  return frame
+export function stampHeader(out: Buffer, at: number, length: number, transactionId: number, unitId: number): void {
+  out[at] = transactionId >>> 8
+  out[at + 1] = transactionId & 0xff
+  out[at + 2] = 0
+  out[at + 3] = 0
+  out[at + 4] = (length - 6) >>> 8
+  out[at + 5] = (length - 6) & 0xff
+  out[at + 6] = unitId
 }
 
 // ---- client half: used by tests, benchmarks and tools --------------------------------------
@@ -325,7 +332,8 @@ export function encodeRequest(options: EncodeRequestOptions): Buffer {
   const pdu = 'pdu' in options.request ? options.request.pdu : requestPdu(options.request)
   const frame = Buffer.allocUnsafe(MBAP_LENGTH + pdu.length)
   pdu.copy(frame, MBAP_LENGTH)
-  return stampHeader(frame, options.transactionId, options.unitId)
+  stampHeader(frame, 0, frame.length, options.transactionId, options.unitId)
+  return frame
 }
 
 function requestPdu(request: ModbusRequest): Buffer {

@@ -2,10 +2,12 @@ import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import {
   EXCEPTION_CODES,
+  MAX_ADU_LENGTH,
   MBAP_LENGTH,
   buildExceptionResponse,
   headerProblem,
   stampHeader,
+  writeException,
 } from './codec.js'
 
 /**
@@ -16,25 +18,30 @@ import {
  * write (a Python setter), later frames wait in a bounded inbox, so a client that pipelines a
  * write and a read sees its own write. A response delay holds answers back without holding up
  * the requests behind them. A header that cannot be valid (protocol id, length field) closes the
- * connection, since the stream cannot be resynchronised. Memory per connection is bounded: the
- * partial frame is under 260 bytes, and reading pauses while the inbox, the delayed answers or
- * the socket's write buffer are full.
+ * connection, since the stream cannot be resynchronised. Answers known at once are written in
+ * place into a 4 KiB slab, and the answers to a whole chunk of requests leave in one write. Memory
+ * per connection is bounded: the partial frame is under 260 bytes, the slab is 4 KiB, and reading
+ * pauses while the inbox, the delayed answers or the socket's write buffer are full.
  *
  * @example
  * server.on('connection', (socket) => new ModbusConnection({ socket, resolveUnit: (id) => units.get(id), logger }))
  */
 
-/** What a unit answers to one request: a response ADU (7 header bytes left free), nothing, or later. */
-export type UnitAnswer = Buffer | null | Promise<Buffer | null>
+/**
+ * What a unit answers to one request: the length of the response ADU it wrote in place (0 for no
+ * answer at all), or later, a response ADU of its own (first 7 bytes free) or null.
+ */
+export type UnitAnswer = number | Promise<Buffer | null>
 
 /** A Modbus unit (one instance's adapter) as connections see it. */
 export interface ModbusUnit {
   /**
-   * Answers the request PDU of `pduLength` bytes at `pduOffset` of `frame`. Returns a response ADU
-   * whose first 7 bytes the connection fills, null to give no answer at all, or a promise of either.
-   * The bytes of `frame` are only valid during the call.
+   * Answers the request PDU of `pduLength` bytes at `pduOffset` of `frame`. An answer known at
+   * once is written as a response ADU at `at` of `out` (at least MAX_ADU_LENGTH bytes are free
+   * there), leaving its first 7 bytes to the connection, and its length is returned. The bytes of
+   * `frame` are only valid during the call.
    */
-  handle(frame: Buffer, pduOffset: number, pduLength: number): UnitAnswer
+  handle(frame: Buffer, pduOffset: number, pduLength: number, out: Buffer, at: number): UnitAnswer
   /** Milliseconds every answer is held back (0 for none). */
   readonly responseDelayMs: number
 }
@@ -55,6 +62,8 @@ const MAX_INBOX = 64
 const MAX_OUTBOX = 1024
 /** Bytes queued in the socket, before reading pauses. */
 const MAX_WRITE_BUFFER = 1 << 20
+/** Size of the buffers answers are written into: a few hundred typical answers each. */
+const SLAB_BYTES = 4096
 
 interface Slot {
   frame: Buffer | null
@@ -81,8 +90,15 @@ export class ModbusConnection {
   #outbox: Slot[] = []
   #paused = false
   #closed = false
-  /** While a chunk is being answered: the answers so far, written together at its end. */
-  #batch: Buffer[] | null = null
+  /**
+   * Answers are written into a slab, one after another; the bytes between #slabStart and #slabEnd
+   * are not yet sent. Sent bytes are never written again (the socket may still hold them), and a
+   * nearly full slab is replaced by a new one. Node's own Buffer pool works the same way; this one
+   * lets each answer be written in place, and the answers of a whole chunk leave in one write.
+   */
+  #slab: Buffer | null = null
+  #slabStart = 0
+  #slabEnd = 0
 
   constructor(options: ModbusConnectionOptions) {
     this.#socket = options.socket
@@ -115,14 +131,9 @@ export class ModbusConnection {
     }
     const end = buffer.length
     let offset = 0
-    // The answers to every request of one chunk (a pipelining client sends several) leave in one
-    // write of one buffer: each socket write costs far more than copying a few bytes.
-    const batch: Buffer[] = []
-    this.#batch = batch
     while (end - offset >= 6) {
       const problem = headerProblem(buffer, offset)
       if (problem !== null) {
-        this.#batch = null
         this.#logger.debug({ remote: this.remote, problem }, 'closing modbus connection: bad frame header')
         this.destroy()
         return
@@ -132,14 +143,11 @@ export class ModbusConnection {
       if (this.#busy) this.#inbox.push(Buffer.from(buffer.subarray(offset, offset + total)))
       else this.#execute(buffer, offset, total)
       offset += total
-      if (this.#closed) {
-        this.#batch = null
-        return
-      }
+      if (this.#closed) return
     }
-    this.#batch = null
-    if (batch.length === 1) this.#socket.write(batch[0]!)
-    else if (batch.length > 1) this.#socket.write(Buffer.concat(batch))
+    // The answers to every request of the chunk (a pipelining client sends several) leave in one
+    // write: each socket write costs far more than the answers themselves.
+    this.#send()
     // Copied so that a 64 KiB chunk is not kept alive for a few trailing bytes.
     if (offset < end) this.#partial = Buffer.from(buffer.subarray(offset))
     this.#updateFlow()
@@ -148,26 +156,34 @@ export class ModbusConnection {
   #execute(frame: Buffer, offset: number, total: number): void {
     const transactionId = (frame[offset]! << 8) | frame[offset + 1]!
     const unitId = frame[offset + 6]!
+    const fc = frame[offset + MBAP_LENGTH]!
     const unit = this.#resolveUnit(unitId)
-    if (unit === undefined) {
-      const fc = frame[offset + MBAP_LENGTH]!
-      this.#emit(buildExceptionResponse(fc, EXCEPTION_CODES.GATEWAY_TARGET_FAILED), transactionId, unitId, 0)
-      return
-    }
+    const out = this.#room()
+    const at = this.#slabEnd
     let answer: UnitAnswer
-    try {
-      answer = unit.handle(frame, offset + MBAP_LENGTH, total - MBAP_LENGTH)
-    } catch (error) {
-      this.#logger.error({ err: error }, 'modbus unit failed to answer')
-      answer = buildExceptionResponse(frame[offset + MBAP_LENGTH]!, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
+    if (unit === undefined) {
+      answer = writeException(out, at, fc, EXCEPTION_CODES.GATEWAY_TARGET_FAILED)
+    } else {
+      try {
+        answer = unit.handle(frame, offset + MBAP_LENGTH, total - MBAP_LENGTH, out, at)
+      } catch (error) {
+        this.#logger.error({ err: error }, 'modbus unit failed to answer')
+        answer = writeException(out, at, fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
+      }
     }
-    if (answer === null) return
-    if (!(answer instanceof Promise)) {
-      this.#emit(answer, transactionId, unitId, unit.responseDelayMs)
+    const delayMs = unit === undefined ? 0 : unit.responseDelayMs
+    if (typeof answer === 'number') {
+      if (answer === 0) return
+      stampHeader(out, at, answer, transactionId, unitId)
+      if (delayMs <= 0 && this.#outbox.length === 0) {
+        this.#slabEnd = at + answer
+        return
+      }
+      // Held back, or behind an answer still pending: it needs bytes of its own until its turn.
+      this.#hold(Buffer.from(out.subarray(at, at + answer)), delayMs)
       return
     }
     this.#busy = true
-    const fc = frame[offset + MBAP_LENGTH]!
     const slot: Slot = { frame: null, ready: false, timer: null }
     this.#outbox.push(slot)
     answer
@@ -177,14 +193,13 @@ export class ModbusConnection {
       })
       .then((response) => {
         if (this.#closed) return
-        if (response !== null) stampHeader(response, transactionId, unitId)
+        if (response !== null) stampHeader(response, 0, response.length, transactionId, unitId)
         slot.frame = response
-        this.#release(slot, unit.responseDelayMs)
         this.#busy = false
-        this.#socket.cork()
+        this.#release(slot, delayMs)
         this.#drainInbox()
         this.#flush()
-        this.#socket.uncork()
+        this.#send()
         this.#updateFlow()
       })
   }
@@ -196,18 +211,14 @@ export class ModbusConnection {
     }
   }
 
-  #emit(response: Buffer, transactionId: number, unitId: number, delayMs: number): void {
-    stampHeader(response, transactionId, unitId)
-    if (delayMs <= 0 && this.#outbox.length === 0) {
-      this.#write(response)
-      return
-    }
+  /** Queues an answer behind the pending ones, ready now or after the delay. */
+  #hold(response: Buffer, delayMs: number): void {
     const slot: Slot = { frame: response, ready: false, timer: null }
     this.#outbox.push(slot)
     this.#release(slot, delayMs)
   }
 
-  /** Marks a slot ready, now or after the delay, and writes whatever is ready at the head. */
+  /** Marks a slot ready, now or after the delay, and moves whatever is ready at the head out. */
   #release(slot: Slot, delayMs: number): void {
     if (delayMs <= 0) {
       slot.ready = true
@@ -218,22 +229,37 @@ export class ModbusConnection {
       slot.timer = null
       slot.ready = true
       this.#flush()
+      this.#send()
       this.#updateFlow()
     }, delayMs)
   }
 
+  /** Appends the ready answers at the head of the outbox to the unsent answers, in order. */
   #flush(): void {
     const outbox = this.#outbox
     while (outbox.length > 0 && outbox[0]!.ready) {
-      const slot = outbox.shift()!
-      if (slot.frame !== null && !this.#closed) this.#write(slot.frame)
+      const frame = outbox.shift()!.frame
+      if (frame === null || this.#closed) continue
+      const slab = this.#room()
+      frame.copy(slab, this.#slabEnd)
+      this.#slabEnd += frame.length
     }
   }
 
-  /** Writes an answer, or adds it to the batch of the chunk being answered (keeping the order). */
-  #write(frame: Buffer): void {
-    if (this.#batch !== null) this.#batch.push(frame)
-    else this.#socket.write(frame)
+  /** The slab, with room for one more answer at #slabEnd (a full one is sent and replaced). */
+  #room(): Buffer {
+    const slab = this.#slab
+    if (slab !== null && slab.length - this.#slabEnd >= MAX_ADU_LENGTH) return slab
+    this.#send()
+    this.#slabStart = this.#slabEnd = 0
+    return (this.#slab = Buffer.allocUnsafe(SLAB_BYTES))
+  }
+
+  /** Writes the answers not yet sent, in one write. */
+  #send(): void {
+    if (this.#slabEnd === this.#slabStart || this.#closed) return
+    this.#socket.write(this.#slab!.subarray(this.#slabStart, this.#slabEnd))
+    this.#slabStart = this.#slabEnd
   }
 
   /** Pauses reading while anything this connection holds is full; resumes when it has drained. */
@@ -259,6 +285,7 @@ export class ModbusConnection {
     this.#outbox = []
     this.#inbox = []
     this.#partial = null
+    this.#slab = null
     this.#onClose?.(this)
   }
 }

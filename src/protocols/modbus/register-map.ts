@@ -25,6 +25,9 @@ export interface CompiledEntry {
   readonly spec: EncodingSpec
   /** width * 2 bytes to encode into; only used synchronously, so one per entry suffices. */
   readonly scratch: Buffer
+  /** True while `scratch` holds `scratchValue` encoded. */
+  scratchValid: boolean
+  scratchValue: unknown
 }
 
 /**
@@ -119,6 +122,8 @@ export class RegisterMap {
         width: last - first + 1,
         spec,
         scratch: Buffer.alloc(spec.width * 2),
+        scratchValid: false,
+        scratchValue: undefined,
       }
       lists[entry.group].push(compiled)
       byAttribute.set(attribute, compiled)

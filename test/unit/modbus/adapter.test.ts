@@ -3,12 +3,14 @@ import assert from 'node:assert/strict'
 import { ConflictError } from '../../../src/errors.js'
 import {
   ModbusHub,
+  encodeRequest,
   ModbusSlaveAdapter,
   checkMappedValue,
   parseModbusSlave,
 } from '../../../src/protocols/modbus/index.js'
 import { MapAccessor, TestClient, exceptionOf, registersOf, silentLogger, startRig, wordsToBuffer } from './helpers.js'
 import type { Rig } from './helpers.js'
+import type { ModbusRequest } from '../../../src/protocols/modbus/index.js'
 
 const MAPPING = {
   temperature: { address: [0, 1], group: 'h_r', type: 'float' },
@@ -68,10 +70,17 @@ describe('ModbusSlaveAdapter over TCP', () => {
     assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [0x41c8])
   })
 
-  it('registers follow the attribute value', async () => {
+  it('registers follow the attribute value, also back to an earlier one and after one that cannot be encoded', async () => {
+    const read = async (): Promise<number[]> => registersOf(await client.request({ fc: 3, address: 0, quantity: 2 }))
+    assert.deepEqual(await read(), [0x41c8, 0])
     rig.accessor.values.set('temperature', 1.5)
-    assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 2 })), [0x3fc0, 0])
+    assert.deepEqual(await read(), [0x3fc0, 0])
+    rig.accessor.values.set('temperature', 'warm')
+    assert.equal(exceptionOf(await client.request({ fc: 3, address: 0, quantity: 2 })), 4)
+    rig.accessor.values.set('temperature', 1.5)
+    assert.deepEqual(await read(), [0x3fc0, 0])
     rig.accessor.values.set('temperature', 25.0)
+    assert.deepEqual(await read(), [0x41c8, 0])
   })
 
   it('FC4 reads input registers (scale, little-endian bytes)', async () => {
@@ -185,6 +194,36 @@ describe('ModbusSlaveAdapter over TCP', () => {
     assert.ok('word' in write && write.word === 99)
     assert.deepEqual(registersOf(read), [99])
     assert.equal(client.unmatched.length, 0)
+  })
+
+  it('one packet mixing reads, slow writes, exceptions and an unknown unit is answered in request order', async () => {
+    const requests: Array<{ request: ModbusRequest | { pdu: Buffer }; unitId?: number }> = [
+      { request: { fc: 3, address: 0, quantity: 2 } },
+      { request: { fc: 6, address: 41, value: 5 } }, // slow: answered later
+      { request: { fc: 3, address: 41, quantity: 1 } },
+      { request: { fc: 3, address: 100, quantity: 1 } }, // unmapped: 02
+      { request: { fc: 3, address: 0, quantity: 2 }, unitId: 9 }, // no such unit: 0B
+      { request: { fc: 6, address: 41, value: 6 } },
+      { request: { pdu: Buffer.from([0x2b, 0x0e, 0x01, 0x00]) } }, // unknown function: 01
+      { request: { fc: 1, address: 0, quantity: 3 } },
+    ]
+    const ids = requests.map((_, i) => 500 + i)
+    const answers = ids.map((id) => client.expect(id))
+    const first = client.arrivals.length
+    client.send(Buffer.concat(requests.map((r, i) => encodeRequest({ transactionId: ids[i]!, unitId: r.unitId ?? 1, request: r.request }))))
+    const responses = await Promise.all(answers)
+    assert.deepEqual(client.arrivals.slice(first), ids, 'answers arrive in request order')
+    assert.deepEqual(registersOf(responses[0]!), [0x41c8, 0])
+    assert.ok('word' in responses[1]! && responses[1].word === 5)
+    assert.deepEqual(registersOf(responses[2]!), [5])
+    assert.equal(exceptionOf(responses[3]!), 2)
+    assert.equal(exceptionOf(responses[4]!), 0x0b)
+    assert.ok('word' in responses[5]! && responses[5].word === 6)
+    assert.equal(exceptionOf(responses[6]!), 1)
+    const bits = responses[7]!
+    assert.ok('bits' in bits)
+    assert.deepEqual(bits.bits.slice(0, 3), ['alarm', 'pump', 'fan'].map((a) => rig.accessor.values.get(a) === true))
+    assert.equal(rig.accessor.values.get('slow_reg'), 6)
   })
 
   it('counts requests and exception answers', () => {

@@ -10,13 +10,15 @@ import {
 } from '../../../src/protocols/modbus/index.js'
 import type { ModbusRequest } from '../../../src/protocols/modbus/index.js'
 import {
+  MAX_ADU_LENGTH,
   READ_DATA_OFFSET,
-  beginBitsResponse,
-  beginRegistersResponse,
   buildExceptionResponse,
-  buildWriteResponse,
   setResponseBit,
   stampHeader,
+  writeBitsHead,
+  writeException,
+  writeReadHead,
+  writeWriteResponse,
 } from '../../../src/protocols/modbus/codec.js'
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex')
@@ -98,26 +100,39 @@ describe('codec: requests', () => {
 })
 
 describe('codec: responses', () => {
-  it('builds a registers response and stamps the header', () => {
-    const frame = beginRegistersResponse(3, 2)
-    frame.writeUInt16BE(0x41c8, READ_DATA_OFFSET)
-    frame.writeUInt16BE(0, READ_DATA_OFFSET + 2)
-    stampHeader(frame, 0x1234, 7)
+  /** A buffer filled with 0xEE, so that bytes a writer should not touch stand out. */
+  const dirty = (): Buffer => Buffer.alloc(MAX_ADU_LENGTH + 20, 0xee)
+  /** The ADU of `length` bytes at `at`, after stamping its header. */
+  const adu = (out: Buffer, at: number, length: number, transactionId: number, unitId: number): Buffer => {
+    stampHeader(out, at, length, transactionId, unitId)
+    return out.subarray(at, at + length)
+  }
+
+  it('writes a registers response in place and stamps the header', () => {
+    const out = dirty()
+    const length = writeReadHead(out, 5, 3, 4)
+    out.writeUInt16BE(0x41c8, 5 + READ_DATA_OFFSET)
+    out.writeUInt16BE(0, 5 + READ_DATA_OFFSET + 2)
+    const frame = adu(out, 5, length, 0x1234, 7)
     assert.equal(frame.toString('hex'), '12340000000707030441c80000')
     assert.deepEqual(decodeResponse(frame), { transactionId: 0x1234, unitId: 7, fc: 3, registers: [0x41c8, 0] })
+    assert.equal(out[4], 0xee, 'the byte before the answer is untouched')
+    assert.equal(out[5 + length], 0xee, 'the byte after the answer is untouched')
   })
 
-  it('builds a bits response, least significant bit first', () => {
-    const frame = beginBitsResponse(1, 10)
-    for (const i of [0, 2, 3, 6, 7, 8]) setResponseBit(frame, i)
-    stampHeader(frame, 1, 1)
-    assert.equal(frame.subarray(MBAP_LENGTH).toString('hex'), '0102cd01')
+  it('writes a bits response, least significant bit first, clearing the bits it does not set', () => {
+    const out = dirty()
+    const length = writeBitsHead(out, 3, 1, 10)
+    for (const i of [0, 2, 3, 6, 7, 8]) setResponseBit(out, 3, i)
+    assert.equal(adu(out, 3, length, 1, 1).subarray(MBAP_LENGTH).toString('hex'), '0102cd01')
   })
 
-  it('builds write echoes and exceptions', () => {
-    assert.equal(stampHeader(buildWriteResponse(5, 0xac, 0xff00), 2, 1).toString('hex'), '000200000006010500acff00')
-    assert.equal(stampHeader(buildExceptionResponse(3, 2), 3, 1).toString('hex'), '0003000000030183' + '02')
-    assert.deepEqual(decodeResponse(stampHeader(buildExceptionResponse(16, 4), 3, 1)), { transactionId: 3, unitId: 1, fc: 16, exception: 4 })
+  it('writes write echoes and exceptions', () => {
+    const out = dirty()
+    assert.equal(adu(out, 1, writeWriteResponse(out, 1, 5, 0xac, 0xff00), 2, 1).toString('hex'), '000200000006010500acff00')
+    assert.equal(adu(out, 0, writeException(out, 0, 3, 2), 3, 1).toString('hex'), '0003000000030183' + '02')
+    const own = buildExceptionResponse(16, 4)
+    assert.deepEqual(decodeResponse(adu(own, 0, own.length, 3, 1)), { transactionId: 3, unitId: 1, fc: 16, exception: 4 })
   })
 
   it('decodeResponse refuses malformed frames', () => {

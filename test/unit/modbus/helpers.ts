@@ -64,6 +64,8 @@ export class TestClient {
   readonly unmatched: ModbusResponse[] = []
   /** Every malformed frame or framing problem seen. */
   readonly problems: string[] = []
+  /** Transaction ids of the answers, in the order they arrived. */
+  readonly arrivals: number[] = []
   #buffer = Buffer.alloc(0)
   #nextId = 1
   #waiting = new Map<number, { resolve: (r: ModbusResponse) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>()
@@ -138,6 +140,7 @@ export class TestClient {
         this.problems.push((error as Error).message)
         continue
       }
+      this.arrivals.push(response.transactionId)
       const waiter = this.#waiting.get(response.transactionId)
       if (waiter) {
         this.#waiting.delete(response.transactionId)

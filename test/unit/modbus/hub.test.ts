@@ -6,7 +6,7 @@ import { ConflictError, ValidationError } from '../../../src/errors.js'
 import { ModbusHub, ModbusSlaveAdapter, parseModbusSlave } from '../../../src/protocols/modbus/index.js'
 import { MapAccessor, TestClient, exceptionOf, registersOf, silentLogger } from './helpers.js'
 
-function adapterFor(hub: ModbusHub, options: { port?: number; unitId: number; value: number; host?: string }): ModbusSlaveAdapter {
+function adapterFor(hub: ModbusHub, options: { port?: number; unitId: number; value: number; host?: string; delay?: number }): ModbusSlaveAdapter {
   return new ModbusSlaveAdapter({
     hub,
     logger: silentLogger,
@@ -15,6 +15,7 @@ function adapterFor(hub: ModbusHub, options: { port?: number; unitId: number; va
       host: options.host ?? '127.0.0.1',
       port: options.port,
       unit_id: options.unitId,
+      response_delay: options.delay ?? 0,
       mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } },
     }),
   })
@@ -59,6 +60,29 @@ describe('ModbusHub', () => {
       await client.closed
       assert.deepEqual(hub.listeners(), [])
       await assert.rejects(TestClient.connect(port), /ECONNREFUSED/)
+    } finally {
+      await hub.close()
+    }
+  })
+
+  it('on a shared port, an answer without delay waits behind the held-back answer of a request sent before it', async () => {
+    const hub = new ModbusHub({ logger: silentLogger })
+    try {
+      const slow = adapterFor(hub, { port: 0, unitId: 1, value: 11, delay: 0.1 })
+      await slow.start()
+      const port = slow.info().port!
+      await adapterFor(hub, { port, unitId: 2, value: 22 }).start()
+      const client = await TestClient.connect(port)
+      const read = { fc: 3, address: 0, quantity: 1 } as const
+      const answers = await Promise.all([
+        client.request(read, { unitId: 2 }),
+        client.request(read, { unitId: 1 }),
+        client.request(read, { unitId: 2 }),
+        client.request(read, { unitId: 3 }),
+      ])
+      assert.deepEqual(answers.map((a) => exceptionOf(a) ?? registersOf(a)[0]), [22, 11, 22, 0x0b])
+      assert.deepEqual(client.arrivals, answers.map((a) => a.transactionId), 'answers arrive in request order')
+      client.close()
     } finally {
       await hub.close()
     }
@@ -189,7 +213,7 @@ describe('ModbusHub', () => {
   it('refuses a unit id outside 0..255 and a host that is not local', async () => {
     const hub = new ModbusHub({ logger: silentLogger })
     try {
-      const unit = { handle: () => null, responseDelayMs: 0 }
+      const unit = { handle: () => 0, responseDelayMs: 0 }
       await assert.rejects(hub.register({ host: '127.0.0.1', port: 0, unitId: 256, unit }), ValidationError)
       const error = await hub.register({ host: '192.0.2.1', port: 0, unitId: 1, unit }).then(() => null, (e: unknown) => e)
       assert.ok(error instanceof ConflictError)
