@@ -139,7 +139,7 @@ function treeLane(system: System, authorized: (header: string | undefined) => bo
 }
 
 /** The lane's answer to a tree request it took: the route's document, or the fault fastify would send. */
-function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): Promise<LaneResponse> {
+function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): LaneResponse | Promise<LaneResponse> {
   const id = correlationIdOf(req.headers['x-correlation-id'])
   const context = treeFaultContext(req.method)
   const answered = (result: unknown): LaneResponse => ({ status: 200, headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`, body: JSON.stringify(result) })
@@ -150,7 +150,7 @@ function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger
   try {
     const result = answerTree(system, req.method, req.url, body, context)
     // A read is answered in this turn, without a promise chain (see answerTree).
-    if (!(result instanceof Promise)) return Promise.resolve(answered(result))
+    if (!(result instanceof Promise)) return answered(result)
     return result.then((value) => {
       try {
         return answered(value)
@@ -159,7 +159,7 @@ function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger
       }
     }, failed)
   } catch (error) {
-    return Promise.resolve(failed(error))
+    return failed(error)
   }
 }
 

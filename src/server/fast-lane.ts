@@ -56,7 +56,7 @@ export interface LaneResponse {
  * Decides synchronously whether to take a request, before anything runs: `undefined` declines
  * it (node:http gets the connection), otherwise the answer. It must not reject.
  */
-export type LaneHandler = (req: LaneRequest) => Promise<LaneResponse> | undefined
+export type LaneHandler = (req: LaneRequest) => LaneResponse | Promise<LaneResponse> | undefined
 
 /** Longest request head the lane reads; longer ones are node:http's (which answers 431). */
 const MAX_HEAD_BYTES = 8 * 1024
@@ -266,7 +266,8 @@ class LaneConnection {
         break
       }
       this.#buffer = parsed.length === this.#buffer.length ? undefined : this.#buffer.subarray(parsed.length)
-      const response = await answer
+      // An answer known at once (a read) joins the output without a trip through the microtask queue.
+      const response = answer instanceof Promise ? await answer : answer
       if (this.#done) return
       if (!this.#out) {
         if (unflushed.size === 0) setImmediate(flushAll)

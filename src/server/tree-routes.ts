@@ -76,24 +76,30 @@ export function answerTree(system: System, method: string, url: string, body: un
  */
 function treeSegments(url: string): string[] {
   const query = url.indexOf('?')
-  return splitPath(query < 0 ? url : url.slice(0, query)).slice(3)
-}
-
-function splitPath(raw: string): string[] {
+  const end = query < 0 ? url.length : query
   const segments: string[] = []
-  for (const s of raw.split('/')) {
-    if (s.length === 0) continue
-    if (!s.includes('%')) {
-      segments.push(s)
-      continue
+  // One pass over the URL (this runs for every request): empty segments are skipped, the first
+  // three non-empty ones are the prefix, the others are percent-decoded when they need it.
+  let prefix = 3
+  for (let start = 0; start < end; ) {
+    let stop = url.indexOf('/', start)
+    if (stop < 0 || stop > end) stop = end
+    if (stop > start) {
+      if (prefix > 0) prefix--
+      else segments.push(decodeSegment(url.slice(start, stop)))
     }
-    try {
-      segments.push(decodeURIComponent(s))
-    } catch {
-      throw new BadRequestError(`Path segment '${s}' is not valid percent-encoding`)
-    }
+    start = stop + 1
   }
   return segments
+}
+
+function decodeSegment(segment: string): string {
+  if (!segment.includes('%')) return segment
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    throw new BadRequestError(`Path segment '${segment}' is not valid percent-encoding`)
+  }
 }
 
 /** What a request that failed before its path resolved was about, from the path alone. */

@@ -114,10 +114,9 @@ export class Instance extends Component implements AttributeOwner {
     return methods
   }
 
-  /** `run` is what clients call most: answered without building the method table. */
-  override async call(method: string, call: CallArgs): Promise<unknown> {
-    if (method === 'run') return await this.#runMethod(call)
-    return await super.call(method, call)
+  /** `run` is what clients call most: answered without building the method table, or an extra promise. */
+  override call(method: string, call: CallArgs): Promise<unknown> {
+    return method === 'run' ? this.#runMethod(call) : super.call(method, call)
   }
 
   async #runMethod(call: CallArgs): Promise<boolean> {
