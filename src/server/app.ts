@@ -10,7 +10,7 @@ import { attachFastLane, type LaneHandler, type LaneRequest, type LaneResponse }
 import { asMimicError, buildFault, correlationIdOf, type FaultDocument } from './faults.js'
 import { parseJsonBody } from './json-body.js'
 import { buildOpenApi } from './openapi.js'
-import { answerTree, guessComponent, registerTreeRoutes, treeFaultContext, type RequestFaultContext } from './tree-routes.js'
+import { JsonText, answerTree, guessComponent, registerTreeRoutes, treeFaultContext, type RequestFaultContext } from './tree-routes.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -142,13 +142,17 @@ function treeLane(system: System, authorized: (header: string | undefined) => bo
 function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): LaneResponse | Promise<LaneResponse> {
   const id = correlationIdOf(req.headers['x-correlation-id'])
   const context = treeFaultContext(req.method)
-  const answered = (result: unknown): LaneResponse => ({ status: 200, headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`, body: JSON.stringify(result) })
+  const answered = (result: unknown): LaneResponse => ({
+    status: 200,
+    headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`,
+    body: result instanceof JsonText ? result.text : JSON.stringify(result),
+  })
   const failed = (error: unknown): LaneResponse => {
     const { status, fault } = faultFor(error, context, id, log)
     return { status, headers: `x-correlation-id: ${id}\r\n`, body: JSON.stringify(fault) }
   }
   try {
-    const result = answerTree(system, req.method, req.url, body, context)
+    const result = answerTree(system, req.method, req.url, body, context, true)
     // A read is answered in this turn, without a promise chain (see answerTree).
     if (!(result instanceof Promise)) return answered(result)
     return result.then((value) => {

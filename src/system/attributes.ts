@@ -1,7 +1,7 @@
 import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { nameProblem } from '../definition/names.js'
-import { Component, type NodeDocument } from '../tree/component.js'
+import { Component, DOCUMENT_KEYS, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 
 /** What an attribute needs from its instance: Python writes and protocol range checks. */
@@ -134,6 +134,26 @@ export class Attribute extends Component {
     const doc = super.document()
     doc.type = this.valueType
     return doc
+  }
+
+  /**
+   * The same bytes as `JSON.stringify(this.document())`, written directly: a GET of an attribute
+   * is what polling clients send most, and building the document's objects only to serialize
+   * them took three quarters of the time. The property names are this class's own (no integer
+   * keys, no duplicates), an attribute has no state and no children, and a value JSON leaves out
+   * (undefined) is left out here too. test/unit/attribute-json.test.ts holds the two equal.
+   */
+  override documentJson(): string {
+    const props = this.properties()
+    let attr = ''
+    let top = ''
+    for (const key in props) {
+      const json = JSON.stringify(props[key])
+      attr += `${attr ? ',' : ''}"${key}":${json === undefined ? '{}' : `{"value":${json}}`}`
+      if (json !== undefined && !DOCUMENT_KEYS.has(key)) top += `,"${key}":${json}`
+    }
+    const methods = JSON.stringify(Object.keys(this.methods()))
+    return `{"name":${JSON.stringify(this.name)},"type":${JSON.stringify(this.valueType)},"path":${JSON.stringify(this.path)},"attr":{${attr}},"children":[],"methods":${methods}${top}}`
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {

@@ -21,7 +21,7 @@ export interface NodeDocument {
 }
 
 /** Keys of a node document that properties may not shadow at top level. */
-const DOCUMENT_KEYS = new Set(['name', 'type', 'path', 'attr', 'children', 'methods', 'value'])
+export const DOCUMENT_KEYS: ReadonlySet<string> = new Set(['name', 'type', 'path', 'attr', 'children', 'methods', 'value'])
 
 /**
  * A node of the component tree. Every part of a system (the root, models, instances,
@@ -158,6 +158,11 @@ export abstract class Component {
     doc.children = this.children().map((c) => ({ name: c.name }))
     doc.methods = Object.keys(this.methods())
     return doc
+  }
+
+  /** The node document as JSON text: `JSON.stringify(this.document())`, or the same bytes built faster. */
+  documentJson(): string {
+    return JSON.stringify(this.document())
   }
 
   /** The path as shown in messages: the root is called `system`. */
