@@ -1,14 +1,15 @@
 /**
  * Benchmark 3: Modbus FC3 reads of 2 holding registers against Mimic, a pymodbus 3.0 TCP server
- * (the peer) and a node:net server that answers without parsing (the limit), all driven by the
- * same load client, rounds interleaved so that noise hits every server alike.
+ * (the peer) and a node:net server that answers without parsing (the limit), all driven by one
+ * load client that measures them in interleaved turns of 50 ms, so that the machine's drift hits
+ * every server alike.
  *
  * @example
  * const result = await modbusRead.run(ctx)
  */
 import { declarativeModel } from '../lib/models.mjs'
 import { startMimicProcess } from '../lib/mimic-process.mjs'
-import { runCompiledModbusLoad, runModbusLoad } from '../lib/modbus-load.mjs'
+import { runInterleavedModbusLoad, runModbusLoad } from '../lib/modbus-load.mjs'
 import { freePort } from '../lib/ports.mjs'
 import { canConnect, startProcess, waitFor } from '../lib/processes.mjs'
 import { median, rate, sig } from '../lib/stats.mjs'
@@ -61,26 +62,35 @@ export const modbusRead = {
     // than the client's wake-ups; without a compiler the node:net client stands in.
     const compiled = ctx.tools.cc
     if (!compiled) ctx.note('no C compiler: the node:net load client ran instead of bench/lib/modbus-load.c, and it bounds the rates it measures')
-    const load = (port, scenario) =>
-      compiled
-        ? runCompiledModbusLoad({ port, connections: scenario.connections, depth: scenario.depth, warmupMs, durationMs: roundMs })
-        : runModbusLoad({ host: '127.0.0.1', port, connections: scenario.connections, depth: scenario.depth, warmupMs, durationMs: roundMs, processes: 1 })
+    /**
+     * One round of a scenario: with the C client every server in one run, in interleaved turns
+     * of 50 ms, so that all of them see the same machine (its speed drifts within a second);
+     * the node:net client measures them one after the other.
+     * @returns {Promise<import('../lib/modbus-load.mjs').ModbusLoadResult[]>}
+     */
+    const load = async (order, scenario) => {
+      const spec = { connections: scenario.connections, depth: scenario.depth, warmupMs, durationMs: roundMs }
+      if (compiled) return await runInterleavedModbusLoad({ ...spec, ports: order.map((s) => s.port) })
+      const out = []
+      for (const server of order) out.push(await runModbusLoad({ ...spec, host: '127.0.0.1', port: server.port, processes: 1 }))
+      return out
+    }
 
     /** @type {Record<string, Record<string, Array<{ rate: number, p50Ms: number, p99Ms: number }>>>} */
     const results = {}
-    // Mimic and the echo server run back to back, so that the pairs of a round see the same
-    // machine, and which of them goes first alternates by round, so that a drift in the machine's
-    // speed favours neither.
+    // Which server takes the first turn alternates by round, so that no position is favoured.
     const byName = Object.fromEntries(servers.map((s) => [s.name, s]))
     const forward = ['mimic', 'echo', 'pymodbus'].map((name) => byName[name]).filter((s) => s !== undefined)
     const backward = [...forward].reverse()
     for (let round = 0; round < rounds; round++) {
       for (const scenario of SCENARIOS) {
-        for (const server of round % 2 === 0 ? forward : backward) {
-          const r = await load(server.port, scenario)
-          if (r.failures > 0 || r.responses === 0) throw new Error(`${server.name}, ${scenario.label}: ${r.failures} failures, ${r.responses} answers: ${r.problems.join('; ')}`)
+        const order = round % 2 === 0 ? forward : backward
+        const measured = await load(order, scenario)
+        order.forEach((server, i) => {
+          const r = measured[i]
+          if (!r || r.failures > 0 || r.responses === 0) throw new Error(`${server.name}, ${scenario.label}: ${r?.failures} failures, ${r?.responses} answers: ${r?.problems.join('; ')}`)
           ;((results[scenario.label] ??= {})[server.name] ??= []).push(r)
-        }
+        })
       }
     }
 
@@ -94,8 +104,8 @@ export const modbusRead = {
         lines.push(`| ${scenario.label} | ${server.name} | ${runs.map((r) => Math.round(r.rate)).join(', ')} | ${rate(med(server.name))} | ${sig(median(runs.map((r) => r.p50Ms)))} ms | ${sig(median(runs.map((r) => r.p99Ms)))} ms |`)
       }
       const m = med('mimic')
-      // Ratios are paired by round (servers measured seconds apart) and their median taken: this
-      // machine's speed drifts by 2x within a minute, which a ratio of two medians would absorb.
+      // Ratios are paired by round (the servers measured in the same run) and their median taken:
+      // this machine's speed drifts by 2x within a minute, which a ratio of two medians would absorb.
       const paired = (name) => (byServer[name] ? median(byServer.mimic.map((r, i) => r.rate / byServer[name][i].rate)) : Number.NaN)
       const vsPeer = paired('pymodbus')
       const vsEcho = paired('echo')
@@ -111,9 +121,11 @@ export const modbusRead = {
       })
     }
     const client = compiled
-      ? 'Load: bench/lib/modbus-load.c (non-blocking sockets polled without sleeping: one core for the client, the other for the server under test), closed loop, the same client for every server.'
+      ? 'Load: bench/lib/modbus-load.c (non-blocking sockets polled without sleeping: one core for the client, the other for the server under test), closed loop, one client for all servers: it measures them in interleaved turns of 50 ms (each turn\'s answers drained before the next server\'s turn), for 0.7 s of turns per server and round.'
       : 'Load: bench/lib/modbus-load-worker.mjs (node:net), closed loop, the same client for every server.'
-    const pairing = 'Each round runs every server once, one after the other, Mimic and echo back to back (mimic, echo, pymodbus; then the other way round in the next round); the ratios in the summary are the medians of the per-round ratios.'
+    const pairing = compiled
+      ? 'The first turn goes to mimic in one round and to pymodbus in the next (mimic, echo, pymodbus, then the other way round); the ratios in the summary are the medians of the per-round ratios.'
+      : 'Each round runs every server once, one after the other; the ratios in the summary are the medians of the per-round ratios.'
     return { rows, details: [client, pairing, '', ...lines].join('\n') }
   },
 }

@@ -11,8 +11,15 @@
  * polls them in a loop: it never sleeps, so it costs one core and leaves the other to the server
  * under test, whichever server that is.
  *
+ * Several servers (ports separated by commas) are measured in turns of SLICE_MS each: only one
+ * server has requests in flight at a time, and at the end of its turn its answers are drained
+ * before the next server's turn starts. On a machine whose speed drifts within a second, servers
+ * measured in interleaved slices see the same machine, where servers measured one after the
+ * other do not. Each server's rate counts the answers of its turns over the time of its turns;
+ * the output is then a JSON array with one object per port, in the order given.
+ *
  * Build: cc -O2 -o modbus-load bench/lib/modbus-load.c
- * Run:   ./modbus-load <port> <connections> <depth> <warmup ms> <duration ms> [unit id] [address]
+ * Run:   ./modbus-load <port[,port...]> <connections> <depth> <warmup ms> <duration ms per port> [unit id] [address]
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -30,6 +37,8 @@
 
 #define MAX_CONNECTIONS 256
 #define MAX_DEPTH 256
+#define MAX_TARGETS 8
+#define SLICE_MS 50
 #define REQUEST 12
 #define ANSWER 13                 /* MBAP 7 + FC + byte count + 2 registers */
 #define BUCKETS 200000            /* latency histogram: 1 us buckets up to 200 ms */
@@ -37,14 +46,25 @@
 struct connection {
   int fd;
   unsigned tx;
+  int outstanding;                /* requests sent and not yet answered */
   unsigned char in[65536];
   int have;
   double sent_at[65536];          /* by transaction id */
 };
 
-static struct connection *connections;
-static unsigned long histogram[BUCKETS + 1];
-static long responses, sent, failures;
+/* One server under test. */
+struct target {
+  int port;
+  struct connection *connections;
+  unsigned long *histogram;
+  long responses, sent;
+  double active;                  /* seconds of measured turns */
+};
+
+static struct target targets[MAX_TARGETS];
+static int target_count, connection_count, depth;
+static double slice_seconds;      /* SLICE_MS with several servers; one server runs in one turn */
+static long failures;
 static int measuring;
 static char problem[256];
 static int unit_id = 1, address = 0;
@@ -61,7 +81,7 @@ static void fail(const char *what) {
 }
 
 /* Sends `count` new requests on one connection in one write. */
-static void send_requests(struct connection *c, int count) {
+static void send_requests(struct target *t, struct connection *c, int count) {
   unsigned char frame[REQUEST * MAX_DEPTH];
   double at = now();
   for (int i = 0; i < count; i++) {
@@ -84,14 +104,19 @@ static void send_requests(struct connection *c, int count) {
     }
     off += n;
   }
-  if (measuring) sent += count;
+  c->outstanding += count;
+  if (measuring) t->sent += count;
 }
 
-/* Reads what arrived on one connection; returns the number of complete answers. */
-static int receive(struct connection *c) {
+/* Reads what arrived on one connection; returns the number of complete answers (counted when `count`). */
+static int receive(struct target *t, struct connection *c, int count) {
   ssize_t n = recv(c->fd, c->in + c->have, sizeof c->in - (size_t)c->have, 0);
-  if (n < 0) return errno == EAGAIN ? 0 : (fail("recv failed"), 0);
-  if (n == 0) { fail("the server closed the connection"); return 0; }
+  if (n < 0 && errno == EAGAIN) return 0;
+  if (n <= 0) {
+    fail(n == 0 ? "the server closed the connection" : "recv failed");
+    c->outstanding = 0;
+    return 0;
+  }
   c->have += (int)n;
   double at = now();
   int off = 0, answers = 0;
@@ -101,20 +126,21 @@ static int receive(struct connection *c) {
     unsigned tx = (unsigned)((c->in[off] << 8) | c->in[off + 1]);
     if (length != ANSWER || c->in[off + 7] != 3 || c->in[off + 8] != 4) {
       fail("an answer that is not FC3 with 4 bytes of registers");
-    } else if (measuring) {
-      responses++;
+    } else if (count) {
+      t->responses++;
       long us = (long)((at - c->sent_at[tx]) * 1e6);
-      histogram[us < 0 ? 0 : us > BUCKETS ? BUCKETS : us]++;
+      t->histogram[us < 0 ? 0 : us > BUCKETS ? BUCKETS : us]++;
     }
     off += length;
     answers++;
   }
   memmove(c->in, c->in + off, (size_t)(c->have - off));
   c->have -= off;
+  c->outstanding -= answers;
   return answers;
 }
 
-static double percentile(double p) {
+static double percentile(const unsigned long *histogram, double p) {
   unsigned long total = 0, want, seen = 0;
   for (int i = 0; i <= BUCKETS; i++) total += histogram[i];
   if (!total) return -1;
@@ -133,57 +159,97 @@ static double cpu_seconds(void) {
   return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec * 1e-6 + (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec * 1e-6;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 6) {
-    fprintf(stderr, "usage: %s <port> <connections> <depth> <warmup ms> <duration ms> [unit id] [address]\n", argv[0]);
-    return 2;
-  }
-  int port = atoi(argv[1]), count = atoi(argv[2]), depth = atoi(argv[3]);
-  double warmup = atof(argv[4]) / 1000.0, duration = atof(argv[5]) / 1000.0;
-  if (argc > 6) unit_id = atoi(argv[6]);
-  if (argc > 7) address = atoi(argv[7]);
-  if (count < 1 || count > MAX_CONNECTIONS || depth < 1 || depth > MAX_DEPTH) {
-    fprintf(stderr, "connections must be 1..%d and depth 1..%d\n", MAX_CONNECTIONS, MAX_DEPTH);
-    return 2;
-  }
-  connections = calloc((size_t)count, sizeof *connections);
-  if (!connections) return 1;
-  for (int i = 0; i < count; i++) {
-    struct connection *c = &connections[i];
-    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
-    c->tx = (unsigned)i * 4099u;
-    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&to, sizeof to) != 0) {
-      fprintf(stderr, "cannot connect to 127.0.0.1:%d: %s\n", port, strerror(errno));
-      return 1;
-    }
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    fcntl(c->fd, F_SETFL, O_NONBLOCK);
-    send_requests(c, depth);
-  }
-  double start = now(), begin = start + warmup, end = begin + duration, cpu_begin = 0;
+/* One turn of a server: requests in flight for a slice (at most `limit` seconds), then its answers drained. */
+static void turn(struct target *t, double limit) {
+  double start = now(), slice_end = start + (limit < slice_seconds ? limit : slice_seconds);
+  int counting = measuring;
+  for (int i = 0; i < connection_count; i++) send_requests(t, &t->connections[i], depth);
   for (;;) {
-    for (int i = 0; i < count; i++) {
-      int answers = receive(&connections[i]);
-      if (answers) send_requests(&connections[i], answers);
+    for (int i = 0; i < connection_count; i++) {
+      int answers = receive(t, &t->connections[i], counting);
+      if (answers) send_requests(t, &t->connections[i], answers);
     }
-    if (!measuring) {
-      if (now() >= begin) {
-        measuring = 1;
-        begin = now();
-        end = begin + duration;
-        cpu_begin = cpu_seconds();
-      }
-    } else if (now() >= end) {
+    if (now() >= slice_end) break;
+  }
+  if (counting) t->active += now() - start;
+  double give_up = now() + 2.0;
+  for (int pending = 1; pending;) {
+    pending = 0;
+    for (int i = 0; i < connection_count; i++) {
+      struct connection *c = &t->connections[i];
+      if (c->outstanding > 0) receive(t, c, 0);
+      if (c->outstanding > 0) pending = 1;
+    }
+    if (pending && now() > give_up) {
+      fail("answers still missing 2 s after the turn");
+      for (int i = 0; i < connection_count; i++) t->connections[i].outstanding = 0;
       break;
     }
   }
-  double seconds = now() - begin;
-  double cpu = (cpu_seconds() - cpu_begin) / seconds * 100.0;
-  printf("{\"responses\":%ld,\"sent\":%ld,\"seconds\":%.6f,\"rate\":%.1f,\"skipped\":0,\"failures\":%ld,\"problems\":[%s%s%s],"
-         "\"p50Ms\":%.4f,\"p99Ms\":%.4f,\"cpuPercent\":%.1f}\n",
-         responses, sent, seconds, (double)responses / seconds, failures, problem[0] ? "\"" : "", problem, problem[0] ? "\"" : "",
-         percentile(50), percentile(99), cpu);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: %s <port[,port...]> <connections> <depth> <warmup ms> <duration ms per port> [unit id] [address]\n", argv[0]);
+    return 2;
+  }
+  for (char *port = strtok(argv[1], ","); port; port = strtok(NULL, ",")) {
+    if (target_count == MAX_TARGETS) { fprintf(stderr, "at most %d ports\n", MAX_TARGETS); return 2; }
+    targets[target_count++].port = atoi(port);
+  }
+  connection_count = atoi(argv[2]);
+  depth = atoi(argv[3]);
+  double warmup = atof(argv[4]) / 1000.0, duration = atof(argv[5]) / 1000.0;
+  if (argc > 6) unit_id = atoi(argv[6]);
+  if (argc > 7) address = atoi(argv[7]);
+  if (connection_count < 1 || connection_count > MAX_CONNECTIONS || depth < 1 || depth > MAX_DEPTH) {
+    fprintf(stderr, "connections must be 1..%d and depth 1..%d\n", MAX_CONNECTIONS, MAX_DEPTH);
+    return 2;
+  }
+  for (int k = 0; k < target_count; k++) {
+    struct target *t = &targets[k];
+    t->connections = calloc((size_t)connection_count, sizeof *t->connections);
+    t->histogram = calloc(BUCKETS + 1, sizeof *t->histogram);
+    if (!t->connections || !t->histogram) return 1;
+    for (int i = 0; i < connection_count; i++) {
+      struct connection *c = &t->connections[i];
+      struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((unsigned short)t->port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+      c->fd = socket(AF_INET, SOCK_STREAM, 0);
+      c->tx = (unsigned)i * 4099u;
+      if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        fprintf(stderr, "cannot connect to 127.0.0.1:%d: %s\n", t->port, strerror(errno));
+        return 1;
+      }
+      int one = 1;
+      setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      fcntl(c->fd, F_SETFL, O_NONBLOCK);
+    }
+  }
+  slice_seconds = target_count > 1 ? SLICE_MS / 1000.0 : 1e9;
+  /* Warm-up turns for every server (whole rounds), then measured rounds until each server had
+     `duration` of turns. */
+  double warm_end = now() + warmup;
+  for (int k = 0; now() < warm_end || k % target_count != 0; k++) {
+    double left = warm_end - now();
+    turn(&targets[k % target_count], left > 0.001 ? left : slice_seconds);
+  }
+  measuring = 1;
+  double cpu_begin = cpu_seconds(), begin = now();
+  for (int k = 0; targets[target_count - 1].active < duration || k % target_count != 0; k++) {
+    struct target *t = &targets[k % target_count];
+    double left = duration - t->active;
+    turn(t, left > 0.001 ? left : 0.001);
+  }
+  double cpu = (cpu_seconds() - cpu_begin) / (now() - begin) * 100.0;
+  if (target_count > 1) printf("[");
+  for (int k = 0; k < target_count; k++) {
+    struct target *t = &targets[k];
+    printf("%s{\"port\":%d,\"responses\":%ld,\"sent\":%ld,\"seconds\":%.6f,\"rate\":%.1f,\"skipped\":0,\"failures\":%ld,\"problems\":[%s%s%s],"
+           "\"p50Ms\":%.4f,\"p99Ms\":%.4f,\"cpuPercent\":%.1f}",
+           k ? "," : "", t->port, t->responses, t->sent, t->active, (double)t->responses / t->active, failures,
+           problem[0] ? "\"" : "", problem, problem[0] ? "\"" : "",
+           percentile(t->histogram, 50), percentile(t->histogram, 99), cpu);
+  }
+  printf(target_count > 1 ? "]\n" : "\n");
   return 0;
 }

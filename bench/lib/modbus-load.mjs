@@ -46,11 +46,28 @@ export function compiledLoadClient() {
  * @returns {Promise<ModbusLoadResult>}
  */
 export async function runCompiledModbusLoad(spec) {
+  const [result] = await runInterleavedModbusLoad({ ...spec, ports: [spec.port] })
+  return /** @type {ModbusLoadResult} */ (result)
+}
+
+/**
+ * Several servers measured by one C client in interleaved turns of 50 ms (see modbus-load.c):
+ * on a machine whose speed drifts within a second, the servers then see the same machine.
+ * `durationMs` is each server's measured time; the results come in the order of `ports`.
+ *
+ * @example
+ * const [mimic, echo] = await runInterleavedModbusLoad({ ports: [5020, 5021], connections: 1, depth: 8, warmupMs: 200, durationMs: 700 })
+ * @param {{ ports: number[], connections: number, depth: number, warmupMs: number, durationMs: number, unit?: number, address?: number }} spec
+ * @returns {Promise<ModbusLoadResult[]>}
+ */
+export async function runInterleavedModbusLoad(spec) {
   const client = await compiledLoadClient()
-  const args = [spec.port, spec.connections, spec.depth, spec.warmupMs, spec.durationMs, spec.unit ?? 1, spec.address ?? 0].map(String)
-  const { code, stdout, stderr } = await runProcess(client, args, { name: 'modbus load client (C)', timeoutMs: spec.warmupMs + spec.durationMs + 15_000 })
+  const args = [spec.ports.join(','), spec.connections, spec.depth, spec.warmupMs, spec.durationMs, spec.unit ?? 1, spec.address ?? 0].map(String)
+  const timeoutMs = spec.warmupMs + spec.durationMs * spec.ports.length * 2 + 15_000
+  const { code, stdout, stderr } = await runProcess(client, args, { name: 'modbus load client (C)', timeoutMs })
   if (code !== 0) throw new Error(`the Modbus load client failed (exit ${code}): ${stderr}`)
-  return JSON.parse(stdout.trim().split('\n').pop() ?? '{}')
+  const parsed = JSON.parse(stdout.trim().split('\n').pop() ?? '{}')
+  return Array.isArray(parsed) ? parsed : [parsed]
 }
 
 /**
