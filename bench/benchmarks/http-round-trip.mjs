@@ -7,7 +7,7 @@
  * const result = await httpRoundTrip.run(ctx)
  */
 import { PRODUCT_KEY, profilingOptions, startMimicProcess } from '../lib/mimic-process.mjs'
-import { runHttpLoad } from '../lib/http-load.mjs'
+import { runHttpLoad, runInterleavedHttpLoad } from '../lib/http-load.mjs'
 import { sensorModel } from '../lib/models.mjs'
 import { freePort } from '../lib/ports.mjs'
 import { startProcess, waitFor } from '../lib/processes.mjs'
@@ -24,12 +24,14 @@ export const httpRoundTrip = {
   async run(ctx) {
     const connections = ctx.smoke ? 4 : 32
     // Many short rounds rather than a few long ones: the machine's speed drifts within a minute,
-    // servers measured closer in time see more of the same machine, and the median of more
-    // per-round ratios is moved less by one slow round.
+    // and the median of more per-round ratios is moved less by one slow round.
     const seconds = ctx.smoke ? 1 : 2
-    const rounds = ctx.smoke ? 1 : 11
+    const rounds = ctx.smoke ? 1 : 9
+    // The C client measures all servers in interleaved turns, so that they see the same machine;
+    // wrk measures one server at a time.
+    const compiled = ctx.tools.cc
     const wrk = ctx.tools.wrk
-    if (!wrk) ctx.note('wrk is not installed: the built-in load client ran in the benchmark process (smoke quality only)')
+    if (!compiled) ctx.note(`no C compiler: ${wrk ? 'wrk' : 'the built-in load client (smoke quality only)'} measured the servers one after the other instead of bench/lib/http-load.c in interleaved turns`)
 
     const dir = await ctx.tmpDir()
     const startMimic = async () => {
@@ -72,20 +74,33 @@ export const httpRoundTrip = {
       if ((await read()) === before) throw new Error(`${server.name}: temperature did not change after run`)
     }
 
+    /**
+     * One round: every server under the same load, in `order`.
+     * @returns {Promise<import('../lib/http-load.mjs').HttpLoadResult[]>}
+     */
+    const measure = async (order) => {
+      const load = { runPath: RUN_PATH, readPath: READ_PATH, key: PRODUCT_KEY, connections, seconds }
+      if (compiled) return await runInterleavedHttpLoad({ ...load, ports: order.map((s) => Number(new URL(s.url).port)), warmupMs: ctx.smoke ? 100 : 500 })
+      const out = []
+      for (const server of order) out.push(await runHttpLoad({ ...load, url: server.url, wrk }))
+      return out
+    }
+
     /** @type {Record<string, import('../lib/http-load.mjs').HttpLoadResult[]>} */
     const results = {}
-    // Mimic and FastAPI run back to back, and which goes first alternates by round (as in
-    // benchmark 3), so that a drift in the machine's speed favours neither.
+    // Which server goes first alternates by round, so that no position is favoured.
     const backward = [...servers].reverse()
     for (let round = 0; round < rounds; round++) {
-      for (const server of round % 2 === 0 ? servers : backward) {
-        const r = await runHttpLoad({ url: server.url, runPath: RUN_PATH, readPath: READ_PATH, key: PRODUCT_KEY, connections, seconds, wrk })
-        if (r.errors > 0 || r.requests === 0) throw new Error(`${server.name}: ${r.errors} errors in ${r.requests} requests`)
+      const order = round % 2 === 0 ? servers : backward
+      const measured = await measure(order)
+      order.forEach((server, i) => {
+        const r = measured[i]
+        if (!r || r.errors > 0 || r.requests === 0) throw new Error(`${server.name}: ${r?.errors} errors in ${r?.requests} requests`)
         ;(results[server.name] ??= []).push(r)
-      }
+      })
     }
     const med = (name, key) => (results[name] ? median(results[name].map((r) => r[key])) : Number.NaN)
-    // Ratios paired by round (the servers ran seconds apart), then the median: see benchmark 3.
+    // Ratios paired by round (the servers measured in the same run), then the median: see benchmark 3.
     const paired = (name) => (results[name] ? median(results.mimic.map((r, i) => r.rate / results[name][i].rate)) : Number.NaN)
     const ratio = paired('fastapi')
     const ofBare = paired('node:http')
@@ -100,9 +115,12 @@ export const httpRoundTrip = {
       },
     ]
     const lines = [
-      `Load: ${results.mimic[0].tool}, ${connections} connections, each alternating POST run / GET temperature, ${seconds} s per round; requests/s counts both routes. ` +
+      `Load: ${results.mimic[0].tool}, ${connections} connections, each alternating POST run / GET temperature, ${seconds} s per server and round; requests/s counts both routes. ` +
+        (compiled
+          ? 'bench/lib/http-load.c measures the three servers in one run per round, in interleaved turns of 250 ms (one server at a time has requests in flight; each turn ends when its connections have their answers), so that they see the same machine. '
+          : '') +
         '`node:http` is bench/peers/bare-node-http.mjs, a bare node:http server answering canned bodies of the same sizes: what any server built on node:http pays before doing any work (Mimic answers plain requests without node:http, see src/server/fast-lane.ts). ' +
-        'Each round runs mimic, fastapi, node:http, and the next round the other way round; the summary\'s ratios are medians of the per-round ratios.',
+        'The first turn of a round goes to mimic, and in the next round to node:http (the other way round); the summary\'s ratios are medians of the per-round ratios.',
       '',
       '| server | rounds (requests/s) | median | p50 | p99 |',
       '|---|---|---|---|---|',

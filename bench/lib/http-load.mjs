@@ -10,6 +10,7 @@
  */
 import { Agent, request } from 'node:http'
 import { fileURLToPath } from 'node:url'
+import { compiledClient } from './compile.mjs'
 import { runProcess } from './processes.mjs'
 import { percentile } from './stats.mjs'
 
@@ -22,7 +23,7 @@ const SCRIPT = fileURLToPath(new URL('./wrk-alternate.lua', import.meta.url))
  * @property {number} p50Ms
  * @property {number} p99Ms
  * @property {number} errors non-2xx answers, socket errors and timeouts
- * @property {string} tool 'wrk' or 'built-in'
+ * @property {string} tool 'http-load.c', 'wrk' or 'built-in'
  */
 
 /**
@@ -42,6 +43,29 @@ export async function runHttpLoad(options) {
   const r = JSON.parse(line)
   const errors = Object.values(r.errors).reduce((a, b) => a + b, 0)
   return { rate: r.requests / (r.duration_us / 1e6), requests: r.requests, p50Ms: r.p50_us / 1000, p99Ms: r.p99_us / 1000, errors, tool: 'wrk' }
+}
+
+/**
+ * Several servers under the same load, measured by one run of bench/lib/http-load.c in
+ * interleaved turns of 250 ms (only one server has requests in flight at a time), so that all of
+ * them see the same machine; `seconds` is each server's measured time. The results come in the
+ * order of `ports`. Needs a C compiler.
+ *
+ * @example
+ * const [mimic, peer] = await runInterleavedHttpLoad({ ports: [8000, 8001], runPath, readPath, key: 'k', connections: 32, warmupMs: 500, seconds: 2 })
+ * @param {{ ports: number[], runPath: string, readPath: string, key: string, connections: number, warmupMs: number, seconds: number }} options
+ * @returns {Promise<HttpLoadResult[]>}
+ */
+export async function runInterleavedHttpLoad(options) {
+  const client = await compiledClient('http-load')
+  const args = [options.ports.join(','), options.connections, options.warmupMs, options.seconds * 1000, options.runPath, options.readPath, options.key].map(String)
+  const timeoutMs = options.warmupMs + options.seconds * 1000 * options.ports.length * 2 + 20_000
+  const { code, stdout, stderr } = await runProcess(client, args, { name: 'HTTP load client (C)', timeoutMs })
+  const line = stdout.split('\n').find((l) => l.startsWith('{'))
+  if (code !== 0 || !line) throw new Error(`the HTTP load client failed (exit ${code}): ${stderr}\n${stdout}`)
+  const r = JSON.parse(line)
+  if (r.failures > 0) throw new Error(`the HTTP load client saw ${r.failures} failures: ${r.problem}`)
+  return r.targets.map((t) => ({ rate: t.rate, requests: t.requests, p50Ms: t.p50Ms, p99Ms: t.p99Ms, errors: t.errors, tool: 'http-load.c' }))
 }
 
 /** @param {{ url: string, runPath: string, readPath: string, key: string, connections: number, seconds: number }} options */

@@ -6,35 +6,11 @@
  * const r = await runModbusLoad({ host: '127.0.0.1', port: 5020, connections: 16, depth: 1, warmupMs: 300, durationMs: 1500, processes: 2 })
  * console.log(r.rate, r.p50Ms, r.p99Ms)
  */
-import { mkdtemp } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { compiledClient } from './compile.mjs'
 import { runProcess } from './processes.mjs'
 
 const WORKER = fileURLToPath(new URL('./modbus-load-worker.mjs', import.meta.url))
-const C_SOURCE = fileURLToPath(new URL('./modbus-load.c', import.meta.url))
-
-/** @type {Promise<string> | undefined} */
-let compiled
-
-/**
- * Builds the C load client (bench/lib/modbus-load.c) once per run and returns its path. Throws
- * when there is no working C compiler.
- *
- * @example
- * const client = await compiledLoadClient() // '/tmp/mimic-modbus-load-abc/modbus-load'
- * @returns {Promise<string>}
- */
-export function compiledLoadClient() {
-  compiled ??= (async () => {
-    const out = join(await mkdtemp(join(tmpdir(), 'mimic-modbus-load-')), 'modbus-load')
-    const r = await runProcess('cc', ['-O2', '-o', out, C_SOURCE], { name: 'cc', timeoutMs: 60_000 })
-    if (r.code !== 0) throw new Error(`cc could not build the Modbus load client: ${r.stderr}`)
-    return out
-  })()
-  return compiled
-}
 
 /**
  * A closed-loop run with the C client (one process; it polls its sockets without sleeping, so
@@ -61,7 +37,7 @@ export async function runCompiledModbusLoad(spec) {
  * @returns {Promise<ModbusLoadResult[]>}
  */
 export async function runInterleavedModbusLoad(spec) {
-  const client = await compiledLoadClient()
+  const client = await compiledClient('modbus-load')
   const args = [spec.ports.join(','), spec.connections, spec.depth, spec.warmupMs, spec.durationMs, spec.unit ?? 1, spec.address ?? 0].map(String)
   const timeoutMs = spec.warmupMs + spec.durationMs * spec.ports.length * 2 + 15_000
   const { code, stdout, stderr } = await runProcess(client, args, { name: 'modbus load client (C)', timeoutMs })

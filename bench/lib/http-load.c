@@ -1,0 +1,233 @@
+/*
+ * The load client of benchmark 2 when a C compiler is at hand: keep-alive HTTP/1.1 connections,
+ * one request in flight on each, every connection alternating `POST <run path>` (body
+ * {"kwargs":{}}) and `GET <read path>`, both with the bearer key, as wrk does with
+ * wrk-alternate.lua.
+ *
+ * Why by hand: wrk measures one server at a time, and on this machine the speed drifts by 2x
+ * within a minute, so servers measured one after the other are measured on different machines
+ * (per-round ratios of the same two servers ranged from 2.1 to 4.5). This client measures several
+ * servers in turns of TURN_MS each: only one server has requests in flight at a time, and at the
+ * end of its turn its connections finish their requests before the next server's turn starts.
+ * Each server's rate counts the answers of its turns (the finishing ones included) over the time
+ * of its turns, so every server sees the same machine. It polls non-blocking sockets without
+ * sleeping: one core for the client, the other for the server under test.
+ *
+ * Build: cc -O2 -o http-load bench/lib/http-load.c
+ * Run:   ./http-load <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key>
+ * Prints one JSON line: {"targets": [one object per port, in the order given], "failures", "problem"}.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CONNECTIONS 256
+#define MAX_TARGETS 8
+#define TURN_MS 250
+#define BUFFER 65536
+#define BUCKETS 1000000           /* latency histogram: 1 us buckets up to 1 s */
+
+struct connection {
+  int fd;
+  int busy;                       /* a request is in flight */
+  int next_is_read;               /* alternates POST run / GET read */
+  int have;
+  double sent_at;
+  char in[BUFFER];
+};
+
+struct target {
+  int port;
+  struct connection *connections;
+  unsigned long *histogram;
+  char run_request[1024], read_request[1024];
+  int run_length, read_length;
+  long responses, errors;
+  double active;                  /* seconds of measured turns */
+};
+
+static struct target targets[MAX_TARGETS];
+static int target_count, connection_count, measuring;
+static long failures;
+static char problem[256];
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void fail(const char *what) {
+  failures++;
+  if (!problem[0]) snprintf(problem, sizeof problem, "%s", what);
+}
+
+static void send_request(struct target *t, struct connection *c) {
+  const char *request = c->next_is_read ? t->read_request : t->run_request;
+  ssize_t off = 0, total = c->next_is_read ? t->read_length : t->run_length;
+  while (off < total) {
+    ssize_t n = send(c->fd, request + off, (size_t)(total - off), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN) continue;
+      fail("send failed");
+      return;
+    }
+    off += n;
+  }
+  c->next_is_read = !c->next_is_read;
+  c->busy = 1;
+  c->sent_at = now();
+}
+
+/*
+ * Reads what arrived; returns 1 when the response to the request in flight is complete (it
+ * needs a Content-Length, which every server here sends).
+ */
+static int receive(struct target *t, struct connection *c, int count) {
+  ssize_t n = recv(c->fd, c->in + c->have, sizeof c->in - 1 - (size_t)c->have, 0);
+  if (n < 0 && errno == EAGAIN) return 0;
+  if (n <= 0) {
+    fail(n == 0 ? "the server closed the connection" : "recv failed");
+    c->busy = 0;
+    return 0;
+  }
+  c->have += (int)n;
+  c->in[c->have] = 0;
+  char *end = strstr(c->in, "\r\n\r\n");
+  if (!end) return 0;
+  long length = -1;
+  for (char *line = strstr(c->in, "\r\n"); line && line < end; line = strstr(line + 2, "\r\n")) {
+    if (strncasecmp(line + 2, "content-length:", 15) == 0) length = strtol(line + 17, NULL, 10);
+  }
+  if (length < 0) {
+    fail("a response without Content-Length");
+    c->busy = 0;
+    c->have = 0;
+    return 0;
+  }
+  int total = (int)(end + 4 - c->in) + (int)length;
+  if (c->have < total) return 0;
+  int status = atoi(c->in + 9);
+  if (status < 200 || status > 299) {
+    t->errors++;
+    fail("a response that is not 2xx");
+  } else if (count) {
+    t->responses++;
+    long us = (long)((now() - c->sent_at) * 1e6);
+    t->histogram[us < 0 ? 0 : us > BUCKETS ? BUCKETS : us]++;
+  }
+  memmove(c->in, c->in + total, (size_t)(c->have - total));
+  c->have -= total;
+  c->busy = 0;
+  return 1;
+}
+
+static double percentile(const unsigned long *histogram, double p) {
+  unsigned long total = 0, want, seen = 0;
+  for (int i = 0; i <= BUCKETS; i++) total += histogram[i];
+  if (!total) return -1;
+  want = (unsigned long)(p / 100.0 * (double)total + 0.5);
+  if (want < 1) want = 1;
+  for (int i = 0; i <= BUCKETS; i++) {
+    seen += histogram[i];
+    if (seen >= want) return (i + 0.5) / 1000.0;
+  }
+  return BUCKETS / 1000.0;
+}
+
+/* One turn of a server: every connection busy for the turn (at most `limit` seconds), then finishing its request. */
+static void turn(struct target *t, double limit) {
+  double start = now(), turn_end = start + (limit < TURN_MS / 1000.0 ? limit : TURN_MS / 1000.0);
+  int counting = measuring;
+  for (int i = 0; i < connection_count; i++) send_request(t, &t->connections[i]);
+  for (int open = 1; open;) {
+    int sending = now() < turn_end;
+    open = 0;
+    for (int i = 0; i < connection_count; i++) {
+      struct connection *c = &t->connections[i];
+      if (!c->busy) continue;
+      if (receive(t, c, counting) && sending) send_request(t, c);
+      if (c->busy) open = 1;
+    }
+    if (open && now() > turn_end + 10.0) {
+      fail("responses still missing 10 s after the turn");
+      for (int i = 0; i < connection_count; i++) t->connections[i].busy = 0;
+      break;
+    }
+  }
+  if (counting) t->active += now() - start;
+}
+
+static int build_request(char *out, size_t size, const char *method, const char *path, int port, const char *key, int body) {
+  return snprintf(out, size,
+                  "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n%s\r\n%s",
+                  method, path, port, key, body ? "Content-Type: application/json\r\nContent-Length: 13\r\n" : "",
+                  body ? "{\"kwargs\":{}}" : "");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 8) {
+    fprintf(stderr, "usage: %s <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key>\n", argv[0]);
+    return 2;
+  }
+  for (char *port = strtok(argv[1], ","); port; port = strtok(NULL, ",")) {
+    if (target_count == MAX_TARGETS) { fprintf(stderr, "at most %d ports\n", MAX_TARGETS); return 2; }
+    targets[target_count++].port = atoi(port);
+  }
+  connection_count = atoi(argv[2]);
+  double warmup = atof(argv[3]) / 1000.0, duration = atof(argv[4]) / 1000.0;
+  if (connection_count < 1 || connection_count > MAX_CONNECTIONS) {
+    fprintf(stderr, "connections must be 1..%d\n", MAX_CONNECTIONS);
+    return 2;
+  }
+  for (int k = 0; k < target_count; k++) {
+    struct target *t = &targets[k];
+    t->run_length = build_request(t->run_request, sizeof t->run_request, "POST", argv[5], t->port, argv[7], 1);
+    t->read_length = build_request(t->read_request, sizeof t->read_request, "GET", argv[6], t->port, argv[7], 0);
+    t->connections = calloc((size_t)connection_count, sizeof *t->connections);
+    t->histogram = calloc(BUCKETS + 1, sizeof *t->histogram);
+    if (!t->connections || !t->histogram) return 1;
+    for (int i = 0; i < connection_count; i++) {
+      struct connection *c = &t->connections[i];
+      struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((unsigned short)t->port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+      c->fd = socket(AF_INET, SOCK_STREAM, 0);
+      if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        fprintf(stderr, "cannot connect to 127.0.0.1:%d: %s\n", t->port, strerror(errno));
+        return 1;
+      }
+      int one = 1;
+      setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      fcntl(c->fd, F_SETFL, O_NONBLOCK);
+    }
+  }
+  /* Warm-up turns for every server (whole rounds), then measured rounds until each server had
+     `duration` of turns. */
+  double warm_end = now() + warmup;
+  for (int k = 0; now() < warm_end || k % target_count != 0; k++) turn(&targets[k % target_count], TURN_MS / 1000.0);
+  measuring = 1;
+  for (int k = 0; targets[target_count - 1].active < duration || k % target_count != 0; k++) {
+    struct target *t = &targets[k % target_count];
+    double left = duration - t->active;
+    turn(t, left > 0.001 ? left : 0.001);
+  }
+  printf("{\"targets\":[");
+  for (int k = 0; k < target_count; k++) {
+    struct target *t = &targets[k];
+    printf("%s{\"port\":%d,\"requests\":%ld,\"errors\":%ld,\"seconds\":%.6f,\"rate\":%.1f,\"p50Ms\":%.4f,\"p99Ms\":%.4f}",
+           k ? "," : "", t->port, t->responses, t->errors, t->active, (double)t->responses / t->active,
+           percentile(t->histogram, 50), percentile(t->histogram, 99));
+  }
+  printf("],\"failures\":%ld,\"problem\":\"%s\"}\n", failures, problem);
+  return 0;
+}
