@@ -120,6 +120,6 @@ export async function describeEnvironment(options) {
     fastapi,
     uvicorn,
     wrk,
-    'C compiler (benchmark 3 load client)': cc,
+    'C compiler (load clients of benchmarks 2 and 3)': cc,
   }
 }
