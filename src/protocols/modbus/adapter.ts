@@ -272,7 +272,7 @@ export class ModbusSlaveAdapter {
    */
   #encode(entry: CompiledEntry): string | null {
     const value = this.#read(entry)
-    if (entry.scratchValid && entry.scratchValue === value) return null
+    if (entry.scratchValid && Object.is(entry.scratchValue, value)) return null
     entry.scratchValid = false
     const problem = encodeInto(value, entry.spec, entry.scratch, 0)
     if (problem !== null) return problem

@@ -70,7 +70,7 @@ describe('ModbusSlaveAdapter over TCP', () => {
     assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [0x41c8])
   })
 
-  it('registers follow the attribute value, also back to an earlier one and after one that cannot be encoded', async () => {
+  it('registers follow the attribute value, also back to an earlier one, after one that cannot be encoded, and from 0 to -0', async () => {
     const read = async (): Promise<number[]> => registersOf(await client.request({ fc: 3, address: 0, quantity: 2 }))
     assert.deepEqual(await read(), [0x41c8, 0])
     rig.accessor.values.set('temperature', 1.5)
@@ -79,6 +79,10 @@ describe('ModbusSlaveAdapter over TCP', () => {
     assert.equal(exceptionOf(await client.request({ fc: 3, address: 0, quantity: 2 })), 4)
     rig.accessor.values.set('temperature', 1.5)
     assert.deepEqual(await read(), [0x3fc0, 0])
+    rig.accessor.values.set('temperature', 0)
+    assert.deepEqual(await read(), [0, 0])
+    rig.accessor.values.set('temperature', -0)
+    assert.deepEqual(await read(), [0x8000, 0], '-0 has its own encoding')
     rig.accessor.values.set('temperature', 25.0)
     assert.deepEqual(await read(), [0x41c8, 0])
   })
