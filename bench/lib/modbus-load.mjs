@@ -1,6 +1,7 @@
 /**
- * The Modbus load client of benchmarks 3 and 6: spreads connections over one or more processes
- * of `modbus-load-worker.mjs` (so the client is never the bottleneck) and merges their results.
+ * The Modbus load clients of benchmarks 3 and 6: the C client (`modbus-load.c`, closed loop,
+ * several servers in interleaved turns), and the node:net one, which spreads connections over one
+ * or more processes of `modbus-load-worker.mjs` and merges their results.
  *
  * @example
  * const r = await runModbusLoad({ host: '127.0.0.1', port: 5020, connections: 16, depth: 1, warmupMs: 300, durationMs: 1500, processes: 2 })
@@ -11,20 +12,6 @@ import { compiledClient } from './compile.mjs'
 import { runProcess } from './processes.mjs'
 
 const WORKER = fileURLToPath(new URL('./modbus-load-worker.mjs', import.meta.url))
-
-/**
- * A closed-loop run with the C client (one process; it polls its sockets without sleeping, so
- * it takes one core whatever the server does).
- *
- * @example
- * const r = await runCompiledModbusLoad({ port: 5020, connections: 1, depth: 8, warmupMs: 200, durationMs: 1000 })
- * @param {{ port: number, connections: number, depth: number, warmupMs: number, durationMs: number, unit?: number, address?: number }} spec
- * @returns {Promise<ModbusLoadResult>}
- */
-export async function runCompiledModbusLoad(spec) {
-  const [result] = await runInterleavedModbusLoad({ ...spec, ports: [spec.port] })
-  return /** @type {ModbusLoadResult} */ (result)
-}
 
 /**
  * Several servers measured by one C client in interleaved turns of 50 ms (see modbus-load.c):
