@@ -18,19 +18,8 @@
  * Prints one JSON line: {"targets": [one object per port, in the order given], "failures", "problem"}.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
+#include "load-client.h"
 
 #define MAX_CONNECTIONS 256
 #define MAX_TARGETS 8
@@ -59,19 +48,6 @@ struct target {
 
 static struct target targets[MAX_TARGETS];
 static int target_count, connection_count, measuring;
-static long failures;
-static char problem[256];
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void fail(const char *what) {
-  failures++;
-  if (!problem[0]) snprintf(problem, sizeof problem, "%s", what);
-}
 
 static void send_request(struct target *t, struct connection *c) {
   const char *request = c->next_is_read ? t->read_request : t->run_request;
@@ -124,26 +100,12 @@ static int receive(struct target *t, struct connection *c, int count) {
     fail("a response that is not 2xx");
   } else if (count) {
     t->responses++;
-    long us = (long)((now() - c->sent_at) * 1e6);
-    t->histogram[us < 0 ? 0 : us > BUCKETS ? BUCKETS : us]++;
+    record_latency(t->histogram, BUCKETS, now() - c->sent_at);
   }
   memmove(c->in, c->in + total, (size_t)(c->have - total));
   c->have -= total;
   c->busy = 0;
   return 1;
-}
-
-static double percentile(const unsigned long *histogram, double p) {
-  unsigned long total = 0, want, seen = 0;
-  for (int i = 0; i <= BUCKETS; i++) total += histogram[i];
-  if (!total) return -1;
-  want = (unsigned long)(p / 100.0 * (double)total + 0.5);
-  if (want < 1) want = 1;
-  for (int i = 0; i <= BUCKETS; i++) {
-    seen += histogram[i];
-    if (seen >= want) return (i + 0.5) / 1000.0;
-  }
-  return BUCKETS / 1000.0;
 }
 
 /* One turn of a server: every connection busy for the turn (at most `limit` seconds), then finishing its request. */
@@ -181,10 +143,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key>\n", argv[0]);
     return 2;
   }
-  for (char *port = strtok(argv[1], ","); port; port = strtok(NULL, ",")) {
-    if (target_count == MAX_TARGETS) { fprintf(stderr, "at most %d ports\n", MAX_TARGETS); return 2; }
-    targets[target_count++].port = atoi(port);
-  }
+  int ports[MAX_TARGETS];
+  target_count = parse_ports(argv[1], ports, MAX_TARGETS);
+  if (target_count < 1) return 2;
+  for (int k = 0; k < target_count; k++) targets[k].port = ports[k];
   connection_count = atoi(argv[2]);
   double warmup = atof(argv[3]) / 1000.0, duration = atof(argv[4]) / 1000.0;
   if (connection_count < 1 || connection_count > MAX_CONNECTIONS) {
@@ -200,15 +162,8 @@ int main(int argc, char **argv) {
     if (!t->connections || !t->histogram) return 1;
     for (int i = 0; i < connection_count; i++) {
       struct connection *c = &t->connections[i];
-      struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((unsigned short)t->port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-      c->fd = socket(AF_INET, SOCK_STREAM, 0);
-      if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&to, sizeof to) != 0) {
-        fprintf(stderr, "cannot connect to 127.0.0.1:%d: %s\n", t->port, strerror(errno));
-        return 1;
-      }
-      int one = 1;
-      setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      fcntl(c->fd, F_SETFL, O_NONBLOCK);
+      c->fd = connect_loopback(t->port);
+      if (c->fd < 0) return 1;
     }
   }
   /* Warm-up turns for every server (whole rounds), then measured rounds until each server had
@@ -226,7 +181,7 @@ int main(int argc, char **argv) {
     struct target *t = &targets[k];
     printf("%s{\"port\":%d,\"requests\":%ld,\"errors\":%ld,\"seconds\":%.6f,\"rate\":%.1f,\"p50Ms\":%.4f,\"p99Ms\":%.4f}",
            k ? "," : "", t->port, t->responses, t->errors, t->active, (double)t->responses / t->active,
-           percentile(t->histogram, 50), percentile(t->histogram, 99));
+           percentile(t->histogram, BUCKETS, 50), percentile(t->histogram, BUCKETS, 99));
   }
   printf("],\"failures\":%ld,\"problem\":\"%s\"}\n", failures, problem);
   return 0;

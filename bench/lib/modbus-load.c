@@ -22,18 +22,8 @@
  * Run:   ./modbus-load <port[,port...]> <connections> <depth> <warmup ms> <duration ms per port> [unit id] [address]
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
+#include "load-client.h"
 
 #define MAX_CONNECTIONS 256
 #define MAX_DEPTH 256
@@ -64,21 +54,8 @@ struct target {
 static struct target targets[MAX_TARGETS];
 static int target_count, connection_count, depth;
 static double slice_seconds;      /* SLICE_MS with several servers; one server runs in one turn */
-static long failures;
 static int measuring;
-static char problem[256];
 static int unit_id = 1, address = 0;
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void fail(const char *what) {
-  failures++;
-  if (!problem[0]) snprintf(problem, sizeof problem, "%s", what);
-}
 
 /* Sends `count` new requests on one connection in one write. */
 static void send_requests(struct target *t, struct connection *c, int count) {
@@ -128,8 +105,7 @@ static int receive(struct target *t, struct connection *c, int count) {
       fail("an answer that is not FC3 with 4 bytes of registers");
     } else if (count) {
       t->responses++;
-      long us = (long)((at - c->sent_at[tx]) * 1e6);
-      t->histogram[us < 0 ? 0 : us > BUCKETS ? BUCKETS : us]++;
+      record_latency(t->histogram, BUCKETS, at - c->sent_at[tx]);
     }
     off += length;
     answers++;
@@ -138,19 +114,6 @@ static int receive(struct target *t, struct connection *c, int count) {
   c->have -= off;
   c->outstanding -= answers;
   return answers;
-}
-
-static double percentile(const unsigned long *histogram, double p) {
-  unsigned long total = 0, want, seen = 0;
-  for (int i = 0; i <= BUCKETS; i++) total += histogram[i];
-  if (!total) return -1;
-  want = (unsigned long)(p / 100.0 * (double)total + 0.5);
-  if (want < 1) want = 1;
-  for (int i = 0; i <= BUCKETS; i++) {
-    seen += histogram[i];
-    if (seen >= want) return (i + 0.5) / 1000.0;
-  }
-  return BUCKETS / 1000.0;
 }
 
 static double cpu_seconds(void) {
@@ -193,10 +156,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s <port[,port...]> <connections> <depth> <warmup ms> <duration ms per port> [unit id] [address]\n", argv[0]);
     return 2;
   }
-  for (char *port = strtok(argv[1], ","); port; port = strtok(NULL, ",")) {
-    if (target_count == MAX_TARGETS) { fprintf(stderr, "at most %d ports\n", MAX_TARGETS); return 2; }
-    targets[target_count++].port = atoi(port);
-  }
+  int ports[MAX_TARGETS];
+  target_count = parse_ports(argv[1], ports, MAX_TARGETS);
+  if (target_count < 1) return 2;
+  for (int k = 0; k < target_count; k++) targets[k].port = ports[k];
   connection_count = atoi(argv[2]);
   depth = atoi(argv[3]);
   double warmup = atof(argv[4]) / 1000.0, duration = atof(argv[5]) / 1000.0;
@@ -213,16 +176,9 @@ int main(int argc, char **argv) {
     if (!t->connections || !t->histogram) return 1;
     for (int i = 0; i < connection_count; i++) {
       struct connection *c = &t->connections[i];
-      struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((unsigned short)t->port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-      c->fd = socket(AF_INET, SOCK_STREAM, 0);
       c->tx = (unsigned)i * 4099u;
-      if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&to, sizeof to) != 0) {
-        fprintf(stderr, "cannot connect to 127.0.0.1:%d: %s\n", t->port, strerror(errno));
-        return 1;
-      }
-      int one = 1;
-      setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      fcntl(c->fd, F_SETFL, O_NONBLOCK);
+      c->fd = connect_loopback(t->port);
+      if (c->fd < 0) return 1;
     }
   }
   slice_seconds = target_count > 1 ? SLICE_MS / 1000.0 : 1e9;
@@ -248,7 +204,7 @@ int main(int argc, char **argv) {
            "\"p50Ms\":%.4f,\"p99Ms\":%.4f,\"cpuPercent\":%.1f}",
            k ? "," : "", t->port, t->responses, t->sent, t->active, (double)t->responses / t->active, failures,
            problem[0] ? "\"" : "", problem, problem[0] ? "\"" : "",
-           percentile(t->histogram, 50), percentile(t->histogram, 99), cpu);
+           percentile(t->histogram, BUCKETS, 50), percentile(t->histogram, BUCKETS, 99), cpu);
   }
   printf(target_count > 1 ? "]\n" : "\n");
   return 0;
