@@ -152,7 +152,7 @@ function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger
     return { status, headers: `x-correlation-id: ${id}\r\n`, body: JSON.stringify(fault) }
   }
   try {
-    const result = answerTree(system, req.method, req.url, body, context, true)
+    const result = answerTree(system, req.method, req.url, body, context)
     // A read is answered in this turn, without a promise chain (see answerTree).
     if (!(result instanceof Promise)) return answered(result)
     return result.then((value) => {

@@ -34,7 +34,9 @@ export function registerTreeRoutes(app: FastifyInstance, system: System): void {
     req.mimicFault = treeFaultContext(req.method)
     const result = await answerTree(system, req.method, req.url, req.body, req.mimicFault)
     reply.header('cache-control', 'no-store')
-    return result
+    if (!(result instanceof JsonText)) return result
+    reply.type('application/json; charset=utf-8')
+    return result.text
   }
   for (const url of ['/api/v3/system', '/api/v3/system/*']) {
     app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE', 'POST'], url, handler })
@@ -53,12 +55,12 @@ export function treeFaultContext(method: string): RequestFaultContext {
  *
  * A read is answered synchronously (a GET is most of what a polling client sends, and each
  * promise costs); anything that changes the system returns a promise. Either way it may throw.
- * With `asText`, a GET of a node gives its document as a JsonText.
+ * A GET of a node gives its document as a JsonText.
  *
  * @example
- * const doc = await answerTree(system, 'GET', '/api/v3/system/instances/sensor', undefined, treeFaultContext('GET'))
+ * const doc = await answerTree(system, 'GET', '/api/v3/system/instances/sensor', undefined, treeFaultContext('GET')) // a JsonText
  */
-export function answerTree(system: System, method: string, url: string, body: unknown, fault: RequestFaultContext, asText = false): unknown {
+export function answerTree(system: System, method: string, url: string, body: unknown, fault: RequestFaultContext): unknown {
   const verb = method as Verb
   const segments = treeSegments(url)
   fault.action = ACTIONS[verb]
@@ -67,12 +69,12 @@ export function answerTree(system: System, method: string, url: string, body: un
   fault.component = target.node.faultInfo()
   fault.node = target.node
   if (target.kind === 'method') fault.action = target.method
-  return dispatch(verb, target, body, system, asText)
+  return dispatch(verb, target, body, system)
 }
 
 /**
  * A node document already in JSON (Component.documentJson): what answerTree gives for a GET of
- * a node when asked for text, so that the fast lane sends it without building objects first.
+ * a node, sent as it is by the fast lane and the fastify route alike.
  *
  * @example
  * const body = result instanceof JsonText ? result.text : JSON.stringify(result)
@@ -122,7 +124,7 @@ export function guessComponent(segments: string[]): FaultComponent | null {
 }
 
 /** The answer to a request on a resolved target: a value for a read, a promise otherwise. */
-function dispatch(verb: Verb, target: Target, body: unknown, system: System, asText: boolean): unknown {
+function dispatch(verb: Verb, target: Target, body: unknown, system: System): unknown {
   const node = target.node
   switch (target.kind) {
     case 'method':
@@ -134,7 +136,7 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System, asT
       throw new BadRequestError(`${verb} is not allowed on a property (use GET or PUT with {"value": v})`)
     case 'node':
       if (verb !== 'GET') return dispatchNode(verb, node, body, system)
-      return asText ? new JsonText(node.documentJson()) : node.document()
+      return new JsonText(node.documentJson())
   }
 }
 
