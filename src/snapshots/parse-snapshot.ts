@@ -91,8 +91,7 @@ function parseObject(text: string, source: string): RawSnapshotFile {
   try {
     raw = JSON.parse(text)
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err)
-    const why = text.trim() === '' ? 'the file is empty' : `not valid JSON (truncated or corrupt?): ${reason}`
+    const why = text.trim() === '' ? 'the file is empty' : `not valid JSON (truncated or corrupt?)${jsonErrorPlace(text, err)}`
     throw new ValidationError(`Snapshot ${source}: ${why}`, [{ path: '', message: why }])
   }
   if (!isPlainObject(raw)) {
@@ -100,6 +99,19 @@ function parseObject(text: string, source: string): RawSnapshotFile {
     throw new ValidationError(`Snapshot ${source}: ${why}`, [{ path: '', message: why }])
   }
   return raw
+}
+
+/**
+ * Where JSON.parse stopped, as ` at line L, column C` when its message gives a position. Only the
+ * place: V8's messages quote the text around it, and a fault must never show a file's content
+ * (the file may not be a snapshot at all).
+ */
+function jsonErrorPlace(text: string, err: unknown): string {
+  const position = /at position (\d+)/.exec(err instanceof Error ? err.message : '')?.[1]
+  if (position === undefined) return ''
+  const before = text.slice(0, Number(position))
+  const line = before.split('\n').length
+  return ` at line ${line}, column ${Number(position) - before.lastIndexOf('\n')}`
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -9,15 +9,15 @@
  * under 10 ms either way, see test/unit/snapshots/large-system.test.ts).
  */
 import { randomUUID } from 'node:crypto'
-import { mkdir, readFile, stat, unlink } from 'node:fs/promises'
+import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises'
 import { dirname, extname, join, resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
 import type { Logger } from 'pino'
-import { ConflictError, NotFoundError, summarize, ValidationError, type ErrorDetail } from '../errors.js'
+import { ConflictError, ForbiddenError, NotFoundError, summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { writeFileAtomic } from './atomic-write.js'
 import { errnoCode, toMimicError } from './fs-error.js'
 import { looksLikeSnapshot, parseSnapshot, peekHeader, type ParsedSnapshot } from './parse-snapshot.js'
-import { canonicalPath, checkName, checkPathText, resolveInside } from './safe-path.js'
+import { canonicalPath, checkName, checkPathText, isWithin, resolveInside } from './safe-path.js'
 import { scanJsonFiles } from './scan.js'
 import { CURRENT_SCHEMA_VERSION, systemDefinitionSchema, type SnapshotFile, type SystemDefinition } from './schema.js'
 import type {
@@ -308,7 +308,7 @@ export class SnapshotStore {
     let brokenDirect: { path: string; text: string } | undefined
     if (!/[/\\]/.test(id) && id !== '.' && id !== '..') {
       direct = join(root, `${id}.json`)
-      const text = await readFile(direct, 'utf8').catch(() => undefined)
+      const text = await this.#readDirect(id, direct)
       if (text !== undefined) {
         const declared = peekHeader(text).id
         if (declared === id) return { path: direct, text }
@@ -322,6 +322,27 @@ export class SnapshotStore {
       if (text !== undefined && peekHeader(text).id === id) return { path, text }
     }
     return brokenDirect
+  }
+
+  /**
+   * The text of `<dir>/<id>.json`, or undefined when there is none. A symlink there is held to
+   * the containment of paths: one that resolves outside the allowed directories is a 403, and
+   * nothing of its target is read.
+   */
+  async #readDirect(id: string, path: string): Promise<string | undefined> {
+    let real: string
+    try {
+      real = await realpath(path)
+    } catch {
+      return undefined
+    }
+    const roots = await Promise.all(this.#roots.map((root) => canonicalPath(root)))
+    if (!roots.some((root) => isWithin(real, root))) {
+      throw new ForbiddenError(`Snapshot id '${id}': ${path} is a link that resolves outside the allowed directories`, [
+        { path: 'id', message: 'resolves outside the allowed directories' },
+      ])
+    }
+    return readFile(real, 'utf8').catch(() => undefined)
   }
 
   async #notFound(id: string): Promise<NotFoundError> {
