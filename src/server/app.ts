@@ -1,5 +1,3 @@
-import fastifySwagger from '@fastify/swagger'
-import fastifySwaggerUi from '@fastify/swagger-ui'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { BadRequestError, MimicError, NotFoundError, PayloadTooLargeError, UnauthorizedError } from '../errors.js'
@@ -9,7 +7,8 @@ import { bearerCheck } from './auth.js'
 import { attachFastLane, type LaneHandler, type LaneRequest, type LaneResponse } from './fast-lane.js'
 import { asMimicError, buildFault, correlationIdOf, type FaultDocument } from './faults.js'
 import { parseJsonBody } from './json-body.js'
-import { buildOpenApi } from './openapi.js'
+import { serveInTurn } from './pipelining.js'
+import { registerApiDocs } from './api-docs.js'
 import { JsonText, answerTree, guessComponent, registerTreeRoutes, treeFaultContext, type RequestFaultContext } from './tree-routes.js'
 
 declare module 'fastify' {
@@ -50,6 +49,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // request is measurable work on a server polled thousands of times a second.
     childLoggerFactory: (logger) => logger,
   }) as unknown as FastifyInstance
+  // Pipelined requests one at a time per connection, a bounded number waiting (pipelining.ts).
+  serveInTurn(app.server, { logger: opts.logger })
   const authorized = bearerCheck(opts.productKey)
 
   app.removeAllContentTypeParsers()
@@ -81,9 +82,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     void reply.status(404).send(buildFault(err, { action: req.method.toLowerCase(), component: null, correlationId: req.id }))
   })
 
-  await app.register(fastifySwagger, { mode: 'static', specification: { document: buildOpenApi() as never } })
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' })
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  registerApiDocs(app)
 
   app.get('/', async () => ({
     message: 'Mimic device-simulation server. API under /api/v3/system, docs at /docs.',

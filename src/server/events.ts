@@ -156,7 +156,7 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
   }
 
   // No HEAD twin: a HEAD request would open a stream that sends nothing.
-  app.get('/api/v3/events', { schema: { hide: true }, exposeHeadRoute: false }, async (req: FastifyRequest, reply: FastifyReply) => {
+  app.get('/api/v3/events', { exposeHeadRoute: false }, async (req: FastifyRequest, reply: FastifyReply) => {
     const { hz, filter } = parseQuery(req.query as Record<string, unknown>)
     reply.hijack()
     const res = reply.raw
