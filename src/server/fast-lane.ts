@@ -21,9 +21,13 @@ import type { Socket } from 'node:net'
  * - the handler declines whatever it would not answer exactly as the fastify routes do.
  *
  * A connection handed over stays with node:http for the rest of its life. Pipelined requests are
- * answered one after the other, each started once the one before it is answered (node:http
- * starts them all at once; RFC 9112 allows either). A client that half-closes gets the answers
- * to the complete requests it sent, then the connection closes.
+ * answered one after the other, each started once the one before it is answered, as on the
+ * connections node:http serves (pipelining.ts). A client that half-closes gets the answers to the
+ * complete requests it sent, then the connection closes. Resources stay bounded whatever the
+ * client does: the lane reads at most MAX_BACKLOG_BYTES ahead of its answers, makes no new
+ * answer while the socket has not taken the last ones, answers a bounded batch per turn of the
+ * event loop, drops what is left when the client goes away, and closes a connection whose client
+ * takes none of its answers for the keep-alive timeout.
  */
 
 /** The headers the lane reads (any other header is passed over). */
@@ -65,6 +69,13 @@ const HEAD_END = Buffer.from('\r\n\r\n')
 const SWEEP_MS = 1000
 /** Unanswered request bytes a connection may send ahead before the lane stops reading it. */
 const MAX_BACKLOG_BYTES = 1 << 20
+/**
+ * Requests answered in one turn of the event loop before the lane lets other connections and
+ * timers run, and the answer bytes one turn may hold: a buffer full of pipelined requests for
+ * large documents must not freeze the server while it answers them all.
+ */
+const MAX_ANSWERS_PER_TURN = 16
+const MAX_OUTPUT_PER_TURN = 256 * 1024
 
 const REQUEST_LINE = /^(GET|POST|PUT|PATCH|DELETE) (\/[!-~]*) HTTP\/1\.1$/
 // Header lines after the request line, to the end of the head: `token ":" value`, CRLF between.
@@ -164,6 +175,8 @@ class LaneConnection {
   #backlogged = false
   /** When the connection last received a request or sent an answer (Date.now()). */
   #lastActive = Date.now()
+  /** Wakes `#serve` when the socket drains or closes. */
+  #wake: (() => void) | undefined
 
   constructor(
     private readonly socket: Socket,
@@ -180,9 +193,13 @@ class LaneConnection {
     socket.on('end', this.#onEnd)
   }
 
-  /** Closes the connection if it has been idle since `time` (one waiting for a slow answer is not idle). */
+  /**
+   * Closes the connection if it has been idle since `time` (one waiting for a slow answer is not
+   * idle), or if its client has not taken any of its answers since then.
+   */
   closeIfIdleSince(time: number): void {
-    if (!this.#busy && !this.#out && this.#lastActive < time) this.socket.destroy()
+    if (this.#lastActive >= time) return
+    if ((!this.#busy && !this.#out) || this.#waitingForDrain) this.socket.destroy()
   }
 
   /** Writes the answers waiting for this connection; reading pauses while the client lags behind. */
@@ -190,17 +207,27 @@ class LaneConnection {
     const text = this.#out
     if (!text) return
     this.#out = ''
-    this.#lastActive = Date.now()
     const socket = this.socket
     if (socket.destroyed) return
-    if (!socket.write(text) && !this.#waitingForDrain) {
+    const taken = socket.write(text)
+    if (taken) {
+      this.#lastActive = Date.now()
+    } else if (!this.#waitingForDrain) {
       this.#waitingForDrain = true
       this.#updateReading()
       socket.once('drain', () => {
         this.#waitingForDrain = false
+        this.#lastActive = Date.now()
         this.#updateReading()
+        this.#wakeUp()
       })
     }
+  }
+
+  #wakeUp(): void {
+    const wake = this.#wake
+    this.#wake = undefined
+    wake?.()
   }
 
   #updateReading(): void {
@@ -246,16 +273,30 @@ class LaneConnection {
 
   #onClose = (): void => {
     this.#done = true
+    // Nobody will read the answers: what is still buffered is dropped unanswered.
+    this.#buffer = undefined
+    this.#out = ''
     this.forget()
+    this.#wakeUp()
   }
 
   /**
    * Answers the complete requests in the buffer in order, one after the other; each answer joins
    * the connection's output as soon as it is ready, and the output leaves at the end of the turn.
+   * A turn answers a bounded number of requests; a socket that does not take its answers is
+   * waited for before the next one is made; a client gone away stops it.
    */
   async #serve(): Promise<void> {
     this.#busy = true
+    let answeredThisTurn = 0
     while (this.#buffer && this.#buffer.length > 0) {
+      if (this.#waitingForDrain || answeredThisTurn >= MAX_ANSWERS_PER_TURN || this.#out.length >= MAX_OUTPUT_PER_TURN) {
+        this.flush()
+        await (this.#waitingForDrain ? new Promise<void>((resolve) => (this.#wake = resolve)) : new Promise<void>((resolve) => setImmediate(resolve)))
+        if (this.#done) return
+        answeredThisTurn = 0
+        continue
+      }
       const parsed = parse(this.#buffer, this.bodyLimit)
       const answer = parsed === 'decline' ? undefined : this.handler(parsed.request)
       if (parsed === 'decline' || answer === undefined) {
@@ -274,6 +315,7 @@ class LaneConnection {
         unflushed.add(this)
       }
       this.#out += serialize(response, this.server.keepAliveTimeout)
+      answeredThisTurn++
     }
     this.#busy = false
     if (this.#backlogged) {

@@ -1,0 +1,99 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { Logger } from 'pino'
+
+/**
+ * Pipelined requests on connections node:http serves: one at a time, and a bounded number
+ * waiting.
+ *
+ * node:http starts every pipelined request as soon as it is parsed and holds each answer until
+ * the ones before it are written. A client that pipelines hundreds of requests and reads no
+ * answer makes the server build and hold every one of them (a 6 MB document eighty times over),
+ * and on Node 20 the answers queued behind an unread one are never released when the client
+ * goes away. Here a connection's next request starts only once the answer before it has been
+ * handed to the socket, so a client that does not read holds one answer at most. With
+ * {@link READ_AHEAD_REQUESTS} requests waiting, the connection is read no further until they
+ * have been answered; node's parser still hands over every request of the piece it has read, and
+ * a connection with more than {@link MAX_WAITING_REQUESTS} waiting is closed. The waiting
+ * requests of a client that went away are dropped unstarted. RFC 9112 (9.3.2) lets a server
+ * process pipelined requests one after the other.
+ */
+
+/** Requests waiting behind an unfinished one at which a connection is no longer read. */
+export const READ_AHEAD_REQUESTS = 16
+/** Requests waiting behind an unfinished one beyond which the connection is closed. */
+export const MAX_WAITING_REQUESTS = 1024
+
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void
+
+interface ConnectionQueue {
+  busy: boolean
+  /** Reading was paused here (READ_AHEAD_REQUESTS). */
+  paused: boolean
+  waiting: Array<[IncomingMessage, ServerResponse]>
+}
+
+/**
+ * Wraps the server's `request` listeners (fastify's handler) so that each connection's requests
+ * run one after the other (see the module comment).
+ *
+ * @example
+ * const app = Fastify()
+ * serveInTurn(app.server, { logger })
+ */
+export function serveInTurn(server: Server, opts: { logger: Pick<Logger, 'debug'> }): void {
+  const listeners = server.listeners('request') as RequestListener[]
+  server.removeAllListeners('request')
+  const queues = new WeakMap<Socket, ConnectionQueue>()
+
+  const start = (queue: ConnectionQueue, req: IncomingMessage, res: ServerResponse): void => {
+    queue.busy = true
+    let finished = false
+    const next = (): void => {
+      if (finished) return
+      finished = true
+      queue.busy = false
+      const socket = req.socket
+      if (socket.destroyed) {
+        queue.waiting.length = 0
+        return
+      }
+      if (queue.paused && queue.waiting.length < READ_AHEAD_REQUESTS) {
+        queue.paused = false
+        socket.resume()
+      }
+      const following = queue.waiting.shift()
+      if (following) start(queue, following[0], following[1])
+    }
+    res.once('finish', next)
+    res.once('close', next)
+    for (const listener of listeners) listener.call(server, req, res)
+  }
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket
+    // The client is gone: nobody would read the answer.
+    if (socket.destroyed) return
+    let queue = queues.get(socket)
+    if (queue === undefined) {
+      queue = { busy: false, paused: false, waiting: [] }
+      queues.set(socket, queue)
+      const created = queue
+      socket.once('close', () => {
+        created.waiting.length = 0
+      })
+    }
+    if (!queue.busy) return start(queue, req, res)
+    if (queue.waiting.length >= MAX_WAITING_REQUESTS) {
+      opts.logger.debug({ remote: socket.remoteAddress, waiting: queue.waiting.length }, 'connection closed: too many pipelined requests waiting')
+      queue.waiting.length = 0
+      socket.destroy()
+      return
+    }
+    queue.waiting.push([req, res])
+    if (!queue.paused && queue.waiting.length >= READ_AHEAD_REQUESTS) {
+      queue.paused = true
+      socket.pause()
+    }
+  })
+}
