@@ -1,5 +1,6 @@
 import { STATUS_CODES, type Server } from 'node:http'
 import type { Socket } from 'node:net'
+import { spendInTurn, turnBudgetSpent } from './turn-budget.js'
 
 /**
  * The fast lane of the HTTP server: plain keep-alive HTTP/1.1 requests to the tree (a client
@@ -76,7 +77,6 @@ const MAX_BACKLOG_BYTES = 1 << 20
  */
 const MAX_ANSWERS_PER_TURN = 16
 const MAX_OUTPUT_PER_TURN = 256 * 1024
-
 const REQUEST_LINE = /^(GET|POST|PUT|PATCH|DELETE) (\/[!-~]*) HTTP\/1\.1$/
 // Header lines after the request line, to the end of the head: `token ":" value`, CRLF between.
 // Sticky, so it checks the head in place; unambiguous (a value holds no CR), so it runs in
@@ -290,13 +290,14 @@ class LaneConnection {
     this.#busy = true
     let answeredThisTurn = 0
     while (this.#buffer && this.#buffer.length > 0) {
-      if (this.#waitingForDrain || answeredThisTurn >= MAX_ANSWERS_PER_TURN || this.#out.length >= MAX_OUTPUT_PER_TURN) {
+      if (this.#waitingForDrain || answeredThisTurn >= MAX_ANSWERS_PER_TURN || this.#out.length >= MAX_OUTPUT_PER_TURN || turnBudgetSpent()) {
         this.flush()
         await (this.#waitingForDrain ? new Promise<void>((resolve) => (this.#wake = resolve)) : new Promise<void>((resolve) => setImmediate(resolve)))
         if (this.#done) return
         answeredThisTurn = 0
         continue
       }
+      const started = performance.now()
       const parsed = parse(this.#buffer, this.bodyLimit)
       const answer = parsed === 'decline' ? undefined : this.handler(parsed.request)
       if (parsed === 'decline' || answer === undefined) {
@@ -316,6 +317,8 @@ class LaneConnection {
       }
       this.#out += serialize(response, this.server.keepAliveTimeout)
       answeredThisTurn++
+      // An answer that waited for a promise was made in another turn: only synchronous work counts.
+      if (!(answer instanceof Promise)) spendInTurn(performance.now() - started)
     }
     this.#busy = false
     if (this.#backlogged) {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
+import { spendInTurn, turnBudgetSpent } from './turn-budget.js'
 
 /**
  * Pipelined requests on connections node:http serves: one at a time, and a bounded number
@@ -15,8 +16,9 @@ import type { Logger } from 'pino'
  * {@link READ_AHEAD_REQUESTS} requests waiting, the connection is read no further until they
  * have been answered; node's parser still hands over every request of the piece it has read, and
  * a connection with more than {@link MAX_WAITING_REQUESTS} waiting is closed. The waiting
- * requests of a client that went away are dropped unstarted. RFC 9112 (9.3.2) lets a server
- * process pipelined requests one after the other.
+ * requests of a client that went away are dropped unstarted, and a request does not start in a
+ * turn of the event loop whose answering budget is spent (turn-budget.ts). RFC 9112 (9.3.2) lets
+ * a server process pipelined requests one after the other.
  */
 
 /** Requests waiting behind an unfinished one at which a connection is no longer read. */
@@ -65,9 +67,17 @@ export function serveInTurn(server: Server, opts: { logger: Pick<Logger, 'debug'
       const following = queue.waiting.shift()
       if (following) start(queue, following[0], following[1])
     }
-    res.once('finish', next)
-    res.once('close', next)
-    for (const listener of listeners) listener.call(server, req, res)
+    const run = (): void => {
+      // The client went away while this request waited for its turn.
+      if (req.socket.destroyed) return next()
+      if (turnBudgetSpent()) return void setImmediate(run)
+      res.once('finish', next)
+      res.once('close', next)
+      const started = performance.now()
+      for (const listener of listeners) listener.call(server, req, res)
+      spendInTurn(performance.now() - started)
+    }
+    run()
   }
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {

@@ -17,6 +17,9 @@ export interface AttributeBinding {
   writable: boolean
 }
 
+/** Strings longer than this are encoded once per attribute document (see documentJson). */
+const LONG_STRING = 4096
+
 /**
  * One attribute of an instance. `internal_value` is the model state (a Python property when
  * bound); `external_value` is a presentation override that the next `run()` clears — reading it
@@ -148,8 +151,18 @@ export class Attribute extends Component {
     const props = this.properties()
     let attr = ''
     let top = ''
+    // The internal, external and default values are often equal: a long string among them (a
+    // document of megabytes) is encoded once, not three times.
+    let long: [string, string] | undefined
     for (const key in props) {
-      const json = JSON.stringify(props[key])
+      const value = props[key]
+      let json: string | undefined
+      if (typeof value === 'string' && value.length > LONG_STRING) {
+        if (long?.[0] !== value) long = [value, JSON.stringify(value)]
+        json = long[1]
+      } else {
+        json = JSON.stringify(value)
+      }
       attr += `${attr ? ',' : ''}"${key}":${json === undefined ? '{}' : `{"value":${json}}`}`
       if (json !== undefined && !DOCUMENT_KEYS.has(key)) top += `,"${key}":${json}`
     }
