@@ -3,8 +3,10 @@
  * half-written, nothing is kept as if it had been saved, and the system keeps running.
  *
  * Tests run as root, where file modes do not stop writes. Two set-ups that do work as root:
- * a snapshots directory below a regular file (ENOTDIR -> 409), and a server run as the
- * unprivileged user 65534 via `setpriv` against a root-owned 0755 directory (EACCES -> 403).
+ * a snapshots directory below a regular file (ENOTDIR -> 409), and a server run by `setpriv`
+ * without the capabilities that override file modes (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH)
+ * against a 0555 directory (EACCES -> 403). It stays root, so it reads the checkout wherever
+ * that lives (a clone under /root, a 0700 temp directory), as another user could not.
  */
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -70,10 +72,12 @@ describe('snapshot directory that cannot be written', () => {
   })
 })
 
-describe('read-only snapshot directory (server run as an unprivileged user)', () => {
-  const asNobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
-  const canDrop = process.getuid?.() === 0 && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'true']).status === 0
-  const readOnlyByMode = process.getuid?.() !== 0
+describe('read-only snapshot directory (server run without the right to override file modes)', () => {
+  // Root without the capabilities that override file modes: the directory's 0555 then stops its
+  // writes, while the checkout (root's own files, wherever it lives) stays readable to it.
+  const withoutOverride = ['setpriv', '--bounding-set=-dac_override,-dac_read_search']
+  const canDrop = process.getuid?.() === 0 && spawnSync(withoutOverride[0]!, [...withoutOverride.slice(1), 'true']).status === 0
+  const readOnlyByMode = canDrop || process.getuid?.() !== 0
   let dir: string
   let snapshots: string
   let server: ServedMimic | undefined
@@ -91,7 +95,7 @@ describe('read-only snapshot directory (server run as an unprivileged user)', ()
     if (readOnlyByMode) await chmod(snapshots, 0o555)
     server = await serveMimic(
       ['--snapshots-dir', snapshots, '--extensions', join(dir, 'extensions'), '--product-key', key, '--python', '/usr/bin/python3'],
-      { wrap: canDrop ? asNobody : [] },
+      { wrap: canDrop ? withoutOverride : [] },
     )
     assert.equal((await api('PUT', SYS, { models: { M: MODEL }, instances: { first: 'M' } })).status, 200)
   })
@@ -101,7 +105,7 @@ describe('read-only snapshot directory (server run as an unprivileged user)', ()
   })
 
   it('save is a 403 saying permission denied; the directory stays empty; the system keeps running', async (ctx) => {
-    if (!server) return ctx.skip('needs root with setpriv, or an unprivileged user')
+    if (!server) return ctx.skip('needs root with setpriv, or a user other than root')
     for (const kwargs of [{}, { name: 'n' }, { directory: 'sub', name: 'n' }]) {
       const res = await api('POST', `${SYS}/snapshots/method/save`, { kwargs })
       assert.equal(res.status, 403, `${JSON.stringify(kwargs)} -> ${JSON.stringify(res.body)}`)
