@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
-// dashboard) and type-checks, then runs every test file with node's test runner — TypeScript
+// dashboard) and type-checks, incrementally (an up-to-date build takes seconds, see tsconfig.json), then runs every test file with node's test runner — TypeScript
 // through tsx, and the Python SDK's unittest suite through test/python-sdk.test.ts — so one closing
 // summary counts everything. `node scripts/run-tests.mjs modbus` runs the files whose path
 // contains "modbus".

@@ -41,8 +41,12 @@ export class MimicError extends Error {
   /** The component the fault is about, when it is not the node the request addressed. */
   component?: { name: string; path: string; state: string | null }
 
-  constructor(code: FaultCode, message: string, details: ErrorDetail[] = []) {
-    super(message)
+  /**
+   * @example
+   * new InternalError('Cannot write /srv/a.json: EIO', [], { cause: err }) // err stays in `.cause` for the log
+   */
+  constructor(code: FaultCode, message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super(message, options)
     this.code = code
     this.details = details
     this.name = FAULT_KINDS[code].type
@@ -59,8 +63,8 @@ export class MimicError extends Error {
 
 /** 400: the body is not JSON, or the envelope is wrong. */
 export class BadRequestError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('BAD_REQUEST', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('BAD_REQUEST', message, details, options)
   }
 }
 
@@ -73,22 +77,22 @@ export class UnauthorizedError extends MimicError {
 
 /** 403: a path outside the directories the operator allowed. */
 export class ForbiddenError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('FORBIDDEN', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('FORBIDDEN', message, details, options)
   }
 }
 
 /** 404: unknown component, property, method, model or snapshot. */
 export class NotFoundError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('NOT_FOUND', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('NOT_FOUND', message, details, options)
   }
 }
 
 /** 409: the request conflicts with the current state (a model in use, a port taken). */
 export class ConflictError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('CONFLICT', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('CONFLICT', message, details, options)
   }
 }
 
@@ -101,36 +105,36 @@ export class PayloadTooLargeError extends MimicError {
 
 /** 422: an invalid definition or value; `details` lists every problem with its path. */
 export class ValidationError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('VALIDATION', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('VALIDATION', message, details, options)
   }
 }
 
 /** 500: the user's Python code raised; the traceback is in `details`. */
 export class UserCodeError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('USER_CODE', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('USER_CODE', message, details, options)
   }
 }
 
 /** 500: a bug in Mimic itself. */
 export class InternalError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('INTERNAL', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('INTERNAL', message, details, options)
   }
 }
 
 /** 503: the Python worker that held the instance is gone. */
 export class WorkerGoneError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('WORKER_GONE', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('WORKER_GONE', message, details, options)
   }
 }
 
 /** 504: a call into Python ran past its time limit. */
 export class WorkerTimeoutError extends MimicError {
-  constructor(message: string, details: ErrorDetail[] = []) {
-    super('WORKER_TIMEOUT', message, details)
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('WORKER_TIMEOUT', message, details, options)
   }
 }
 

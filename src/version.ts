@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { InternalError } from './errors.js'
 
 /**
  * The package root, found by walking up from this module: the same code runs from `src/`
@@ -19,7 +20,7 @@ export const PACKAGE_ROOT: string = (() => {
       // not here: keep walking up
     }
     const up = dirname(dir)
-    if (up === dir) throw new Error('cannot find the mimic package root')
+    if (up === dir) throw new InternalError('cannot find the mimic package root')
     dir = up
   }
 })()

@@ -227,7 +227,7 @@ describe('snapshots, memory-only mode', () => {
 
     const persisted = (await t.call(SNAP, 'persist_all_in_memory')).body.result.persisted
     assert.deepEqual(persisted, [{ id: saved.id, path: join(t.snapshots, `${saved.id}.json`) }])
-    assert.equal(JSON.parse(await readFile(persisted[0].path, 'utf8')).label, 'mem')
+    assert.equal(JSON.parse(await readFile(persisted[0]!.path, 'utf8')).label, 'mem')
   })
 })
 

@@ -23,7 +23,7 @@ export interface FaultDocument {
 /** Turns anything thrown into a MimicError; unknown errors become a 500 InternalError. */
 export function asMimicError(err: unknown): MimicError {
   if (err instanceof MimicError) return err
-  return new InternalError(`Internal error: ${(err as Error)?.message ?? String(err)}`)
+  return new InternalError(`Internal error: ${(err as Error)?.message ?? String(err)}`, [], { cause: err })
 }
 
 /**

@@ -52,12 +52,12 @@ export function toMimicError(err: unknown, ctx: FsErrorContext): MimicError {
   const code = errnoCode(err)
   const reason = err instanceof Error ? err.message : String(err)
   const details = [{ path: ctx.path, message: reason }]
-  if (code === 'ENOENT') return new NotFoundError(`File not found: ${ctx.path}`, details)
+  if (code === 'ENOENT') return new NotFoundError(`File not found: ${ctx.path}`, details, { cause: err })
   if (code !== undefined && DENIED.has(code)) {
-    return new ForbiddenError(`Cannot ${ctx.action} ${ctx.path}: ${reason}`, details)
+    return new ForbiddenError(`Cannot ${ctx.action} ${ctx.path}: ${reason}`, details, { cause: err })
   }
   if (code !== undefined && CONFLICTING.has(code)) {
-    return new ConflictError(`Cannot ${ctx.action} ${ctx.path}: ${reason}`, details)
+    return new ConflictError(`Cannot ${ctx.action} ${ctx.path}: ${reason}`, details, { cause: err })
   }
-  return new InternalError(`Cannot ${ctx.action} ${ctx.path}: ${reason}`, details)
+  return new InternalError(`Cannot ${ctx.action} ${ctx.path}: ${reason}`, details, { cause: err })
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { AttributeDeclaration } from '../../src/definition/model-schema.js'
-import { Attribute, Attributes, type AttributeOwner } from '../../src/system/attributes.js'
+import { type Attribute, Attributes, type AttributeOwner } from '../../src/system/attributes.js'
 import { Component } from '../../src/tree/component.js'
 
 /** The instance side of an attribute, reduced to what a document needs. */

@@ -1,0 +1,58 @@
+// Layer rules of src/ (see docs/architecture.md): imports point one way,
+//   server -> system (tree nodes) -> engine -> language, python, protocols, snapshots -> definition, tree
+// with errors.ts and version.ts below everything, and the client on its own. The entry points
+// (cli.ts, mimic.ts, config.ts, index.ts) wire the layers together and may import any of them.
+const layer = (folders) => `^src/(${folders.join('|')})/`
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycles-between-folders',
+      severity: 'error',
+      comment: 'An import cycle may only run inside one folder (the tree nodes know their parents and children).',
+      from: { path: '^src/([^/]+)/' },
+      to: { circular: true, viaSomeNot: '^src/$1/' },
+    },
+    {
+      name: 'server-is-the-top',
+      severity: 'error',
+      comment: 'Only the entry points know HTTP.',
+      from: { path: '^src/', pathNot: ['^src/server/', '^src/(cli|mimic|index)\\.ts$'] },
+      to: { path: '^src/server/' },
+    },
+    { name: 'system-below-server', severity: 'error', from: { path: layer(['engine', 'language', 'python', 'protocols', 'snapshots', 'definition', 'tree']) }, to: { path: '^src/system/' } },
+    { name: 'engine-below-system', severity: 'error', from: { path: layer(['language', 'python', 'protocols', 'snapshots', 'definition', 'tree']) }, to: { path: '^src/engine/' } },
+    {
+      name: 'services-below-engine',
+      severity: 'error',
+      comment: 'language, python, protocols and snapshots are independent of each other and of the layers above.',
+      from: { path: layer(['definition', 'tree']) },
+      to: { path: layer(['language', 'python', 'protocols', 'snapshots']) },
+    },
+    { name: 'python-alone', severity: 'error', from: { path: '^src/python/' }, to: { path: layer(['language', 'protocols', 'snapshots']) } },
+    { name: 'snapshots-alone', severity: 'error', from: { path: '^src/snapshots/' }, to: { path: layer(['language', 'protocols', 'python']) } },
+    { name: 'language-alone', severity: 'error', from: { path: '^src/language/' }, to: { path: layer(['protocols', 'python', 'snapshots']) } },
+    {
+      name: 'protocols-alone',
+      severity: 'error',
+      comment: 'Each protocol folder stands alone; only src/protocols/index.ts (the registry) names them all.',
+      from: { path: '^src/protocols/([^/]+)/' },
+      to: { path: ['^src/protocols/', layer(['language', 'python', 'snapshots'])], pathNot: ['^src/protocols/$1/', '^src/protocols/[^/]+\\.ts$'] },
+    },
+    { name: 'definition-and-tree-at-the-bottom', severity: 'error', from: { path: '^src/(definition|tree)/' }, to: { path: '^src/(cli|mimic|config|index)\\.ts$' } },
+    { name: 'nothing-imports-the-cli', severity: 'error', from: { path: '^src/', pathNot: '^src/index\\.ts$' }, to: { path: '^src/cli\\.ts$' } },
+    {
+      name: 'client-stands-alone',
+      severity: 'error',
+      comment: 'The TypeScript client ships to users: it imports nothing from the server side.',
+      from: { path: '^src/client/' },
+      to: { path: '^src/', pathNot: '^src/client/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+}

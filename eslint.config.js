@@ -1,0 +1,27 @@
+// Lint rules for the TypeScript sources, tests and the dashboard. Type-aware rules are left out:
+// they would type-check the whole project a second time, and `npm run typecheck` already does.
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'bench/out/', 'bench/peers/**/node_modules/', '**/*.d.ts'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setImmediate: 'readonly', performance: 'readonly', fetch: 'readonly', AbortSignal: 'readonly', structuredClone: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', queueMicrotask: 'readonly' },
+    },
+    rules: {
+      // Names, paths and Modbus strings are checked for control characters on purpose, by regex.
+      'no-control-regex': 'off',
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      'no-restricted-syntax': ['error', { selector: "ThrowStatement > NewExpression[callee.name='Error']", message: 'Throw a MimicError subclass (src/errors.ts), not a bare Error.' }],
+    },
+  },
+  {
+    // Tests and benchmarks may throw plain errors and use `any` to look into answers.
+    files: ['test/**', 'bench/**', 'scripts/**', 'ui/**'],
+    rules: { 'no-restricted-syntax': 'off', '@typescript-eslint/no-explicit-any': 'off' },
+  },
+)
