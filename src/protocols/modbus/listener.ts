@@ -73,7 +73,10 @@ export class ModbusListener {
         socket.destroy()
         return
       }
-      if (this.#connections.size >= this.#rules.maxConnections && !this.#makeRoom()) {
+      // A loop, since a unit with a lower limit may have joined while more were open.
+      let room = this.#connections.size < this.#rules.maxConnections
+      while (!room && this.#makeRoom()) room = this.#connections.size < this.#rules.maxConnections
+      if (!room) {
         this.#logger.debug({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` }, 'refused a modbus connection: every connection is waiting for an answer')
         socket.destroy()
         this.#closedByRule('refused')
@@ -173,7 +176,7 @@ export class ModbusListener {
     return this.#closing
   }
 
-  /** Applies the strictest rules of the units left; an existing connection is never closed for a lower limit alone. */
+  /** Applies the strictest rules of the units left; a lower limit closes nothing until the next connection arrives. */
   #updateRules(): void {
     // A listener that lost its last unit keeps its rules for the moment until it closes.
     if (this.#units.size === 0) return

@@ -235,6 +235,37 @@ describe('ModbusHub', () => {
     }
   })
 
+  it('a unit with a lower limit joining: the next newcomer closes the longest idle connections down to it', async () => {
+    const hub = new ModbusHub({ logger: silentLogger })
+    try {
+      const first = adapterFor(hub, { port: 0, unitId: 1, value: 1 })
+      await first.start()
+      const port = first.info().port!
+      const clients: TestClient[] = []
+      for (let i = 0; i < 4; i++) {
+        const client = await TestClient.connect(port)
+        assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [1])
+        clients.push(client)
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+      const strict = adapterFor(hub, { port, unitId: 2, value: 2, connections: { max_connections: 2 } })
+      await strict.start()
+      // Joining closes nothing by itself.
+      assert.equal(hub.listeners()[0]!.connections, 4)
+      const newcomer = await TestClient.connect(port)
+      await Promise.all([clients[0]!.closed, clients[1]!.closed, clients[2]!.closed])
+      assert.deepEqual(registersOf(await newcomer.request({ fc: 3, address: 0, quantity: 1 }, { unitId: 2 })), [2])
+      assert.deepEqual(registersOf(await clients[3]!.request({ fc: 3, address: 0, quantity: 1 })), [1])
+      assert.equal(hub.listeners()[0]!.connections, 2)
+      assert.equal(first.info().counters.evictions, 3)
+      assert.equal(strict.info().counters.evictions, 3)
+      newcomer.close()
+      clients[3]!.close()
+    } finally {
+      await hub.close()
+    }
+  })
+
   it('refuses a unit id outside 0..255 and a host that is not local', async () => {
     const hub = new ModbusHub({ logger: silentLogger })
     try {
