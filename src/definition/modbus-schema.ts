@@ -46,6 +46,19 @@ export const TYPE_WIDTH: Readonly<Record<ModbusType, number | null>> = {
 /** Groups whose items are single bits: only `bool` fits there. @example BIT_GROUPS.has('c_o') // true */
 export const BIT_GROUPS: ReadonlySet<ModbusGroup> = new Set(['c_o', 'd_i'])
 
+/**
+ * What a `modbus_slave` definition gets for the connection settings it omits: a connection may go
+ * 300 s without completing a request, must finish a frame it started within 10 s, and its
+ * listener holds at most 256 connections. 256 rather than the thousands a socket allows: a real
+ * device takes a handful of clients, each connection holds a descriptor of the server process
+ * (which also serves HTTP and talks to its Python workers, often under a soft limit of 1024
+ * descriptors), and a few busy listeners at 256 each stay well inside that.
+ *
+ * @example
+ * MODBUS_CONNECTION_DEFAULTS.idle_timeout // 300
+ */
+export const MODBUS_CONNECTION_DEFAULTS = { idle_timeout: 300, frame_timeout: 10, max_connections: 256 } as const
+
 const ATTRIBUTE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/
 const MAX_ADDRESS = 65535
 
@@ -103,6 +116,25 @@ export const modbusSlaveSchema = z
     port: z.number().int().min(0).max(65535).optional(),
     unit_id: z.number().int().min(0).max(255).default(1),
     response_delay: z.number().min(0).max(3600).default(0),
+    /** Seconds a connection may go without completing a request; 0: never closed for idling. */
+    idle_timeout: z
+      .number()
+      .min(0, 'idle_timeout is seconds >= 0 (0: never)')
+      .max(86_400, 'idle_timeout is at most 86400 seconds (one day)')
+      .default(MODBUS_CONNECTION_DEFAULTS.idle_timeout),
+    /** Seconds within which a frame whose first bytes arrived must be complete. */
+    frame_timeout: z
+      .number()
+      .gt(0, 'frame_timeout is seconds > 0: a started frame always has a deadline')
+      .max(3600, 'frame_timeout is at most 3600 seconds')
+      .default(MODBUS_CONNECTION_DEFAULTS.frame_timeout),
+    /** Connections the listener holds at once; at the limit the longest idle one makes room. */
+    max_connections: z
+      .number()
+      .int('max_connections is a whole number')
+      .min(1, 'max_connections is at least 1')
+      .max(65_535, 'max_connections is at most 65535')
+      .default(MODBUS_CONNECTION_DEFAULTS.max_connections),
     mapping: z.record(
       z.string().regex(ATTRIBUTE_NAME, 'an attribute name must match [A-Za-z_][A-Za-z0-9_-]*'),
       mappingEntrySchema,

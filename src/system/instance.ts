@@ -499,7 +499,8 @@ export class AdapterNode extends Component {
 
   override properties(): Record<string, unknown> {
     const info = this.adapter.info()
-    return { host: info.host, port: info.port, unit_id: info.unit_id, response_delay: info.response_delay, mapping: info.mapping, counters: info.counters }
+    const { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters } = info
+    return { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters }
   }
 
   override methods(): Record<string, MethodHandler> {

@@ -14,6 +14,8 @@ import {
 } from './codec.js'
 import type { ModbusRequest } from './codec.js'
 import type { ModbusUnit, UnitAnswer } from './connection.js'
+import { rulesOf } from './connection-rules.js'
+import type { ConnectionCloseReason } from './connection-rules.js'
 import { checkValue, decodeFrom, encodeInto } from './encoding.js'
 import type { ModbusHub, ModbusRegistration } from './hub.js'
 import { RegisterMap } from './register-map.js'
@@ -68,8 +70,36 @@ export interface ModbusSlaveInfo {
   unit_id: number
   state: ModbusSlaveState
   response_delay: number
+  idle_timeout: number
+  frame_timeout: number
+  max_connections: number
   mapping: ModbusSlaveDefinition['mapping']
-  counters: { requests: number; errors: number }
+  counters: ModbusSlaveCounters
+}
+
+/**
+ * What the adapter counted since it was created. The connection counters count what the
+ * adapter's listener closed or refused by its rules while the adapter was on it; adapters that
+ * share a listener each count the same events, since a connection belongs to no single unit.
+ */
+export interface ModbusSlaveCounters {
+  requests: number
+  errors: number
+  /** Connections closed after idle_timeout without a complete request. */
+  idle_timeouts: number
+  /** Connections closed because a started frame was not complete within frame_timeout. */
+  frame_timeouts: number
+  /** Connections closed to make room for a new one at max_connections. */
+  evictions: number
+  /** New connections refused at max_connections, every open one waiting for an answer. */
+  refusals: number
+}
+
+const CLOSE_COUNTERS: Readonly<Record<ConnectionCloseReason, 'idle_timeouts' | 'frame_timeouts' | 'evictions' | 'refusals'>> = {
+  idle: 'idle_timeouts',
+  frame: 'frame_timeouts',
+  evicted: 'evictions',
+  refused: 'refusals',
 }
 
 /** One attribute write decided by a request, applied after every check passed. */
@@ -109,6 +139,7 @@ export class ModbusSlaveAdapter {
   #detached = false
   #requests = 0
   #errors = 0
+  #closes = { idle_timeouts: 0, frame_timeouts: 0, evictions: 0, refusals: 0 }
   #lastWarning = 0
 
   constructor(options: ModbusSlaveAdapterOptions) {
@@ -126,6 +157,8 @@ export class ModbusSlaveAdapter {
     this.#unit = {
       handle: (frame, offset, length, out, at) => this.#handle(frame, offset, length, out, at),
       responseDelayMs,
+      connectionRules: rulesOf(options.definition),
+      connectionClosed: (reason) => void this.#closes[CLOSE_COUNTERS[reason]]++,
     }
   }
 
@@ -189,7 +222,7 @@ export class ModbusSlaveAdapter {
    * What the adapter node shows.
    *
    * @example
-   * adapter.info().counters // { requests: 12, errors: 1 }
+   * adapter.info().counters // { requests: 12, errors: 1, idle_timeouts: 0, frame_timeouts: 0, evictions: 0, refusals: 0 }
    */
   info(): ModbusSlaveInfo {
     const d = this.#definition
@@ -199,8 +232,11 @@ export class ModbusSlaveAdapter {
       unit_id: d.unit_id,
       state: this.state,
       response_delay: d.response_delay,
+      idle_timeout: d.idle_timeout,
+      frame_timeout: d.frame_timeout,
+      max_connections: d.max_connections,
       mapping: structuredClone(d.mapping),
-      counters: { requests: this.#requests, errors: this.#errors },
+      counters: { requests: this.#requests, errors: this.#errors, ...this.#closes },
     }
   }
 

@@ -9,6 +9,7 @@ import {
   stampHeader,
   writeException,
 } from './codec.js'
+import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.js'
 
 /**
  * One Modbus TCP connection: cuts the byte stream into frames, hands each to the unit it addresses
@@ -22,6 +23,10 @@ import {
  * place into a 4 KiB slab, and the answers to a whole chunk of requests leave in one write. Memory
  * per connection is bounded: the partial frame is under 260 bytes, the slab is 4 KiB, and reading
  * pauses while the inbox, the delayed answers or the socket's write buffer are full.
+ *
+ * The connection keeps two timestamps for its listener's sweep (see listener.ts) instead of
+ * timers of its own: when it last completed a request, and when the frame it is part-way through
+ * began. Each costs one clock read per chunk at most, and no timer is armed per request.
  *
  * @example
  * server.on('connection', (socket) => new ModbusConnection({ socket, resolveUnit: (id) => units.get(id), logger }))
@@ -44,6 +49,10 @@ export interface ModbusUnit {
   handle(frame: Buffer, pduOffset: number, pduLength: number, out: Buffer, at: number): UnitAnswer
   /** Milliseconds every answer is held back (0 for none). */
   readonly responseDelayMs: number
+  /** How long connections may idle or hold a partial frame, and how many the listener holds; defaults when absent. */
+  readonly connectionRules?: ConnectionRules
+  /** Told each time the unit's listener closes or refuses a connection by those rules. */
+  connectionClosed?(reason: ConnectionCloseReason): void
 }
 
 /** Options of a connection. */
@@ -99,6 +108,10 @@ export class ModbusConnection {
   #slab: Buffer | null = null
   #slabStart = 0
   #slabEnd = 0
+  /** Date.now() when the last complete request arrived (when the connection opened, before any). */
+  #lastRequestAt = Date.now()
+  /** Date.now() when the partial frame held in #partial began; 0 while there is none. */
+  #partialSince = 0
 
   constructor(options: ModbusConnectionOptions) {
     this.#socket = options.socket
@@ -117,6 +130,24 @@ export class ModbusConnection {
     socket.on('close', () => this.#cleanup())
   }
 
+  /** Date.now() of the last complete request, or of the connection's opening before any. */
+  get lastRequestAt(): number {
+    return this.#lastRequestAt
+  }
+
+  /**
+   * Date.now() when the frame received in part so far began; 0 when none is, and while reading
+   * is paused, since the rest of the frame then waits on us, not on the client.
+   */
+  get partialSince(): number {
+    return this.#paused ? 0 : this.#partialSince
+  }
+
+  /** True while the client waits for an answer of ours (a Python write, a response delay): such a connection is not idle. */
+  get answering(): boolean {
+    return this.#busy || this.#outbox.length > 0
+  }
+
   /** Closes the connection at once, dropping pending answers. */
   destroy(): void {
     this.#socket.destroy()
@@ -125,8 +156,9 @@ export class ModbusConnection {
 
   #onData(chunk: Buffer): void {
     let buffer = chunk
-    if (this.#partial !== null) {
-      buffer = Buffer.concat([this.#partial, chunk])
+    const partial = this.#partial
+    if (partial !== null) {
+      buffer = Buffer.concat([partial, chunk])
       this.#partial = null
     }
     const end = buffer.length
@@ -148,8 +180,15 @@ export class ModbusConnection {
     // The answers to every request of the chunk (a pipelining client sends several) leave in one
     // write: each socket write costs far more than the answers themselves.
     this.#send()
-    // Copied so that a 64 KiB chunk is not kept alive for a few trailing bytes.
-    if (offset < end) this.#partial = Buffer.from(buffer.subarray(offset))
+    if (offset > 0) this.#lastRequestAt = Date.now()
+    if (offset < end) {
+      // Copied so that a 64 KiB chunk is not kept alive for a few trailing bytes.
+      this.#partial = Buffer.from(buffer.subarray(offset))
+      // A frame spread over several chunks keeps the time of its first bytes.
+      if (offset > 0 || partial === null) this.#partialSince = offset > 0 ? this.#lastRequestAt : Date.now()
+    } else {
+      this.#partialSince = 0
+    }
     this.#updateFlow()
   }
 
@@ -274,6 +313,8 @@ export class ModbusConnection {
       this.#socket.pause()
     } else if (!full && this.#paused) {
       this.#paused = false
+      // The client gets the whole frame time again for a frame it could not finish while we did not read.
+      if (this.#partialSince !== 0) this.#partialSince = Date.now()
       this.#socket.resume()
     }
   }

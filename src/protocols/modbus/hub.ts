@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import { ModbusListener } from './listener.js'
 import type { ModbusUnit } from './connection.js'
+import type { ConnectionRules } from './connection-rules.js'
 
 /**
  * The shared Modbus TCP listeners of one server, keyed by host:port. Several units (instances)
@@ -22,8 +23,6 @@ export interface ModbusHubOptions {
   logger?: Logger
   /** Where the search for a free port starts when a unit names none; default 5020. */
   firstAutoPort?: number
-  /** Connections each listener accepts at once; default 4096. */
-  maxConnections?: number
 }
 
 /** What to register. */
@@ -49,6 +48,8 @@ export interface ModbusListenerInfo {
   port: number
   unitIds: number[]
   connections: number
+  /** The rules the listener applies: the strictest of its units'. */
+  rules: ConnectionRules
 }
 
 const DEFAULT_FIRST_AUTO_PORT = 5020
@@ -64,7 +65,6 @@ const DEFAULT_FIRST_AUTO_PORT = 5020
 export class ModbusHub {
   #logger: Logger
   #firstAutoPort: number
-  #maxConnections: number | undefined
   /** Keyed by host:port; holds listeners that are still opening too, so they can be joined. */
   #listeners = new Map<string, ModbusListener>()
   /** Listeners on port 0 whose port is not known yet. */
@@ -75,7 +75,6 @@ export class ModbusHub {
   constructor(options: ModbusHubOptions = {}) {
     this.#logger = options.logger ?? pino({ level: 'silent' })
     this.#firstAutoPort = options.firstAutoPort ?? DEFAULT_FIRST_AUTO_PORT
-    this.#maxConnections = options.maxConnections
   }
 
   /**
@@ -138,6 +137,7 @@ export class ModbusHub {
       port: l.port,
       unitIds: l.unitIds,
       connections: l.connectionCount,
+      rules: l.rules,
     }))
   }
 
@@ -188,7 +188,7 @@ export class ModbusHub {
   }
 
   #newListener(host: string, port: number): ModbusListener {
-    return new ModbusListener({ host, port, logger: this.#logger, maxConnections: this.#maxConnections })
+    return new ModbusListener({ host, port, logger: this.#logger })
   }
 }
 

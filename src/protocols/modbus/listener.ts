@@ -3,11 +3,21 @@ import type { Server } from 'node:net'
 import type { Logger } from 'pino'
 import { ModbusConnection } from './connection.js'
 import type { ModbusUnit } from './connection.js'
+import { combineRules, DEFAULT_CONNECTION_RULES } from './connection-rules.js'
+import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.js'
 
 /**
  * One TCP listener (host:port) and the units it serves, keyed by unit id. A request for a unit id
  * nobody registered is answered by the only unit when there is exactly one and the id is 0 or 255
  * (the ids clients use when they do not care); otherwise the connection answers exception 0x0B.
+ *
+ * The listener enforces the strictest connection rules of its units (connection-rules.ts): one
+ * sweep, a few times per smallest timeout and at least once a second, closes the connections
+ * that completed no request within the idle timeout or left a frame unfinished past the frame
+ * timeout. A timer per connection, re-armed on every request, would cost the fast path; the sweep
+ * costs a pass over the connections, with no timer at all while there are none. At the limit, a
+ * new connection closes the one whose last complete request is oldest, among those not waiting
+ * for an answer of ours; only when every one is waiting is the new one refused.
  *
  * @example
  * const listener = new ModbusListener({ host: '127.0.0.1', port: 0, logger })
@@ -21,9 +31,14 @@ export interface ModbusListenerOptions {
   /** 0 lets the operating system choose. */
   port: number
   logger: Logger
-  /** Connections accepted at once; further ones are refused by the server. */
-  maxConnections?: number
 }
+
+/** Sweeps at least this often, so a timeout is late by at most a quarter of itself or this. */
+const MAX_SWEEP_MS = 1000
+/** And at most this often, however small the timeouts. */
+const MIN_SWEEP_MS = 50
+/** Info-level notes that the limit was reached, at most one per this many milliseconds. */
+const LIMIT_NOTE_MS = 10_000
 
 /**
  * One TCP listener and its units (see the module comment).
@@ -43,25 +58,38 @@ export class ModbusListener {
   #connections = new Set<ModbusConnection>()
   #listening: Promise<number> | null = null
   #closing: Promise<void> | null = null
+  #rules: ConnectionRules = DEFAULT_CONNECTION_RULES
+  #sweep: NodeJS.Timeout | null = null
+  #sweepMs = 0
+  #lastLimitNote = 0
 
   constructor(options: ModbusListenerOptions) {
     this.host = options.host
     this.#port = options.port
     this.#logger = options.logger
     this.#server = createServer({ noDelay: true })
-    this.#server.maxConnections = options.maxConnections ?? 4096
     this.#server.on('connection', (socket) => {
       if (this.#closing) {
         socket.destroy()
+        return
+      }
+      // A loop, since a unit with a lower limit may have joined while more were open.
+      let room = this.#connections.size < this.#rules.maxConnections
+      while (!room && this.#makeRoom()) room = this.#connections.size < this.#rules.maxConnections
+      if (!room) {
+        this.#logger.debug({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` }, 'refused a modbus connection: every connection is waiting for an answer')
+        socket.destroy()
+        this.#closedByRule('refused')
         return
       }
       const connection = new ModbusConnection({
         socket,
         resolveUnit: (unitId) => this.resolve(unitId),
         logger: this.#logger,
-        onClose: (c) => this.#connections.delete(c),
+        onClose: (c) => this.#onConnectionClosed(c),
       })
       this.#connections.add(connection)
+      if (this.#sweep === null) this.#startSweep()
     })
     this.#server.on('error', (error) => this.#logger.warn({ err: error }, 'modbus listener error'))
   }
@@ -79,6 +107,11 @@ export class ModbusListener {
   /** Open connections. */
   get connectionCount(): number {
     return this.#connections.size
+  }
+
+  /** The rules in force: the strictest of the units' (see the module comment). */
+  get rules(): ConnectionRules {
+    return this.#rules
   }
 
   /** Starts listening (once); resolves with the effective port, rejects with the system error. */
@@ -112,12 +145,14 @@ export class ModbusListener {
 
   add(unitId: number, unit: ModbusUnit): void {
     this.#units.set(unitId, unit)
+    this.#updateRules()
   }
 
   /** Removes the unit when `unit` is the one registered under `unitId`; returns whether it did. */
   remove(unitId: number, unit: ModbusUnit): boolean {
     if (this.#units.get(unitId) !== unit) return false
     this.#units.delete(unitId)
+    this.#updateRules()
     return true
   }
 
@@ -131,6 +166,7 @@ export class ModbusListener {
   /** Stops listening and destroys every connection; safe to call more than once. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#stopSweep()
       for (const connection of this.#connections) connection.destroy()
       this.#connections.clear()
       // A listen still in flight would open the port after we are done: let it settle first.
@@ -138,5 +174,86 @@ export class ModbusListener {
       if (this.#server.listening) await new Promise<void>((resolve) => this.#server.close(() => resolve()))
     })()
     return this.#closing
+  }
+
+  /** Applies the strictest rules of the units left; a lower limit closes nothing until the next connection arrives. */
+  #updateRules(): void {
+    // A listener that lost its last unit keeps its rules for the moment until it closes.
+    if (this.#units.size === 0) return
+    this.#rules = combineRules([...this.#units.values()].map((unit) => unit.connectionRules ?? DEFAULT_CONNECTION_RULES))
+    if (this.#sweep !== null && this.#sweepInterval() !== this.#sweepMs) {
+      this.#stopSweep()
+      this.#startSweep()
+    }
+  }
+
+  #sweepInterval(): number {
+    const { idleTimeoutMs, frameTimeoutMs } = this.#rules
+    const shortest = idleTimeoutMs > 0 ? Math.min(idleTimeoutMs, frameTimeoutMs) : frameTimeoutMs
+    return Math.min(MAX_SWEEP_MS, Math.max(MIN_SWEEP_MS, Math.floor(shortest / 4)))
+  }
+
+  #startSweep(): void {
+    this.#sweepMs = this.#sweepInterval()
+    this.#sweep = setInterval(() => this.#sweepConnections(), this.#sweepMs)
+    // Connections keep the process alive by themselves; the sweep must not.
+    this.#sweep.unref()
+  }
+
+  #stopSweep(): void {
+    if (this.#sweep !== null) clearInterval(this.#sweep)
+    this.#sweep = null
+  }
+
+  #sweepConnections(): void {
+    const now = Date.now()
+    const { idleTimeoutMs, frameTimeoutMs } = this.#rules
+    const frameBefore = now - frameTimeoutMs
+    const idleBefore = idleTimeoutMs > 0 ? now - idleTimeoutMs : -Infinity
+    // Deleting from a Set while iterating it is safe: closing removes the connection at once.
+    for (const connection of this.#connections) {
+      const partialSince = connection.partialSince
+      if (partialSince !== 0 && partialSince <= frameBefore) {
+        this.#closeByRule(connection, 'frame', now - partialSince)
+      } else if (connection.lastRequestAt <= idleBefore && !connection.answering) {
+        this.#closeByRule(connection, 'idle', now - connection.lastRequestAt)
+      }
+    }
+  }
+
+  /** Closes the connection idle the longest that is not waiting for an answer; false when there is none. */
+  #makeRoom(): boolean {
+    let oldest: ModbusConnection | null = null
+    for (const connection of this.#connections) {
+      if (connection.answering) continue
+      if (oldest === null || connection.lastRequestAt < oldest.lastRequestAt) oldest = connection
+    }
+    if (oldest === null) return false
+    this.#closeByRule(oldest, 'evicted', Date.now() - oldest.lastRequestAt)
+    return true
+  }
+
+  #closeByRule(connection: ModbusConnection, reason: ConnectionCloseReason, quietMs: number): void {
+    this.#logger.debug({ remote: connection.remote, reason, quiet_ms: quietMs }, 'closing modbus connection')
+    connection.destroy()
+    this.#closedByRule(reason)
+  }
+
+  #closedByRule(reason: ConnectionCloseReason): void {
+    for (const unit of this.#units.values()) unit.connectionClosed?.(reason)
+    if (reason !== 'evicted' && reason !== 'refused') return
+    // A full listener is worth an operator's notice, but a flood must not flood the log too.
+    const now = Date.now()
+    if (now - this.#lastLimitNote < LIMIT_NOTE_MS) return
+    this.#lastLimitNote = now
+    this.#logger.info(
+      { host: this.host, port: this.#port, max_connections: this.#rules.maxConnections, reason },
+      'modbus listener at its connection limit: the longest idle connection makes room, or a new one is refused',
+    )
+  }
+
+  #onConnectionClosed(connection: ModbusConnection): void {
+    this.#connections.delete(connection)
+    if (this.#connections.size === 0) this.#stopSweep()
   }
 }

@@ -6,7 +6,7 @@ import { ConflictError, ValidationError } from '../../../src/errors.js'
 import { ModbusHub, ModbusSlaveAdapter, parseModbusSlave } from '../../../src/protocols/modbus/index.js'
 import { MapAccessor, TestClient, exceptionOf, registersOf, silentLogger } from './helpers.js'
 
-function adapterFor(hub: ModbusHub, options: { port?: number; unitId: number; value: number; host?: string; delay?: number }): ModbusSlaveAdapter {
+function adapterFor(hub: ModbusHub, options: { port?: number; unitId: number; value: number; host?: string; delay?: number; connections?: Record<string, number> }): ModbusSlaveAdapter {
   return new ModbusSlaveAdapter({
     hub,
     logger: silentLogger,
@@ -16,6 +16,7 @@ function adapterFor(hub: ModbusHub, options: { port?: number; unitId: number; va
       port: options.port,
       unit_id: options.unitId,
       response_delay: options.delay ?? 0,
+      ...options.connections,
       mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } },
     }),
   })
@@ -208,6 +209,61 @@ describe('ModbusHub', () => {
     await Promise.all(clients.map((c) => c.closed))
     assert.ok(Date.now() - started < 1000)
     assert.deepEqual(hub.listeners(), [])
+  })
+
+  it('a shared listener applies the strictest rules of its units, recomputed as units come and go', async () => {
+    const hub = new ModbusHub({ logger: silentLogger })
+    try {
+      const lax = adapterFor(hub, { port: 0, unitId: 1, value: 1, connections: { idle_timeout: 0, frame_timeout: 20, max_connections: 300 } })
+      await lax.start()
+      const port = lax.info().port!
+      const rules = (): unknown => hub.listeners()[0]!.rules
+      // Idle 0 is "never": alone, it stays never.
+      assert.deepEqual(rules(), { idleTimeoutMs: 0, frameTimeoutMs: 20_000, maxConnections: 300 })
+      const strict = adapterFor(hub, { port, unitId: 2, value: 2, connections: { idle_timeout: 0.5, frame_timeout: 30, max_connections: 5 } })
+      await strict.start()
+      assert.deepEqual(rules(), { idleTimeoutMs: 500, frameTimeoutMs: 20_000, maxConnections: 5 })
+      const defaults = adapterFor(hub, { port, unitId: 3, value: 3 })
+      await defaults.start()
+      assert.deepEqual(rules(), { idleTimeoutMs: 500, frameTimeoutMs: 10_000, maxConnections: 5 })
+      await strict.stop()
+      assert.deepEqual(rules(), { idleTimeoutMs: 300_000, frameTimeoutMs: 10_000, maxConnections: 256 })
+      await defaults.stop()
+      assert.deepEqual(rules(), { idleTimeoutMs: 0, frameTimeoutMs: 20_000, maxConnections: 300 })
+    } finally {
+      await hub.close()
+    }
+  })
+
+  it('a unit with a lower limit joining: the next newcomer closes the longest idle connections down to it', async () => {
+    const hub = new ModbusHub({ logger: silentLogger })
+    try {
+      const first = adapterFor(hub, { port: 0, unitId: 1, value: 1 })
+      await first.start()
+      const port = first.info().port!
+      const clients: TestClient[] = []
+      for (let i = 0; i < 4; i++) {
+        const client = await TestClient.connect(port)
+        assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [1])
+        clients.push(client)
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+      const strict = adapterFor(hub, { port, unitId: 2, value: 2, connections: { max_connections: 2 } })
+      await strict.start()
+      // Joining closes nothing by itself.
+      assert.equal(hub.listeners()[0]!.connections, 4)
+      const newcomer = await TestClient.connect(port)
+      await Promise.all([clients[0]!.closed, clients[1]!.closed, clients[2]!.closed])
+      assert.deepEqual(registersOf(await newcomer.request({ fc: 3, address: 0, quantity: 1 }, { unitId: 2 })), [2])
+      assert.deepEqual(registersOf(await clients[3]!.request({ fc: 3, address: 0, quantity: 1 })), [1])
+      assert.equal(hub.listeners()[0]!.connections, 2)
+      assert.equal(first.info().counters.evictions, 3)
+      assert.equal(strict.info().counters.evictions, 3)
+      newcomer.close()
+      clients[3]!.close()
+    } finally {
+      await hub.close()
+    }
   })
 
   it('refuses a unit id outside 0..255 and a host that is not local', async () => {

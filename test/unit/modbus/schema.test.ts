@@ -99,6 +99,22 @@ describe('modbusSlaveSchema', () => {
     assert.deepEqual(pathsOf({ mapping: {}, response_delay: -1 }), ['response_delay'])
   })
 
+  it('connection settings: defaults 300 s idle, 10 s per frame, 256 connections; idle 0 means never; bad values at their fields', () => {
+    const d = modbusSlaveSchema.parse({ mapping: {} })
+    assert.deepEqual([d.idle_timeout, d.frame_timeout, d.max_connections], [300, 10, 256])
+    const never = modbusSlaveSchema.parse({ mapping: {}, idle_timeout: 0, frame_timeout: 0.25, max_connections: 1 })
+    assert.deepEqual([never.idle_timeout, never.frame_timeout, never.max_connections], [0, 0.25, 1])
+    assert.deepEqual(pathsOf({ mapping: {}, idle_timeout: -1 }), ['idle_timeout'])
+    assert.deepEqual(pathsOf({ mapping: {}, idle_timeout: 86_401 }), ['idle_timeout'])
+    assert.deepEqual(pathsOf({ mapping: {}, idle_timeout: '30' }), ['idle_timeout'])
+    assert.deepEqual(pathsOf({ mapping: {}, frame_timeout: 0 }), ['frame_timeout'])
+    assert.deepEqual(pathsOf({ mapping: {}, frame_timeout: 3601 }), ['frame_timeout'])
+    assert.deepEqual(pathsOf({ mapping: {}, max_connections: 0 }), ['max_connections'])
+    assert.deepEqual(pathsOf({ mapping: {}, max_connections: 2.5 }), ['max_connections'])
+    assert.deepEqual(pathsOf({ mapping: {}, max_connections: 65_536 }), ['max_connections'])
+    assert.match(problems({ mapping: {}, frame_timeout: 0 })[0]!.message, /frame_timeout is seconds > 0/)
+  })
+
   it('refuses unknown groups, types and orders at their fields', () => {
     assert.deepEqual(
       pathsOf({ mapping: { a: { address: 0, group: 'x_y', type: 'int_8', byte_order: 'middle' } } }).sort(),
