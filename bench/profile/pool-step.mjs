@@ -1,8 +1,9 @@
 /**
  * The Python bridge alone, without HTTP and the tree: loads N sensor instances into a
- * PythonPool (compiled, from dist/) and times `pool.step()` of all of them, with the CPU this
- * process used per step. Set against benchmark 1 it tells how much of a system step is the
- * bridge (encoding, pipes, the worker) and how much the System around it.
+ * PythonPool (compiled, from dist/) and times `pool.runPlan()` of one step plan of all of them
+ * (the path a system step takes), with the CPU this process used per step. Set against
+ * benchmark 1 it tells how much of a system step is the bridge (encoding, pipes, the worker)
+ * and how much the System around it.
  *
  * Run: node bench/profile/pool-step.mjs [instances=1000] [workers=2] [steps=200]
  */
@@ -18,16 +19,22 @@ const python = execFileSync('python3', ['-c', 'import sys; print(sys.executable)
 const pool = new PythonPool({ python, workers, timeoutMs: 60_000, logger: pino({ level: 'silent' }) })
 const sensor = { 'sensor.py': { class: 'Sensor', attributes: { temperature: { property: 'temperature' } }, methods: { run: 'tick' } } }
 const entries = await buildLoadEntries(sensor, [`${root}bench/fixtures`])
-await Promise.all(Array.from({ length: instances }, (_, i) => pool.load(`s${i}`, { entries, definition: {}, attributes: {} })))
-const items = (time) => Array.from({ length: instances }, (_, i) => ({ instance: `s${i}`, method: 'run', time, dt: 1 }))
-for (let i = 0; i < 20; i++) await pool.step(items(i))
+const names = Array.from({ length: instances }, (_, i) => `s${i}`)
+await Promise.all(names.map((name) => pool.load(name, { entries, definition: {}, attributes: {} })))
+const plan = pool.plan(names, 'run')
+const temperatures = new Float64Array(instances)
+let failed = 0
+const sink = {
+  value: (index, _name, value) => (temperatures[index] = value),
+  done: () => {},
+  fail: () => failed++,
+}
+for (let i = 0; i < 20; i++) await pool.runPlan(plan, {}, sink)
 const cpu = process.cpuUsage()
 const begin = performance.now()
-for (let i = 0; i < steps; i++) {
-  const outcomes = await pool.step(items(i))
-  if (!outcomes.every((o) => o.ok)) throw new Error('a step failed')
-}
+for (let i = 0; i < steps; i++) await pool.runPlan(plan, {}, sink)
 const wall = (performance.now() - begin) / steps
 const used = process.cpuUsage(cpu)
-console.log(`pool.step of ${instances} instances on ${workers} workers: ${wall.toFixed(2)} ms per step, Node CPU ${((used.user + used.system) / 1000 / steps).toFixed(2)} ms per step`)
+if (failed) throw new Error(`${failed} instance steps failed`)
+console.log(`pool.runPlan of ${instances} instances on ${workers} workers: ${wall.toFixed(2)} ms per step, Node CPU ${((used.user + used.system) / 1000 / steps).toFixed(2)} ms per step`)
 await pool.close()

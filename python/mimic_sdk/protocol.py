@@ -4,7 +4,8 @@ Every message is one frame: a 4-byte big-endian length followed by that many byt
 Requests carry ``{"id": n, "op": ...}``; the worker answers ``{"id": n, "ok": true, ...}`` or
 ``{"id": n, "ok": false, "error": {"kind", "message", "traceback", "path"?}}`` and may send
 unsolicited ``{"op": "log", ...}`` messages at any time. The first message of a worker is
-``{"op": "hello", "protocol": PROTOCOL_VERSION, ...}``.
+``{"op": "hello", "protocol": PROTOCOL_VERSION, ...}``. The messages themselves are described in
+``protocol.json`` (:data:`SCHEMA_FILE`).
 
 Example::
 
@@ -20,16 +21,17 @@ import os
 import struct
 from typing import Any, BinaryIO, Optional
 
-#: 2: ticks name step plans and return numbers as one packed array
-PROTOCOL_VERSION = 2
+#: The ``version`` of protocol.json this worker speaks; the server refuses a worker that speaks
+#: another one. 3: named fields, one step operation (plans), one write operation.
+PROTOCOL_VERSION = 3
+
+#: Where the messages are described, for both sides.
+SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.json")
 
 #: A frame larger than this is refused: it can only come from a broken peer.
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 
 _HEADER = struct.Struct(">I")
-
-#: The kinds of failure a worker reports; the Node side maps each to one fault class.
-ERROR_KINDS = ("user_code", "load", "protocol", "read_only", "not_found")
 
 
 class ProtocolError(Exception):

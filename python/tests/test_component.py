@@ -84,10 +84,16 @@ class ComponentInWorker(unittest.TestCase):
 
     def test_time_and_dt_are_refreshed_before_every_call_and_step(self):
         self.assertEqual(self.call("run", time=7.5, dt=0.25)["result"]["time"], 7.5)
-        step = self.worker.handle({"id": 3, "op": "step", "time": 8.0, "dt": 0.1,
-                                   "items": [{"instance": "hall", "method": "run"}]})
-        self.assertEqual(step["results"][0]["result"]["time"], 8.0)
-        self.assertEqual(step["results"][0]["result"]["dt"], 0.1)
+        slot = self.load_reply["slot"]
+        step = self.worker.handle({"id": 3, "op": "step", "slots": [slot], "sizes": [1], "method": "run",
+                                   "time": 8.0, "dt": 0.1})
+        self.assertEqual(step["results"][1]["time"], 8.0)
+        self.assertEqual(step["results"][1]["dt"], 0.1)
+        # a context of its own wins over the step's time and dt
+        step = self.worker.handle({"id": 4, "op": "step", "slots": [slot], "sizes": [1], "method": "run",
+                                   "time": 8.0, "dt": 0.1, "contexts": {str(slot): {"time": 9.5, "attributes": {"setpoint": 0.0}}}})
+        self.assertEqual(step["results"], [slot, {"time": 9.5, "dt": 0.1, "model": ["heating", "setpoint", "temperature"]}])
+        self.assertEqual(step["attributes"], {str(slot): {"heating": False}}, "setpoint 0 is below the temperature")
 
     def test_writing_an_attribute_the_model_lacks_is_a_user_error(self):
         reply = self.call("write_unknown")

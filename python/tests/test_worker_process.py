@@ -43,7 +43,11 @@ CHATTY = textwrap.dedent(
 )
 
 
-class WorkerProcess(unittest.TestCase):
+class SpawnedWorker(unittest.TestCase):
+    """A worker process on pipes of its own, told the server speaks ``server_protocol``."""
+
+    server_protocol = PROTOCOL_VERSION
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="mimic-worker-proc-")
         self.addCleanup(shutil.rmtree, self.dir)
@@ -53,7 +57,8 @@ class WorkerProcess(unittest.TestCase):
         to_worker_r, self.to_worker = os.pipe()
         self.from_worker, from_worker_w = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, "-u", WORKER, "--in-fd", str(to_worker_r), "--out-fd", str(from_worker_w)],
+            [sys.executable, "-u", WORKER, "--protocol", str(self.server_protocol),
+             "--in-fd", str(to_worker_r), "--out-fd", str(from_worker_w)],
             pass_fds=(to_worker_r, from_worker_w),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -103,6 +108,8 @@ class WorkerProcess(unittest.TestCase):
             "methods": {"talk": "talk", "flood": "flood", "raw": "raw", "big": "big"},
         }])
 
+
+class WorkerProcess(SpawnedWorker):
     def test_hello_then_calls_with_output_as_tagged_log_messages(self):
         hello = read_frame(self.reader)
         self.assertEqual(hello["op"], "hello")
@@ -156,6 +163,18 @@ class WorkerProcess(unittest.TestCase):
         read_frame(self.reader)
         os.close(self.to_worker)
         self.assertEqual(self.proc.wait(5), 0)
+
+
+class WorkerOfAnotherProtocol(SpawnedWorker):
+    server_protocol = PROTOCOL_VERSION - 1
+
+    def test_says_hello_with_its_own_version_then_refuses_to_serve(self):
+        hello = read_frame(self.reader)
+        self.assertEqual((hello["op"], hello["protocol"]), ("hello", PROTOCOL_VERSION))
+        self.assertEqual(self.proc.wait(5), 3)
+        self.assertIsNone(read_frame(self.reader), "nothing after the hello")
+        message = self.proc.stderr.read().decode()
+        self.assertIn(f"this worker speaks protocol {PROTOCOL_VERSION}, the server {PROTOCOL_VERSION - 1}", message)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ export { resolveImportPath } from './resolve.js'
 export { resolveInterpreter } from './interpreter.js'
 export { buildLoadEntries } from './load-entries.js'
 export { defaultWorkerScript } from './worker-script.js'
-export { PROTOCOL_VERSION } from './protocol.js'
+export { PROTOCOL_VERSION } from './messages.js'
 export type {
   AttributeBinding,
   CallOptions,
@@ -25,8 +25,6 @@ export type {
   LoadResult,
   PythonPoolOptions,
   StepInputs,
-  StepItem,
-  StepOutcome,
   StepSink,
   WorkerStatus,
 } from './types.js'

@@ -15,7 +15,7 @@
  */
 import { NotFoundError, WorkerGoneError } from '../errors.js'
 import type { MimicError } from '../errors.js'
-import type { WireError, WireMessage } from './protocol.js'
+import type { Answer, CallMessage, Operation, Operations, SlotContext, StepAnswer, StepMessage, WireError, Write, WriteResult } from './messages.js'
 import { remoteError } from './remote-error.js'
 import type {
   CallOptions,
@@ -27,25 +27,24 @@ import type {
   LoadResult,
   PythonPoolOptions,
   StepInputs,
-  StepItem,
-  StepOutcome,
   WorkerStatus,
 } from './types.js'
 import { PythonWorker } from './worker-process.js'
-import type { WorkerExit } from './worker-process.js'
+import type { RequestLabel, WorkerExit } from './worker-process.js'
 import { defaultWorkerScript } from './worker-script.js'
 
 interface Placement {
   worker: PythonWorker
-  slot: number
+  /** The pool's slot of that worker (0 .. workers-1). */
+  workerSlot: number
   /** Undefined while the first load is in flight. */
   info: InstanceInfo | undefined
   methods: Set<string>
   /** Declarative values are only worth sending to instances with a MimicComponent. */
   wantsAttributes: boolean
-  /** The instance's slot number inside its worker, by which a `tick` names it. */
-  sid: number
-  /** Bound attribute names in the order a `tick` answer indexes them. */
+  /** The instance's slot inside its worker, by which a step names it. */
+  slot: number
+  /** Bound attribute names in the order a step answer indexes them. */
   order: string[]
   /** The pool's cache of the instance's bound values (the object `values()` copies). */
   cache: Values
@@ -54,19 +53,19 @@ interface Placement {
 /** The part of a compiled step plan that lives in one worker. */
 interface PlanGroup {
   worker: PythonWorker
-  /** Per instance of the group: its index in the plan, placement, slot and first value in `v`. */
+  /** Per instance of the group: its index in the plan, placement, slot and first value in `numbers`. */
   indices: number[]
   placements: Placement[]
-  sids: number[]
+  slots: number[]
   sizes: number[]
   bases: number[]
-  /** Number of float64 values in the dense answer. */
+  /** Number of float64 values in an answer's `numbers`. */
   size: number
-  /** Position in the group by slot number. */
-  bySid: Map<number, number>
-  /** Positions in the group of MimicComponents, which get their context with every tick. */
+  /** Position in the group by slot. */
+  bySlot: Map<number, number>
+  /** Positions in the group of MimicComponents, which get their context with every step. */
   components: number[]
-  /** Whether the worker holds this plan (a tick then names it by id alone). */
+  /** Whether the worker holds this plan (a step then names it by id alone). */
   synced: boolean
 }
 
@@ -82,7 +81,7 @@ interface CompiledPlan {
  * The instances that step together, in order, and the method they run: built once by
  * `PythonPool.plan()` and run by `runPlan()` as often as wanted. The pool compiles it (which
  * worker, which slot, where each value lands in the answer) on first use and again only after
- * an instance was loaded, unloaded or lost; each worker keeps its part, so a tick of a kept
+ * an instance was loaded, unloaded or lost; each worker keeps its part, so a step of a kept
  * plan is a message of a few bytes.
  *
  * @example
@@ -97,8 +96,8 @@ export class StepPlan {
   constructor(
     readonly instances: readonly string[],
     readonly method: string | undefined,
-    /** @internal the worker-side id; undefined for a plan used once */
-    readonly id: number | undefined,
+    /** @internal the worker-side id */
+    readonly id: number,
   ) {}
 }
 
@@ -106,15 +105,9 @@ type Values = Record<string, unknown>
 
 /** A `set` waiting for the end of this turn of the event loop, to leave with the others. */
 interface QueuedWrite {
-  instance: string
-  attr: string
-  value: unknown
-  resolve: (reply: WireMessage) => void
+  write: Write
+  resolve: (result: WriteResult) => void
   reject: (err: unknown) => void
-}
-
-function record(value: unknown): Values {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Values) : {}
 }
 
 /** Base64 of little-endian float64s, decoded into an aligned array (one copy, no per-value reads). */
@@ -128,16 +121,12 @@ function float64s(base64: string): Float64Array {
 
 const BIG_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 0
 
-function strings(value: unknown): string[] {
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
-}
-
 /**
  * A fixed number of worker slots, each filled lazily (or by `start()`) with a Python process.
  *
  * @example
  * pool.onInstancesLost((instances, reason) => instances.forEach((i) => markError(i, reason)))
- * const outcomes = await pool.step(names.map((instance) => ({ instance, method: 'run', time, dt })))
+ * await pool.runPlan(pool.plan(names, 'run'), { time, dt }, sink)
  */
 export class PythonPool {
   #options: Required<Omit<PythonPoolOptions, 'workerScript'>> & { workerScript: string }
@@ -200,25 +189,25 @@ export class PythonPool {
   async load(instance: string, request: LoadRequest): Promise<LoadResult> {
     this.#assertOpen()
     const previous = this.#placements.get(instance)
-    const slot = previous && previous.worker.alive ? previous.slot : this.#leastLoadedSlot()
+    const workerSlot = previous && previous.worker.alive ? previous.workerSlot : this.#leastLoadedSlot()
     // Reserve the place before any await, so concurrent loads spread over the slots.
-    const worker = this.#workerIn(slot)
+    const worker = this.#workerIn(workerSlot)
     if (previous && previous.worker !== worker) this.#forget(instance)
     const placement: Placement = previous?.worker === worker
       ? previous
-      : { worker, slot, info: undefined, methods: new Set(), wantsAttributes: false, sid: -1, order: [], cache: {} }
+      : { worker, workerSlot, info: undefined, methods: new Set(), wantsAttributes: false, slot: -1, order: [], cache: {} }
     worker.instances.add(instance)
     this.#placements.set(instance, placement)
     this.#lost.delete(instance)
     this.#generation++
 
-    let reply: WireMessage
+    let reply: Answer<'load'>
     try {
       await worker.ready
       reply = await this.#send(
         worker,
+        'load',
         {
-          op: 'load',
           instance,
           entries: request.entries,
           definition: request.definition,
@@ -238,30 +227,30 @@ export class PythonPool {
     }
     if (this.#placements.get(instance) !== placement) {
       // unload() (or close) came while loading: release what was just built.
-      if (worker.alive) this.#send(worker, { op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' }).catch(() => {})
+      if (worker.alive) this.#send(worker, 'unload', { instance }, { label: `unload of '${instance}'`, path: 'import' }).catch(() => {})
       throw new NotFoundError(`Instance '${instance}' was unloaded while its Python code was loading`)
     }
-    const components = Array.isArray(reply.components) ? reply.components.map(Boolean) : []
+    const { components } = reply
     const info: InstanceInfo = {
-      worker: slot,
+      worker: workerSlot,
       pid: worker.pid,
       files: [...new Set(request.entries.map((e) => e.file))],
-      methods: strings(reply.methods),
-      bound: strings(reply.bound),
-      readOnly: strings(reply.read_only),
+      methods: reply.methods,
+      bound: reply.bound,
+      readOnly: reply.read_only,
       components,
     }
     placement.info = info
     placement.methods = new Set(info.methods)
     placement.wantsAttributes = components.some(Boolean)
-    placement.sid = typeof reply.sid === 'number' ? reply.sid : -1
-    placement.order = strings(reply.order)
+    placement.slot = reply.slot
+    placement.order = reply.order
     this.#generation++
-    const values = { ...record(reply.values) }
+    const values = { ...reply.values }
     placement.cache = { ...values }
     this.#values.set(instance, placement.cache)
     return {
-      worker: slot,
+      worker: workerSlot,
       pid: worker.pid,
       values,
       methods: info.methods,
@@ -281,31 +270,16 @@ export class PythonPool {
   async call(instance: string, method: string, options: CallOptions = {}): Promise<CallResult> {
     const placement = this.#placement(instance)
     if (!placement.methods.has(method)) throw this.#noMethod(instance, placement, method)
-    const message = this.#wireCall({ op: 'call', instance, method }, options, placement, true)
-    const reply = await this.#send(placement.worker, message, {
-      label: `call '${method}' of '${instance}'`,
-      path: method,
-    })
+    // Only what the worker would not default travels.
+    const message: CallMessage = { instance, method }
+    if (options.args?.length) message.args = options.args
+    if (options.kwargs && Object.keys(options.kwargs).length) message.kwargs = options.kwargs
+    if (options.time !== undefined) message.time = options.time
+    if (options.dt !== undefined) message.dt = options.dt
+    if (placement.wantsAttributes && options.attributes) message.attributes = options.attributes
+    const reply = await this.#send(placement.worker, 'call', message, { label: `call '${method}' of '${instance}'`, path: method })
     if (!reply.ok) throw remoteError(reply.error, { instance, action: `call '${method}'` })
-    return this.#callResult(instance, reply)
-  }
-
-  /**
-   * Reads a bound attribute from the Python object itself (the pool's cache: `values()`).
-   *
-   * @example
-   * const { value } = await pool.get('sensor', 'temperature')
-   */
-  async get(instance: string, attr: string): Promise<{ value: unknown; values: Values }> {
-    const placement = this.#placement(instance)
-    const reply = await this.#send(
-      placement.worker,
-      { op: 'get', instance, attr },
-      { label: `read of '${instance}.${attr}'`, path: `attributes.${attr}` },
-    )
-    if (!reply.ok) throw remoteError(reply.error, { instance, action: `read of '${attr}'` })
-    const values = this.#merge(instance, reply.values)
-    return { value: reply.value, values }
+    return { result: reply.result ?? null, values: this.#merge(instance, reply.values), attributes: reply.attributes ?? {} }
   }
 
   /**
@@ -317,81 +291,47 @@ export class PythonPool {
    */
   async set(instance: string, attr: string, value: unknown): Promise<{ values: Values }> {
     const placement = this.#placement(instance)
-    const reply = await new Promise<WireMessage>((resolve, reject) => {
+    const result = await new Promise<WriteResult>((resolve, reject) => {
       let queue = this.#writes.get(placement.worker)
       if (!queue) {
         this.#writes.set(placement.worker, (queue = []))
         process.nextTick(() => this.#flushWrites(placement.worker))
       }
-      queue.push({ instance, attr, value, resolve, reject })
+      queue.push({ write: [instance, attr, value], resolve, reject })
     })
-    if (!reply.ok) throw remoteError(reply.error, { instance, action: `write of '${attr}'` })
-    return { values: this.#merge(instance, reply.values) }
+    if (!result.ok) throw remoteError(result.error, { instance, action: `write of '${attr}'` })
+    return { values: this.#merge(instance, result.values) }
   }
 
   /**
-   * Sends the writes queued for a worker: one `set`, or one `sets` message for several (the
-   * connections of a system step write hundreds at once), each answered on its own.
+   * Sends the writes queued for a worker in one `set` (the connections of a system step write
+   * hundreds at once); each is answered on its own.
    */
   #flushWrites(worker: PythonWorker): void {
     const queue = this.#writes.get(worker)
     if (!queue) return
     this.#writes.delete(worker)
-    const settle = (write: QueuedWrite, reply: WireMessage | undefined): void =>
-      write.resolve(reply ?? { ok: false, error: { kind: 'protocol', message: 'the Python worker gave no answer for this write' } })
-    if (queue.length === 1) {
-      const write = queue[0]!
-      const { instance, attr, value } = write
-      worker.request({ op: 'set', instance, attr, value }, { label: `write of '${instance}.${attr}'`, path: `attributes.${attr}` }).then((reply) => settle(write, reply), write.reject)
-      return
-    }
-    worker
-      .request({ op: 'sets', items: queue.map((w) => [w.instance, w.attr, w.value]) }, { label: `${queue.length} attribute writes`, path: 'attributes' })
-      .then(
-        (reply) => {
-          const results = Array.isArray(reply.results) ? (reply.results as WireMessage[]) : []
-          queue.forEach((write, i) => settle(write, reply.ok ? results[i] : reply))
-        },
-        (err: unknown) => {
-          for (const write of queue) write.reject(err)
-        },
-      )
+    const [first] = queue
+    const about = queue.length === 1
+      ? { label: `write of '${first!.write[0]}.${first!.write[1]}'`, path: `attributes.${first!.write[1]}` }
+      : { label: `${queue.length} attribute writes`, path: 'attributes' }
+    worker.request('set', { writes: queue.map((queued) => queued.write) }, about).then(
+      (reply) => {
+        queue.forEach((queued, i) => {
+          const result = reply.ok ? reply.results[i] : { ok: false, error: reply.error }
+          queued.resolve(result ?? { ok: false, error: { kind: 'protocol', message: 'the Python worker gave no answer for this write' } })
+        })
+      },
+      (err: unknown) => {
+        for (const queued of queue) queued.reject(err)
+      },
+    )
   }
 
   /** Every request to a worker goes out after the writes queued before it, in order. */
-  #send(worker: PythonWorker, message: Record<string, unknown>, about: { label: string; path: string }): Promise<WireMessage> {
+  #send<Op extends Operation>(worker: PythonWorker, op: Op, message: Operations[Op]['message'], about: RequestLabel): Promise<Answer<Op>> {
     this.#flushWrites(worker)
-    return worker.request(message, about)
-  }
-
-  /**
-   * Runs one simulation step: one message per worker, all workers in parallel. Never throws for
-   * a single instance: each item gets its own outcome, in the order given.
-   *
-   * @example
-   * for (const o of await pool.step(items)) if (!o.ok) markError(o.instance, o.error)
-   */
-  async step(items: StepItem[]): Promise<StepOutcome[]> {
-    const method = items[0]?.method
-    const withArguments = items.some((item) => item.args?.length || (item.kwargs && Object.keys(item.kwargs).length) || item.method !== method)
-    if (withArguments) return await this.#stepWithArguments(items)
-    const outcomes = items.map((item): StepOutcome => ({ ok: true, instance: item.instance, result: null, values: {}, attributes: {} }))
-    const plan = new StepPlan(items.map((item) => item.instance), method, undefined)
-    const first = items[0]
-    await this.runPlan(plan, { time: first?.time, dt: first?.dt, context: (index) => items[index]! }, {
-      value: (index, name, value) => {
-        const outcome = outcomes[index]!
-        if (outcome.ok) outcome.values[name] = value
-      },
-      done: (index, result, declared) => {
-        const outcome = outcomes[index]!
-        if (outcome.ok) Object.assign(outcome, { result, attributes: declared ?? {} })
-      },
-      fail: (index, error) => {
-        outcomes[index] = { ok: false, instance: items[index]!.instance, error }
-      },
-    })
-    return outcomes
+    return worker.request(op, message, about)
   }
 
   /**
@@ -407,7 +347,7 @@ export class PythonPool {
   }
 
   /**
-   * Runs a step plan: per worker one `tick`; a plan the worker already holds is named by its id
+   * Runs a step plan: per worker one `step`; a plan the worker already holds is named by its id
    * alone. Every bound value that changed goes to `sink.value` as it is decoded, then `done`
    * (results and MimicComponent writes) or `fail` per instance. Never throws for a single
    * instance. `inputs.context(index)` gives a MimicComponent its own time, dt and declarative
@@ -438,17 +378,17 @@ export class PythonPool {
       }
       let group = groups.get(placement.worker)
       if (!group) {
-        group = { worker: placement.worker, indices: [], placements: [], sids: [], sizes: [], bases: [], size: 0, bySid: new Map(), components: [], synced: false }
+        group = { worker: placement.worker, indices: [], placements: [], slots: [], sizes: [], bases: [], size: 0, bySlot: new Map(), components: [], synced: false }
         groups.set(placement.worker, group)
       }
       const k = group.indices.length
       group.indices.push(index)
       group.placements.push(placement)
-      group.sids.push(placement.sid)
+      group.slots.push(placement.slot)
       group.sizes.push(placement.order.length)
       group.bases.push(group.size)
       group.size += placement.order.length
-      group.bySid.set(placement.sid, k)
+      group.bySlot.set(placement.slot, k)
       if (placement.wantsAttributes) group.components.push(k)
     })
     return { generation: this.#generation, groups: [...groups.values()], failures }
@@ -456,37 +396,36 @@ export class PythonPool {
 
   async #runGroup(plan: StepPlan, group: PlanGroup, inputs: StepInputs, sink: StepSink): Promise<void> {
     try {
-      const message: Record<string, unknown> = { op: 'tick' }
-      if (plan.id !== undefined) message.p = plan.id
-      if (inputs.time !== undefined) message.t = inputs.time
+      const message: StepMessage = { plan: plan.id }
+      if (inputs.time !== undefined) message.time = inputs.time
       if (inputs.dt !== undefined) message.dt = inputs.dt
       if (group.components.length && inputs.context) {
-        const extra: Record<string, { t?: number; dt?: number; a?: Record<string, unknown> }> = {}
+        const contexts: Record<string, SlotContext> = {}
         for (const k of group.components) {
           const context = inputs.context(group.indices[k]!)
-          const entry: { t?: number; dt?: number; a?: Record<string, unknown> } = {}
-          if (context.time !== undefined && context.time !== inputs.time) entry.t = context.time
-          if (context.dt !== undefined && context.dt !== inputs.dt) entry.dt = context.dt
-          if (context.attributes) entry.a = context.attributes
-          extra[String(group.sids[k])] = entry
+          const own: SlotContext = {}
+          if (context.time !== undefined && context.time !== inputs.time) own.time = context.time
+          if (context.dt !== undefined && context.dt !== inputs.dt) own.dt = context.dt
+          if (context.attributes) own.attributes = context.attributes
+          contexts[String(group.slots[k])] = own
         }
-        message.x = extra
+        message.contexts = contexts
       }
       const repeat = inputs.repeat ?? 1
-      if (repeat > 1) message.n = repeat
-      const label = { label: `${repeat > 1 ? `${repeat} steps` : 'a step'} of ${group.sids.length} instance(s)`, path: 'run' }
-      const send = async (): Promise<WireMessage> => {
-        if (!group.synced) Object.assign(message, { s: group.sids, z: group.sizes, m: plan.method ?? null })
-        return await this.#send(group.worker, message, label)
+      if (repeat > 1) message.repeat = repeat
+      const label = { label: `${repeat > 1 ? `${repeat} steps` : 'a step'} of ${group.slots.length} instance(s)`, path: 'run' }
+      const send = async (): Promise<Answer<'step'>> => {
+        if (!group.synced) Object.assign(message, { slots: group.slots, sizes: group.sizes, method: plan.method ?? null })
+        return await this.#send(group.worker, 'step', message, label)
       }
       let reply = await send()
-      if (!reply.ok && group.synced && (reply.error as WireError | undefined)?.kind === 'plan') {
+      if (!reply.ok && group.synced && reply.error.kind === 'plan') {
         // The worker forgot the plan (it only keeps a few): send it in full once more.
         group.synced = false
         reply = await send()
       }
       if (!reply.ok) throw remoteError(reply.error, { instance: plan.instances[group.indices[0]!]!, action: 'step' })
-      group.synced = plan.id !== undefined
+      group.synced = true
       this.#deliver(plan, group, reply, sink)
     } catch (err) {
       for (const index of group.indices) sink.fail(index, err as MimicError, inputs.repeat)
@@ -494,27 +433,27 @@ export class PythonPool {
   }
 
   /**
-   * Hands a tick answer to the sink: each changed value straight to `value` (and into the pool's
+   * Hands a step answer to the sink: each changed value straight to `value` (and into the pool's
    * cache), then `done` or `fail` per instance. No per-instance objects are built on the way.
    */
-  #deliver(plan: StepPlan, group: PlanGroup, reply: WireMessage, sink: StepSink): void {
-    const failed = new Map<number, unknown>()
-    for (const entry of Array.isArray(reply.e) ? (reply.e as unknown[][]) : []) failed.set(entry[0] as number, entry[1])
-    const dense = typeof reply.v === 'string' ? float64s(reply.v) : undefined
-    if (dense && dense.length !== group.size) {
-      throw new WorkerGoneError(`Python worker ${group.worker.id} answered a step with ${dense.length} values instead of ${group.size}`)
+  #deliver(plan: StepPlan, group: PlanGroup, reply: StepAnswer, sink: StepSink): void {
+    const failed = new Map<number, WireError>()
+    if (reply.errors) for (const [slot, error] of reply.errors) failed.set(slot, error)
+    const numbers = reply.numbers === undefined ? undefined : float64s(reply.numbers)
+    if (numbers && numbers.length !== group.size) {
+      throw new WorkerGoneError(`Python worker ${group.worker.id} answered a step with ${numbers.length} values instead of ${group.size}`)
     }
-    const { placements, indices, bases, sids } = group
-    if (dense) {
+    const { placements, indices, bases, slots } = group
+    if (numbers) {
       for (let k = 0; k < placements.length; k++) {
         const placement = placements[k]!
-        if (placement.wantsAttributes || (failed.size && failed.has(sids[k]!))) continue
+        if (placement.wantsAttributes || (failed.size && failed.has(slots[k]!))) continue
         const { order, cache } = placement
         const index = indices[k]!
         const base = bases[k]!
         for (let j = 0; j < order.length; j++) {
-          const value = dense[base + j]!
-          // NaN: not a finite number, which comes as a triple below when it changed
+          const value = numbers[base + j]!
+          // NaN: not a finite number, which comes as a change below when it changed
           if (value !== value) continue
           const name = order[j]!
           if (cache[name] === value) continue
@@ -523,9 +462,9 @@ export class PythonPool {
         }
       }
     }
-    const changes = Array.isArray(reply.c) ? (reply.c as unknown[]) : []
+    const changes = reply.changes
     for (let i = 0; i + 2 < changes.length; i += 3) {
-      const k = group.bySid.get(changes[i] as number)
+      const k = group.bySlot.get(changes[i] as number)
       if (k === undefined) continue
       const placement = placements[k]!
       const position = changes[i + 1] as number
@@ -535,73 +474,25 @@ export class PythonPool {
       sink.value(indices[k]!, name, changes[i + 2], position)
     }
     const results = new Map<number, unknown>()
-    const returned = Array.isArray(reply.r) ? (reply.r as unknown[]) : []
+    const returned = reply.results ?? []
     for (let i = 0; i + 1 < returned.length; i += 2) results.set(returned[i] as number, returned[i + 1])
-    const declared = reply.a ? record(reply.a) : undefined
+    const declared = reply.attributes
     // Several steps in one message: every instance that failed in any of them, with a count.
-    const counted = new Map<number, [number, unknown]>()
-    for (const entry of Array.isArray(reply.f) ? (reply.f as unknown[][]) : []) counted.set(entry[0] as number, [entry[1] as number, entry[2]])
+    const counted = new Map<number, [number, WireError]>()
+    if (reply.failures) for (const [slot, steps, error] of reply.failures) counted.set(slot, [steps, error])
     if (!failed.size && !counted.size && !results.size && !declared) return
     const action = plan.method ? `call '${plan.method}'` : 'step'
     indices.forEach((index, k) => {
-      const sid = sids[k]!
-      const count = counted.get(sid)
+      const slot = slots[k]!
+      const count = counted.get(slot)
       if (count) {
-        sink.fail(index, remoteError(count[1] as WireError, { instance: plan.instances[index]!, action }), count[0])
-      } else if (failed.size && failed.has(sid)) {
-        sink.fail(index, remoteError(failed.get(sid) as WireError, { instance: plan.instances[index]!, action }))
+        sink.fail(index, remoteError(count[1], { instance: plan.instances[index]!, action }), count[0])
+      } else if (failed.size && failed.has(slot)) {
+        sink.fail(index, remoteError(failed.get(slot), { instance: plan.instances[index]!, action }))
       } else if (results.size || declared) {
-        sink.done(index, results.get(sid) ?? null, declared ? record(declared[String(sid)]) : undefined)
+        sink.done(index, results.get(slot) ?? null, declared ? (declared[String(slot)] ?? {}) : undefined)
       }
     })
-  }
-
-  /** Steps whose items carry call arguments: the general per-item form of the protocol. */
-  async #stepWithArguments(items: StepItem[]): Promise<StepOutcome[]> {
-    const outcomes = new Array<StepOutcome>(items.length)
-    const groups = new Map<PythonWorker, { indices: number[]; wire: Record<string, unknown>[] }>()
-    // A system step gives every item the same time and dt: send them once per message.
-    const first = items[0]
-    const shared = items.every((item) => item.time === first?.time && item.dt === first?.dt)
-    items.forEach((item, index) => {
-      let placement: Placement
-      try {
-        placement = this.#placement(item.instance)
-        if (item.method !== undefined && !placement.methods.has(item.method)) {
-          throw this.#noMethod(item.instance, placement, item.method)
-        }
-      } catch (err) {
-        outcomes[index] = { ok: false, instance: item.instance, error: err as MimicError }
-        return
-      }
-      let group = groups.get(placement.worker)
-      if (!group) groups.set(placement.worker, (group = { indices: [], wire: [] }))
-      group.indices.push(index)
-      group.wire.push(this.#wireCall({ instance: item.instance }, item, placement, !shared))
-    })
-    await Promise.all(
-      [...groups].map(async ([worker, group]) => {
-        try {
-          const message: Record<string, unknown> = { op: 'step', items: group.wire }
-          if (shared && first?.time !== undefined) message.time = first.time
-          if (shared && first?.dt !== undefined) message.dt = first.dt
-          const reply = await this.#send(worker, message, {
-            label: `a step of ${group.wire.length} instance(s)`,
-            path: 'run',
-          })
-          if (!reply.ok) throw remoteError(reply.error, { instance: items[group.indices[0]!]!.instance, action: 'step' })
-          const results = Array.isArray(reply.results) ? (reply.results as WireMessage[]) : []
-          group.indices.forEach((index, k) => {
-            outcomes[index] = this.#stepOutcome(items[index]!, results[k])
-          })
-        } catch (err) {
-          for (const index of group.indices) {
-            outcomes[index] = { ok: false, instance: items[index]!.instance, error: err as MimicError }
-          }
-        }
-      }),
-    )
-    return outcomes
   }
 
   /**
@@ -617,7 +508,7 @@ export class PythonPool {
     this.#forget(instance)
     if (!placement.worker.alive) return
     try {
-      await this.#send(placement.worker, { op: 'unload', instance }, { label: `unload of '${instance}'`, path: 'import' })
+      await this.#send(placement.worker, 'unload', { instance }, { label: `unload of '${instance}'`, path: 'import' })
     } catch {
       // The worker died meanwhile: the objects are gone with it.
     }
@@ -789,46 +680,10 @@ export class PythonPool {
     if (this.#placements.get(instance)?.worker === worker) this.#forget(instance)
   }
 
-  /** Adds the optional parts of a call to `wire`, leaving out what the worker would default. */
-  #wireCall(
-    wire: Record<string, unknown>,
-    call: CallOptions & { method?: string },
-    placement: Placement,
-    withTime: boolean,
-  ): Record<string, unknown> {
-    if (call.method !== undefined) wire.method = call.method
-    if (call.args?.length) wire.args = call.args
-    if (call.kwargs && Object.keys(call.kwargs).length) wire.kwargs = call.kwargs
-    if (withTime && call.time !== undefined) wire.time = call.time
-    if (withTime && call.dt !== undefined) wire.dt = call.dt
-    if (placement.wantsAttributes && call.attributes) wire.attributes = call.attributes
-    return wire
-  }
-
-  #merge(instance: string, changed: unknown): Values {
-    const values = record(changed)
+  #merge(instance: string, changed: Values | undefined): Values {
+    const values = changed ?? {}
     const cache = this.#values.get(instance)
     if (cache) Object.assign(cache, values)
     return values
-  }
-
-  #callResult(instance: string, reply: WireMessage): CallResult {
-    return {
-      result: reply.result ?? null,
-      values: this.#merge(instance, reply.values),
-      attributes: record(reply.attributes),
-    }
-  }
-
-  #stepOutcome(item: StepItem, reply: WireMessage | undefined): StepOutcome {
-    if (!reply) {
-      const error = new WorkerGoneError(`Python worker gave no answer for instance '${item.instance}' in a step`)
-      return { ok: false, instance: item.instance, error }
-    }
-    if (!reply.ok) {
-      const action = item.method ? `call '${item.method}'` : 'step'
-      return { ok: false, instance: item.instance, error: remoteError(reply.error, { instance: item.instance, action }) }
-    }
-    return { ok: true, instance: item.instance, ...this.#callResult(item.instance, reply) }
   }
 }

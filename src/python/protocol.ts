@@ -1,21 +1,13 @@
 /**
- * The wire format shared with `python/mimic_sdk/protocol.py`: each message is a 4-byte
- * big-endian length followed by that many bytes of UTF-8 JSON.
+ * The framing shared with `python/mimic_sdk/protocol.py`: each message is a 4-byte big-endian
+ * length followed by that many bytes of UTF-8 JSON. What the messages hold: `messages.ts`.
  *
  * @example
  * const decoder = new FrameDecoder()
  * const [message] = decoder.push(encodeFrame({ id: 1, op: 'ping' }))
  */
 import { InternalError } from '../errors.js'
-
-/**
- * Version of the message protocol; a worker announces its own in the `hello` message.
- * 2: a `tick` names a step plan and returns the bound numbers as one packed array.
- *
- * @example
- * if (hello.protocol !== PROTOCOL_VERSION) worker.kill('protocol mismatch')
- */
-export const PROTOCOL_VERSION = 2
+import type { Operation } from './messages.js'
 
 /**
  * Frames larger than this can only come from a broken peer.
@@ -26,31 +18,13 @@ export const PROTOCOL_VERSION = 2
 export const MAX_FRAME_BYTES = 256 * 1024 * 1024
 
 /**
- * A failure as the worker reports it.
+ * A decoded frame: one JSON object, not yet known to be an answer or an event (`messages.ts`
+ * types both).
  *
  * @example
- * const e: WireError = { kind: 'load', message: "class 'X' not found in a.py", path: 'import.a.py.class' }
+ * const m: WireMessage = { op: 'log', instance: 'sensor', stream: 'stdout', level: 'info', text: 'hi\n' }
  */
-export interface WireError {
-  kind: 'user_code' | 'load' | 'protocol' | 'read_only' | 'not_found' | 'plan'
-  message: string
-  traceback?: string
-  path?: string
-}
-
-/**
- * Any message from the worker: an answer (`id` + `ok`) or unsolicited (`op`).
- *
- * @example
- * const m: WireMessage = { op: 'log', instance: 'sensor', stream: 'stdout', text: 'hi\n' }
- */
-export interface WireMessage {
-  id?: number | null
-  ok?: boolean
-  op?: string
-  error?: WireError
-  [key: string]: unknown
-}
+export type WireMessage = Record<string, unknown>
 
 /**
  * Serialises one message as a frame.
@@ -63,24 +37,25 @@ export function encodeFrame(message: unknown): Buffer {
 }
 
 /**
- * The JSON text of a request with its `id` first: the same as
- * `JSON.stringify({ id, ...message })` without building a second object, which on the hot path
- * of every call costs more than the JSON itself (V8 defines the spread's properties one by one
- * on a fresh shape each time).
+ * The JSON text of a request, its `id` and `op` first: the same as
+ * `JSON.stringify({ id, op, ...fields })` without building a second object, which on the hot
+ * path of every call costs more than the JSON itself (V8 defines the spread's properties one by
+ * one on a fresh shape each time).
  *
  * @example
- * requestText(7, { op: 'ping' }) // '{"id":7,"op":"ping"}'
+ * requestText(7, 'unload', { instance: 'sensor' }) // '{"id":7,"op":"unload","instance":"sensor"}'
  */
-export function requestText(id: number, message: Record<string, unknown>): string {
-  const body = JSON.stringify(message)
-  return body === '{}' ? `{"id":${id}}` : `{"id":${id},${body.slice(1)}`
+export function requestText(id: number, op: Operation, fields: object): string {
+  const body = JSON.stringify(fields)
+  const head = `{"id":${id},"op":"${op}"`
+  return body === '{}' ? `${head}}` : `${head},${body.slice(1)}`
 }
 
 /**
  * Frames several JSON texts into one buffer, for one write.
  *
  * @example
- * pipe.write(encodeFrames([requestText(1, { op: 'ping' }), requestText(2, { op: 'ping' })]))
+ * pipe.write(encodeFrames([requestText(1, 'ping', {}), requestText(2, 'ping', {})]))
  */
 export function encodeFrames(texts: string[]): Buffer {
   let total = 0

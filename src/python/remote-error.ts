@@ -6,7 +6,7 @@
  */
 import { InternalError, NotFoundError, UserCodeError, ValidationError } from '../errors.js'
 import type { MimicError } from '../errors.js'
-import type { WireError } from './protocol.js'
+import type { WireError } from './messages.js'
 
 /**
  * What the failing request was about, for the fault message.

@@ -3,7 +3,7 @@
  * needs to load an instance and what it answers.
  *
  * @example
- * const item: StepItem = { instance: 'sensor', method: 'run', time: 1.0, dt: 0.1 }
+ * const options: CallOptions = { kwargs: { offset: 0.5 }, time: 1.0, dt: 0.1 }
  */
 import type { Logger } from 'pino'
 import type { MimicError } from '../errors.js'
@@ -125,27 +125,6 @@ export interface CallResult {
   /** Declarative attributes the Python code wrote through `self.attributes`. */
   attributes: Record<string, unknown>
 }
-
-/**
- * One call of a batched step; without `method` it only refreshes time and reads changed values.
- *
- * @example
- * const item: StepItem = { instance: 'sensor', method: 'run', time: 2, dt: 0.1 }
- */
-export interface StepItem extends CallOptions {
-  instance: string
-  method?: string
-}
-
-/**
- * The outcome of one step item: never thrown, so one failure cannot hide the others.
- *
- * @example
- * for (const o of outcomes) if (o.ok) apply(o.instance, o.values); else fail(o.instance, o.error)
- */
-export type StepOutcome =
-  | ({ ok: true; instance: string } & CallResult)
-  | { ok: false; instance: string; error: MimicError }
 
 /**
  * What a step plan's run needs besides the plan itself (`PythonPool.runPlan`).

@@ -5,7 +5,7 @@
  * @example
  * const worker = new PythonWorker({ id: 0, python: 'python3', script, timeoutMs: 10_000, logger, onExit })
  * await worker.ready
- * const reply = await worker.request({ op: 'ping' }, { label: 'ping', path: 'ping' })
+ * const answer = await worker.request('ping', {}, { label: 'ping', path: 'ping' })
  */
 import { spawn } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
@@ -13,7 +13,9 @@ import type { Readable, Writable } from 'node:stream'
 import type { Logger } from 'pino'
 import { WorkerGoneError, WorkerTimeoutError } from '../errors.js'
 import type { MimicError } from '../errors.js'
-import { FrameDecoder, PROTOCOL_VERSION, encodeFrames, requestText } from './protocol.js'
+import { PROTOCOL_VERSION } from './messages.js'
+import type { Answer, HelloEvent, LogEvent, Operation, Operations } from './messages.js'
+import { FrameDecoder, encodeFrames, requestText } from './protocol.js'
 import type { WireMessage } from './protocol.js'
 
 /**
@@ -57,7 +59,8 @@ export interface RequestLabel {
 }
 
 interface Pending extends RequestLabel {
-  resolve: (message: WireMessage) => void
+  /** Takes the answer as decoded: its type is the one `request` promised for its operation. */
+  resolve: (answer: never) => void
   reject: (error: MimicError) => void
 }
 
@@ -88,7 +91,7 @@ function forwardLines(stream: Readable, onLine: (line: string) => void): void {
  * request is only declared hung after `timeoutMs` without any progress of its worker.
  *
  * @example
- * worker.request({ op: 'call', instance: 'sensor', method: 'run' }, { label: "call 'run'", path: 'run' })
+ * worker.request('call', { instance: 'sensor', method: 'run' }, { label: "call 'run'", path: 'run' })
  */
 export class PythonWorker {
   readonly id: number
@@ -100,6 +103,7 @@ export class PythonWorker {
   readonly exited: Promise<void>
 
   #child: ChildProcess
+  #script: string
   #requests: Writable
   #log: Logger
   #decoder = new FrameDecoder()
@@ -126,7 +130,9 @@ export class PythonWorker {
       this.#resolveExited = resolve
     })
 
-    const child = spawn(options.python, ['-u', options.script], {
+    this.#script = options.script
+    // The worker checks the version too, and refuses to serve a server that speaks another one.
+    const child = spawn(options.python, ['-u', options.script, '--protocol', String(PROTOCOL_VERSION)], {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     })
     this.#child = child
@@ -181,18 +187,18 @@ export class PythonWorker {
    * Sends one request and resolves with the worker's answer (`ok` true or false). Rejects with
    * WorkerGoneError / WorkerTimeoutError if the worker dies or hangs first.
    */
-  request(message: Record<string, unknown>, about: RequestLabel): Promise<WireMessage> {
+  request<Op extends Operation>(op: Op, message: Operations[Op]['message'], about: RequestLabel): Promise<Answer<Op>> {
     const gone = this.#killed ?? this.#exit
     if (gone) return Promise.reject(new WorkerGoneError(gone.reason, [{ path: about.path, message: gone.reason }]))
     const id = this.#nextId++
-    return new Promise<WireMessage>((resolve, reject) => {
+    return new Promise<Answer<Op>>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, label: about.label, path: about.path })
       // Requests issued in the same turn of the event loop (the HTTP calls read from every ready
       // socket, the workers of a step) leave in one pipe write: every write wakes the worker,
       // and on two cores wake-ups are what cost. setImmediate, not nextTick: the tick ends after
       // each socket's callback, the turn only once every ready socket has been read.
       if (this.#outgoing.length === 0) setImmediate(this.#flush)
-      this.#outgoing.push(requestText(id, message))
+      this.#outgoing.push(requestText(id, op, message))
       if (this.#watchdog === undefined) this.#arm()
     })
   }
@@ -217,7 +223,7 @@ export class PythonWorker {
   async shutdown(graceMs: number): Promise<void> {
     if (this.#exit) return
     if (this.alive) {
-      this.request({ op: 'shutdown' }, { label: 'shutdown', path: 'shutdown' }).catch(() => {})
+      this.request('shutdown', {}, { label: 'shutdown', path: 'shutdown' }).catch(() => {})
       this.#flush()
       this.#requests.end()
     }
@@ -270,22 +276,24 @@ export class PythonWorker {
           clearTimeout(this.#watchdog)
           this.#watchdog = undefined
         }
-        pending.resolve(message)
+        // The worker answers in the shape protocol.json gives the request's operation.
+        pending.resolve(message as never)
       } else if (message.op === 'log') {
-        this.#forwardLog(message)
+        this.#forwardLog(message as unknown as LogEvent)
       } else if (message.op === 'hello') {
-        this.#onHello(message)
+        this.#onHello(message as unknown as HelloEvent)
       } else {
         this.#log.error({ message }, 'Python worker sent a message that answers no request')
       }
     }
   }
 
-  #onHello(message: WireMessage): void {
+  #onHello(message: HelloEvent): void {
     clearTimeout(this.#helloTimer)
     if (message.protocol !== PROTOCOL_VERSION) {
       this.kill(
-        `Python worker ${this.id} speaks protocol ${String(message.protocol)}, this server ${PROTOCOL_VERSION}`,
+        `Python worker ${this.id} speaks protocol ${String(message.protocol)}, this server ${PROTOCOL_VERSION}: ` +
+          `the server and ${this.#script} come from different versions of Mimic`,
       )
       return
     }
@@ -294,15 +302,10 @@ export class PythonWorker {
     this.#settleReady = undefined
   }
 
-  #forwardLog(message: WireMessage): void {
-    const level: LogLevel = typeof message.level === 'string' && LOG_LEVELS.has(message.level)
-      ? (message.level as LogLevel)
-      : 'info'
-    const fields = {
-      instance: typeof message.instance === 'string' ? message.instance : undefined,
-      stream: message.stream,
-    }
-    for (const line of String(message.text ?? '').split('\n')) {
+  #forwardLog(message: LogEvent): void {
+    const level: LogLevel = LOG_LEVELS.has(message.level) ? (message.level as LogLevel) : 'info'
+    const fields = { instance: message.instance ?? undefined, stream: message.stream }
+    for (const line of message.text.split('\n')) {
       if (line) this.#log[level](fields, line)
     }
   }

@@ -13,8 +13,9 @@ import path from 'node:path'
 import { Writable } from 'node:stream'
 import { pino } from 'pino'
 import type { Logger } from 'pino'
+import type { MimicError } from '../../../src/errors.js'
 import { PythonPool, buildLoadEntries } from '../../../src/python/index.js'
-import type { ImportBlock, LoadResult, PythonPoolOptions } from '../../../src/python/index.js'
+import type { ImportBlock, LoadResult, PythonPoolOptions, StepInputs, StepPlan } from '../../../src/python/index.js'
 
 /** The interpreter itself, not a version-manager shim that would slow every worker start. */
 export const PYTHON =
@@ -99,4 +100,36 @@ export function py(source: string): string {
   const lines = source.replace(/^\n/, '').split('\n')
   const indent = Math.min(...lines.filter((l) => l.trim()).map((l) => /^ */.exec(l)![0].length))
   return lines.map((l) => l.slice(indent)).join('\n')
+}
+
+/** What one instance reported in a run of a step plan. */
+export interface StepRecord {
+  instance: string
+  /** Bound values that came back changed. */
+  values: Record<string, unknown>
+  /** Set when the instance returned a result or wrote declarative attributes. */
+  result?: unknown
+  attributes?: Record<string, unknown>
+  error?: MimicError
+  /** In how many of the run's steps it failed. */
+  failedSteps?: number
+}
+
+/** Runs a step plan once and gathers what its sink heard, per instance in plan order. */
+export async function runStep(pool: PythonPool, plan: StepPlan, inputs: StepInputs = {}): Promise<StepRecord[]> {
+  const records: StepRecord[] = plan.instances.map((instance) => ({ instance, values: {} }))
+  await pool.runPlan(plan, inputs, {
+    value: (index, name, value) => {
+      records[index]!.values[name] = value
+    },
+    done: (index, result, declared) => {
+      records[index]!.result = result
+      if (declared) records[index]!.attributes = declared
+    },
+    fail: (index, error, steps) => {
+      records[index]!.error = error
+      records[index]!.failedSteps = steps ?? 1
+    },
+  })
+  return records
 }

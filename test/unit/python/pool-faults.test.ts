@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { WorkerGoneError, WorkerTimeoutError } from '../../../src/errors.js'
 import { PythonPool } from '../../../src/python/index.js'
-import { fixture, pidAlive, py } from './helpers.js'
+import { fixture, pidAlive, py, runStep } from './helpers.js'
 import type { Fixture } from './helpers.js'
 
 const FRAGILE = py(`
@@ -123,9 +123,9 @@ describe('PythonPool: faults stay local', () => {
   it('a hang inside a step fails only the items of that worker', async () => {
     await fx.load(pool, 'h', { 'fragile.py': { class: 'Fragile', methods: { run: 'hang' } } })
     assert.equal(pool.info('h')?.worker, 1)
-    const outcomes = await pool.step(['a', 'b', 'c', 'h'].map((instance) => ({ instance, method: 'run', time: 1, dt: 1 })))
-    assert.deepEqual(outcomes.map((o) => o.ok), [true, false, true, false])
-    for (const o of outcomes) if (!o.ok) assert.ok(o.error instanceof WorkerTimeoutError)
+    const records = await runStep(pool, pool.plan(['a', 'b', 'c', 'h'], 'run'))
+    assert.deepEqual(records.map((r) => r.error === undefined), [true, false, true, false])
+    for (const r of records) if (r.error) assert.ok(r.error instanceof WorkerTimeoutError)
     await waitFor(() => lost.length === 1)
     assert.deepEqual(lost[0]!.instances, ['b', 'h'])
   })

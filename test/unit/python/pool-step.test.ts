@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { NotFoundError, UserCodeError } from '../../../src/errors.js'
-import type { PythonPool, StepItem } from '../../../src/python/index.js'
-import { fixture, py } from './helpers.js'
+import type { PythonPool } from '../../../src/python/index.js'
+import { fixture, py, runStep } from './helpers.js'
 import type { Fixture } from './helpers.js'
 
 const COUNTER = py(`
@@ -44,38 +44,33 @@ describe('PythonPool: batched steps', () => {
     const workers = pool.workers()
     assert.deepEqual(workers.map((w) => w.instances), [100, 100])
     const before = workers.map((w) => w.requests)
-    const items: StepItem[] = names.map((instance) => ({ instance, method: 'run', time: 0.1, dt: 0.1 }))
-    const outcomes = await pool.step(items)
+    const records = await runStep(pool, pool.plan(names, 'run'))
     assert.deepEqual(pool.workers().map((w, i) => w.requests - before[i]!), [1, 1])
-    assert.equal(outcomes.length, 200)
-    outcomes.forEach((outcome, i) => {
-      assert.equal(outcome.instance, names[i])
-      assert.ok(outcome.ok)
-      assert.equal(outcome.result, 1)
-      assert.deepEqual(outcome.values, { count: 1 })
+    assert.equal(records.length, 200)
+    records.forEach((record, i) => {
+      assert.equal(record.instance, names[i])
+      assert.equal(record.error, undefined)
+      assert.equal(record.result, 1)
+      assert.deepEqual(record.values, { count: 1 }, 'the unchanged pid is not passed on')
     })
     // each instance ran in the worker the pool placed it in
     for (const name of names.slice(0, 10)) assert.equal(pool.values(name)?.pid, pool.info(name)?.pid)
   })
 
-  it('one failing item does not fail the others', async () => {
+  it('one failing instance does not fail the others', async () => {
     await fx.load(pool, 'unlucky', { 'counter.py': { ...BLOCK['counter.py'], init: { kwargs: { start: 12 } } } })
-    const items: StepItem[] = [
-      { instance: 'inst_0', method: 'run' },
-      { instance: 'unlucky', method: 'run' },
-      { instance: 'nobody', method: 'run' },
-      { instance: 'inst_1', method: 'nope' },
-      { instance: 'inst_1' },
-      { instance: 'inst_2', method: 'run' },
-    ]
-    const outcomes = await pool.step(items)
-    assert.deepEqual(outcomes.map((o) => o.ok), [true, false, false, false, true, true])
-    const [first, unlucky, nobody, nope, refresh] = outcomes
-    assert.ok(first?.ok && first.result === 2)
-    assert.ok(!unlucky?.ok && unlucky.error instanceof UserCodeError && /unlucky/.test(unlucky.error.message))
-    assert.ok(!nobody?.ok && nobody.error instanceof NotFoundError)
-    assert.ok(!nope?.ok && nope.error instanceof NotFoundError)
-    assert.ok(refresh?.ok && refresh.result === null && typeof refresh.values.count === 'number', 'a refresh calls nothing and reports the numbers')
+    const [first, unlucky, nobody, last] = await runStep(pool, pool.plan(['inst_0', 'unlucky', 'nobody', 'inst_2'], 'run'))
+    assert.equal(first?.result, 2)
+    assert.ok(unlucky?.error instanceof UserCodeError && /unlucky/.test(unlucky.error.message))
+    assert.ok(nobody?.error instanceof NotFoundError)
+    assert.equal(last?.result, 2)
+    const [nope] = await runStep(pool, pool.plan(['inst_1'], 'nope'))
+    assert.ok(nope?.error instanceof NotFoundError && /no method 'nope'/.test(nope.error.message))
+    // without a method a step only reads the bound values: nothing is called
+    const [refresh] = await runStep(pool, pool.plan(['inst_1'], undefined))
+    assert.equal(refresh?.error, undefined)
+    assert.equal(refresh?.result, undefined, 'no result: nothing was called')
+    assert.equal(pool.values('inst_1')?.count, 1)
     // the failed instance keeps working
     assert.equal((await pool.call('unlucky', 'run')).result, 14)
   })
@@ -106,7 +101,7 @@ describe('PythonPool: batched steps', () => {
     await pool.runPlan(plan, {}, sink(fresh))
     assert.deepEqual([...counts.values()], [4, 4, 4])
     const groups = new Set(fresh.map((name) => pool.info(name)?.worker)).size
-    assert.equal(requests() - before, groups + 1, 'one tick per worker, and one more to the worker that forgot')
+    assert.equal(requests() - before, groups + 1, 'one step per worker, and one more to the worker that forgot')
   })
 
   it('several steps in one message: the last values, and failures counted per instance', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { InternalError } from '../../../src/errors.js'
+import type { Operation } from '../../../src/python/messages.js'
 import { FrameDecoder, encodeFrame, encodeFrames, requestText } from '../../../src/python/protocol.js'
 
 describe('frames', () => {
@@ -14,12 +15,12 @@ describe('frames', () => {
     assert.deepEqual(new FrameDecoder().push(bytes), messages)
   })
 
-  it('frames requests with their id first, several in one buffer, as encodeFrame would one by one', () => {
-    const messages: Array<Record<string, unknown>> = [{ op: 'call', instance: 'sensor', method: 'run', kwargs: { note: 'grüße ✓' } }, {}, { op: 'ping' }]
-    const texts = messages.map((m, i) => requestText(i + 1, m))
-    assert.equal(texts[1], '{"id":2}')
-    assert.ok(texts[0]!.startsWith('{"id":1,"op":"call"'))
-    const expected = messages.map((m, i) => ({ id: i + 1, ...m }))
+  it('frames requests with their id and op first, several in one buffer, as encodeFrame would one by one', () => {
+    const requests: Array<[Operation, Record<string, unknown>]> = [['call', { instance: 'sensor', method: 'run', kwargs: { note: 'grüße ✓' } }], ['ping', {}], ['unload', { instance: 'a' }]]
+    const texts = requests.map(([op, fields], i) => requestText(i + 1, op, fields))
+    assert.equal(texts[1], '{"id":2,"op":"ping"}')
+    assert.ok(texts[0]!.startsWith('{"id":1,"op":"call","instance":"sensor"'))
+    const expected = requests.map(([op, fields], i) => ({ id: i + 1, op, ...fields }))
     assert.deepEqual(encodeFrames(texts), Buffer.concat(expected.map(encodeFrame)))
     assert.deepEqual(new FrameDecoder().push(encodeFrames(texts)), expected)
     assert.deepEqual(encodeFrames([texts[2]!]), encodeFrame(expected[2]))
