@@ -15,8 +15,8 @@ export interface InstanceStepOptions {
 
 /**
  * One step of one instance, in the order of MODEL_LANGUAGE.md section 4: its behaviour at the
- * timer's current time, then time moves on. A failure of the Python part ends the step there:
- * time does not move.
+ * timer's current time, then time moves on. Taken alone, a step whose Python `run` fails ends
+ * there and time does not move; in a system step the failure is reported and the step goes on.
  *
  * @example
  * await stepInstance(instance, { dt: 0.5 })  // alone: one round trip to its worker
@@ -29,8 +29,8 @@ export async function stepInstance(instance: Steppable, options: InstanceStepOpt
 
   // The model's declarative behaviour belongs here, after the Python `run` and at the step's
   // time: actions in list order, then conditions, active scenarios, overrides re-applied and the
-  // `on_run` hooks. An instance that has any needs the server in every step
-  // (`needsServerEachStep`), so its `steps` is always 1.
+  // `on_run` hooks. An instance that has any must say `needsServerEachStep`, so that its `steps`
+  // is always 1.
 
   // Time moves on (a pinned timer stays put) and presentation overrides end.
   for (let i = 0; i < steps; i++) instance.timer.advance(dt)

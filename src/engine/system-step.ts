@@ -53,5 +53,6 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
   // Adapters publish: they read an attribute's external value when a client asks for it, so from
   // here on they serve what the steps and connections left; there is nothing to push.
 
+  // The system's time moves on.
   for (let i = 0; i < repeat; i++) system.timer.advance(dt)
 }
