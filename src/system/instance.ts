@@ -1,23 +1,16 @@
 import { ConflictError, MimicError, NotFoundError, ValidationError, WorkerGoneError } from '../errors.js'
 import { attributeDeclarations } from '../definition/model-schema.js'
+import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
 import { checkMappedValue, ModbusSlaveAdapter, modbusSlaveSchema, type ModbusSlaveDefinition } from '../protocols/modbus/index.js'
 import { buildLoadEntries } from '../python/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
 import type { Model } from './models.js'
-import { PollLoop } from './poll-loop.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
 import { Timer } from './timer.js'
 
 export type InstanceState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED' | 'ERROR'
-
-/** What a MimicComponent sees in a system step: its own time, dt and declarative values. */
-export interface StepContext {
-  time: number
-  dt: number
-  attributes?: Record<string, unknown>
-}
 
 /** What an instance holds while its Python objects are alive. */
 interface Binding {
@@ -28,13 +21,14 @@ interface Binding {
 
 /**
  * A running copy of a model: its attributes, timer, polling settings, protocol adapters and,
- * when the model has an `import` block, the Python objects that back it.
+ * when the model has an `import` block, the Python objects that back it. What a step does is the
+ * engine's (src/engine/instance-step.ts); the instance answers what the engine asks (Steppable).
  *
  * @example
  * await instance.call('prepare', { args: [], kwargs: {} })
  * await instance.call('run', { args: [], kwargs: {} })
  */
-export class Instance extends Component implements AttributeOwner {
+export class Instance extends Component implements AttributeOwner, Steppable {
   readonly type = 'Instance'
   readonly model: Model
   readonly attributes: Attributes
@@ -163,7 +157,7 @@ export class Instance extends Component implements AttributeOwner {
     const loaded = await pool.load(this.name, {
       entries,
       definition: this.model.definition as Record<string, unknown>,
-      attributes: this.declarativeValues(),
+      attributes: this.#declarativeValues(),
       time: this.timer.time,
       dt: this.timer.dt,
     })
@@ -172,18 +166,18 @@ export class Instance extends Component implements AttributeOwner {
     const readOnly = new Set(loaded.readOnly)
     for (const attr of loaded.bound) this.attributes.get(attr)?.bind({ writable: !readOnly.has(attr) })
     this.#binding = { worker: loaded.worker, methods, component: loaded.components.some(Boolean) }
-    this.applyValues(loaded.values)
+    this.#applyValues(loaded.values)
   }
 
   /** Values of the attributes Python does not own, for MimicComponent context. */
-  declarativeValues(): Record<string, unknown> {
+  #declarativeValues(): Record<string, unknown> {
     const values: Record<string, unknown> = {}
     for (const attr of this.attributes.all()) if (!attr.bound) values[attr.name] = attr.internalValue
     return values
   }
 
   /** Takes bound values reported by Python into the attribute caches. */
-  applyValues(values: Record<string, unknown> | undefined): void {
+  #applyValues(values: Record<string, unknown> | undefined): void {
     if (!values) return
     for (const [name, value] of Object.entries(values)) this.attributes.get(name)?.setCached(value)
   }
@@ -207,14 +201,15 @@ export class Instance extends Component implements AttributeOwner {
     return this.#state !== 'ERROR' && (!this.codeDefined || this.#binding !== undefined)
   }
 
-  /** One step of this instance alone: the mapped `run` (one round trip), then time moves on. */
+  /** One step of this instance alone (src/engine/instance-step.ts): its Python `run` is one round trip. */
   async run(dt?: number): Promise<void> {
     this.#checkRunnable()
-    const step = dt ?? this.timer.dt
-    if (this.#binding?.methods.has('run')) {
-      await this.#python('run', { args: [], kwargs: {} }, step)
-    }
-    this.finishStep(step)
+    await stepInstance(this, { dt: dt ?? this.timer.dt })
+  }
+
+  /** Its mapped Python `run`, one round trip: the behaviour part of a step taken alone. */
+  async runPython(dt: number): Promise<void> {
+    await this.#python('run', { args: [], kwargs: {} }, dt)
   }
 
   /** Whether a system step calls this instance's Python `run`. */
@@ -225,19 +220,13 @@ export class Instance extends Component implements AttributeOwner {
   /** The context of this instance in a system step (only a MimicComponent gets one). */
   stepContext(dt?: number): StepContext {
     const context: StepContext = { time: this.timer.time, dt: dt ?? this.timer.dt }
-    if (this.#binding?.component) context.attributes = this.declarativeValues()
+    if (this.#binding?.component) context.attributes = this.#declarativeValues()
     return context
   }
 
-  /** Whether its Python code sees the server's time and values in every step (a MimicComponent). */
+  /** Whether its step runs Python code that sees the server's time and values (a MimicComponent's `run`). */
   get needsServerEachStep(): boolean {
-    return this.#binding?.component ?? false
-  }
-
-  /** After a step (or `steps` of them): time advances (unless pinned), overrides are cleared. */
-  finishStep(dt?: number, steps = 1): void {
-    for (let i = 0; i < steps; i++) this.timer.advance(dt ?? this.timer.dt)
-    this.attributes.clearOverrides()
+    return (this.#binding?.component ?? false) && this.stepsInPython
   }
 
   /** Records a failure reported for this instance by a batched step. */
@@ -260,12 +249,12 @@ export class Instance extends Component implements AttributeOwner {
       kwargs: call.kwargs,
       time: this.timer.time,
       dt,
-      attributes: binding.component ? this.declarativeValues() : undefined,
+      attributes: binding.component ? this.#declarativeValues() : undefined,
     })
     this.#inFlight = task
     try {
       const answer = await task
-      this.applyValues(answer.values)
+      this.#applyValues(answer.values)
       this.applyDeclarative(answer.attributes)
       return answer.result
     } catch (err) {
@@ -279,7 +268,7 @@ export class Instance extends Component implements AttributeOwner {
   async writeBound(attr: string, value: unknown): Promise<void> {
     this.#checkRunnable()
     const answer = await this.#services.python().set(this.name, attr, value)
-    this.applyValues(answer.values)
+    this.#applyValues(answer.values)
   }
 
   mappedValueProblem(attr: string, value: unknown): string | null {

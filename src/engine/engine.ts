@@ -1,0 +1,209 @@
+import type { Logger } from 'pino'
+import { WorkerGoneError, summarize, type ErrorDetail } from '../errors.js'
+import type { PythonPool } from '../python/index.js'
+import { batchSize, DEFAULT_STEP_BATCH, needsServerBetweenSteps } from './batch-size.js'
+import { combinedFault } from './combined-fault.js'
+import { PlanCache } from './plan-cache.js'
+import { PollLoop } from './poll-loop.js'
+import type { Steppable } from './steppable.js'
+import type { SteppedSystem } from './stepped-system.js'
+import { stepSystem } from './system-step.js'
+
+/** Hears of an instance that failed in `count` steps (1 unless several ran in one message). */
+export type FailureSink = (instance: string, error: unknown, detail: ErrorDetail, count: number) => void
+
+/** What one call of `Engine.step` asks for. */
+export interface StepRequest<I extends Steppable> {
+  /** This step's dt; undefined: each instance timer's own. */
+  dt?: number
+  /** Steps only the runnable instances it accepts (default: every runnable instance). */
+  filter?: (instance: I) => boolean
+  /** Hears of each failed instance; without it, a step with failures throws them as one fault. */
+  onFailure?: FailureSink
+  /** Steps in one message per worker (default 1); `run` sizes them (batch-size.ts). */
+  repeat?: number
+}
+
+/** What an engine drives, and how. */
+export interface EngineOptions<I extends Steppable> {
+  system: SteppedSystem<I>
+  /** The Python worker pool (created on first use). */
+  python: () => PythonPool
+  /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
+  stepBatch?: number
+  logger: Logger
+  /** The background loop: its period in seconds, whether it should run now, and whom a tick steps. */
+  polling: { interval: () => number; wanted: () => boolean; includes: (instance: I) => boolean }
+}
+
+/**
+ * Drives the system steps: when they run (one at a time, on request or every polling interval),
+ * how many go to the Python workers in one message, and which step plan they reuse. What one
+ * step does is system-step.ts and instance-step.ts.
+ *
+ * @example
+ * const engine = new Engine({ system, python, logger, polling: { interval: () => 0.1, wanted: () => running, includes: () => true } })
+ * await engine.run(100, 0.5)  // 100 system steps, batched where nothing needs the server in between
+ */
+export class Engine<I extends Steppable> {
+  readonly #system: SteppedSystem<I>
+  readonly #python: () => PythonPool
+  readonly #stepBatch: number
+  readonly #logger: Logger
+  readonly #polled: (instance: I) => boolean
+  readonly #loop: PollLoop
+  readonly #plans = new PlanCache<I>()
+  #steps = 0
+  #stepping: Promise<void> | undefined
+  /** While a `run` is going: hears of instances lost with their worker (see `run`). */
+  #lostDuringRun: ((instance: string, reason: string) => void) | undefined
+
+  constructor(options: EngineOptions<I>) {
+    this.#system = options.system
+    this.#python = options.python
+    this.#stepBatch = options.stepBatch ?? DEFAULT_STEP_BATCH
+    this.#logger = options.logger
+    this.#polled = options.polling.includes
+    this.#loop = new PollLoop({ interval: options.polling.interval, wanted: options.polling.wanted, tick: () => this.#pollTick() })
+  }
+
+  /** System steps taken since the start or the last `resetCount`. */
+  get steps(): number {
+    return this.#steps
+  }
+
+  resetCount(): void {
+    this.#steps = 0
+  }
+
+  /**
+   * `steps` system steps. Runs every step even when some instances fail in some of them (faults
+   * stay local): the failures are thrown once per instance at the end, with how many steps failed.
+   */
+  async run(steps: number, dt: number | undefined): Promise<void> {
+    const failed = new Map<string, { error: unknown; detail: ErrorDetail; count: number }>()
+    const onFailure: FailureSink = (instance, error, detail, count) => {
+      const seen = failed.get(instance)
+      if (seen) seen.count += count
+      else failed.set(instance, { error, detail, count })
+    }
+    // A worker that dies between two steps takes its instances out of the steps that follow
+    // without failing any of them: they are reported as failed in every step they missed.
+    let done = 0
+    const lost = new Map<string, { reason: string; missed: number }>()
+    this.#lostDuringRun = (instance, reason) => {
+      if (!lost.has(instance)) lost.set(instance, { reason, missed: steps - done })
+    }
+    try {
+      while (done < steps) {
+        const repeat = this.#batchSize(steps - done)
+        await this.step({ dt, onFailure, repeat })
+        done += repeat
+      }
+    } finally {
+      this.#lostDuringRun = undefined
+    }
+    for (const [instance, { reason, missed }] of lost) {
+      if (failed.has(instance)) continue // its step failed when the worker died: already counted
+      const error = new WorkerGoneError(reason, [{ path: 'import', message: reason }])
+      onFailure(instance, error, { path: `instances.${instance}`, message: error.message }, missed)
+    }
+    if (!failed.size) return
+    const details = [...failed.values()].map(({ detail, count }) => ({ ...detail, message: steps > 1 ? `${detail.message} (failed in ${count} of ${steps} steps)` : detail.message }))
+    throw combinedFault([...failed.values()].map((f) => f.error), summarize(`run of ${steps} step${steps === 1 ? '' : 's'}`, details), details)
+  }
+
+  /** How many of a run's remaining steps go to the Python workers in the next message. */
+  #batchSize(remaining: number): number {
+    const limit = Math.min(remaining, this.#stepBatch)
+    if (limit <= 1) return 1
+    const { stepped, owners } = this.#participants(undefined)
+    const kept = owners.length ? this.#plans.kept(this.#python(), owners) : undefined
+    return batchSize({ limit, needsServer: needsServerBetweenSteps(this.#system, stepped), pythonInstances: owners.length, kept })
+  }
+
+  /**
+   * One system step (or `repeat` in one message per worker). Steps never overlap: a step asked
+   * for while one runs waits for it. Errors of single instances are collected; the step
+   * completes for all others.
+   */
+  async step(request: StepRequest<I> = {}): Promise<void> {
+    while (this.#stepping) await this.#stepping.catch(() => {})
+    const task = this.#step(request)
+    this.#stepping = task
+    try {
+      await task
+    } finally {
+      if (this.#stepping === task) this.#stepping = undefined
+    }
+  }
+
+  async #step(request: StepRequest<I>): Promise<void> {
+    const { dt, filter, onFailure, repeat = 1 } = request
+    const { stepped, owners } = this.#participants(filter)
+    const pool = owners.length ? this.#python() : undefined
+    const kept = pool && this.#plans.kept(pool, owners)
+    if (repeat > 1 && ((pool && !kept) || needsServerBetweenSteps(this.#system, stepped))) {
+      // The system changed since the batch was sized: one step at a time after all.
+      for (let i = 0; i < repeat; i++) await this.#step({ ...request, repeat: 1 })
+      return
+    }
+    const failures: ErrorDetail[] = []
+    const errors: unknown[] = []
+    await stepSystem({
+      system: this.#system,
+      stepped,
+      plan: pool && (kept ?? this.#plans.renew(pool, owners)),
+      dt,
+      repeat,
+      failed: (instance, error, count) => {
+        errors.push(error)
+        const detail = { ...(error.details[0] ?? {}), path: `instances.${instance.name}`, message: error.message }
+        failures.push(detail)
+        onFailure?.(instance.name, error, detail, count)
+      },
+    })
+    this.#steps += repeat
+    if (failures.length && !onFailure) throw combinedFault(errors, summarize(`Step ${this.#steps}`, failures), failures)
+  }
+
+  /** The instances a step includes, and those of them whose Python `run` it calls. */
+  #participants(filter: ((instance: I) => boolean) | undefined): { stepped: I[]; owners: I[] } {
+    const stepped: I[] = []
+    const owners: I[] = []
+    for (const instance of this.#system.instances.all()) {
+      if (!instance.runnable || (filter && !filter(instance))) continue
+      stepped.push(instance)
+      if (instance.stepsInPython) owners.push(instance)
+    }
+    return { stepped, owners }
+  }
+
+  /** Starts the background loop: a step of the polled instances every polling interval. */
+  startPolling(): void {
+    this.#loop.start()
+  }
+
+  /** Re-reads the polling settings (interval, whether the loop is wanted). */
+  pollingChanged(): void {
+    this.#loop.update()
+  }
+
+  async #pollTick(): Promise<void> {
+    await this.step({ filter: this.#polled }).catch((err: unknown) => {
+      this.#logger.warn({ err: (err as Error).message }, 'system step failed')
+    })
+  }
+
+  /** Stops the background loop and waits for the step under way, if any. */
+  async halt(): Promise<void> {
+    this.#loop.stop()
+    while (this.#stepping) await this.#stepping.catch(() => {})
+  }
+
+  /** Hears of instances lost with their Python worker (a `run` under way counts their missed steps). */
+  instancesLost(names: readonly string[], reason: string): void {
+    if (!this.#lostDuringRun) return
+    for (const name of names) this.#lostDuringRun(name, reason)
+  }
+}

@@ -1,0 +1,87 @@
+import type { MimicError } from '../errors.js'
+import type { PythonPool, StepPlan } from '../python/index.js'
+import type { Steppable, ValueTarget } from './steppable.js'
+
+/** One run of a kept plan: the step's dt, how many steps in the one message, and who hears of failures. */
+export interface PlanRun<I extends Steppable> {
+  dt: number | undefined
+  repeat: number
+  /** `count`: in how many of the `repeat` steps the instance failed. */
+  failed: (instance: I, error: MimicError, count: number) => void
+}
+
+/**
+ * The Python step plan of one set of instances (those whose step calls a Python `run`), kept
+ * between steps: while it is kept the workers hold their part, so a step costs one short message
+ * per worker, and each bound attribute is looked up once, not once per step.
+ *
+ * @example
+ * const kept = new KeptPlan(pool, owners)
+ * await kept.run({ dt: 0.1, repeat: 1, failed: (instance, error) => report(instance, error) })
+ */
+export class KeptPlan<I extends Steppable> {
+  readonly pool: PythonPool
+  readonly owners: readonly I[]
+  readonly #plan: StepPlan
+  /** The bound attributes of each owner by their position in its answers. */
+  readonly #targets: Array<Array<ValueTarget | undefined>> = []
+  /** How long the workers took per step of this plan, as last measured; sizes the next batch. */
+  stepMs: number | undefined
+  /** Steps in the last message: a batch grows at most fourfold from one message to the next. */
+  lastBatch = 1
+
+  constructor(pool: PythonPool, owners: readonly I[]) {
+    this.pool = pool
+    this.owners = owners
+    this.#plan = pool.plan(owners.map((owner) => owner.name), 'run')
+  }
+
+  /** Whether this is the plan of exactly these instances, in this order, on this pool. */
+  isFor(pool: PythonPool, owners: readonly I[]): boolean {
+    return this.pool === pool && this.owners.length === owners.length && this.owners.every((owner, i) => owner === owners[i])
+  }
+
+  /** Runs `repeat` steps of every owner's Python `run` in one message per worker, and times them. */
+  async run({ dt, repeat, failed }: PlanRun<I>): Promise<void> {
+    const owners = this.owners
+    const targets = this.#targets
+    const started = performance.now()
+    await this.pool.runPlan(this.#plan, { context: (index) => owners[index]!.stepContext(dt), repeat }, {
+      // Values go straight into the attribute caches as the answers are decoded. An instance
+      // never loses or replaces an attribute, so each one is looked up once per plan.
+      value: (index, name, value, position) => {
+        const row = (targets[index] ??= [])
+        let attr = row[position]
+        if (attr?.name !== name) attr = row[position] = owners[index]!.attributes.get(name)
+        attr?.setCached(value)
+      },
+      done: (index, _result, declared) => owners[index]!.applyDeclarative(declared),
+      fail: (index, error, count) => failed(owners[index]!, error, count ?? 1),
+    })
+    this.stepMs = (performance.now() - started) / repeat
+    this.lastBatch = repeat
+  }
+}
+
+/**
+ * The step plan of the instances that stepped last. A step of the same instances reuses it; a
+ * step of any other set (an instance added, removed, rebuilt, failed or filtered out) or on a
+ * new pool replaces it.
+ *
+ * @example
+ * const plan = plans.kept(pool, owners) ?? plans.renew(pool, owners)
+ */
+export class PlanCache<I extends Steppable> {
+  #last: KeptPlan<I> | undefined
+
+  /** The plan kept for exactly these instances on this pool, if there is one. */
+  kept(pool: PythonPool, owners: readonly I[]): KeptPlan<I> | undefined {
+    return this.#last?.isFor(pool, owners) ? this.#last : undefined
+  }
+
+  /** A new plan for these instances, kept from now on in place of the last one. */
+  renew(pool: PythonPool, owners: readonly I[]): KeptPlan<I> {
+    this.#last = new KeptPlan(pool, owners)
+    return this.#last
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * What the engine needs from an instance to step it. The tree's Instance implements it; the
+ * engine knows no tree classes, so it can be read (and tested) as the definition of a step alone.
+ *
+ * @example
+ * const owners = [...instances].filter((i: Steppable) => i.runnable && i.stepsInPython)
+ */
+export interface Steppable {
+  readonly name: string
+  /** Whether a system step includes it now: not in ERROR, and its Python objects loaded if it has any. */
+  readonly runnable: boolean
+  /** Whether its step calls a Python `run`. */
+  readonly stepsInPython: boolean
+  /**
+   * Whether its step needs the server between one step and the next (a MimicComponent reads the
+   * server's time and values in every `run`): then its steps are never batched.
+   */
+  readonly needsServerEachStep: boolean
+  readonly timer: { readonly dt: number; advance(dt?: number): void }
+  readonly attributes: {
+    /** Where a value reported by its Python objects lands. */
+    get(name: string): ValueTarget | undefined
+    /** Ends every presentation override (`external_value`): what a step does. */
+    clearOverrides(): void
+  }
+  /** What its Python `run` sees: its time, the step's dt and, for a MimicComponent, its declarative values. */
+  stepContext(dt?: number): StepContext
+  /** Its Python `run` alone: one round trip, the values it reports taken in. */
+  runPython(dt: number): Promise<void>
+  /** Takes the declarative values a MimicComponent wrote through `self.attributes` in a system step. */
+  applyDeclarative(values: Record<string, unknown> | undefined): void
+  /** Hears of a failure of its Python `run` in a system step. */
+  stepFailed(error: unknown): void
+}
+
+/**
+ * What a MimicComponent sees in a step: its own time, dt and declarative values.
+ *
+ * @example
+ * const context: StepContext = { time: 1.5, dt: 0.5, attributes: { setpoint: 20 } }
+ */
+export interface StepContext {
+  time: number
+  dt: number
+  attributes?: Record<string, unknown>
+}
+
+/**
+ * An attribute as the engine writes it: a value its Python object reported goes into the cache.
+ *
+ * @example
+ * instance.attributes.get('temperature')?.setCached(21.5)
+ */
+export interface ValueTarget {
+  readonly name: string
+  setCached(value: unknown): void
+}
