@@ -24,4 +24,8 @@ export default tseslint.config(
     files: ['test/**', 'bench/**', 'scripts/**', 'ui/**'],
     rules: { 'no-restricted-syntax': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
 )
