@@ -6,10 +6,10 @@
  *
  * @example
  * import { Engine, stepInstance } from '../engine/index.js'
- * await stepInstance(instance, { dt: 0.5 })
+ * await stepInstance(instance, 0.5)
  */
 export { Engine, type EngineOptions, type FailureSink, type StepRequest } from './engine.js'
-export { stepInstance, type InstanceStepOptions } from './instance-step.js'
+export { finishInstanceStep, stepInstance, type InstanceSteps } from './instance-step.js'
 export { stepSystem, type SystemStep } from './system-step.js'
 export { batchSize, needsServerBetweenSteps, BATCH_TARGET_MS, DEFAULT_STEP_BATCH, type BatchFacts } from './batch-size.js'
 export { KeptPlan, PlanCache, type PlanRun } from './plan-cache.js'

@@ -1,32 +1,37 @@
 import type { Steppable } from './steppable.js'
 
-/** How an instance step is taken: alone, or as part of a system step. */
-export interface InstanceStepOptions {
+/** The dt of an instance step and how many steps are taken at once. */
+export interface InstanceSteps {
   /** This step's dt; undefined: the instance timer's own. */
-  dt?: number
+  dt: number | undefined
   /** Steps taken at once: more than 1 only in a batched system step (see batch-size.ts). */
-  steps?: number
-  /**
-   * True inside a system step, which has already run the Python `run` of every instance at once,
-   * one message per worker (system-step.ts).
-   */
-  pythonRan?: boolean
+  steps: number
 }
 
 /**
- * One step of one instance, in the order of MODEL_LANGUAGE.md section 4: its behaviour at the
- * timer's current time, then time moves on. Taken alone, a step whose Python `run` fails ends
- * there and time does not move; in a system step the failure is reported and the step goes on.
+ * One step of one instance taken alone, in the order of MODEL_LANGUAGE.md section 4: its
+ * behaviour at the timer's current time, then time moves on. A step whose Python `run` fails
+ * ends there, and time does not move.
  *
  * @example
- * await stepInstance(instance, { dt: 0.5 })  // alone: one round trip to its worker
+ * await stepInstance(instance, 0.5)  // one round trip to its worker
  */
-export async function stepInstance(instance: Steppable, options: InstanceStepOptions = {}): Promise<void> {
-  const { dt, steps = 1, pythonRan = false } = options
+export async function stepInstance(instance: Steppable, dt: number): Promise<void> {
+  // Behaviour, first its Python `run` mapping: one round trip.
+  if (instance.stepsInPython) await instance.runPython(dt)
+  finishInstanceStep(instance, { dt, steps: 1 })
+}
 
-  // Behaviour, first its Python `run` mapping: one round trip when the instance steps alone.
-  if (!pythonRan && instance.stepsInPython) await instance.runPython(dt ?? instance.timer.dt)
-
+/**
+ * The rest of an instance step once its Python `run` has answered, in Node. A system step runs
+ * the Python `run` of all its instances at once (system-step.ts) and then this for each, so it
+ * is the same step either way; it is synchronous, so that a step of a thousand instances costs
+ * no promise per instance.
+ *
+ * @example
+ * finishInstanceStep(instance, { dt: 0.5, steps: 1 })
+ */
+export function finishInstanceStep(instance: Steppable, { dt, steps }: InstanceSteps): void {
   // The model's declarative behaviour belongs here, after the Python `run` and at the step's
   // time: actions in list order, then conditions, active scenarios, overrides re-applied and the
   // `on_run` hooks. An instance that has any must say `needsServerEachStep`, so that its `steps`

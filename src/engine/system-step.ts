@@ -1,5 +1,5 @@
 import type { MimicError } from '../errors.js'
-import { stepInstance } from './instance-step.js'
+import { finishInstanceStep } from './instance-step.js'
 import type { KeptPlan } from './plan-cache.js'
 import type { Steppable } from './steppable.js'
 import type { SteppedSystem } from './stepped-system.js'
@@ -44,8 +44,9 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
     })
   }
 
-  // The rest of each instance's step (declarative behaviour, time) in instance-step.ts.
-  for (const instance of stepped) await stepInstance(instance, { dt, steps: repeat, pythonRan: true })
+  // The rest of each instance's step, as when it steps alone (instance-step.ts).
+  const steps = { dt, steps: repeat }
+  for (const instance of stepped) finishInstanceStep(instance, steps)
 
   // Connections: each `to` takes the `from` value the instance steps left.
   await system.connections.propagate()

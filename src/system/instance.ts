@@ -204,7 +204,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   /** One step of this instance alone (src/engine/instance-step.ts): its Python `run` is one round trip. */
   async run(dt?: number): Promise<void> {
     this.#checkRunnable()
-    await stepInstance(this, { dt: dt ?? this.timer.dt })
+    await stepInstance(this, dt ?? this.timer.dt)
   }
 
   /** Its mapped Python `run`, one round trip: the behaviour part of a step taken alone. */

@@ -97,14 +97,14 @@ describe('the order of one step', () => {
   it('an instance step alone: its Python run at the timer\'s time, then time moves on; a run that raises leaves time where it was', async () => {
     const [clock, faulty] = s.instances('clock', 'faulty')
     const time = clock!.timer.time
-    await stepInstance(clock!, { dt: 2 })
+    await stepInstance(clock!, 2)
     assert.equal(valueOf(s.system, 'clock', 'seen'), time)
     assert.equal(clock!.timer.time, time + 2)
 
     const before = faulty!.timer.time
-    await stepInstance(faulty!, { dt: 1 })
+    await stepInstance(faulty!, 1)
     assert.equal(faulty!.timer.time, before + 1)
-    await assert.rejects(stepInstance(faulty!, { dt: 1 }), /even tick/)
+    await assert.rejects(stepInstance(faulty!, 1), /even tick/)
     assert.equal(faulty!.timer.time, before + 1)
   })
 })
