@@ -303,7 +303,10 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     const length = writeBitsHead(out, at, fc, quantity)
     for (let i = 0; i < quantity; i++) {
       const entry = table.entryAt(address + i)
-      if (entry === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+      if (entry === undefined) {
+        if (this.#definition.zero_fill === true) continue
+        return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+      }
       const value = this.#read(entry)
       if (value === true || value === 1) setResponseBit(out, at, i)
       else if (value !== false && value !== 0) {
@@ -320,7 +323,13 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     let encoded: Buffer | null = null
     for (let a = address; a < address + quantity; a++) {
       const index = table.indexAt(a)
-      if (index < 0) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+      if (index < 0) {
+        if (this.#definition.zero_fill !== true) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+        out[to] = 0
+        out[to + 1] = 0
+        to += 2
+        continue
+      }
       if (index !== current) {
         // Entries are contiguous ranges, so each attribute is read and encoded once per request.
         const entry = table.entries[index]!
