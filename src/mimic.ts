@@ -3,7 +3,7 @@ import pino, { type Logger } from 'pino'
 import { checkExposure, type Config } from './config.js'
 import { ConflictError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
-import { ModbusHub } from './protocols/modbus/index.js'
+import { ProtocolContexts } from './protocols/index.js'
 import { PythonPool, resolveInterpreter } from './python/index.js'
 import { buildApp } from './server/app.js'
 import { registerDashboard } from './server/dashboard.js'
@@ -21,7 +21,7 @@ export interface MimicServer {
   system: System
   app: FastifyInstance
   logger: Logger
-  /** Stops HTTP, the simulation, Modbus listeners and Python workers. */
+  /** Stops HTTP, the simulation, protocol listeners and Python workers. */
   close(): Promise<void>
 }
 
@@ -54,13 +54,13 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
       pool?.onInstancesLost(handler)
     },
   })
-  const modbus = new ModbusHub({ logger: logger.child({ component: 'modbus' }) })
+  const protocols = new ProtocolContexts({ logger })
   const snapshots = new SnapshotStore({ dir: config.snapshotsDir, mode: config.snapshotsMode, serverVersion: SERVER_VERSION, logger: logger.child({ component: 'snapshots' }) })
-  const services: SystemServices = { logger, serverVersion: SERVER_VERSION, extensions: config.extensions, python: pythonAccess, modbus, snapshots, stepBatch: config.stepBatch }
+  const services: SystemServices = { logger, serverVersion: SERVER_VERSION, extensions: config.extensions, python: pythonAccess, protocols, snapshots, stepBatch: config.stepBatch }
   const system = new System(services)
   const shutdown = async (): Promise<void> => {
     await system.destroy().catch((err: unknown) => logger.warn({ err }, 'stopping the system failed'))
-    await modbus.close().catch(() => {})
+    await protocols.close()
     await pool?.close().catch(() => {})
   }
 

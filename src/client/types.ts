@@ -138,7 +138,8 @@ export interface ModelDefinition {
   description?: string
   attributes?: Record<string, AttributeSpec>
   import?: Record<string, ImportEntry | ImportEntry[]>
-  communication?: Array<Record<string, JsonObject>>
+  /** A list of single-entry maps `{<kind>: {...}}`, or one such map. */
+  communication?: Array<Record<string, JsonObject>> | Record<string, JsonObject>
   [key: string]: unknown
 }
 

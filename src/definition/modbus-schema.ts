@@ -116,6 +116,8 @@ export const modbusSlaveSchema = z
     port: z.number().int().min(0).max(65535).optional(),
     unit_id: z.number().int().min(0).max(255).default(1),
     response_delay: z.number().min(0).max(3600).default(0),
+    /** Reads of addresses no attribute maps answer 0 (false for bits) instead of exception 0x02. */
+    zero_fill: z.boolean().optional(),
     /** Seconds a connection may go without completing a request; 0: never closed for idling. */
     idle_timeout: z
       .number()

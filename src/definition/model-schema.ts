@@ -53,7 +53,7 @@ const importKeySchema = z
   .refine((k) => !/[\0-\x1f]/.test(k), 'control characters are not allowed in a path')
 
 /** Adapter kinds a model may declare under `communication`, each with its schema. */
-export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema } as const
+export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema } as const
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 
 const communicationEntrySchema = z
@@ -89,7 +89,8 @@ export const modelDefinitionSchema = z
     description: z.string().max(4096).optional(),
     attributes: z.record(z.string(), z.unknown()).default({}).superRefine(checkAttributes),
     import: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),
-    communication: z.array(communicationEntrySchema).optional(),
+    /** A list of single-entry maps, or one such map when the model has one adapter. */
+    communication: z.union([z.array(communicationEntrySchema), communicationEntrySchema]).optional(),
   })
   .superRefine((model, ctx) => {
     const declared = new Set(Object.keys(model.attributes))
@@ -117,14 +118,17 @@ export const modelDefinitionSchema = z
       })
     }
     const counts = new Map<string, number>()
-    ;(model.communication ?? []).forEach((entry, index) => {
+    const list = Array.isArray(model.communication)
+    const entries = model.communication === undefined ? [] : Array.isArray(model.communication) ? model.communication : [model.communication]
+    entries.forEach((entry, index) => {
       const kind = Object.keys(entry)[0]
-      if (kind !== 'modbus_slave') return
+      if (kind === undefined) return
       counts.set(kind, (counts.get(kind) ?? 0) + 1)
+      // Every adapter kind publishes attributes through a `mapping` keyed by attribute name.
       const mapping = (entry[kind] as { mapping?: Record<string, unknown> } | undefined)?.mapping ?? {}
       for (const attr of Object.keys(mapping)) {
         if (!declared.has(attr)) {
-          ctx.addIssue({ code: 'custom', path: ['communication', index, kind, 'mapping', attr], message: `'${attr}' is not an attribute of this model` })
+          ctx.addIssue({ code: 'custom', path: ['communication', ...(list ? [index] : []), kind, 'mapping', attr], message: `'${attr}' is not an attribute of this model` })
         }
       }
     })

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ServerResponse } from 'node:http'
 import { nameProblem } from '../definition/names.js'
 import { ValidationError, type ErrorDetail } from '../errors.js'
-import { AdapterNode, type Instance } from '../system/instance.js'
+import type { Instance } from '../system/instance.js'
 import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 
@@ -57,7 +57,8 @@ export interface InstanceDelta {
   state?: string
   last_error?: string | null
   attributes?: Record<string, { internal_value?: unknown; external_value?: unknown }>
-  adapters?: Record<string, { state?: string; port?: number | null; requests?: number; errors?: number }>
+  /** Each adapter's stats() entries that changed (state, requests, errors and the protocol's own). */
+  adapters?: Record<string, { state?: string; port?: number | null; requests?: number; errors?: number; [counter: string]: string | number | boolean | null | undefined }>
 }
 
 /** The `frame` event: everything that changed since the previous frame of this stream. */
@@ -73,7 +74,7 @@ interface InstanceMemo {
   state: string
   lastError: string | null
   attributes: Map<string, [string, string]>
-  adapters: Map<string, [string, number | null, number, number]>
+  adapters: Map<string, Record<string, string | number | boolean | null>>
 }
 
 /** One open stream. */
@@ -294,17 +295,15 @@ function diffInstance(instance: Instance, stream: Stream, withValues: boolean): 
     ;(delta.attributes ??= {})[attr.name] = entry
     changed = true
   }
-  for (const node of instance.communication.children()) {
-    if (!(node instanceof AdapterNode)) continue
-    const info = node.adapter.info()
-    const now: [string, number | null, number, number] = [info.state, info.port, info.counters.requests, info.counters.errors]
+  for (const node of instance.communication.adapters()) {
+    const now = node.adapter.stats()
     const prev = memo.adapters.get(node.name)
-    if (prev && prev.every((v, k) => v === now[k])) continue
-    const entry: NonNullable<InstanceDelta['adapters']>[string] = {}
-    if (!prev || prev[0] !== now[0]) entry.state = now[0]
-    if (!prev || prev[1] !== now[1]) entry.port = now[1]
-    if (!prev || prev[2] !== now[2]) entry.requests = now[2]
-    if (!prev || prev[3] !== now[3]) entry.errors = now[3]
+    let entry: NonNullable<InstanceDelta['adapters']>[string] | undefined
+    for (const [key, value] of Object.entries(now)) {
+      if (prev && prev[key] === value) continue
+      ;(entry ??= {})[key] = value
+    }
+    if (!entry) continue
     memo.adapters.set(node.name, now)
     ;(delta.adapters ??= {})[node.name] = entry
     changed = true

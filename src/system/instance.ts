@@ -1,10 +1,10 @@
 import { ConflictError, MimicError, NotFoundError, ValidationError, WorkerGoneError } from '../errors.js'
 import { attributeDeclarations } from '../definition/model-schema.js'
 import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
-import { checkMappedValue, ModbusSlaveAdapter, modbusSlaveSchema, type ModbusSlaveDefinition } from '../protocols/modbus/index.js'
 import { buildLoadEntries } from '../python/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
+import { Communication } from './communication.js'
 import type { Model } from './models.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
@@ -394,110 +394,6 @@ export class ImportStatus extends Component {
       bound_methods: inst.binding ? Object.fromEntries(inst.binding.methods) : {},
       component: inst.binding?.component ?? false,
       last_error: inst.lastError,
-    }
-  }
-}
-
-/**
- * The instance's protocol adapters by key (`modbus_slave`, then `modbus_slave_1`, ...).
- */
-export class Communication extends Component {
-  readonly type = 'Communication'
-  readonly #adapters = new Map<string, AdapterNode>()
-
-  constructor(instance: Instance, model: Model, services: SystemServices) {
-    super('communication', instance)
-    const counts = new Map<string, number>()
-    for (const entry of model.parsed.communication ?? []) {
-      const kind = Object.keys(entry)[0]!
-      const n = counts.get(kind) ?? 0
-      counts.set(kind, n + 1)
-      const key = n === 0 ? kind : `${kind}_${n}`
-      const definition = modbusSlaveSchema.parse(entry[kind])
-      this.#adapters.set(key, new AdapterNode(key, this, instance, definition, services))
-    }
-  }
-
-  override children(): Component[] {
-    return [...this.#adapters.values()]
-  }
-
-  override child(name: string): Component | undefined {
-    return this.#adapters.get(name)
-  }
-
-  async startAll(): Promise<void> {
-    const started: AdapterNode[] = []
-    try {
-      for (const adapter of this.#adapters.values()) {
-        await adapter.adapter.start()
-        started.push(adapter)
-      }
-    } catch (err) {
-      for (const adapter of started) await adapter.adapter.stop().catch(() => {})
-      throw err
-    }
-  }
-
-  async stopAll(): Promise<void> {
-    for (const adapter of this.#adapters.values()) await adapter.adapter.stop().catch(() => {})
-  }
-
-  valueProblem(attr: string, value: unknown): string | null {
-    for (const adapter of this.#adapters.values()) {
-      const problem = checkMappedValue(adapter.definition, attr, value)
-      if (problem) return `${adapter.name}: ${problem}`
-    }
-    return null
-  }
-
-  override async destroy(): Promise<void> {
-    await this.stopAll()
-  }
-}
-
-/** A protocol adapter as a tree node: its settings, state and counters, and its methods. */
-export class AdapterNode extends Component {
-  readonly type = 'ModbusSlave'
-  readonly adapter: ModbusSlaveAdapter
-  readonly definition: ModbusSlaveDefinition
-
-  constructor(name: string, parent: Communication, instance: Instance, definition: ModbusSlaveDefinition, services: SystemServices) {
-    super(name, parent)
-    this.definition = definition
-    this.adapter = new ModbusSlaveAdapter({
-      hub: services.modbus,
-      definition,
-      logger: services.logger,
-      name: `${instance.name}.${name}`,
-      accessor: {
-        read: (attr) => instance.attributes.get(attr)?.externalValue,
-        write: (attr, value) => {
-          const target = instance.attributes.get(attr)
-          if (!target) throw new NotFoundError(`Attribute '${attr}' not found`)
-          return target.setInternal(value)
-        },
-        writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
-      },
-    })
-  }
-
-  override get state(): string {
-    return this.adapter.state
-  }
-
-  override properties(): Record<string, unknown> {
-    const info = this.adapter.info()
-    const { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters } = info
-    return { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters }
-  }
-
-  override methods(): Record<string, MethodHandler> {
-    return {
-      start: async () => (await this.adapter.start(), true),
-      stop: async () => (await this.adapter.stop(), true),
-      detach: () => (this.adapter.detach(), true),
-      attach: () => (this.adapter.attach(), true),
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { ErrorDetail } from '../errors.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
-import { checkMappedValue, modbusSlaveSchema } from '../protocols/modbus/index.js'
+import { protocolKind } from '../protocols/index.js'
+import { communicationEntries } from './communication.js'
 
 /**
  * Problems of attribute defaults that a protocol mapping of the same model cannot carry, such
@@ -14,15 +15,16 @@ import { checkMappedValue, modbusSlaveSchema } from '../protocols/modbus/index.j
 export function mappedDefaultProblems(model: ParsedModelDefinition): ErrorDetail[] {
   const details: ErrorDetail[] = []
   const defaults = new Map(attributeDeclarations(model).map((a) => [a.name, a.default]))
-  ;(model.communication ?? []).forEach((entry, index) => {
-    const kind = Object.keys(entry)[0]
-    if (kind !== 'modbus_slave') return
-    const parsed = modbusSlaveSchema.safeParse(entry[kind])
+  const list = Array.isArray(model.communication)
+  communicationEntries(model.communication).forEach((entry, index) => {
+    const written = Object.keys(entry)[0]!
+    const kind = protocolKind(written)
+    if (!kind) return
+    const parsed = kind.schema.safeParse(entry[written])
     if (!parsed.success) return
-    for (const attr of Object.keys(parsed.data.mapping)) {
-      if (!defaults.has(attr)) continue
-      const problem = checkMappedValue(parsed.data, attr, defaults.get(attr))
-      if (problem) details.push({ path: `attributes.${attr}`, message: `default cannot be carried by communication[${index}].${kind}: ${problem}` })
+    for (const [attr, value] of defaults) {
+      const problem = kind.valueProblem(parsed.data, attr, value)
+      if (problem) details.push({ path: `attributes.${attr}`, message: `default cannot be carried by communication${list ? `[${index}]` : ''}.${written}: ${problem}` })
     }
   })
   return details

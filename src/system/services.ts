@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { ModbusHub } from '../protocols/modbus/index.js'
+import type { ProtocolContexts } from '../protocols/index.js'
 import type { PythonPool } from '../python/index.js'
 import type { SnapshotStore } from '../snapshots/index.js'
 
@@ -11,7 +11,8 @@ export interface SystemServices {
   extensions: string[]
   /** The Python worker pool, started on first use; `onLost` hears of instances whose worker died. */
   python: (() => PythonPool) & { onLost?: (handler: (instances: string[], reason: string) => void) => void }
-  modbus: ModbusHub
+  /** The shared context of each protocol kind (e.g. listeners several adapters share). */
+  protocols: ProtocolContexts
   snapshots: SnapshotStore
   /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
   stepBatch?: number

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
-import { ConflictError } from '../../errors.js'
+import { ConflictError, ValidationError } from '../../errors.js'
+import type { AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import {
   EXCEPTION_CODES,
   MAX_ADU_LENGTH,
@@ -39,15 +40,7 @@ import type { ModbusSlaveDefinition } from './schema.js'
  * await adapter.stop()
  */
 
-/** How the adapter reaches the instance's attributes. */
-export interface AttributeAccessor {
-  /** Current presented (external) value of an attribute, synchronously. */
-  read(attr: string): unknown
-  /** Set the attribute's internal value; may be async (Python setter) and may throw a MimicError (e.g. read-only). */
-  write(attr: string, value: unknown): void | Promise<void>
-  /** False when the attribute cannot be written (e.g. bound to a getter without setter). */
-  writable(attr: string): boolean
-}
+export type { AttributeAccessor }
 
 /** Options of an adapter. */
 export interface ModbusSlaveAdapterOptions {
@@ -123,8 +116,9 @@ const WARN_INTERVAL_MS = 1000
  * adapter.attach()
  * await adapter.stop()
  */
-export class ModbusSlaveAdapter {
+export class ModbusSlaveAdapter implements ProtocolAdapter {
   readonly name: string
+  readonly settable = ['response_delay'] as const
   #hub: ModbusHub
   #definition: ModbusSlaveDefinition
   #accessor: AttributeAccessor
@@ -144,7 +138,6 @@ export class ModbusSlaveAdapter {
 
   constructor(options: ModbusSlaveAdapterOptions) {
     this.#hub = options.hub
-    this.#definition = options.definition
     this.#accessor = options.accessor
     this.name = options.name ?? 'modbus_slave'
     this.#logger = options.logger.child({ adapter: this.name })
@@ -153,10 +146,14 @@ export class ModbusSlaveAdapter {
     this.#inputRegisters = map.group('i_r')
     this.#coils = map.group('c_o')
     this.#discreteInputs = map.group('d_i')
-    const responseDelayMs = Math.round(options.definition.response_delay * 1000)
+    this.#definition = { ...options.definition }
+    const definition = this.#definition
     this.#unit = {
       handle: (frame, offset, length, out, at) => this.#handle(frame, offset, length, out, at),
-      responseDelayMs,
+      // Read on every request, so a response_delay set while running applies to the next answer.
+      get responseDelayMs() {
+        return Math.round(definition.response_delay * 1000)
+      },
       connectionRules: rulesOf(options.definition),
       connectionClosed: (reason) => void this.#closes[CLOSE_COUNTERS[reason]]++,
     }
@@ -240,6 +237,44 @@ export class ModbusSlaveAdapter {
     }
   }
 
+  /**
+   * Live state, effective port and request counters, without the mapping (cheap enough to sample
+   * often). The connection counters are in settings().counters.
+   *
+   * @example
+   * adapter.stats() // { state: 'RUNNING', port: 5020, requests: 3, errors: 0 }
+   */
+  stats(): AdapterStats & { port: number | null } {
+    return { state: this.state, port: this.#registration?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
+  }
+
+  /** What the adapter node shows (see ProtocolAdapter.settings). */
+  settings(): Record<string, unknown> {
+    const { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters } = this.info()
+    return { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters }
+  }
+
+  /**
+   * Changes `response_delay` (seconds, 0..3600) while running; anything else is refused.
+   *
+   * @example
+   * adapter.set('response_delay', 0.5)
+   */
+  set(name: string, value: unknown): void {
+    if (name !== 'response_delay') {
+      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [{ path: name, message: 'read-only' }])
+    }
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 3600) {
+      throw new ValidationError(`'response_delay' must be a number of seconds from 0 to 3600`, [{ path: name, message: 'expected a number from 0 to 3600' }])
+    }
+    this.#definition.response_delay = value
+  }
+
+  /** Why `value` cannot be published for `attr`, or null (also when `attr` is not mapped). */
+  valueProblem(attr: string, value: unknown): string | null {
+    return checkMappedValue(this.#definition, attr, value)
+  }
+
   #handle(frame: Buffer, offset: number, length: number, out: Buffer, at: number): UnitAnswer {
     this.#requests++
     if (this.#detached) return 0
@@ -268,7 +303,10 @@ export class ModbusSlaveAdapter {
     const length = writeBitsHead(out, at, fc, quantity)
     for (let i = 0; i < quantity; i++) {
       const entry = table.entryAt(address + i)
-      if (entry === undefined) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+      if (entry === undefined) {
+        if (this.#definition.zero_fill === true) continue
+        return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+      }
       const value = this.#read(entry)
       if (value === true || value === 1) setResponseBit(out, at, i)
       else if (value !== false && value !== 0) {
@@ -285,7 +323,13 @@ export class ModbusSlaveAdapter {
     let encoded: Buffer | null = null
     for (let a = address; a < address + quantity; a++) {
       const index = table.indexAt(a)
-      if (index < 0) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+      if (index < 0) {
+        if (this.#definition.zero_fill !== true) return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
+        out[to] = 0
+        out[to + 1] = 0
+        to += 2
+        continue
+      }
       if (index !== current) {
         // Entries are contiguous ranges, so each attribute is read and encoded once per request.
         const entry = table.entries[index]!

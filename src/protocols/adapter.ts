@@ -1,0 +1,115 @@
+import type { Logger } from 'pino'
+import type { z } from 'zod'
+
+/**
+ * The one interface every protocol adapter implements, and the shape of a protocol kind in the
+ * registry (src/protocols/index.ts). The system tree and the event stream see adapters only
+ * through these types; what a protocol does on the wire stays in its folder.
+ *
+ * @example
+ * const kind = protocolKind('modbus_tcp')! // the modbus_slave kind, by its alias
+ * const adapter = kind.create({ settings: kind.schema.parse(raw), accessor, logger, name: 'meter.modbus_slave', context: contexts.get(kind) })
+ * await adapter.start()
+ * adapter.stats() // { state: 'RUNNING', port: 5020, requests: 0, errors: 0, ... }
+ */
+
+/** How an adapter reaches the attributes of its instance. */
+export interface AttributeAccessor {
+  /** Current presented (external) value of an attribute, synchronously. */
+  read(attr: string): unknown
+  /** Set the attribute's internal value; may be async (Python setter) and may throw a MimicError (e.g. read-only). */
+  write(attr: string, value: unknown): void | Promise<void>
+  /** False when the attribute cannot be written (e.g. bound to a getter without setter). */
+  writable(attr: string): boolean
+}
+
+/** Lifecycle state of an adapter: 'DETACHED' is started but silent (clients time out). */
+export type AdapterState = 'STOPPED' | 'RUNNING' | 'DETACHED'
+
+/**
+ * An adapter's live state and counters, plain JSON, cheap to take (the event stream samples it
+ * at up to 50 Hz per client). Every adapter has `state`, `requests` and `errors`; a protocol adds
+ * its own counters (numbers, strings, booleans or null only: no nested objects).
+ *
+ * @example
+ * const s: AdapterStats = { state: 'RUNNING', port: 5020, requests: 12, errors: 1 }
+ */
+export interface AdapterStats {
+  state: AdapterState
+  requests: number
+  errors: number
+  [counter: string]: string | number | boolean | null
+}
+
+/**
+ * One protocol adapter of one instance.
+ *
+ * @example
+ * await adapter.start()
+ * adapter.detach() // clients now time out
+ * adapter.attach()
+ * adapter.set('response_delay', 0.2) // throws ValidationError for a bad value
+ * await adapter.stop()
+ */
+export interface ProtocolAdapter {
+  readonly name: string
+  readonly state: AdapterState
+  /** Starts serving; resolves once clients can connect. Idempotent. */
+  start(): Promise<void>
+  /** Stops serving. Idempotent. */
+  stop(): Promise<void>
+  /** Keeps serving resources but stops answering; throws ConflictError when stopped. */
+  detach(): void
+  /** Answers again after detach; throws ConflictError when stopped. */
+  attach(): void
+  /** Live state and counters (see AdapterStats). */
+  stats(): AdapterStats
+  /** What the adapter node shows: its settings (JSON-able, may be large, e.g. a mapping). */
+  settings(): Record<string, unknown>
+  /** Names of the settings that may be changed while the adapter runs. */
+  readonly settable: readonly string[]
+  /** Changes a settable setting; throws ValidationError for a bad value or a name not in `settable`. */
+  set(name: string, value: unknown): void
+  /** Why `value` cannot be published for `attr`, or null (also when `attr` is not published). */
+  valueProblem(attr: string, value: unknown): string | null
+}
+
+/** What a kind's factory gets for one adapter. */
+export interface AdapterCreateOptions<Settings, Context> {
+  /** The adapter's settings, parsed by the kind's schema. */
+  settings: Settings
+  accessor: AttributeAccessor
+  logger: Logger
+  /** Shown in log lines, e.g. 'meter.modbus_slave'. */
+  name: string
+  /** The kind's shared per-server context (e.g. listeners shared by adapters on one port). */
+  context: Context
+}
+
+/** What a kind's shared context must offer: closing it when the server stops. */
+export interface ProtocolContext {
+  close(): Promise<void>
+}
+
+/**
+ * A protocol kind: how a model names it under `communication`, the schema of its settings and
+ * the factory of its adapters.
+ *
+ * @example
+ * const kind: ProtocolKind = { name: 'modbus_slave', aliases: ['modbus_tcp'], nodeType: 'ModbusSlave', schema, createContext, create }
+ */
+export interface ProtocolKind<Settings = unknown, Context extends ProtocolContext = ProtocolContext> {
+  /** The canonical name, also the key of the first adapter node of this kind. */
+  readonly name: string
+  /** Other names a model may use; the adapter is keyed under `name`. */
+  readonly aliases: readonly string[]
+  /** The `type` of the adapter's tree node. */
+  readonly nodeType: string
+  /** The settings' schema (it lives under src/definition/, so that models validate without protocol code). */
+  readonly schema: z.ZodType<Settings>
+  /** The shared context of this kind, made once per server. */
+  createContext(opts: { logger: Logger }): Context
+  /** Why `value` cannot be published for `attr` under `settings`, or null: lets a model's defaults be checked before any adapter exists. */
+  valueProblem(settings: Settings, attr: string, value: unknown): string | null
+  create(opts: AdapterCreateOptions<Settings, Context>): ProtocolAdapter
+}

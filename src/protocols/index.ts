@@ -1,0 +1,70 @@
+import type { Logger } from 'pino'
+import type { ProtocolContext, ProtocolKind } from './adapter.js'
+import { modbusSlaveKind } from './modbus/kind.js'
+
+export type { AdapterCreateOptions, AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter, ProtocolContext, ProtocolKind } from './adapter.js'
+
+/**
+ * The registry of protocol kinds. Adding a protocol is one folder under src/protocols/ and one
+ * line here (docs/protocols.md).
+ *
+ * @example
+ * protocolKind('modbus_tcp')?.name // 'modbus_slave'
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [
+  modbusSlaveKind,
+]
+
+const BY_NAME = new Map<string, ProtocolKind>()
+for (const kind of KINDS) {
+  BY_NAME.set(kind.name, kind)
+  for (const alias of kind.aliases) BY_NAME.set(alias, kind)
+}
+
+/**
+ * The kind a model names under `communication` (by its name or an alias), or undefined.
+ *
+ * @example
+ * protocolKind('modbus_slave') === protocolKind('modbus_tcp') // true
+ */
+export function protocolKind(name: string): ProtocolKind | undefined {
+  return BY_NAME.get(name)
+}
+
+/**
+ * Every registered kind.
+ *
+ * @example
+ * protocolKinds().map((k) => k.name) // ['modbus_slave']
+ */
+export function protocolKinds(): readonly ProtocolKind[] {
+  return KINDS
+}
+
+/**
+ * The shared contexts of the protocol kinds, each made on first use, all closed together.
+ *
+ * @example
+ * const contexts = new ProtocolContexts({ logger })
+ * contexts.get(protocolKind('modbus_slave')!) // the Modbus listeners' hub
+ * await contexts.close()
+ */
+export class ProtocolContexts {
+  readonly #logger: Logger
+  readonly #contexts = new Map<string, ProtocolContext>()
+
+  constructor(opts: { logger: Logger }) {
+    this.#logger = opts.logger
+  }
+
+  get(kind: ProtocolKind): ProtocolContext {
+    let context = this.#contexts.get(kind.name)
+    if (!context) this.#contexts.set(kind.name, (context = kind.createContext({ logger: this.#logger.child({ component: kind.name }) })))
+    return context
+  }
+
+  async close(): Promise<void> {
+    for (const context of this.#contexts.values()) await context.close().catch(() => {})
+  }
+}

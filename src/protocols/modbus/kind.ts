@@ -1,0 +1,22 @@
+import type { ProtocolKind } from '../adapter.js'
+import { ModbusSlaveAdapter, checkMappedValue } from './adapter.js'
+import { ModbusHub } from './hub.js'
+import { modbusSlaveSchema, type ModbusSlaveDefinition } from './schema.js'
+
+/**
+ * The `modbus_slave` protocol kind (alias `modbus_tcp`): Modbus TCP server units sharing
+ * listeners through one hub per server.
+ *
+ * @example
+ * const hub = modbusSlaveKind.createContext({ logger })
+ * const adapter = modbusSlaveKind.create({ settings, accessor, logger, name: 'meter.modbus_slave', context: hub })
+ */
+export const modbusSlaveKind: ProtocolKind<ModbusSlaveDefinition, ModbusHub> = {
+  name: 'modbus_slave',
+  aliases: ['modbus_tcp'],
+  nodeType: 'ModbusSlave',
+  schema: modbusSlaveSchema,
+  createContext: ({ logger }) => new ModbusHub({ logger }),
+  valueProblem: checkMappedValue,
+  create: ({ settings, accessor, logger, name, context }) => new ModbusSlaveAdapter({ hub: context, definition: settings, accessor, logger, name }),
+}

@@ -1,0 +1,146 @@
+import { NotFoundError } from '../errors.js'
+import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
+import { Component, type MethodHandler } from '../tree/component.js'
+import type { Instance } from './instance.js'
+import type { Model } from './models.js'
+import type { SystemServices } from './services.js'
+
+/**
+ * The instance's protocol adapters by key: the kind's name for the first adapter of a kind, then
+ * `<kind>_1`, `<kind>_2`, ... (an alias such as `modbus_tcp` is keyed under its kind's name).
+ * Adapters are reached only through ProtocolAdapter and the registry (src/protocols/index.ts).
+ *
+ * @example
+ * instance.communication.child('modbus_slave') // the AdapterNode of the first Modbus adapter
+ */
+export class Communication extends Component {
+  readonly type = 'Communication'
+  readonly #adapters = new Map<string, AdapterNode>()
+
+  constructor(instance: Instance, model: Model, services: SystemServices) {
+    super('communication', instance)
+    const counts = new Map<string, number>()
+    for (const entry of communicationEntries(model.parsed.communication)) {
+      const written = Object.keys(entry)[0]!
+      const kind = protocolKind(written)
+      // The model schema refuses unknown kinds; this only guards a definition that skipped it.
+      if (!kind) throw new NotFoundError(`Unknown adapter kind '${written}'`)
+      const n = counts.get(kind.name) ?? 0
+      counts.set(kind.name, n + 1)
+      const key = n === 0 ? kind.name : `${kind.name}_${n}`
+      this.#adapters.set(key, new AdapterNode({ name: key, parent: this, instance, kind, settings: kind.schema.parse(entry[written]), services }))
+    }
+  }
+
+  override children(): Component[] {
+    return [...this.#adapters.values()]
+  }
+
+  override child(name: string): Component | undefined {
+    return this.#adapters.get(name)
+  }
+
+  /** The adapter nodes, keyed as in the tree. */
+  adapters(): Iterable<AdapterNode> {
+    return this.#adapters.values()
+  }
+
+  async startAll(): Promise<void> {
+    const started: AdapterNode[] = []
+    try {
+      for (const node of this.#adapters.values()) {
+        await node.adapter.start()
+        started.push(node)
+      }
+    } catch (err) {
+      for (const node of started) await node.adapter.stop().catch(() => {})
+      throw err
+    }
+  }
+
+  async stopAll(): Promise<void> {
+    for (const node of this.#adapters.values()) await node.adapter.stop().catch(() => {})
+  }
+
+  valueProblem(attr: string, value: unknown): string | null {
+    for (const node of this.#adapters.values()) {
+      const problem = node.adapter.valueProblem(attr, value)
+      if (problem) return `${node.name}: ${problem}`
+    }
+    return null
+  }
+
+  override async destroy(): Promise<void> {
+    await this.stopAll()
+  }
+}
+
+/**
+ * `communication` as a list of single-entry maps, whether the model gave a list or one map
+ * (`communication: {modbus_slave: {...}}`).
+ *
+ * @example
+ * communicationEntries({ modbus_slave: { mapping: {} } }) // [{ modbus_slave: { mapping: {} } }]
+ */
+export function communicationEntries(communication: Record<string, unknown> | Array<Record<string, unknown>> | undefined): Array<Record<string, unknown>> {
+  if (communication === undefined) return []
+  return Array.isArray(communication) ? communication : [communication]
+}
+
+/**
+ * A protocol adapter as a tree node: its settings, state and counters (properties), the settable
+ * ones writable with PUT/PATCH, and its lifecycle methods.
+ *
+ * @example
+ * await node.call('detach', { args: [], kwargs: {} })
+ * await node.setProperty('response_delay', 0.5)
+ */
+export class AdapterNode extends Component {
+  readonly type: string
+  readonly adapter: ProtocolAdapter
+  readonly kind: ProtocolKind
+
+  constructor(opts: { name: string; parent: Communication; instance: Instance; kind: ProtocolKind; settings: unknown; services: SystemServices }) {
+    super(opts.name, opts.parent)
+    const { instance, kind } = opts
+    this.kind = kind
+    this.type = kind.nodeType
+    this.adapter = kind.create({
+      settings: opts.settings,
+      context: opts.services.protocols.get(kind),
+      logger: opts.services.logger,
+      name: `${instance.name}.${opts.name}`,
+      accessor: {
+        read: (attr) => instance.attributes.get(attr)?.externalValue,
+        write: (attr, value) => {
+          const target = instance.attributes.get(attr)
+          if (!target) throw new NotFoundError(`Attribute '${attr}' not found`)
+          return target.setInternal(value)
+        },
+        writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
+      },
+    })
+  }
+
+  override get state(): string {
+    return this.adapter.state
+  }
+
+  override properties(): Record<string, unknown> {
+    return this.adapter.settings()
+  }
+
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (this.adapter.settable.includes(name)) this.adapter.set(name, value)
+    else await super.setProperty(name, value)
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    return {
+      start: async () => (await this.adapter.start(), true),
+      stop: async () => (await this.adapter.stop(), true),
+      detach: () => (this.adapter.detach(), true),
+      attach: () => (this.adapter.attach(), true),
+    }
+  }
+}
