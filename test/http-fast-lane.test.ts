@@ -1,5 +1,5 @@
 /**
- * The HTTP fast lane (src/server/fast-lane.ts) answers plain keep-alive tree requests straight
+ * The HTTP fast lane (src/server/fast-lane/) answers plain keep-alive tree requests straight
  * from the socket and hands every other connection to node:http and fastify. This file proves
  * that a client cannot tell the two apart: over raw sockets, the same request gets the same
  * status, the same header names in the same order and the same body (apart from correlation ids,
