@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { NotFoundError, UnauthorizedError } from '../errors.js'
@@ -23,6 +24,8 @@ export interface AppOptions {
   logger: Logger
   productKey?: string
   bodyLimit: number
+  /** Plain tree requests answered straight from the socket (fast-lane/); off, node:http serves every request. */
+  fastLane: boolean
   /** Extra routes (the event stream, the dashboard) registered by their own modules. */
   plugins?: Array<(app: FastifyInstance) => void | Promise<void>>
 }
@@ -32,7 +35,7 @@ export interface AppOptions {
  * and one error handler that turns every error into the fault document of API.md section 6.
  *
  * @example
- * const app = await buildApp({ system, logger, bodyLimit: 1 << 20 })
+ * const app = await buildApp({ system, logger, bodyLimit: 1 << 20, fastLane: true })
  * await app.listen({ port: 0, host: '127.0.0.1' })
  */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -111,7 +114,27 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   registerTreeRoutes(app, opts.system)
   for (const plugin of opts.plugins ?? []) await plugin(app)
 
-  const lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, logger: opts.logger }), { bodyLimit: opts.bodyLimit, logger: opts.logger })
-  app.addHook('preClose', async () => lane.close())
+  if (opts.fastLane) {
+    const lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, logger: opts.logger }), { bodyLimit: opts.bodyLimit, logger: opts.logger })
+    app.addHook('preClose', async () => lane.close())
+  } else {
+    closeSilentConnections(app)
+  }
   return app
+}
+
+/**
+ * Closes, when the server closes, the connections that never sent a byte. node:http counts them
+ * as requests under way (their headers timeout runs from the connection, 60 s), so close() would
+ * wait for them; the fast lane closes them itself, so this is for `--fast-lane off`.
+ */
+function closeSilentConnections(app: FastifyInstance): void {
+  const sockets = new Set<Socket>()
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+  })
+  app.addHook('preClose', async () => {
+    for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy()
+  })
 }
