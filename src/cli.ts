@@ -33,6 +33,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--python-timeout <seconds>', 'time limit of one call into Python [MIMIC_PYTHON_TIMEOUT] (default 10)')
     .option('--step-batch <n>', 'most steps of one run(steps=N) a Python worker takes in one message, which also holds about 25 ms of work at most; 1 sends every step through the server [MIMIC_STEP_BATCH] (default 100)')
     .option('--body-limit <bytes>', 'largest accepted request body [MIMIC_BODY_LIMIT] (default 16 MiB)')
+    .addOption(new Option('--fast-lane <on|off>', 'answer plain keep-alive tree requests straight from the socket; off serves every request through node:http [MIMIC_FAST_LANE] (default on)').choices(['on', 'off']))
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
     .action(async (flags: Record<string, unknown>) => {
       const config = parseConfig(flags)

@@ -24,6 +24,7 @@ export const configSchema = z.strictObject({
   pythonTimeout: z.coerce.number().positive().max(3600).default(10),
   stepBatch: z.coerce.number().int().min(1).max(100_000).default(100),
   bodyLimit: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  fastLane: z.enum(['on', 'off']).default('on'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 })
 
@@ -46,6 +47,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   pythonTimeout: 'MIMIC_PYTHON_TIMEOUT',
   stepBatch: 'MIMIC_STEP_BATCH',
   bodyLimit: 'MIMIC_BODY_LIMIT',
+  fastLane: 'MIMIC_FAST_LANE',
   logLevel: 'MIMIC_LOG_LEVEL',
 }
 

@@ -85,6 +85,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
       logger,
       productKey: config.productKey,
       bodyLimit: config.bodyLimit,
+      fastLane: config.fastLane === 'on',
       plugins: [(a) => void registerEvents(a, system), (a) => registerDashboard(a)],
     })
     await app.listen({ host: config.host, port: config.port }).catch((err: NodeJS.ErrnoException) => {

@@ -49,9 +49,12 @@ describe('mimic command line', () => {
     assert.equal(res.status, 0)
     for (const cmd of ['serve', 'validate', 'snapshot']) assert.match(res.stdout, new RegExp(`\\b${cmd}\\b`))
     const serveHelp = mimic(['serve', '--help'])
-    for (const flag of ['--system', '--host', '--port', '--product-key', '--extensions', '--snapshots-dir', '--snapshots-mode', '--python', '--load-snapshot']) {
+    for (const flag of ['--system', '--host', '--port', '--product-key', '--extensions', '--snapshots-dir', '--snapshots-mode', '--python', '--load-snapshot', '--fast-lane']) {
       assert.ok(serveHelp.stdout.includes(flag), `serve --help mentions ${flag}`)
     }
+    const badChoice = mimic(['serve', '--fast-lane', 'maybe'])
+    assert.notEqual(badChoice.status, 0)
+    assert.match(badChoice.stderr, /--fast-lane.*'maybe' is invalid.*on, off/)
   })
 
   it('validate accepts the example and reports every problem with path and line:column', async () => {

@@ -16,6 +16,7 @@ import { startMimic, type MimicServer } from '../src/mimic.js'
 import { buildApp } from '../src/server/app.js'
 import { registerEvents, type EventStreams, type FrameEvent, type StructureEvent } from '../src/server/events.js'
 import { SseParser, type SseEvent } from '../ui/src/sse-parser.ts'
+import { testEnv } from './helpers/server.js'
 
 const KEY = 'events-test-key'
 
@@ -38,7 +39,7 @@ async function startEventServer(opts: { system?: string; keepaliveMs?: number } 
     systemFile = join(dir, 'system.yaml')
     await writeFile(systemFile, opts.system)
   }
-  const config = parseConfig({ port: 0, productKey: KEY, snapshotsDir: join(dir, 'snapshots'), extensions: [dir], system: systemFile, pythonWorkers: 1 }, {})
+  const config = parseConfig({ port: 0, productKey: KEY, snapshotsDir: join(dir, 'snapshots'), extensions: [dir], system: systemFile, pythonWorkers: 1 }, testEnv())
   const logger = pino({ level: 'silent' })
   const mimic = await startMimic(config, { logger })
   let streams: EventStreams | undefined
@@ -47,6 +48,7 @@ async function startEventServer(opts: { system?: string; keepaliveMs?: number } 
     logger,
     productKey: KEY,
     bodyLimit: config.bodyLimit,
+    fastLane: config.fastLane === 'on',
     plugins: [(a) => void (streams = registerEvents(a, mimic.system, { keepaliveMs: opts.keepaliveMs }))],
   })
   await app.listen({ host: '127.0.0.1', port: 0 })

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { startTestServer, TEST_KEY, testEnv, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
 const SNAP = `${SYS}/snapshots`
@@ -273,7 +273,7 @@ describe('snapshots from the command line', () => {
     const { startMimic } = await import('../src/mimic.js')
     const { parseConfig } = await import('../src/config.js')
     const pino = (await import('pino')).default
-    const server = await startMimic(parseConfig({ port: 0, snapshotsDir: t.snapshots, extensions: [t.extensions], loadSnapshot: saved.id }, {}), { logger: pino({ level: 'silent' }) })
+    const server = await startMimic(parseConfig({ port: 0, snapshotsDir: t.snapshots, extensions: [t.extensions], loadSnapshot: saved.id }, testEnv()), { logger: pino({ level: 'silent' }) })
     try {
       assert.deepEqual([...server.system.instances.all()].map((i) => i.name), ['s1', 'd1'])
     } finally {

@@ -58,6 +58,7 @@ before(async () => {
     logger,
     productKey: KEY,
     bodyLimit: config.bodyLimit,
+    fastLane: true,
     plugins: [(a) => void registerEvents(a, mimic.system), (a) => registerDashboard(a, { dir: assets })],
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
@@ -230,8 +231,8 @@ describe('serving the dashboard files', () => {
     const logger = pino({ level: 'silent' })
     const config = parseConfig({ port: 0, productKey: KEY, snapshotsDir: join(home, 'snapshots'), extensions: [home] }, {})
     server = await startMimic(config, { logger })
-    web = await buildApp({ system: server.system, logger, productKey: KEY, bodyLimit: config.bodyLimit, plugins: [(a) => registerDashboard(a, { dir: assets })] })
-    bare = await buildApp({ system: server.system, logger, productKey: KEY, bodyLimit: config.bodyLimit, plugins: [(a) => registerDashboard(a, { dir: join(home, 'not-built') })] })
+    web = await buildApp({ system: server.system, logger, productKey: KEY, bodyLimit: config.bodyLimit, fastLane: true, plugins: [(a) => registerDashboard(a, { dir: assets })] })
+    bare = await buildApp({ system: server.system, logger, productKey: KEY, bodyLimit: config.bodyLimit, fastLane: true, plugins: [(a) => registerDashboard(a, { dir: join(home, 'not-built') })] })
   })
 
   after(async () => {

@@ -119,7 +119,7 @@ export const httpRoundTrip = {
         (compiled
           ? 'bench/lib/http-load.c measures the three servers in one run per round, in interleaved turns of 250 ms (one server at a time has requests in flight; each turn ends when its connections have their answers), so that they see the same machine. '
           : '') +
-        '`node:http` is bench/peers/bare-node-http.mjs, a bare node:http server answering canned bodies of the same sizes: what any server built on node:http pays before doing any work (Mimic answers plain requests without node:http, see src/server/fast-lane.ts). ' +
+        '`node:http` is bench/peers/bare-node-http.mjs, a bare node:http server answering canned bodies of the same sizes: what any server built on node:http pays before doing any work (Mimic answers plain requests without node:http, see src/server/fast-lane/). ' +
         'The first turn of a round goes to mimic, and in the next round to node:http (the other way round); the summary\'s ratios are medians of the per-round ratios.',
       '',
       '| server | rounds (requests/s) | median | p50 | p99 |',

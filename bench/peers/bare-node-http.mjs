@@ -2,7 +2,7 @@
  * The reference point of benchmark 2: a bare node:http server that answers the two routes with
  * canned bodies of the same size as Mimic's (the attribute document and `{"result":true}`),
  * checks nothing and computes nothing. It is what any server built on node:http (fastify,
- * express, ...) pays before doing any work; Mimic's fast lane (src/server/fast-lane.ts) skips
+ * express, ...) pays before doing any work; Mimic's fast lane (src/server/fast-lane/) skips
  * node:http for plain requests, which is how it can answer more than this while doing the work.
  *
  * Run: node bench/peers/bare-node-http.mjs --port 8002

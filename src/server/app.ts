@@ -1,15 +1,16 @@
+import type { Socket } from 'node:net'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
-import { BadRequestError, MimicError, NotFoundError, PayloadTooLargeError, UnauthorizedError } from '../errors.js'
+import { NotFoundError, UnauthorizedError } from '../errors.js'
 import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { bearerCheck } from './auth.js'
-import { attachFastLane, type LaneHandler, type LaneRequest, type LaneResponse } from './fast-lane.js'
-import { asMimicError, buildFault, correlationIdOf, type FaultDocument } from './faults.js'
+import { attachFastLane, treeLaneHandler } from './fast-lane/index.js'
+import { buildFault, correlationIdOf, faultFor } from './faults.js'
 import { parseJsonBody } from './json-body.js'
 import { serveInTurn } from './pipelining.js'
 import { registerApiDocs } from './api-docs.js'
-import { JsonText, answerTree, guessComponent, registerTreeRoutes, treeFaultContext, type RequestFaultContext } from './tree-routes.js'
+import { registerTreeRoutes } from './tree-routes.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,6 +24,8 @@ export interface AppOptions {
   logger: Logger
   productKey?: string
   bodyLimit: number
+  /** Plain tree requests answered straight from the socket (fast-lane/); off, node:http serves every request. */
+  fastLane: boolean
   /** Extra routes (the event stream, the dashboard) registered by their own modules. */
   plugins?: Array<(app: FastifyInstance) => void | Promise<void>>
 }
@@ -32,7 +35,7 @@ export interface AppOptions {
  * and one error handler that turns every error into the fault document of API.md section 6.
  *
  * @example
- * const app = await buildApp({ system, logger, bodyLimit: 1 << 20 })
+ * const app = await buildApp({ system, logger, bodyLimit: 1 << 20, fastLane: true })
  * await app.listen({ port: 0, host: '127.0.0.1' })
  */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -111,77 +114,27 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   registerTreeRoutes(app, opts.system)
   for (const plugin of opts.plugins ?? []) await plugin(app)
 
-  const lane = attachFastLane(app.server, treeLane(opts.system, authorized, opts.logger), { bodyLimit: opts.bodyLimit })
-  app.addHook('preClose', async () => lane.close())
+  if (opts.fastLane) {
+    const lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, logger: opts.logger }), { bodyLimit: opts.bodyLimit, logger: opts.logger })
+    app.addHook('preClose', async () => lane.close())
+  } else {
+    closeSilentConnections(app)
+  }
   return app
 }
 
-/** Tree URLs the fast lane answers: plain segments only (no percent-encoding, query or empty segment). */
-const LANE_URL = /^\/api\/v3\/system(?:\/[A-Za-z0-9_-]+)*$/
-
 /**
- * The fast lane's handler (see fast-lane.ts): tree requests with a plain URL, an accepted key
- * and a body that parses, answered by the same code as the fastify route. Everything else is
- * declined before it runs, so fastify answers it, 401s and 400s included.
+ * Closes, when the server closes, the connections that never sent a byte. node:http counts them
+ * as requests under way (their headers timeout runs from the connection, 60 s), so close() would
+ * wait for them; the fast lane closes them itself, so this is for `--fast-lane off`.
  */
-function treeLane(system: System, authorized: (header: string | undefined) => boolean, log: Logger): LaneHandler {
-  return (req) => {
-    if (!LANE_URL.test(req.url) || !authorized(req.headers.authorization)) return undefined
-    let body: unknown
-    try {
-      body = parseJsonBody(req.body)
-    } catch {
-      return undefined
-    }
-    return answerLane(system, req, body, log)
-  }
-}
-
-/** The lane's answer to a tree request it took: the route's document, or the fault fastify would send. */
-function answerLane(system: System, req: LaneRequest, body: unknown, log: Logger): LaneResponse | Promise<LaneResponse> {
-  const id = correlationIdOf(req.headers['x-correlation-id'])
-  const context = treeFaultContext(req.method)
-  const answered = (result: unknown): LaneResponse => ({
-    status: 200,
-    headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`,
-    body: result instanceof JsonText ? result.text : JSON.stringify(result),
+function closeSilentConnections(app: FastifyInstance): void {
+  const sockets = new Set<Socket>()
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
   })
-  const failed = (error: unknown): LaneResponse => {
-    const { status, fault } = faultFor(error, context, id, log)
-    return { status, headers: `x-correlation-id: ${id}\r\n`, body: JSON.stringify(fault) }
-  }
-  try {
-    const result = answerTree(system, req.method, req.url, body, context)
-    // A read is answered in this turn, without a promise chain (see answerTree).
-    if (!(result instanceof Promise)) return answered(result)
-    return result.then((value) => {
-      try {
-        return answered(value)
-      } catch (error) {
-        return failed(error)
-      }
-    }, failed)
-  } catch (error) {
-    return failed(error)
-  }
-}
-
-/** The status and fault document (API.md section 6) for an error, logged when it is the server's. */
-function faultFor(error: unknown, base: RequestFaultContext, correlationId: string, log: Pick<Logger, 'error'>): { status: number; fault: FaultDocument } {
-  const err = fastifyToMimic(error)
-  if (err.status >= 500) log.error({ err: error, correlationId }, err.message)
-  // The state as it is now: a failed prepare has just moved the instance to ERROR.
-  const component = err.component ?? base.node?.faultInfo() ?? base.component ?? (base.segments ? guessComponent(base.segments) : null)
-  return { status: err.status, fault: buildFault(err, { action: base.action, component, correlationId }) }
-}
-
-/** Maps fastify's own errors (body too large, bad content) onto the fault catalogue. */
-function fastifyToMimic(error: unknown): MimicError {
-  if (error instanceof MimicError) return error
-  const code = (error as { code?: string }).code
-  const message = (error as Error).message
-  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(`Request body is larger than the limit: ${message}`)
-  if (code?.startsWith('FST_ERR_CTP') || code === 'FST_ERR_BAD_URL') return new BadRequestError(message)
-  if ((error as { statusCode?: number }).statusCode === 400) return new BadRequestError(message)
-  return asMimicError(error)
+  app.addHook('preClose', async () => {
+    for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy()
+  })
 }

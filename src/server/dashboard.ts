@@ -34,7 +34,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
  * says what to run.
  *
  * @example
- * await buildApp({ system, logger, bodyLimit, plugins: [(app) => registerDashboard(app)] })
+ * await buildApp({ system, logger, bodyLimit, fastLane: true, plugins: [(app) => registerDashboard(app)] })
  * // GET http://127.0.0.1:8000/ui -> the dashboard
  */
 export function registerDashboard(app: FastifyInstance, opts: DashboardOptions = {}): void {

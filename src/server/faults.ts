@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import { InternalError, MimicError, type ErrorDetail } from '../errors.js'
+import type { Logger } from 'pino'
+import { BadRequestError, InternalError, MimicError, PayloadTooLargeError, type ErrorDetail } from '../errors.js'
+import { guessComponent, type RequestFaultContext } from './tree-routes.js'
 
 /** The `component` block of a fault: which node the failed request was about. */
 export interface FaultComponent {
@@ -50,4 +52,30 @@ export function correlationIdOf(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header
   if (value && value.length <= 128 && /^[\x21-\x7e]+$/.test(value)) return value
   return randomUUID()
+}
+
+/**
+ * The status and fault document (API.md section 6) for an error, logged when it is the server's.
+ * Shared by fastify's error handler and the fast lane, so both answer a failure alike.
+ *
+ * @example
+ * const { status, fault } = faultFor(err, treeFaultContext('GET'), correlationId, logger)
+ */
+export function faultFor(error: unknown, base: RequestFaultContext, correlationId: string, log: Pick<Logger, 'error'>): { status: number; fault: FaultDocument } {
+  const err = fastifyToMimic(error)
+  if (err.status >= 500) log.error({ err: error, correlationId }, err.message)
+  // The state as it is now: a failed prepare has just moved the instance to ERROR.
+  const component = err.component ?? base.node?.faultInfo() ?? base.component ?? (base.segments ? guessComponent(base.segments) : null)
+  return { status: err.status, fault: buildFault(err, { action: base.action, component, correlationId }) }
+}
+
+/** Maps fastify's own errors (body too large, bad content) onto the fault catalogue. */
+function fastifyToMimic(error: unknown): MimicError {
+  if (error instanceof MimicError) return error
+  const code = (error as { code?: string }).code
+  const message = (error as Error).message
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError(`Request body is larger than the limit: ${message}`)
+  if (code?.startsWith('FST_ERR_CTP') || code === 'FST_ERR_BAD_URL') return new BadRequestError(message)
+  if ((error as { statusCode?: number }).statusCode === 400) return new BadRequestError(message)
+  return asMimicError(error)
 }

@@ -96,6 +96,11 @@ export function serveInTurn(server: Server, opts: { logger: Pick<Logger, 'debug'
       socket.once('close', () => {
         created.waiting.length = 0
       })
+      // node:http resumes the socket on its own (an IncomingMessage read, an answer flushed):
+      // while this connection has its fill of requests waiting, it stays paused.
+      socket.on('resume', () => {
+        if (created.paused) socket.pause()
+      })
     }
     if (!queue.busy) return start(queue, req, res)
     if (queue.waiting.length >= MAX_WAITING_REQUESTS) {

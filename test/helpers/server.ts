@@ -9,6 +9,20 @@ import { startMimic, type MimicServer } from '../../src/mimic.js'
 
 export const TEST_KEY = 'test-product-key'
 
+/**
+ * The `--fast-lane` setting test servers start with: `MIMIC_FAST_LANE` of this process, `on`
+ * unless set. The files in test/lane-off/ set it to `off` and run an API suite again, so one
+ * `npm test` checks the API both with the lane and with node:http alone.
+ */
+export function fastLaneSetting(): 'on' | 'off' {
+  return process.env.MIMIC_FAST_LANE === 'off' ? 'off' : 'on'
+}
+
+/** The environment `parseConfig` gets in tests: none of the caller's, but the fast-lane setting. */
+export function testEnv(): NodeJS.ProcessEnv {
+  return { MIMIC_FAST_LANE: fastLaneSetting() }
+}
+
 /** A response as a test looks at it. */
 export interface ApiResponse<T = any> {
   status: number
@@ -33,7 +47,8 @@ export interface TestServer {
 
 /**
  * Starts a real Mimic server on 127.0.0.1 port 0 with its own temp directories, real Python
- * workers and a log captured in memory.
+ * workers and a log captured in memory; the fast lane as `fastLaneSetting()` says unless
+ * `config` sets it.
  */
 export async function startTestServer(opts: { files?: Record<string, string>; config?: Partial<Record<keyof Config, unknown>> } = {}): Promise<TestServer> {
   const dir = await mkdtemp(join(tmpdir(), 'mimic-test-'))
@@ -51,7 +66,7 @@ export async function startTestServer(opts: { files?: Record<string, string>; co
       done()
     },
   })
-  const config = parseConfig({ port: 0, productKey: TEST_KEY, extensions: [extensions], snapshotsDir: snapshots, pythonWorkers: 2, ...opts.config }, {})
+  const config = parseConfig({ port: 0, productKey: TEST_KEY, extensions: [extensions], snapshotsDir: snapshots, pythonWorkers: 2, ...opts.config }, testEnv())
   const logger = pino({ level: 'info' }, stream)
   const server = await startMimic(config, { logger })
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {

@@ -120,6 +120,13 @@ describe('configuration', () => {
     assert.throws(() => parseConfig({ snapshotsMode: 'disk' }, {}), ConfigError)
   })
 
+  it('the fast lane is on unless --fast-lane or MIMIC_FAST_LANE says off', () => {
+    assert.equal(parseConfig({}, {}).fastLane, 'on')
+    assert.equal(parseConfig({}, { MIMIC_FAST_LANE: 'off' }).fastLane, 'off')
+    assert.equal(parseConfig({ fastLane: 'on' }, { MIMIC_FAST_LANE: 'off' }).fastLane, 'on')
+    assert.throws(() => parseConfig({}, { MIMIC_FAST_LANE: 'no' }), /--fast-lane \(MIMIC_FAST_LANE\)/)
+  })
+
   it('refuses to expose an unauthenticated API beyond loopback', () => {
     assert.throws(() => checkExposure({ host: '0.0.0.0', productKey: undefined, insecure: false }), /Refusing/)
     assert.doesNotThrow(() => checkExposure({ host: '0.0.0.0', productKey: 'k', insecure: false }))

@@ -1,0 +1,71 @@
+import type { Logger } from 'pino'
+import type { System } from '../../system/system.js'
+import { correlationIdOf, faultFor } from '../faults.js'
+import { parseJsonBody } from '../json-body.js'
+import { JsonText, answerTree, treeFaultContext } from '../tree-routes.js'
+import type { LaneHandler } from './connection.js'
+import type { LaneRequest } from './parse.js'
+import type { LaneResponse } from './response.js'
+
+/** Tree URLs the fast lane answers: plain segments only (no percent-encoding, query or empty segment). */
+const LANE_URL = /^\/api\/v3\/system(?:\/[A-Za-z0-9_-]+)*$/
+
+/** What the tree handler needs. */
+export interface TreeLaneOptions {
+  system: System
+  /** The Bearer check of the fastify routes (auth.ts). */
+  authorized: (header: string | undefined) => boolean
+  logger: Pick<Logger, 'error'>
+}
+
+/**
+ * The lane's handler for the tree: requests with a plain URL, an accepted key and a body that
+ * parses, answered by the same code as the fastify route (tree-routes.ts `answerTree`, faults.ts
+ * `faultFor`). Everything else is declined before it runs, so fastify answers it, 401s and 400s
+ * included.
+ *
+ * @example
+ * const lane = attachFastLane(app.server, treeLaneHandler({ system, authorized: bearerCheck(key), logger }), { bodyLimit, logger })
+ */
+export function treeLaneHandler(options: TreeLaneOptions): LaneHandler {
+  const { system, authorized, logger } = options
+  return (req) => {
+    if (!LANE_URL.test(req.url) || !authorized(req.headers.authorization)) return undefined
+    let body: unknown
+    try {
+      body = parseJsonBody(req.body)
+    } catch {
+      return undefined
+    }
+    return answerLane(system, req, body, logger)
+  }
+}
+
+/** The lane's answer to a tree request it took: the route's document, or the fault fastify would send. */
+function answerLane(system: System, req: LaneRequest, body: unknown, log: Pick<Logger, 'error'>): LaneResponse | Promise<LaneResponse> {
+  const id = correlationIdOf(req.headers['x-correlation-id'])
+  const context = treeFaultContext(req.method)
+  const answered = (result: unknown): LaneResponse => ({
+    status: 200,
+    headers: `x-correlation-id: ${id}\r\ncache-control: no-store\r\n`,
+    body: result instanceof JsonText ? result.text : JSON.stringify(result),
+  })
+  const failed = (error: unknown): LaneResponse => {
+    const { status, fault } = faultFor(error, context, id, log)
+    return { status, headers: `x-correlation-id: ${id}\r\n`, body: JSON.stringify(fault) }
+  }
+  try {
+    const result = answerTree(system, req.method, req.url, body, context)
+    // A read is answered in this turn, without a promise chain (see answerTree).
+    if (!(result instanceof Promise)) return answered(result)
+    return result.then((value) => {
+      try {
+        return answered(value)
+      } catch (error) {
+        return failed(error)
+      }
+    }, failed)
+  } catch (error) {
+    return failed(error)
+  }
+}

@@ -1,0 +1,4 @@
+// test/api-faults.test.ts again, with the fast lane off (lane-off.ts).
+import { withFastLaneOff } from './lane-off.js'
+
+withFastLaneOff(() => import('../api-faults.test.js'))

@@ -1,0 +1,4 @@
+// test/api-tree.test.ts again, with the fast lane off (lane-off.ts).
+import { withFastLaneOff } from './lane-off.js'
+
+withFastLaneOff(() => import('../api-tree.test.js'))

@@ -1,0 +1,4 @@
+// test/client-py.test.ts again, with the fast lane off (lane-off.ts).
+import { withFastLaneOff } from './lane-off.js'
+
+withFastLaneOff(() => import('../client-py.test.js'))

@@ -1,0 +1,4 @@
+// test/python-models.test.ts again, with the fast lane off (lane-off.ts).
+import { withFastLaneOff } from './lane-off.js'
+
+withFastLaneOff(() => import('../python-models.test.js'))

@@ -1,0 +1,4 @@
+// test/snapshots-api.test.ts again, with the fast lane off (lane-off.ts).
+import { withFastLaneOff } from './lane-off.js'
+
+withFastLaneOff(() => import('../snapshots-api.test.js'))
