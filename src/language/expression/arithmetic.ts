@@ -7,6 +7,7 @@
  * pyBinary('//', -7n, 2n) // -4n
  * pyBinary('%', -7.5, 2.0) // 0.5
  */
+import { powInt, rsqrt } from './double-double.js'
 import { FormatSpecError, formatFloat, formatInt, formatStr } from './float-format.js'
 import { dictGet, iterate, PyException, pyEquals, pyLess, pyRepr, pyStr, PyRange, PyTuple, truthy, typeName, type PyValue } from './values.js'
 
@@ -147,7 +148,7 @@ export function floatPow(x: number, y: number): number {
     negate = isOddInteger(y)
   }
   if (base === 1) return negate ? -1 : 1
-  const r = Math.pow(base, y)
+  const r = Number.isInteger(y) && Math.abs(y) <= 2 ** 31 ? powInt(base, y) : y === 0.5 ? Math.sqrt(base) : y === -0.5 ? rsqrt(base) : Math.pow(base, y)
   if (!Number.isFinite(r)) throw new PyException('OverflowError', "(34, 'Numerical result out of range')")
   return negate ? -r : r
 }
@@ -157,7 +158,11 @@ function unsupported(op: string, a: PyValue, b: PyValue): never {
 }
 
 function repeat(seq: PyValue, n: bigint | boolean): PyValue {
-  const count = Number(asBigInt(n))
+  const big = asBigInt(n)
+  if (big > 2n ** 63n - 1n || big < -(2n ** 63n)) throw new PyException('OverflowError', "cannot fit 'int' into an index-sized integer")
+  const count = Number(big)
+  const length = typeof seq === 'string' ? seq.length : Array.isArray(seq) ? seq.length : (seq as PyTuple).items.length
+  if (length * count > 100_000_000) throw new PyException('MemoryError', '')
   const times = count > 0 ? count : 0
   if (typeof seq === 'string') return seq.repeat(times)
   const items = Array.isArray(seq) ? seq : (seq as PyTuple).items
@@ -447,7 +452,7 @@ export function pyFormat(value: PyValue, spec: string): string {
   throw new PyException('TypeError', `unsupported format string passed to ${typeName(value)}.__format__`)
 }
 
-const PERCENT_RE = /%(?:\(([^)]*)\))?([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?([diouxXeEfFgGcrsa%])/g
+const PERCENT_RE = /%(?:\(([^)]*)\))?([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?([\s\S]?)/g
 
 /** printf-style `str % args`. */
 function percentFormat(fmt: string, args: PyValue): string {
@@ -459,6 +464,10 @@ function percentFormat(fmt: string, args: PyValue): string {
   }
   const out = fmt.replace(PERCENT_RE, (_m, key: string | undefined, flags: string, width: string | undefined, prec: string | undefined, conv: string) => {
     if (conv === '%') return '%'
+    if (conv === '') throw new PyException('ValueError', 'incomplete format')
+    if (!'diouxXeEfFgGcrsa'.includes(conv)) {
+      throw new PyException('ValueError', `unsupported format character '${conv}' (0x${(conv.codePointAt(0) ?? 0).toString(16)}) at index ${fmt.indexOf('%' + conv)}`)
+    }
     let value: PyValue
     if (key !== undefined) {
       if (!(args instanceof Map)) throw new PyException('TypeError', 'format requires a mapping')
@@ -505,7 +514,8 @@ function percentFormat(fmt: string, args: PyValue): string {
       }
     }
   })
-  if (next < positional.length && !(args instanceof Map)) throw new PyException('TypeError', 'not all arguments converted during string formatting')
+  // CPython skips this check when the argument is a mapping or sequence other than tuple/str.
+  if (next < positional.length && !(args instanceof Map) && !Array.isArray(args)) throw new PyException('TypeError', 'not all arguments converted during string formatting')
   return out
 }
 

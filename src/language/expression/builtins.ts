@@ -19,6 +19,7 @@ import {
   toFloat,
   truncToInt,
 } from './arithmetic.js'
+import { hypot } from './double-double.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import {
   dictSet,
@@ -516,8 +517,8 @@ export const MATH_MODULE = new PyModule(
     math1('acosh', Math.acosh),
     math1('atanh', (x) => (Math.abs(x) >= 1 ? NaN : Math.atanh(x))),
     math1('fabs', Math.abs),
-    math1('degrees', (x) => (x * 180) / Math.PI, true),
-    math1('radians', (x) => (x * Math.PI) / 180),
+    math1('degrees', (x) => x * (180 / Math.PI), true),
+    math1('radians', (x) => x * (Math.PI / 180)),
     [
       'log',
       fixed('log', 1, 2, (x = null, base = null) => {
@@ -538,7 +539,7 @@ export const MATH_MODULE = new PyModule(
       'hypot',
       new PyCallable('hypot', (args, kwargs) => {
         noKwargs('hypot', kwargs)
-        return Math.hypot(...args.map((a) => realArg('hypot', a)))
+        return hypot(args.map((a) => realArg('hypot', a)))
       }),
     ],
     [
@@ -560,6 +561,7 @@ export const MATH_MODULE = new PyModule(
       fixed('fmod', 2, 2, (a = null, b = null) => {
         const x = realArg('fmod', a)
         const y = realArg('fmod', b)
+        if (Number.isNaN(x) || Number.isNaN(y)) return NaN
         if (!Number.isFinite(y) && Number.isFinite(x)) return x
         const r = x % y
         if (Number.isNaN(r) && !Number.isNaN(x) && !Number.isNaN(y)) throw new PyException('ValueError', 'math domain error')

@@ -206,7 +206,7 @@ export function formatFloat(x: number, specText: string): string {
   if (Number.isNaN(x)) negative = false
   const abs = Math.abs(x)
   let body: string
-  if (!Number.isFinite(abs)) body = Number.isNaN(abs) ? 'nan' : 'inf'
+  if (!Number.isFinite(abs)) body = (Number.isNaN(abs) ? 'nan' : 'inf') + (type === '%' ? '%' : '')
   else {
     const precision = spec.precision ?? 6
     switch (type) {
