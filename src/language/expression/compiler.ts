@@ -736,8 +736,8 @@ export class Compiler {
     const prop = kids.find((k) => k.name === 'PropertyName')
     if (prop === undefined) return this.#refuse(node, 'syntax error')
     const name = this.#src(prop)
-    if (name.startsWith('_')) return this.#refuse(prop, `attribute '${name}' is not allowed (names starting with '_' are reserved)`)
     const obj = this.expr(objNode)
+    if (name.startsWith('_')) return this.#refuse(prop, `attribute '${name}' is not allowed (names starting with '_' are reserved)`)
     const k = constantOf(obj)
     if (k instanceof PyModule) {
       const v = k.attributes.get(name)
@@ -775,9 +775,12 @@ export class Compiler {
           if (valueNode !== undefined) named.push({ name: null, code: this.expr(valueNode) })
         } else pos.push(k)
       }
-      const seq = this.#sequence(pos, (items) => items)
-      positional = seq
-      if (!pos.some((p) => p.name === '*')) fixedArgs = pos.filter(isExpressionNode).map((p) => this.expr(p))
+      if (pos.some((p) => p.name === '*')) positional = this.#sequence(pos, (items) => items)
+      else {
+        const codes = pos.filter(isExpressionNode).map((p) => this.expr(p))
+        fixedArgs = codes
+        positional = argArray(codes)
+      }
       if (named.length > 0) {
         kwargs = (f) => {
           const m = new Map<string, PyValue>()
@@ -1099,6 +1102,23 @@ function comparison(op: string, l: Code, r: Code): Code {
       }
     default:
       return (f) => pyCompare(op, l(f), r(f))
+  }
+}
+
+/** Evaluates positional arguments into a fresh array (the callee may keep it). */
+function argArray(codes: Code[]): (f: Frame) => PyValue[] {
+  const [a, b, c] = codes
+  switch (codes.length) {
+    case 0:
+      return () => []
+    case 1:
+      return (f) => [(a as Code)(f)]
+    case 2:
+      return (f) => [(a as Code)(f), (b as Code)(f)]
+    case 3:
+      return (f) => [(a as Code)(f), (b as Code)(f), (c as Code)(f)]
+    default:
+      return (f) => codes.map((x) => x(f))
   }
 }
 
