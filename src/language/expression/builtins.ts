@@ -78,6 +78,23 @@ export function pyRound(x: PyValue, ndigits: PyValue = null): PyValue {
     }
     const n = Number(indexArg(ndigits))
     if (!Number.isFinite(x) || x === 0) return x
+    if (n >= 0 && n <= 22) {
+      // Fast path: when x * 10**n is clearly away from a tie, rounding it in floats decides the
+      // same as the exact value does, and q / 10**n (both exact) is the correctly rounded
+      // decimal CPython reads back. Near a tie, the exact path below decides.
+      const p = POW10[n] as number
+      const y = x * p
+      const ay = Math.abs(y)
+      if (ay < 2 ** 52) {
+        const fl = Math.floor(ay)
+        const frac = ay - fl
+        if (Math.abs(frac - 0.5) > ay * 2 ** -48 + 2 ** -60) {
+          const q = frac > 0.5 ? fl + 1 : fl
+          const r = q / p
+          return x < 0 ? -r : r
+        }
+      }
+    }
     if (n > 323) return x
     if (n < -308) return x < 0 ? -0 : 0
     const { num, den } = exactFraction(x)
@@ -98,6 +115,16 @@ export function pyRound(x: PyValue, ndigits: PyValue = null): PyValue {
   }
   throw new PyException('TypeError', `type ${typeName(x)} doesn't define __round__ method`)
 }
+
+const SIGN_VIEW = new DataView(new ArrayBuffer(8))
+
+/** The sign bit, also of -0.0 and of a negated NaN (which CPython's copysign honours). */
+function signBit(y: number): boolean {
+  SIGN_VIEW.setFloat64(0, y)
+  return (SIGN_VIEW.getUint8(0) & 0x80) !== 0
+}
+
+const POW10 = Array.from({ length: 23 }, (_x, i) => 10 ** i)
 
 const INT_RE = /^[+-]?(\d(?:_?\d)*)$/
 const FLOAT_RE = /^[+-]?(?:(?:\d(?:_?\d)*)?\.?\d(?:_?\d)*|\d(?:_?\d)*\.)(?:[eE][+-]?\d(?:_?\d)*)?$/
@@ -571,7 +598,7 @@ export const MATH_MODULE = new PyModule(
     ['copysign', fixed('copysign', 2, 2, (a = null, b = null) => {
       const x = Math.abs(realArg('copysign', a))
       const y = realArg('copysign', b)
-      return y < 0 || Object.is(y, -0) ? -x : x
+      return signBit(y) ? -x : x
     })],
     ['isclose', new PyCallable('isclose', isclose)],
     ['isnan', fixed('isnan', 1, 1, (x = null) => Number.isNaN(realArg('isnan', x)))],

@@ -68,6 +68,7 @@ function statements(tree: Tree): SyntaxNode[] {
 }
 
 const EMPTY: Array<PyValue | undefined> = []
+const NO_SCOPE: ExpressionScope = { reference: () => null }
 
 /**
  * Compiles a model-language expression (or a `call:` function body) to JS closures.
@@ -154,20 +155,29 @@ export function compileExpression(source: string, options: CompileOptions): Comp
 
   const slots = compiler.topSlots
   const references = compiler.references
+  const shared = new Frame(NO_SCOPE, EMPTY, null)
+  let busy = false
   return {
     source,
     path: options.path,
     form,
     references,
     evaluate(scope: ExpressionScope): PyValue {
+      // Without locals one frame serves every evaluation (a fresh one only when re-entered).
+      const frame = slots === 0 && !busy ? shared : new Frame(scope, slots === 0 ? EMPTY : new Array<PyValue | undefined>(slots), null)
+      frame.scope = scope
+      const owns = frame === shared
+      if (owns) busy = true
       try {
-        return code(new Frame(scope, slots === 0 ? EMPTY : new Array<PyValue | undefined>(slots), null))
+        return code(frame)
       } catch (err) {
         if (err instanceof RangeError) {
           if (/call stack/i.test(err.message)) throw new PyException('RecursionError', 'maximum recursion depth exceeded')
           throw new PyException('OverflowError', err.message)
         }
         throw err
+      } finally {
+        if (owns) busy = false
       }
     },
   }

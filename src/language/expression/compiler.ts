@@ -56,7 +56,7 @@ export interface ExpressionScope {
 /** One evaluation's variables; lambdas and comprehensions chain their own onto their parent's. */
 export class Frame {
   constructor(
-    readonly scope: ExpressionScope,
+    public scope: ExpressionScope,
     readonly vars: Array<PyValue | undefined>,
     readonly parent: Frame | null,
   ) {}
@@ -1007,29 +1007,57 @@ function localRead(name: string, depth: number, slot: number): Code {
 
 /** A binary arithmetic operator with its float-float case inlined (and a constant right side folded in). */
 function arithmetic(op: string, l: Code, r: Code): Code {
-  const k = constantOf(r)
+  const rk = constantOf(r)
+  // A small int constant meets a float as the same float (Python converts it exactly).
+  const k = typeof rk === 'bigint' && rk <= SAFE && rk >= -SAFE ? Number(rk) : rk
+  const lk = constantOf(l)
+  if (typeof lk === 'number' && (op === '+' || op === '-' || op === '*' || op === '/')) {
+    const slow = arithmeticSlow(op)
+    switch (op) {
+      case '+':
+        return (f) => {
+          const b = r(f)
+          return typeof b === 'number' ? lk + b : slow(lk, b)
+        }
+      case '-':
+        return (f) => {
+          const b = r(f)
+          return typeof b === 'number' ? lk - b : slow(lk, b)
+        }
+      case '*':
+        return (f) => {
+          const b = r(f)
+          return typeof b === 'number' ? lk * b : slow(lk, b)
+        }
+      default:
+        return (f) => {
+          const b = r(f)
+          return typeof b === 'number' && b !== 0 ? lk / b : slow(lk, b)
+        }
+    }
+  }
   if (typeof k === 'number') {
     switch (op) {
       case '+':
         return (f) => {
           const a = l(f)
-          return typeof a === 'number' ? a + k : pyAdd(a, k)
+          return typeof a === 'number' ? a + k : pyAdd(a, rk ?? null)
         }
       case '-':
         return (f) => {
           const a = l(f)
-          return typeof a === 'number' ? a - k : pySub(a, k)
+          return typeof a === 'number' ? a - k : pySub(a, rk ?? null)
         }
       case '*':
         return (f) => {
           const a = l(f)
-          return typeof a === 'number' ? a * k : pyMul(a, k)
+          return typeof a === 'number' ? a * k : pyMul(a, rk ?? null)
         }
       case '/':
         if (k !== 0) {
           return (f) => {
             const a = l(f)
-            return typeof a === 'number' ? a / k : pyTrueDiv(a, k)
+            return typeof a === 'number' ? a / k : pyTrueDiv(a, rk ?? null)
           }
         }
     }
@@ -1074,7 +1102,59 @@ function arithmetic(op: string, l: Code, r: Code): Code {
   }
 }
 
+const SAFE = 2n ** 53n
+
+function arithmeticSlow(op: string): (a: PyValue, b: PyValue) => PyValue {
+  switch (op) {
+    case '+':
+      return pyAdd
+    case '-':
+      return pySub
+    case '*':
+      return pyMul
+    default:
+      return pyTrueDiv
+  }
+}
+
 function comparison(op: string, l: Code, r: Code): Code {
+  const rk = constantOf(r)
+  if (typeof rk === 'number' || (typeof rk === 'bigint' && rk <= SAFE && rk >= -SAFE)) {
+    // Against a constant (a small int compares with a float exactly as its float does).
+    const k = Number(rk)
+    switch (op) {
+      case '<':
+        return (f) => {
+          const a = l(f)
+          return typeof a === 'number' ? a < k : pyCompare('<', a, rk)
+        }
+      case '<=':
+        return (f) => {
+          const a = l(f)
+          return typeof a === 'number' ? a <= k : pyCompare('<=', a, rk)
+        }
+      case '>':
+        return (f) => {
+          const a = l(f)
+          return typeof a === 'number' ? a > k : pyCompare('>', a, rk)
+        }
+      case '>=':
+        return (f) => {
+          const a = l(f)
+          return typeof a === 'number' ? a >= k : pyCompare('>=', a, rk)
+        }
+      case '==':
+        return (f) => {
+          const a = l(f)
+          return typeof a === 'number' ? a === k : pyCompare('==', a, rk)
+        }
+      case '!=':
+        return (f) => {
+          const a = l(f)
+          return typeof a === 'number' ? a !== k : pyCompare('!=', a, rk)
+        }
+    }
+  }
   switch (op) {
     case '<':
       return (f) => {
