@@ -74,7 +74,7 @@ export function intTrueDiv(a: bigint, b: bigint): number {
 function intFloorDiv(a: bigint, b: bigint): bigint {
   if (b === 0n) throw new PyException('ZeroDivisionError', 'integer division or modulo by zero')
   const q = a / b
-  return (a % b !== 0n && a < 0n !== b < 0n) ? q - 1n : q
+  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q
 }
 
 function intMod(a: bigint, b: bigint, message = 'integer modulo by zero'): bigint {
@@ -426,7 +426,8 @@ function lessOrEqual(a: PyValue, b: PyValue, op: string): boolean {
   }
   if (typeof a === 'string' && typeof b === 'string') return a <= b
   const xs = Array.isArray(a) && Array.isArray(b) ? [a, b] : a instanceof PyTuple && b instanceof PyTuple ? [a.items, b.items] : null
-  if (xs === null) throw new PyException('TypeError', `'${op}' not supported between instances of '${typeName(op === '>=' ? b : a)}' and '${typeName(op === '>=' ? a : b)}'`)
+  if (xs === null)
+    throw new PyException('TypeError', `'${op}' not supported between instances of '${typeName(op === '>=' ? b : a)}' and '${typeName(op === '>=' ? a : b)}'`)
   const [p = [], q = []] = xs
   const n = Math.min(p.length, q.length)
   for (let i = 0; i < n; i++) {
@@ -466,7 +467,10 @@ function percentFormat(fmt: string, args: PyValue): string {
     if (conv === '%') return '%'
     if (conv === '') throw new PyException('ValueError', 'incomplete format')
     if (!'diouxXeEfFgGcrsa'.includes(conv)) {
-      throw new PyException('ValueError', `unsupported format character '${conv}' (0x${(conv.codePointAt(0) ?? 0).toString(16)}) at index ${fmt.indexOf('%' + conv)}`)
+      throw new PyException(
+        'ValueError',
+        `unsupported format character '${conv}' (0x${(conv.codePointAt(0) ?? 0).toString(16)}) at index ${fmt.indexOf('%' + conv)}`,
+      )
     }
     let value: PyValue
     if (key !== undefined) {
@@ -515,7 +519,8 @@ function percentFormat(fmt: string, args: PyValue): string {
     }
   })
   // CPython skips this check when the argument is a mapping or sequence other than tuple/str.
-  if (next < positional.length && !(args instanceof Map) && !Array.isArray(args)) throw new PyException('TypeError', 'not all arguments converted during string formatting')
+  if (next < positional.length && !(args instanceof Map) && !Array.isArray(args))
+    throw new PyException('TypeError', 'not all arguments converted during string formatting')
   return out
 }
 

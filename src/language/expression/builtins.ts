@@ -6,19 +6,7 @@
  * @example
  * BUILTINS.get('round')?.call([2.5], null) // 2n
  */
-import {
-  asBigInt,
-  floatPow,
-  isInt,
-  isNumber,
-  pyAdd,
-  pyCompare,
-  pyDivmod,
-  pyMul,
-  pyPow,
-  toFloat,
-  truncToInt,
-} from './arithmetic.js'
+import { asBigInt, floatPow, isInt, isNumber, pyAdd, pyCompare, pyDivmod, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
 import { hypot } from './double-double.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import {
@@ -335,7 +323,13 @@ export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCalla
       return pyRound(args[0] ?? null, args[1] ?? nd ?? null)
     }),
   ],
-  ['int', new PyCallable('int', (args, kwargs) => (arity('int', args, 0, 2), args.length === 0 ? 0n : pyInt(args[0] ?? null, args[1] ?? kwarg(kwargs, 'base', ['base'], 'int') ?? null)))],
+  [
+    'int',
+    new PyCallable(
+      'int',
+      (args, kwargs) => (arity('int', args, 0, 2), args.length === 0 ? 0n : pyInt(args[0] ?? null, args[1] ?? kwarg(kwargs, 'base', ['base'], 'int') ?? null)),
+    ),
+  ],
   ['float', fixed('float', 0, 1, (x = 0) => pyFloat(x))],
   ['bool', fixed('bool', 0, 1, (x = false) => truthy(x))],
   ['str', fixed('str', 0, 1, (x = '') => pyStr(x))],
@@ -595,14 +589,23 @@ export const MATH_MODULE = new PyModule(
         return r
       }),
     ],
-    ['copysign', fixed('copysign', 2, 2, (a = null, b = null) => {
-      const x = Math.abs(realArg('copysign', a))
-      const y = realArg('copysign', b)
-      return signBit(y) ? -x : x
-    })],
+    [
+      'copysign',
+      fixed('copysign', 2, 2, (a = null, b = null) => {
+        const x = Math.abs(realArg('copysign', a))
+        const y = realArg('copysign', b)
+        return signBit(y) ? -x : x
+      }),
+    ],
     ['isclose', new PyCallable('isclose', isclose)],
     ['isnan', fixed('isnan', 1, 1, (x = null) => Number.isNaN(realArg('isnan', x)))],
-    ['isinf', fixed('isinf', 1, 1, (x = null) => { const v = realArg('isinf', x); return !Number.isFinite(v) && !Number.isNaN(v) })],
+    [
+      'isinf',
+      fixed('isinf', 1, 1, (x = null) => {
+        const v = realArg('isinf', x)
+        return !Number.isFinite(v) && !Number.isNaN(v)
+      }),
+    ],
     ['isfinite', fixed('isfinite', 1, 1, (x = null) => Number.isFinite(realArg('isfinite', x)))],
     ['factorial', fixed('factorial', 1, 1, (x = null) => factorial(x))],
     ['gcd', new PyCallable('gcd', (args) => args.reduce<bigint>((acc, a) => gcd2(acc, indexArg(a)), 0n))],
@@ -616,13 +619,15 @@ export const MATH_MODULE = new PyModule(
         return acc
       }),
     ],
-    ['modf', fixed('modf', 1, 1, (x = null) => {
-      const v = realArg('modf', x)
-      if (!Number.isFinite(v)) return new PyTuple([Number.isNaN(v) ? v : v < 0 ? -0 : 0, v])
-      const i = Math.trunc(v)
-      const frac = v - i
-      return new PyTuple([frac === 0 && (v < 0 || Object.is(v, -0)) ? -0 : frac, i])
-    })],
+    [
+      'modf',
+      fixed('modf', 1, 1, (x = null) => {
+        const v = realArg('modf', x)
+        if (!Number.isFinite(v)) return new PyTuple([Number.isNaN(v) ? v : v < 0 ? -0 : 0, v])
+        const i = Math.trunc(v)
+        const frac = v - i
+        return new PyTuple([frac === 0 && (v < 0 || Object.is(v, -0)) ? -0 : frac, i])
+      }),
+    ],
   ]),
 )
-

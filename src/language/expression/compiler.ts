@@ -9,22 +9,7 @@
  * // used through compileExpression() (compile-expression.ts)
  */
 import type { SyntaxNode } from '@lezer/common'
-import {
-  floatPow,
-  pyAdd,
-  pyBinary,
-  pyCompare,
-  pyFloorDiv,
-  pyFormat,
-  pyInvert,
-  pyMod,
-  pyMul,
-  pyNeg,
-  pyPos,
-  pyPow,
-  pySub,
-  pyTrueDiv,
-} from './arithmetic.js'
+import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, pyMod, pyMul, pyNeg, pyPos, pyPow, pySub, pyTrueDiv } from './arithmetic.js'
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
 import { callMethod, getAttribute, getItem, setItem } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
@@ -294,7 +279,10 @@ export class Compiler {
   #formatReplacement(node: SyntaxNode, literal: (from: number, to: number) => string): Code {
     const kids = children(node)
     const exprs = kids.filter((c) => isExpressionNode(c) && c.name !== 'FormatConversion' && c.name !== 'FormatSpec' && c.name !== 'FormatSelfDoc')
-    const value = this.expressionList(exprs, kids.some((c) => c.name === ','))
+    const value = this.expressionList(
+      exprs,
+      kids.some((c) => c.name === ','),
+    )
     const conversion = kids.find((c) => c.name === 'FormatConversion')
     const conv = conversion === undefined ? '' : this.#src(conversion).replace('!', '')
     const selfDoc = kids.find((c) => c.name === 'FormatSelfDoc')
@@ -422,14 +410,16 @@ export class Compiler {
     if (COMPARISONS.has(op)) return this.#comparison(node)
     const l = this.expr(parts.left)
     const r = this.expr(parts.right)
-    if (op === 'and') return (f) => {
-      const a = l(f)
-      return (typeof a === 'boolean' ? a : truthy(a)) ? r(f) : a
-    }
-    if (op === 'or') return (f) => {
-      const a = l(f)
-      return (typeof a === 'boolean' ? a : truthy(a)) ? a : r(f)
-    }
+    if (op === 'and')
+      return (f) => {
+        const a = l(f)
+        return (typeof a === 'boolean' ? a : truthy(a)) ? r(f) : a
+      }
+    if (op === 'or')
+      return (f) => {
+        const a = l(f)
+        return (typeof a === 'boolean' ? a : truthy(a)) ? a : r(f)
+      }
     return arithmetic(op, l, r)
   }
 
@@ -571,7 +561,11 @@ export class Compiler {
       const defaults = params.map((p) => (p.dflt === null ? undefined : p.dflt(f)))
       return new PyCallable('<lambda>', (args, kwargs) => {
         const vars = new Array<PyValue | undefined>(size)
-        if (args.length > params.length) throw new PyException('TypeError', `<lambda>() takes ${params.length} positional argument${params.length === 1 ? '' : 's'} but ${args.length} were given`)
+        if (args.length > params.length)
+          throw new PyException(
+            'TypeError',
+            `<lambda>() takes ${params.length} positional argument${params.length === 1 ? '' : 's'} but ${args.length} were given`,
+          )
         for (let i = 0; i < args.length; i++) vars[i] = args[i]
         if (kwargs !== null) {
           for (const [k, v] of kwargs) {
@@ -653,7 +647,10 @@ export class Compiler {
         const iter = this.expr(iterNode)
         this.#scope = scope
         const targetNodes = kids.slice(i + 1, inAt)
-        const assign = this.#target(targetNodes, targetNodes.some((t) => t.name === ','))
+        const assign = this.#target(
+          targetNodes,
+          targetNodes.some((t) => t.name === ','),
+        )
         if (assign === null) {
           this.#scope = outer
           return () => null
@@ -680,7 +677,11 @@ export class Compiler {
       }
       element = this.expr(k)
       valueCode = this.expr(v)
-    } else element = this.expressionList(head.filter(isExpressionNode), head.some((h) => h.name === ','))
+    } else
+      element = this.expressionList(
+        head.filter(isExpressionNode),
+        head.some((h) => h.name === ','),
+      )
     this.#scope = outer
     const size = () => scope.slots.size
     return (f) => {
@@ -721,7 +722,10 @@ export class Compiler {
       return (f) => new PySlice(a === null ? null : a(f), b === null ? null : b(f), c === null ? null : c(f))
     }
     const exprs = inner.filter(isExpressionNode)
-    return this.expressionList(exprs, inner.some((k) => k.name === ','))
+    return this.expressionList(
+      exprs,
+      inner.some((k) => k.name === ','),
+    )
   }
 
   #member(node: SyntaxNode): Code {
@@ -806,7 +810,9 @@ export class Compiler {
         const obj = this.expr(objNode)
         const k = constantOf(obj)
         if (!(k instanceof PyModule)) {
-          return kwargs === null ? (f) => callMethod(obj(f), name, args(f), null) : (f) => callMethod(obj(f), name, args(f), (kwargs as (f: Frame) => PyKwargs)(f))
+          return kwargs === null
+            ? (f) => callMethod(obj(f), name, args(f), null)
+            : (f) => callMethod(obj(f), name, args(f), (kwargs as (f: Frame) => PyKwargs)(f))
         }
       }
     }
@@ -836,7 +842,13 @@ export class Compiler {
         const last = kids.map((k) => k.name).lastIndexOf('AssignOp')
         kids.slice(0, last).forEach(visitTarget)
       } else if (n.name === 'UpdateStatement' && kids[0] !== undefined) visitTarget(kids[0])
-      else if (n.name === 'ForStatement') kids.slice(1, kids.findIndex((k) => k.name === 'in')).forEach(visitTarget)
+      else if (n.name === 'ForStatement')
+        kids
+          .slice(
+            1,
+            kids.findIndex((k) => k.name === 'in'),
+          )
+          .forEach(visitTarget)
       if (n.name === 'IfStatement' || n.name === 'ForStatement' || n.name === 'Body' || n.name === 'StatementGroup') kids.forEach(visit)
     }
     statements.forEach(visit)
@@ -867,7 +879,10 @@ export class Compiler {
     const kids = children(node)
     switch (node.name) {
       case 'ExpressionStatement': {
-        const code = this.expressionList(kids.filter(isExpressionNode), kids.some((k) => k.name === ','))
+        const code = this.expressionList(
+          kids.filter(isExpressionNode),
+          kids.some((k) => k.name === ','),
+        )
         return (f) => {
           code(f)
           return undefined
@@ -877,7 +892,13 @@ export class Compiler {
         return () => undefined
       case 'ReturnStatement': {
         const exprs = kids.filter(isExpressionNode)
-        const code = exprs.length === 0 ? constant(null) : this.expressionList(exprs, kids.some((k) => k.name === ','))
+        const code =
+          exprs.length === 0
+            ? constant(null)
+            : this.expressionList(
+                exprs,
+                kids.some((k) => k.name === ','),
+              )
         return code
       }
       case 'AssignStatement': {
@@ -888,8 +909,16 @@ export class Compiler {
           else (groups[groups.length - 1] as SyntaxNode[]).push(k)
         }
         const valueNodes = groups.pop() ?? []
-        const value = this.expressionList(valueNodes.filter(isExpressionNode), valueNodes.some((k) => k.name === ','))
-        const targets = groups.map((g) => this.#target(g, g.some((k) => k.name === ',')))
+        const value = this.expressionList(
+          valueNodes.filter(isExpressionNode),
+          valueNodes.some((k) => k.name === ','),
+        )
+        const targets = groups.map((g) =>
+          this.#target(
+            g,
+            g.some((k) => k.name === ','),
+          ),
+        )
         if (targets.some((t) => t === null)) return () => undefined
         return (f) => {
           const v = value(f)
@@ -948,9 +977,13 @@ export class Compiler {
         const inAt = kids.findIndex((k) => k.name === 'in')
         const iterNode = kids[inAt + 1]
         const bodyNode = kids[inAt + 2]
-        if (inAt < 0 || iterNode === undefined || bodyNode === undefined || kids.some((k) => k.name === 'else')) return this.#refuseStmt(node, 'only plain for loops are supported')
+        if (inAt < 0 || iterNode === undefined || bodyNode === undefined || kids.some((k) => k.name === 'else'))
+          return this.#refuseStmt(node, 'only plain for loops are supported')
         const targetNodes = kids.slice(1, inAt)
-        const assign = this.#target(targetNodes, targetNodes.some((t) => t.name === ','))
+        const assign = this.#target(
+          targetNodes,
+          targetNodes.some((t) => t.name === ','),
+        )
         const iter = this.expr(iterNode)
         const body = this.#block(children(bodyNode))
         if (assign === null) return () => undefined

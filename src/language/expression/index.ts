@@ -9,5 +9,19 @@
 export { compileExpression, NotNativeError, type CompiledExpression, type CompileOptions } from './compile-expression.js'
 export type { ExpressionScope } from './compiler.js'
 export { replaceReferences, type Reference, type ReferenceKind } from './references.js'
-export { pyRepr, pyStr, PyException, PyTuple, PyCallable, PyModule, PyIterator, PyRange, PySlice, truthy, typeName, type PyValue, type PyDict } from './values.js'
+export {
+  pyRepr,
+  pyStr,
+  PyException,
+  PyTuple,
+  PyCallable,
+  PyModule,
+  PyIterator,
+  PyRange,
+  PySlice,
+  truthy,
+  typeName,
+  type PyValue,
+  type PyDict,
+} from './values.js'
 export { floatRepr } from './float-format.js'

@@ -119,7 +119,8 @@ export function getItem(obj: PyValue, key: PyValue): PyValue {
     if (v === undefined) throw new PyException('KeyError', pyRepr(key))
     return v
   }
-  if (obj instanceof PyTuple) return key instanceof PySlice ? new PyTuple(sliceItems(obj.items, key)) : (obj.items[seqIndex('tuple', obj.items.length, key)] ?? null)
+  if (obj instanceof PyTuple)
+    return key instanceof PySlice ? new PyTuple(sliceItems(obj.items, key)) : (obj.items[seqIndex('tuple', obj.items.length, key)] ?? null)
   if (typeof obj === 'string') {
     const chars = [...obj]
     return key instanceof PySlice ? sliceItems(chars, key).join('') : (chars[seqIndex('string', chars.length, key)] ?? '')
@@ -167,7 +168,7 @@ export function strFormat(fmt: string, args: readonly PyValue[], kwargs: PyKwarg
     }
     while (rest !== '') {
       const part = /^(?:\.([A-Za-z]\w*)|\[([^\]]*)\])(.*)$/s.exec(rest)
-      if (part === null) throw new PyException('ValueError', 'Only \'.\' or \'[\' may follow \']\' in format field specifier')
+      if (part === null) throw new PyException('ValueError', "Only '.' or '[' may follow ']' in format field specifier")
       if (part[1] !== undefined) value = getAttribute(value, part[1])
       else {
         const k = part[2] ?? ''

@@ -11,20 +11,7 @@ import { MimicError } from '../../errors.js'
 import { floatRepr } from './float-format.js'
 
 /** Any value an expression can produce. */
-export type PyValue =
-  | null
-  | boolean
-  | bigint
-  | number
-  | string
-  | PyValue[]
-  | PyTuple
-  | PyDict
-  | PyCallable
-  | PyModule
-  | PySlice
-  | PyRange
-  | PyIterator
+export type PyValue = null | boolean | bigint | number | string | PyValue[] | PyTuple | PyDict | PyCallable | PyModule | PySlice | PyRange | PyIterator
 
 /** A dict: insertion-ordered like Python's; keys that Python treats as equal (1, 1.0, True) are made one key by {@link dictKey}. */
 export type PyDict = Map<PyValue, PyValue>

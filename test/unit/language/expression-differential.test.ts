@@ -20,8 +20,54 @@ function mulberry32(seed: number): () => number {
   }
 }
 
-const INTS = ['0', '1', '2', '3', '7', '-1', '-7', '10', '255', '1000', '-1024', '12345678901234567890', '-98765432109876543210', '2**53', '2**53 + 1', '10**20', 'True', 'False']
-const FLOATS = ['0.0', '-0.0', '1.0', '0.5', '2.5', '-2.5', '0.1', '0.2', '0.3', '3.14159', '-1.5', '1e16', '1e-7', '1.5e300', '-2.2e-308', '5e-324', '123.456', '0.125', '2.675', '1e22', '9007199254740993.0', "float('inf')", "float('-inf')", "float('nan')", '1/3', '2/3']
+const INTS = [
+  '0',
+  '1',
+  '2',
+  '3',
+  '7',
+  '-1',
+  '-7',
+  '10',
+  '255',
+  '1000',
+  '-1024',
+  '12345678901234567890',
+  '-98765432109876543210',
+  '2**53',
+  '2**53 + 1',
+  '10**20',
+  'True',
+  'False',
+]
+const FLOATS = [
+  '0.0',
+  '-0.0',
+  '1.0',
+  '0.5',
+  '2.5',
+  '-2.5',
+  '0.1',
+  '0.2',
+  '0.3',
+  '3.14159',
+  '-1.5',
+  '1e16',
+  '1e-7',
+  '1.5e300',
+  '-2.2e-308',
+  '5e-324',
+  '123.456',
+  '0.125',
+  '2.675',
+  '1e22',
+  '9007199254740993.0',
+  "float('inf')",
+  "float('-inf')",
+  "float('nan')",
+  '1/3',
+  '2/3',
+]
 const STRS = ["'a'", "'abc'", "''", "'x y'", "'Ab'", "'1.5'", "'42'"]
 const BIN = ['+', '-', '*', '/', '//', '%', '**']
 const CMP = ['<', '<=', '>', '>=', '==', '!=']
@@ -73,7 +119,27 @@ function generator(rand: () => number): () => string {
       }
     }
     if (r < 0.88) {
-      const f = pick(['sqrt', 'floor', 'ceil', 'fabs', 'exp', 'log', 'log10', 'sin', 'cos', 'tan', 'atan', 'hypot', 'atan2', 'isclose', 'trunc', 'fmod', 'copysign', 'isfinite', 'degrees'])
+      const f = pick([
+        'sqrt',
+        'floor',
+        'ceil',
+        'fabs',
+        'exp',
+        'log',
+        'log10',
+        'sin',
+        'cos',
+        'tan',
+        'atan',
+        'hypot',
+        'atan2',
+        'isclose',
+        'trunc',
+        'fmod',
+        'copysign',
+        'isfinite',
+        'degrees',
+      ])
       if (['hypot', 'atan2', 'isclose', 'fmod', 'copysign'].includes(f)) return `math.${f}(${sub()}, ${sub()})`
       return `math.${f}(${sub()})`
     }
@@ -153,7 +219,9 @@ describe('expressions against CPython', () => {
       if (got !== want) mismatches.push(`${src}\n    python: ${want}\n    engine: ${got}`)
     })
     assert.ok(compared > COUNT * 0.9, `only ${compared} compared`)
-    console.log(`seed ${SEED}: ${compared} compared, ${mismatches.length} differ, ${ulpOnly} within 8 ulp in libm functions, ${COUNT - compared} complex in CPython`)
+    console.log(
+      `seed ${SEED}: ${compared} compared, ${mismatches.length} differ, ${ulpOnly} within 8 ulp in libm functions, ${COUNT - compared} complex in CPython`,
+    )
     assert.ok(ulpOnly < compared * 0.02, `${ulpOnly} libm results off by an ulp`)
     assert.deepEqual(mismatches.slice(0, 15), [], `seed ${SEED}: ${mismatches.length} of ${compared} differ`)
   })

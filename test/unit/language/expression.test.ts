@@ -218,10 +218,25 @@ describe('strings, lambdas, comprehensions', () => {
 
 describe('references', () => {
   it('replaces each reference form by a placeholder and lists it once', () => {
-    const r = replaceReferences('$in(a) + #ext(b) + #attr( c ) + $attr(timer.time) + $(x.y) + $param(p) + $out(a) + #external(d) + #out(e) + #in(f) + #internal(g) + $ext(h) + $in(a)')
+    const r = replaceReferences(
+      '$in(a) + #ext(b) + #attr( c ) + $attr(timer.time) + $(x.y) + $param(p) + $out(a) + #external(d) + #out(e) + #in(f) + #internal(g) + $ext(h) + $in(a)',
+    )
     assert.deepEqual(
       r.references.map((x) => `${x.kind}:${x.target}`),
-      ['internal:a', 'external:b', 'internal:c', 'property:timer.time', 'lookup:x.y', 'param:p', 'output:a', 'external:d', 'external:e', 'internal:f', 'internal:g', 'external:h'],
+      [
+        'internal:a',
+        'external:b',
+        'internal:c',
+        'property:timer.time',
+        'lookup:x.y',
+        'param:p',
+        'output:a',
+        'external:d',
+        'external:e',
+        'internal:f',
+        'internal:g',
+        'external:h',
+      ],
     )
     assert.ok(!r.text.includes('$') && !r.text.includes('#'))
     assert.equal(replaceReferences('"$in(a)" + $in(a)').references.length, 1)
@@ -259,7 +274,8 @@ describe('function bodies', () => {
   })
 
   it('runs assignments, if/elif/else and return', () => {
-    const src = 'x = $in(level)\nif x > 90:\n    state = "high"\nelif x > 10:\n    state = "ok"\nelse:\n    state = "low"\nreturn state + ":" + str(round(x, 1))'
+    const src =
+      'x = $in(level)\nif x > 90:\n    state = "high"\nelif x > 10:\n    state = "ok"\nelse:\n    state = "low"\nreturn state + ":" + str(round(x, 1))'
     const e = compileExpression(src, { path: 'p' })
     assert.equal(e.form, 'body')
     assert.equal(e.evaluate(refs({ level: 50.04 })), 'ok:50.0')
