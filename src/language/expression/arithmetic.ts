@@ -148,7 +148,19 @@ export function floatPow(x: number, y: number): number {
     negate = isOddInteger(y)
   }
   if (base === 1) return negate ? -1 : 1
-  const r = Number.isInteger(y) && Math.abs(y) <= 2 ** 31 ? powInt(base, y) : y === 0.5 ? Math.sqrt(base) : y === -0.5 ? rsqrt(base) : Math.pow(base, y)
+  // x*x and 1/x are single, correctly rounded operations; other integer powers go through double-double.
+  const r =
+    y === 2
+      ? base * base
+      : y === -1
+        ? 1 / base
+        : Number.isInteger(y) && Math.abs(y) <= 2 ** 31
+          ? powInt(base, y)
+          : y === 0.5
+            ? Math.sqrt(base)
+            : y === -0.5
+              ? rsqrt(base)
+              : Math.pow(base, y)
   if (!Number.isFinite(r)) throw new PyException('OverflowError', "(34, 'Numerical result out of range')")
   return negate ? -r : r
 }

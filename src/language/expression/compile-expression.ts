@@ -9,6 +9,7 @@
 import { parser } from '@lezer/python'
 import type { SyntaxNode, Tree } from '@lezer/common'
 import { summarize, ValidationError, type ErrorDetail } from '../../errors.js'
+import { generateFast } from './codegen.js'
 import { Compiler, Frame, type Code, type ExpressionScope } from './compiler.js'
 import { replaceReferences, type Reference } from './references.js'
 import { PyException, type PyValue } from './values.js'
@@ -136,10 +137,11 @@ export function compileExpression(source: string, options: CompileOptions): Comp
     const only = stmts[0] as SyntaxNode
     const kids: SyntaxNode[] = []
     for (let c = only.firstChild; c !== null; c = c.nextSibling) if (c.name !== 'Comment') kids.push(c)
-    code = compiler.expressionList(
-      kids.filter((k) => k.name !== ','),
-      kids.some((k) => k.name === ','),
-    )
+    const items = kids.filter((k) => k.name !== ',')
+    code =
+      items.length === 1 && items[0] !== undefined && !kids.some((k) => k.name === ',')
+        ? generateFast(compiler, items[0])
+        : compiler.expressionList(items, true)
   } else {
     compiler.declareLocals(stmts)
     code = compiler.body(stmts)
@@ -155,30 +157,46 @@ export function compileExpression(source: string, options: CompileOptions): Comp
 
   const slots = compiler.topSlots
   const references = compiler.references
+  return { source, path: options.path, form, references, evaluate: makeEvaluate(code, slots) }
+}
+
+/**
+ * The evaluate function of one expression. Built from fixed text per expression, so its call of
+ * `code` has one target and V8 inlines it; a wrapper shared by every expression could not.
+ * Without locals one frame serves every evaluation; a re-entered evaluation restores the scope.
+ */
+const EVALUATE_SOURCE = `
   const shared = new Frame(NO_SCOPE, EMPTY, null)
-  let busy = false
-  return {
-    source,
-    path: options.path,
-    form,
-    references,
-    evaluate(scope: ExpressionScope): PyValue {
-      // Without locals one frame serves every evaluation (a fresh one only when re-entered).
-      const frame = slots === 0 && !busy ? shared : new Frame(scope, slots === 0 ? EMPTY : new Array<PyValue | undefined>(slots), null)
-      frame.scope = scope
-      const owns = frame === shared
-      if (owns) busy = true
-      try {
-        return code(frame)
-      } catch (err) {
-        if (err instanceof RangeError) {
-          if (/call stack/i.test(err.message)) throw new PyException('RecursionError', 'maximum recursion depth exceeded')
-          throw new PyException('OverflowError', err.message)
-        }
-        throw err
-      } finally {
-        if (owns) busy = false
-      }
-    },
+  return function evaluate(scope) {
+    const frame = slots === 0 ? shared : new Frame(scope, new Array(slots), null)
+    const previous = frame.scope
+    frame.scope = scope
+    try {
+      return code(frame)
+    } catch (err) {
+      throw translate(err)
+    } finally {
+      frame.scope = previous
+    }
+  }`
+
+function makeEvaluate(code: Code, slots: number): (scope: ExpressionScope) => PyValue {
+  const make = new Function('code', 'slots', 'Frame', 'NO_SCOPE', 'EMPTY', 'translate', EVALUATE_SOURCE) as (
+    code: Code,
+    slots: number,
+    frame: typeof Frame,
+    noScope: ExpressionScope,
+    empty: PyValue[],
+    translate: (err: unknown) => unknown,
+  ) => (scope: ExpressionScope) => PyValue
+  return make(code, slots, Frame, NO_SCOPE, EMPTY as PyValue[], translateError)
+}
+
+/** A JS RangeError (deep recursion, a bigint past V8's limit) becomes the Python error it stands for. */
+function translateError(err: unknown): unknown {
+  if (err instanceof RangeError) {
+    if (/call stack/i.test(err.message)) return new PyException('RecursionError', 'maximum recursion depth exceeded')
+    return new PyException('OverflowError', err.message)
   }
+  return err
 }

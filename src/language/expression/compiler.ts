@@ -160,6 +160,25 @@ export class Compiler {
     return this.#sequence(nodes, (items) => new PyTuple(items))
   }
 
+  /** The operator of a binary expression and its operands (for the code generator). */
+  operatorOf(node: SyntaxNode): { op: string; left: SyntaxNode; right: SyntaxNode } | null {
+    return this.#operator(node)
+  }
+
+  /** The text of a node. */
+  sourceOf(node: SyntaxNode): string {
+    return this.#src(node)
+  }
+
+  /** The builtin a bare name calls, when no local, constant, parameter or import shadows it; no side effects. */
+  builtinNamed(node: SyntaxNode): PyCallable | undefined {
+    if (node.name !== 'VariableName') return undefined
+    const name = this.#src(node)
+    for (let s: CompileScope | null = this.#scope; s !== null; s = s.parent) if (s.slots.has(name)) return undefined
+    if (this.#names.constants.has(name) || this.#names.parameters.has(name) || this.#names.imports.has(name)) return undefined
+    return BUILTINS.get(name)
+  }
+
   expr(node: SyntaxNode): Code {
     switch (node.name) {
       case 'Number':
@@ -515,7 +534,9 @@ export class Compiler {
     }
     const i = index
     const r = this.references[i] as Reference
-    return (f) => f.scope.reference(r, i)
+    const code: Code = (f) => f.scope.reference(r, i)
+    REFERENCE_READS.set(code, i)
+    return code
   }
 
   #params(node: SyntaxNode): Array<{ name: string; dflt: Code | null }> | null {
@@ -1015,6 +1036,12 @@ export class Compiler {
 // ---- closures ----
 
 const CONSTANTS = new WeakMap<Code, { value: PyValue }>()
+const REFERENCE_READS = new WeakMap<Code, number>()
+
+/** The reference index a closure reads, when it is a plain reference read. */
+export function referenceIndexOf(code: Code): number | undefined {
+  return REFERENCE_READS.get(code)
+}
 
 function constant(value: PyValue): Code {
   const code: Code = () => value
@@ -1022,7 +1049,7 @@ function constant(value: PyValue): Code {
   return code
 }
 
-function constantOf(code: Code): PyValue | undefined {
+export function constantOf(code: Code): PyValue | undefined {
   return CONSTANTS.get(code)?.value
 }
 

@@ -197,9 +197,11 @@ function ours(src: string): string {
 }
 
 describe('expressions against CPython', () => {
-  it(`${COUNT} random expressions give the same repr or exception type (seed ${SEED})`, () => {
+  it(`${COUNT} random expressions, each at the top and nested, give the same repr or exception type (seed ${SEED})`, () => {
     const next = generator(mulberry32(SEED))
-    const sources = Array.from({ length: COUNT }, next)
+    // Each expression twice: at the top (the generated fast path) and inside a list display
+    // (the closure compiler), so both back ends meet CPython.
+    const sources = Array.from({ length: COUNT }, next).flatMap((src) => [src, `[${src}][0]`])
     const py = spawnSync('python3', ['-c', PYTHON], { input: sources.map((s) => JSON.stringify(s)).join('\n') + '\n', encoding: 'utf8', maxBuffer: 64 << 20 })
     assert.equal(py.status, 0, py.stderr)
     const expected = JSON.parse(py.stdout) as string[]
@@ -218,9 +220,9 @@ describe('expressions against CPython', () => {
       }
       if (got !== want) mismatches.push(`${src}\n    python: ${want}\n    engine: ${got}`)
     })
-    assert.ok(compared > COUNT * 0.9, `only ${compared} compared`)
+    assert.ok(compared > COUNT * 1.8, `only ${compared} compared`)
     console.log(
-      `seed ${SEED}: ${compared} compared, ${mismatches.length} differ, ${ulpOnly} within 8 ulp in libm functions, ${COUNT - compared} complex in CPython`,
+      `seed ${SEED}: ${compared} compared, ${mismatches.length} differ, ${ulpOnly} within 8 ulp in libm functions, ${sources.length - compared} complex in CPython`,
     )
     assert.ok(ulpOnly < compared * 0.02, `${ulpOnly} libm results off by an ulp`)
     assert.deepEqual(mismatches.slice(0, 15), [], `seed ${SEED}: ${mismatches.length} of ${compared} differ`)
