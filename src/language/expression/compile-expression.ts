@@ -11,6 +11,7 @@ import type { SyntaxNode, Tree } from '@lezer/common'
 import { summarize, ValidationError, type ErrorDetail } from '../../errors.js'
 import { generateFast } from './codegen.js'
 import { Compiler, Frame, type Code, type ExpressionScope } from './compiler.js'
+import { PyRandom, randomModule } from './random-module.js'
 import { replaceReferences, type Reference } from './references.js'
 import { PyException, type PyValue } from './values.js'
 
@@ -26,6 +27,8 @@ export interface CompileOptions {
   imports?: Readonly<Record<string, string>>
   /** The model's attribute names; when given, a bare name that is none of them is refused. */
   attributes?: Iterable<string>
+  /** The generator behind `random` (seed it for reproducible runs); default: one shared, seeded at start. */
+  random?: PyRandom
 }
 
 /** An expression compiled once, evaluated many times. */
@@ -42,7 +45,7 @@ export interface CompiledExpression {
 
 /**
  * Thrown when an expression is valid but uses something only the Python worker runs (an import
- * other than math, `random`, sets, complex numbers): callers may send it to the worker instead.
+ * other than math and random, sets, complex numbers): callers may send it to the worker instead.
  * Left unhandled it is a 422 like any refusal.
  *
  * @example
@@ -69,6 +72,7 @@ function statements(tree: Tree): SyntaxNode[] {
 }
 
 const EMPTY: Array<PyValue | undefined> = []
+const SHARED_RANDOM = new PyRandom()
 const NO_SCOPE: ExpressionScope = { reference: () => null }
 
 /**
@@ -131,6 +135,7 @@ export function compileExpression(source: string, options: CompileOptions): Comp
     imports: new Map(Object.entries(options.imports ?? {})),
     attributes: options.attributes === undefined ? null : new Set(options.attributes),
     placeholders: replaced.byPlaceholder,
+    random: randomModule(options.random ?? SHARED_RANDOM),
   })
   let code: Code
   if (form === 'expression') {

@@ -67,6 +67,8 @@ export interface CompilerNames {
   imports: ReadonlyMap<string, string>
   attributes: ReadonlySet<string> | null
   placeholders: ReadonlyMap<string, Reference>
+  /** The `random` module this expression draws from. */
+  random: PyModule
 }
 
 class CompileScope {
@@ -496,7 +498,6 @@ export class Compiler {
       }
     }
     if (FORBIDDEN_BUILTINS.has(name)) return this.#refuse(node, `builtin '${name}' is not allowed in expressions`)
-    if (name === 'random') return this.#notNative(node, 'the random module is not evaluated natively yet')
     if (this.#names.attributes !== null && !this.#names.attributes.has(name)) {
       return this.#refuse(node, `name '${name}' is not defined (no parameter, import, builtin or attribute of that name)`)
     }
@@ -509,7 +510,7 @@ export class Compiler {
     if (this.#names.parameters.has(name)) return undefined
     const imported = this.#names.imports.get(name)
     if (imported !== undefined) {
-      const mod = NATIVE_IMPORTS.get(imported)
+      const mod = imported === 'random' ? this.#names.random : NATIVE_IMPORTS.get(imported)
       if (mod !== undefined) return mod
       if (imported.startsWith('math.')) {
         const v = MATH_MODULE.attributes.get(imported.slice(5))
@@ -521,6 +522,7 @@ export class Compiler {
     const builtin = BUILTINS.get(name)
     if (builtin !== undefined) return builtin
     if (name === 'math') return MATH_MODULE
+    if (name === 'random') return this.#names.random
     return undefined
   }
 

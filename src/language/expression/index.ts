@@ -25,3 +25,4 @@ export {
   type PyDict,
 } from './values.js'
 export { floatRepr } from './float-format.js'
+export { PyRandom } from './random-module.js'
