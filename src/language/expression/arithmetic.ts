@@ -7,7 +7,7 @@
  * pyBinary('//', -7n, 2n) // -4n
  * pyBinary('%', -7.5, 2.0) // 0.5
  */
-import { powInt, rsqrt } from './double-double.js'
+import { powInt, powReal, rsqrt } from './double-double.js'
 import { FormatSpecError, formatFloat, formatInt, formatStr } from './float-format.js'
 import { dictGet, iterate, PyException, pyEquals, pyLess, pyRepr, pyStr, PyRange, PyTuple, truthy, typeName, type PyValue } from './values.js'
 
@@ -160,7 +160,7 @@ export function floatPow(x: number, y: number): number {
             ? Math.sqrt(base)
             : y === -0.5
               ? rsqrt(base)
-              : Math.pow(base, y)
+              : powReal(base, y)
   if (!Number.isFinite(r)) throw new PyException('OverflowError', "(34, 'Numerical result out of range')")
   return negate ? -r : r
 }

@@ -7,7 +7,7 @@
  * BUILTINS.get('round')?.call([2.5], null) // 2n
  */
 import { asBigInt, floatPow, isInt, isNumber, pyAdd, pyCompare, pyDivmod, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
-import { hypot } from './double-double.js'
+import { exp as ddExp, hypot, log as ddLog, log2 as ddLog2 } from './double-double.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import {
   dictSet,
@@ -522,7 +522,7 @@ export const MATH_MODULE = new PyModule(
     ['inf', Infinity],
     ['nan', NaN],
     math1('sqrt', Math.sqrt),
-    math1('exp', Math.exp, true),
+    math1('exp', ddExp, true),
     math1('expm1', Math.expm1, true),
     math1('log1p', (x) => (x <= -1 ? NaN : Math.log1p(x))),
     math1('sin', Math.sin),
@@ -543,15 +543,15 @@ export const MATH_MODULE = new PyModule(
     [
       'log',
       fixed('log', 1, 2, (x = null, base = null) => {
-        const n = logOf(x, Math.log)
+        const n = logOf(x, ddLog)
         if (base === null) return n
-        const d = logOf(base, Math.log)
+        const d = logOf(base, ddLog)
         if (d === 0) throw new PyException('ZeroDivisionError', 'float division by zero')
         return n / d
       }),
     ],
     ['log10', fixed('log10', 1, 1, (x = null) => logOf(x, Math.log10))],
-    ['log2', fixed('log2', 1, 1, (x = null) => logOf(x, Math.log2))],
+    ['log2', fixed('log2', 1, 1, (x = null) => logOf(x, ddLog2))],
     ['floor', toIntFloor('floor', Math.floor)],
     ['ceil', toIntFloor('ceil', Math.ceil)],
     ['trunc', toIntFloor('trunc', Math.trunc)],

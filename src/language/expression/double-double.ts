@@ -1,9 +1,11 @@
 /**
- * Double-double arithmetic (a value as an unevaluated sum hi + lo, about 106 bits) for the few
- * float functions where JS's own result can be 1 ulp away from CPython's: CPython calls the C
- * library's pow and its own hypot, which round (nearly always) correctly, while V8's Math.pow and
- * Math.hypot do not. Computing with twice the precision and rounding once gives the correctly
- * rounded result.
+ * Double-double arithmetic (a value as an unevaluated sum hi + lo, about 106 bits) for the float
+ * functions where JS's own result is often 1 ulp away from CPython's: CPython calls the C
+ * library's exp, log, log2 and pow and its own hypot, which round nearly always correctly, while
+ * V8's (fdlibm) do not. Computing with twice the precision and rounding once gives the correctly
+ * rounded result; it differs from CPython's only where the C library itself is not correctly
+ * rounded (about 0.1% of random inputs for exp and pow, against 5-7% for V8's own). log10 stays
+ * V8's: glibc's log10 is not correctly rounded and shares fdlibm's algorithm.
  *
  * @example
  * powInt(1.1, 10) // the double nearest 1.1**10, as CPython's 1.1 ** 10
@@ -114,4 +116,88 @@ export function hypot(values: readonly number[]): number {
   }
   const [rh, rl] = sqrtDD(sh, sl)
   return (rh + rl) * 2 ** exp
+}
+
+const LN2_HI = 0.6931471805599453
+const LN2_LO = 2.3190468138462996e-17
+const LOG2E_HI = 1.4426950408889634
+const LOG2E_LO = 2.0355273740931033e-17
+
+/** e**(h + l) as a double-double, for |h| well inside the float range (the caller checks). */
+function expDD(h: number, l: number): [number, number] {
+  const k = Math.round(h / LN2_HI)
+  // r = (h + l) - k*ln2, carried in double-double so the reduction loses nothing.
+  const [p1, e1] = twoProd(k, LN2_HI)
+  const [p2, e2] = twoProd(k, LN2_LO)
+  let [rh, rl] = add(h, l, -p1, -e1)
+  ;[rh, rl] = add(rh, rl, -p2, -e2)
+  // Shrink r by 2**-10 and sum the series of e**s - 1, then square back: (1 + m)**2 = 1 + (2m + m*m).
+  const s = 2 ** -10
+  rh *= s
+  rl *= s
+  let th = rh
+  let tl = rl
+  let mh = rh
+  let ml = rl
+  for (let n = 2; n <= 9; n++) {
+    ;[th, tl] = mul(th, tl, rh, rl)
+    ;[th, tl] = div(th, tl, n, 0)
+    ;[mh, ml] = add(mh, ml, th, tl)
+  }
+  for (let i = 0; i < 10; i++) {
+    const [qh, ql] = mul(mh, ml, mh, ml)
+    ;[mh, ml] = add(2 * mh, 2 * ml, qh, ql)
+  }
+  const [oh, ol] = add(1, 0, mh, ml)
+  // Scaling by 2**k is exact away from the subnormal range, which the caller avoids.
+  const half = Math.trunc(k / 2)
+  const f1 = 2 ** half
+  const f2 = 2 ** (k - half)
+  return [oh * f1 * f2, ol * f1 * f2]
+}
+
+/** Math.exp rounded once (as the C library, nearly always correctly rounded). */
+export function exp(x: number): number {
+  if (!(x > -700 && x < 709)) return Math.exp(x)
+  const [h, l] = expDD(x, 0)
+  return h + l
+}
+
+/** ln(x) as a double-double: the library's value plus one Newton step in double-double. */
+function logDD(x: number): [number, number] {
+  const y = Math.log(x)
+  const [eh, el] = expDD(-y, 0)
+  // x * e**-y - 1 is the relative error of y; y + that is ln(x) to about 2**-100.
+  const [ph, pl] = mul(x, 0, eh, el)
+  const [dh, dl] = add(ph, pl, -1, 0)
+  return add(y, 0, dh, dl)
+}
+
+function normalLog(x: number): boolean {
+  return x > 1e-300 && x < 1e300 && Math.abs(x - 1) > 1e-12
+}
+
+/** ln(x), rounded once. */
+export function log(x: number): number {
+  if (!normalLog(x)) return Math.log(x)
+  const [h, l] = logDD(x)
+  return h + l
+}
+
+/** log2(x), rounded once. */
+export function log2(x: number): number {
+  if (!normalLog(x)) return Math.log2(x)
+  const [h, l] = logDD(x)
+  const [rh, rl] = mul(h, l, LOG2E_HI, LOG2E_LO)
+  return rh + rl
+}
+
+/** x ** y for a positive finite x and a finite y, rounded once: e**(y * ln x) in double-double. */
+export function powReal(x: number, y: number): number {
+  if (!normalLog(x)) return Math.pow(x, y)
+  const [lh, ll] = logDD(x)
+  const [th, tl] = mul(lh, ll, y, 0)
+  if (!(th > -700 && th < 709)) return Math.pow(x, y)
+  const [h, l] = expDD(th, tl)
+  return h + l
 }
