@@ -7,7 +7,17 @@
  * BUILTINS.get('round')?.call([2.5], null) // 2n
  */
 import { asBigInt, floatPow, isInt, isNumber, pyAdd, pyCompare, pyDivmod, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
-import { exp as ddExp, hypot, log as ddLog, log2 as ddLog2 } from './double-double.js'
+import {
+  atan as ddAtan,
+  atan2 as ddAtan2,
+  cos as ddCos,
+  exp as ddExp,
+  hypot,
+  log as ddLog,
+  log2 as ddLog2,
+  sin as ddSin,
+  tan as ddTan,
+} from './double-double.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import {
   dictSet,
@@ -525,12 +535,12 @@ export const MATH_MODULE = new PyModule(
     math1('exp', ddExp, true),
     math1('expm1', Math.expm1, true),
     math1('log1p', (x) => (x <= -1 ? NaN : Math.log1p(x))),
-    math1('sin', Math.sin),
-    math1('cos', Math.cos),
-    math1('tan', Math.tan),
+    math1('sin', ddSin),
+    math1('cos', ddCos),
+    math1('tan', ddTan),
     math1('asin', Math.asin),
     math1('acos', Math.acos),
-    math1('atan', Math.atan),
+    math1('atan', ddAtan),
     math1('sinh', Math.sinh, true),
     math1('cosh', Math.cosh, true),
     math1('tanh', Math.tanh),
@@ -555,7 +565,7 @@ export const MATH_MODULE = new PyModule(
     ['floor', toIntFloor('floor', Math.floor)],
     ['ceil', toIntFloor('ceil', Math.ceil)],
     ['trunc', toIntFloor('trunc', Math.trunc)],
-    ['atan2', fixed('atan2', 2, 2, (y = null, x = null) => Math.atan2(realArg('atan2', y), realArg('atan2', x)))],
+    ['atan2', fixed('atan2', 2, 2, (y = null, x = null) => ddAtan2(realArg('atan2', y), realArg('atan2', x)))],
     [
       'hypot',
       new PyCallable('hypot', (args, kwargs) => {
