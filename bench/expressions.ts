@@ -11,6 +11,7 @@ const FORMULAS = [
   'max(0.0, min(100.0, $in(level) * 1.5))',
   'round($in(V) * $in(I) / 1000, 2)',
   '(V - 230.0) / 230.0 * 100.0 + abs(I) ** 2 * 0.01',
+  'math.sqrt(V * V + I * I) * math.cos(math.atan2(I, V))',
 ]
 const VALUES: Record<string, number> = { V: 231.7, I: 12.25, pf: 0.93, level: 48.2 }
 
@@ -35,8 +36,9 @@ function ours(src: string): number {
 function cpython(src: string): number {
   const py = src.replace(/\$in\((\w+)\)/g, '$1')
   const script = `
-import timeit, json, sys
+import timeit, json, sys, math
 g = ${JSON.stringify(VALUES)}
+g['math'] = math
 code = compile(${JSON.stringify(py)}, 'bench', 'eval')
 n = ${Math.max(1, Math.floor(N / 4))}
 t = min(timeit.repeat(lambda: eval(code, g), number=n, repeat=5))

@@ -11,9 +11,14 @@
  * powInt(1.1, 10) // the double nearest 1.1**10, as CPython's 1.1 ** 10
  */
 
+// Results of the primitives go to R (hi, lo, then the sine and cosine pairs) instead of returned
+// arrays or module variables: these run dozens of times per call, and a float kept in a variable
+// shared between functions is boxed on every write. A Float64Array holds them unboxed.
+const R = new Float64Array(6)
+
 const SPLITTER = 134217729 // 2**27 + 1, Dekker's split
 
-function twoProd(a: number, b: number): [number, number] {
+function twoProd(a: number, b: number): void {
   const p = a * b
   let t = SPLITTER * a
   const ah = t - (t - a)
@@ -21,48 +26,76 @@ function twoProd(a: number, b: number): [number, number] {
   t = SPLITTER * b
   const bh = t - (t - b)
   const bl = b - bh
-  return [p, ah * bh - p + ah * bl + al * bh + al * bl]
+  R[0] = p
+  R[1] = ah * bh - p + ah * bl + al * bh + al * bl
 }
 
-function quickTwoSum(a: number, b: number): [number, number] {
+function quickTwoSum(a: number, b: number): void {
   const s = a + b
-  return [s, b - (s - a)]
+  R[0] = s
+  R[1] = b - (s - a)
 }
 
-function twoSum(a: number, b: number): [number, number] {
-  const s = a + b
-  const bb = s - a
-  return [s, a - (s - bb) + (b - bb)]
+function add(ah: number, al: number, bh: number, bl: number): void {
+  const s = ah + bh
+  const bb = s - ah
+  const e = ah - (s - bb) + (bh - bb)
+  quickTwoSum(s, e + al + bl)
 }
 
-function mul(ah: number, al: number, bh: number, bl: number): [number, number] {
-  const [p, e] = twoProd(ah, bh)
-  return quickTwoSum(p, e + (ah * bl + al * bh))
+function mul(ah: number, al: number, bh: number, bl: number): void {
+  twoProd(ah, bh)
+  quickTwoSum(R[0] as number, (R[1] as number) + (ah * bl + al * bh))
 }
 
-function add(ah: number, al: number, bh: number, bl: number): [number, number] {
-  const [s, e] = twoSum(ah, bh)
-  return quickTwoSum(s, e + al + bl)
-}
-
-function div(ah: number, al: number, bh: number, bl: number): [number, number] {
+function div(ah: number, al: number, bh: number, bl: number): void {
   const q1 = ah / bh
-  const [ph, pl] = mul(q1, 0, bh, bl)
-  const [rh, rl] = add(ah, al, -ph, -pl)
+  mul(q1, 0, bh, bl)
+  add(ah, al, -(R[0] as number), -(R[1] as number))
+  const rh = R[0] as number
+  const rl = R[1] as number
   const q2 = rh / bh
-  const [p2h, p2l] = mul(q2, 0, bh, bl)
-  const [r2h] = add(rh, rl, -p2h, -p2l)
-  const q3 = r2h / bh
-  const [s, e] = quickTwoSum(q1, q2)
-  return add(s, e, q3, 0)
+  mul(q2, 0, bh, bl)
+  add(rh, rl, -(R[0] as number), -(R[1] as number))
+  const q3 = (R[0] as number) / bh
+  quickTwoSum(q1, q2)
+  add(R[0] as number, R[1] as number, q3, 0)
 }
 
-function sqrtDD(h: number, l: number): [number, number] {
-  if (h <= 0) return [Math.sqrt(h), 0]
+function sqrtDD(h: number, l: number): void {
+  if (h <= 0) {
+    R[0] = Math.sqrt(h)
+    R[1] = 0
+    return
+  }
   const s = Math.sqrt(h)
-  const [ph, pl] = twoProd(s, s)
-  const [rh, rl] = add(h, l, -ph, -pl)
-  return quickTwoSum(s, (rh + rl) / (2 * s))
+  twoProd(s, s)
+  add(h, l, -(R[0] as number), -(R[1] as number))
+  quickTwoSum(s, ((R[0] as number) + (R[1] as number)) / (2 * s))
+}
+
+/** 1/m as a double-double, for the series coefficients. */
+function reciprocal(m: number): [number, number] {
+  const hi = 1 / m
+  twoProd(hi, m)
+  return [hi, (1 - (R[0] as number) - (R[1] as number)) / m]
+}
+
+const FACT = Array.from({ length: 26 }, (_x, n) => {
+  let f = 1
+  for (let i = 2; i <= n; i++) f *= i
+  return f
+})
+const INV_FACT_D = FACT.map((f) => 1 / f)
+// 1/n! as double-doubles for the leading series terms; later terms are small enough for doubles.
+const INV_FACT = FACT.map((f, n) => (n <= 7 ? reciprocal(f) : ([1 / f, 0] as [number, number])))
+
+/** The series tail sum_{i>=0} (sign z)^i / (first + step*i)!, in plain doubles (Horner). */
+function tail(z: number, first: number, step: number, count: number, sign: number): number {
+  let acc = 0
+  const sz = sign * z
+  for (let i = count - 1; i >= 0; i--) acc = (INV_FACT_D[first + step * i] as number) + sz * acc
+  return acc
 }
 
 /** x ** n for a finite x and an integer n (|n| <= 2**31), rounded once. */
@@ -73,12 +106,24 @@ export function powInt(x: number, n: number): number {
   let bl = 0
   let e = Math.abs(n)
   while (e > 0) {
-    if (e % 2 === 1) [rh, rl] = mul(rh, rl, bh, bl)
+    if (e % 2 === 1) {
+      mul(rh, rl, bh, bl)
+      rh = R[0] as number
+      rl = R[1] as number
+    }
     e = Math.floor(e / 2)
-    if (e > 0) [bh, bl] = mul(bh, bl, bh, bl)
+    if (e > 0) {
+      mul(bh, bl, bh, bl)
+      bh = R[0] as number
+      bl = R[1] as number
+    }
     if (!Number.isFinite(rh) || !Number.isFinite(bh)) return Math.pow(x, n)
   }
-  if (n < 0) [rh, rl] = div(1, 0, rh, rl)
+  if (n < 0) {
+    div(1, 0, rh, rl)
+    rh = R[0] as number
+    rl = R[1] as number
+  }
   const r = rh + rl
   // Near the subnormal range the low word has lost bits: let the library decide there.
   return Math.abs(r) < 1e-290 || !Number.isFinite(r) ? Math.pow(x, n) : r
@@ -86,9 +131,9 @@ export function powInt(x: number, n: number): number {
 
 /** 1 / sqrt(x) for a positive finite x, rounded once (x ** -0.5). */
 export function rsqrt(x: number): number {
-  const [sh, sl] = sqrtDD(x, 0)
-  const [qh, ql] = div(1, 0, sh, sl)
-  return qh + ql
+  sqrtDD(x, 0)
+  div(1, 0, R[0] as number, R[1] as number)
+  return (R[0] as number) + (R[1] as number)
 }
 
 /** sqrt(sum of squares), rounded once, scaled away from overflow and underflow. */
@@ -111,11 +156,13 @@ export function hypot(values: readonly number[]): number {
   let sl = 0
   for (const v of values) {
     const a = Math.abs(v) * scale1 * scale2
-    const [ph, pl] = twoProd(a, a)
-    ;[sh, sl] = add(sh, sl, ph, pl)
+    twoProd(a, a)
+    add(sh, sl, R[0] as number, R[1] as number)
+    sh = R[0] as number
+    sl = R[1] as number
   }
-  const [rh, rl] = sqrtDD(sh, sl)
-  return (rh + rl) * 2 ** exp
+  sqrtDD(sh, sl)
+  return ((R[0] as number) + (R[1] as number)) * 2 ** exp
 }
 
 const LN2_HI = 0.6931471805599453
@@ -123,54 +170,59 @@ const LN2_LO = 2.3190468138462996e-17
 const LOG2E_HI = 1.4426950408889634
 const LOG2E_LO = 2.0355273740931033e-17
 
-/** e**(h + l) as a double-double, for |h| well inside the float range (the caller checks). */
-function expDD(h: number, l: number): [number, number] {
+/** e**(h + l) into (R[0] as number), (R[1] as number), for |h| well inside the float range (the caller checks). */
+function expDD(h: number, l: number): void {
   const k = Math.round(h / LN2_HI)
   // r = (h + l) - k*ln2, carried in double-double so the reduction loses nothing.
-  const [p1, e1] = twoProd(k, LN2_HI)
-  const [p2, e2] = twoProd(k, LN2_LO)
-  let [rh, rl] = add(h, l, -p1, -e1)
-  ;[rh, rl] = add(rh, rl, -p2, -e2)
-  // Shrink r by 2**-10 and sum the series of e**s - 1, then square back: (1 + m)**2 = 1 + (2m + m*m).
-  const s = 2 ** -10
-  rh *= s
-  rl *= s
-  let th = rh
-  let tl = rl
-  let mh = rh
-  let ml = rl
-  for (let n = 2; n <= 9; n++) {
-    ;[th, tl] = mul(th, tl, rh, rl)
-    ;[th, tl] = div(th, tl, n, 0)
-    ;[mh, ml] = add(mh, ml, th, tl)
+  twoProd(k, LN2_HI)
+  add(h, l, -(R[0] as number), -(R[1] as number))
+  let rh = R[0] as number
+  let rl = R[1] as number
+  twoProd(k, LN2_LO)
+  add(rh, rl, -(R[0] as number), -(R[1] as number))
+  // Shrink r by 2**-4, sum the series of e**s - 1 (leading terms in double-double, the tail in
+  // doubles), then square back: (1 + m)**2 = 1 + (2m + m*m).
+  rh = (R[0] as number) * 2 ** -4
+  rl = (R[1] as number) * 2 ** -4
+  // m = e**s - 1 = s * (1 + s * (1/2 + s * (1/6 + s * (1/24 + s * tail))))
+  let mh = tail(rh, 5, 1, 9, 1) * rh
+  let ml = 0
+  for (let n = 4; n >= 1; n--) {
+    const c = INV_FACT[n] as [number, number]
+    add(c[0], c[1], mh, ml)
+    mul(R[0] as number, R[1] as number, rh, rl)
+    mh = R[0] as number
+    ml = R[1] as number
   }
-  for (let i = 0; i < 10; i++) {
-    const [qh, ql] = mul(mh, ml, mh, ml)
-    ;[mh, ml] = add(2 * mh, 2 * ml, qh, ql)
+  for (let i = 0; i < 4; i++) {
+    mul(mh, ml, mh, ml)
+    add(2 * mh, 2 * ml, R[0] as number, R[1] as number)
+    mh = R[0] as number
+    ml = R[1] as number
   }
-  const [oh, ol] = add(1, 0, mh, ml)
+  add(1, 0, mh, ml)
   // Scaling by 2**k is exact away from the subnormal range, which the caller avoids.
   const half = Math.trunc(k / 2)
-  const f1 = 2 ** half
-  const f2 = 2 ** (k - half)
-  return [oh * f1 * f2, ol * f1 * f2]
+  const f = 2 ** half * 2 ** (k - half)
+  R[0] = (R[0] as number) * f
+  R[1] = (R[1] as number) * f
 }
 
 /** Math.exp rounded once (as the C library, nearly always correctly rounded). */
 export function exp(x: number): number {
   if (!(x > -700 && x < 709)) return Math.exp(x)
-  const [h, l] = expDD(x, 0)
-  return h + l
+  expDD(x, 0)
+  return (R[0] as number) + (R[1] as number)
 }
 
-/** ln(x) as a double-double: the library's value plus one Newton step in double-double. */
-function logDD(x: number): [number, number] {
+/** ln(x) into (R[0] as number), (R[1] as number): the library's value plus one Newton step in double-double. */
+function logDD(x: number): void {
   const y = Math.log(x)
-  const [eh, el] = expDD(-y, 0)
+  expDD(-y, 0)
   // x * e**-y - 1 is the relative error of y; y + that is ln(x) to about 2**-100.
-  const [ph, pl] = mul(x, 0, eh, el)
-  const [dh, dl] = add(ph, pl, -1, 0)
-  return add(y, 0, dh, dl)
+  mul(x, 0, R[0] as number, R[1] as number)
+  add(R[0] as number, R[1] as number, -1, 0)
+  add(y, 0, R[0] as number, R[1] as number)
 }
 
 function normalLog(x: number): boolean {
@@ -180,73 +232,97 @@ function normalLog(x: number): boolean {
 /** ln(x), rounded once. */
 export function log(x: number): number {
   if (!normalLog(x)) return Math.log(x)
-  const [h, l] = logDD(x)
-  return h + l
+  logDD(x)
+  return (R[0] as number) + (R[1] as number)
 }
 
 /** log2(x), rounded once. */
 export function log2(x: number): number {
   if (!normalLog(x)) return Math.log2(x)
-  const [h, l] = logDD(x)
-  const [rh, rl] = mul(h, l, LOG2E_HI, LOG2E_LO)
-  return rh + rl
+  logDD(x)
+  mul(R[0] as number, R[1] as number, LOG2E_HI, LOG2E_LO)
+  return (R[0] as number) + (R[1] as number)
 }
 
 /** x ** y for a positive finite x and a finite y, rounded once: e**(y * ln x) in double-double. */
 export function powReal(x: number, y: number): number {
   if (!normalLog(x)) return Math.pow(x, y)
-  const [lh, ll] = logDD(x)
-  const [th, tl] = mul(lh, ll, y, 0)
-  if (!(th > -700 && th < 709)) return Math.pow(x, y)
-  const [h, l] = expDD(th, tl)
-  return h + l
+  logDD(x)
+  mul(R[0] as number, R[1] as number, y, 0)
+  if (!((R[0] as number) > -700 && (R[0] as number) < 709)) return Math.pow(x, y)
+  expDD(R[0] as number, R[1] as number)
+  return (R[0] as number) + (R[1] as number)
 }
 
 const PIO2_1 = 1.5707963267948966
 const PIO2_2 = 6.123233995736766e-17
 const PIO2_3 = -1.4973849048591698e-33
 
-/** sin and cos of a double-double r with |r| <= pi/4, by their series. */
-function sinCosSmall(rh: number, rl: number): { s: [number, number]; c: [number, number] } {
-  const [r2h, r2l] = mul(rh, rl, rh, rl)
-  let sh = rh
-  let sl = rl
-  let th = rh
-  let tl = rl
-  let ch = 1
+/** sin and cos of a double-double r with |r| <= pi/4, by their series, into (R[2] as number), (R[3] as number), (R[4] as number), (R[5] as number). */
+function sinCosSmall(rh: number, rl: number): void {
+  mul(rh, rl, rh, rl)
+  const zh = R[0] as number
+  const zl = R[1] as number
+  // With z = r*r, Horner: sin r = r * (1 + z*(a1 + z*(a2 + z*(a3 + z*tail)))), a_n = (-1)^n/(2n+1)!,
+  // and cos r the same with (2n)!; the tails (z^4 on, below 2**-21) are summed in doubles.
+  let sh = zh * tail(zh, 9, 2, 8, -1)
+  let sl = 0
+  let ch = zh * tail(zh, 8, 2, 9, -1)
   let cl = 0
-  let uh = 1
-  let ul = 0
-  for (let n = 1; n <= 14; n++) {
-    ;[th, tl] = mul(th, tl, -r2h, -r2l)
-    ;[th, tl] = div(th, tl, 2 * n * (2 * n + 1), 0)
-    ;[sh, sl] = add(sh, sl, th, tl)
-    ;[uh, ul] = mul(uh, ul, -r2h, -r2l)
-    ;[uh, ul] = div(uh, ul, (2 * n - 1) * (2 * n), 0)
-    ;[ch, cl] = add(ch, cl, uh, ul)
+  for (let n = 3; n >= 1; n--) {
+    const sign = n % 2 === 1 ? -1 : 1
+    const cs = INV_FACT[2 * n + 1] as [number, number]
+    add(sign * cs[0], sign * cs[1], sh, sl)
+    mul(R[0] as number, R[1] as number, zh, zl)
+    sh = R[0] as number
+    sl = R[1] as number
+    const cc = INV_FACT[2 * n] as [number, number]
+    add(sign * cc[0], sign * cc[1], ch, cl)
+    mul(R[0] as number, R[1] as number, zh, zl)
+    ch = R[0] as number
+    cl = R[1] as number
   }
-  return { s: [sh, sl], c: [ch, cl] }
+  add(1, 0, sh, sl)
+  mul(R[0] as number, R[1] as number, rh, rl)
+  R[2] = R[0] as number
+  R[3] = R[1] as number
+  add(1, 0, ch, cl)
+  R[4] = R[0] as number
+  R[5] = R[1] as number
 }
 
-/** sin(x) and cos(x) in double-double for |x| < 2**20 (Cody-Waite reduction by pi/2 in three parts). */
-function sinCosDD(x: number): { s: [number, number]; c: [number, number] } {
+/** sin(x) and cos(x) into (R[2] as number), (R[3] as number), (R[4] as number), (R[5] as number) for |x| < 2**20 (Cody-Waite reduction by pi/2 in three parts). */
+function sinCosDD(x: number): void {
   const k = Math.round(x / PIO2_1)
-  const [p1, e1] = twoProd(k, PIO2_1)
-  const [p2, e2] = twoProd(k, PIO2_2)
-  let [rh, rl] = add(x, 0, -p1, -e1)
-  ;[rh, rl] = add(rh, rl, -p2, -e2)
-  ;[rh, rl] = add(rh, rl, -k * PIO2_3, 0)
-  const { s, c } = sinCosSmall(rh, rl)
-  const neg = (v: [number, number]): [number, number] => [-v[0], -v[1]]
+  twoProd(k, PIO2_1)
+  add(x, 0, -(R[0] as number), -(R[1] as number))
+  const rh = R[0] as number
+  const rl = R[1] as number
+  twoProd(k, PIO2_2)
+  add(rh, rl, -(R[0] as number), -(R[1] as number))
+  add(R[0] as number, R[1] as number, -k * PIO2_3, 0)
+  sinCosSmall(R[0] as number, R[1] as number)
+  const sh = R[2] as number
+  const sl = R[3] as number
   switch (((k % 4) + 4) % 4) {
-    case 0:
-      return { s, c }
     case 1:
-      return { s: c, c: neg(s) }
+      R[2] = R[4] as number
+      R[3] = R[5] as number
+      R[4] = -sh
+      R[5] = -sl
+      break
     case 2:
-      return { s: neg(s), c: neg(c) }
-    default:
-      return { s: neg(c), c: s }
+      R[2] = -sh
+      R[3] = -sl
+      R[4] = -(R[4] as number)
+      R[5] = -(R[5] as number)
+      break
+    case 3:
+      R[2] = -(R[4] as number)
+      R[3] = -(R[5] as number)
+      R[4] = sh
+      R[5] = sl
+      break
   }
 }
 
@@ -257,23 +333,23 @@ function trigRange(x: number): boolean {
 /** sin(x), rounded once. */
 export function sin(x: number): number {
   if (!trigRange(x)) return Math.sin(x)
-  const [h, l] = sinCosDD(x).s
-  return h + l
+  sinCosDD(x)
+  return (R[2] as number) + (R[3] as number)
 }
 
 /** cos(x), rounded once. */
 export function cos(x: number): number {
   if (!trigRange(x)) return Math.cos(x)
-  const [h, l] = sinCosDD(x).c
-  return h + l
+  sinCosDD(x)
+  return (R[4] as number) + (R[5] as number)
 }
 
 /** tan(x), rounded once. */
 export function tan(x: number): number {
   if (!trigRange(x)) return Math.tan(x)
-  const { s, c } = sinCosDD(x)
-  const [h, l] = div(s[0], s[1], c[0], c[1])
-  return h + l
+  sinCosDD(x)
+  div(R[2] as number, R[3] as number, R[4] as number, R[5] as number)
+  return (R[0] as number) + (R[1] as number)
 }
 
 /** atan2(y, x), rounded once: V8's angle plus one correction step from double-double sin/cos. */
@@ -288,17 +364,23 @@ export function atan2(yIn: number, xIn: number): number {
   const half = Math.trunc(-e / 2)
   const y = yIn * 2 ** half * 2 ** (-e - half)
   const x = xIn * 2 ** half * 2 ** (-e - half)
-  const { s, c } = sinCosDD(a)
+  sinCosDD(a)
   // tan(theta - a) = (y cos a - x sin a) / (x cos a + y sin a), and theta - a is tiny.
-  const [n1h, n1l] = mul(y, 0, c[0], c[1])
-  const [n2h, n2l] = mul(x, 0, s[0], s[1])
-  const [nh, nl] = add(n1h, n1l, -n2h, -n2l)
-  const [d1h, d1l] = mul(x, 0, c[0], c[1])
-  const [d2h, d2l] = mul(y, 0, s[0], s[1])
-  const [dh, dl] = add(d1h, d1l, d2h, d2l)
-  const [qh, ql] = div(nh, nl, dh, dl)
-  const [rh, rl] = add(a, 0, qh, ql)
-  return rh + rl
+  mul(y, 0, R[4] as number, R[5] as number)
+  const n1h = R[0] as number
+  const n1l = R[1] as number
+  mul(x, 0, R[2] as number, R[3] as number)
+  add(n1h, n1l, -(R[0] as number), -(R[1] as number))
+  const nh = R[0] as number
+  const nl = R[1] as number
+  mul(x, 0, R[4] as number, R[5] as number)
+  const d1h = R[0] as number
+  const d1l = R[1] as number
+  mul(y, 0, R[2] as number, R[3] as number)
+  add(d1h, d1l, R[0] as number, R[1] as number)
+  div(nh, nl, R[0] as number, R[1] as number)
+  add(a, 0, R[0] as number, R[1] as number)
+  return (R[0] as number) + (R[1] as number)
 }
 
 /** atan(x), rounded once. */
