@@ -71,6 +71,18 @@ function statements(tree: Tree): SyntaxNode[] {
   return out
 }
 
+/** The text with every comment replaced by spaces, so offsets stay the same. */
+function blankComments(text: string): string {
+  if (!text.includes('#')) return text
+  let out = text
+  parser.parse(text).iterate({
+    enter: (n) => {
+      if (n.name === 'Comment') out = out.slice(0, n.from) + ' '.repeat(n.to - n.from) + out.slice(n.to)
+    },
+  })
+  return out
+}
+
 const EMPTY: Array<PyValue | undefined> = []
 const SHARED_RANDOM = new PyRandom()
 const NO_SCOPE: ExpressionScope = { reference: () => null }
@@ -109,7 +121,8 @@ export function compileExpression(source: string, options: CompileOptions): Comp
 
   // First as one expression with line breaks as spaces (a formula wrapped anywhere); only if
   // that does not parse, as a function body. Same length, so offsets stay the source's.
-  const oneLine = text.replace(/[\r\n]/g, ' ')
+  // Comments are blanked first (a comment would swallow the rest of the joined line).
+  const oneLine = blankComments(text).replace(/[\r\n]/g, ' ')
   let tree = parser.parse(oneLine)
   let stmts = statements(tree)
   let form: 'expression' | 'body' = 'expression'
@@ -124,7 +137,9 @@ export function compileExpression(source: string, options: CompileOptions): Comp
     }
     tree = bodyTree
     stmts = statements(tree)
-    form = 'body'
+    // One expression statement over several lines (brackets with comments inside) is still an
+    // expression, not a body that returns None.
+    form = stmts.length === 1 && stmts[0]?.name === 'ExpressionStatement' ? 'expression' : 'body'
     parsedText = text
   }
 

@@ -286,6 +286,13 @@ describe('function bodies', () => {
     assert.equal(e.evaluate(refs({ V: 2.0, I: 3.0, pf: 0.5 })), 3)
   })
 
+  it('reads a formula with comments over several lines as one expression', () => {
+    const e = compileExpression('V * I  # apparent power\n  * pf  # times power factor', { path: 'p' })
+    assert.equal(e.form, 'expression')
+    assert.equal(e.evaluate(refs({ V: 2.0, I: 3.0, pf: 0.5 })), 3)
+    assert.equal(compileExpression('max(0,  # floor\n    $in(x))', { path: 'p' }).evaluate(refs({ x: 2.5 })), 2.5)
+  })
+
   it('runs assignments, if/elif/else and return', () => {
     const src =
       'x = $in(level)\nif x > 90:\n    state = "high"\nelif x > 10:\n    state = "ok"\nelse:\n    state = "low"\nreturn state + ":" + str(round(x, 1))'
