@@ -1,0 +1,28 @@
+/**
+ * The expression engine of the model language (MODEL_LANGUAGE.md section 2): Python expressions
+ * compiled once to JS closures, with Python's value model and errors. See docs/expressions.md.
+ *
+ * @example
+ * import { compileExpression } from './language/expression/index.js'
+ * compileExpression('V * I * pf', { path: 'call', attributes: ['V', 'I', 'pf'] })
+ */
+export { compileExpression, NotNativeError, type CompiledExpression, type CompileOptions } from './compile-expression.js'
+export type { ExpressionScope } from './compiler.js'
+export { replaceReferences, type Reference, type ReferenceKind } from './references.js'
+export {
+  pyRepr,
+  pyStr,
+  PyException,
+  PyTuple,
+  PyCallable,
+  PyModule,
+  PyIterator,
+  PyRange,
+  PySlice,
+  truthy,
+  typeName,
+  type PyValue,
+  type PyDict,
+} from './values.js'
+export { floatRepr } from './float-format.js'
+export { PyRandom } from './random-module.js'

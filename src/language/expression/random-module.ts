@@ -1,0 +1,207 @@
+/**
+ * The `random` module served natively: CPython's Mersenne Twister (MT19937) with its seeding and
+ * its derivations (`random`, `uniform`, `randint`, `randrange`, `choice`, `gauss`,
+ * `getrandbits`), so `random.seed(42)` gives the numbers Python gives. Each generator is an
+ * object the caller owns and injects, so a model's randomness is reproducible and resettable.
+ *
+ * @example
+ * const rng = new PyRandom(42n)
+ * rng.random() // 0.6394267984578837, as random.seed(42); random.random()
+ */
+import { asBigInt, isInt, toFloat, isNumber } from './arithmetic.js'
+import { arity, indexArg } from './builtins.js'
+import { iterate, PyCallable, PyException, PyModule, typeName, type PyValue } from './values.js'
+import { getItem } from './methods.js'
+
+const N = 624
+const M = 397
+
+/**
+ * One Mersenne Twister generator with Python's `random.Random` methods.
+ *
+ * @example
+ * new PyRandom(1n).randbelow(6n) // an int in [0, 6)
+ */
+export class PyRandom {
+  #mt = new Uint32Array(N)
+  #index = N + 1
+  #gaussNext: number | null = null
+
+  constructor(seed?: bigint) {
+    this.seed(seed ?? BigInt(Math.floor(Math.random() * 2 ** 52)))
+  }
+
+  /** `random.seed(n)` for an int n, as CPython: the words of |n| fed to init_by_array. */
+  seed(n: bigint): void {
+    let v = n < 0n ? -n : n
+    const key: number[] = []
+    do {
+      key.push(Number(v & 0xffffffffn))
+      v >>= 32n
+    } while (v > 0n)
+    this.#initByArray(key)
+    this.#gaussNext = null
+  }
+
+  #initGenrand(s: number): void {
+    const mt = this.#mt
+    mt[0] = s >>> 0
+    for (let i = 1; i < N; i++) {
+      const prev = (mt[i - 1] ?? 0) ^ ((mt[i - 1] ?? 0) >>> 30)
+      mt[i] = (Math.imul(1812433253, prev) + i) >>> 0
+    }
+    this.#index = N
+  }
+
+  #initByArray(key: number[]): void {
+    const mt = this.#mt
+    this.#initGenrand(19650218)
+    let i = 1
+    let j = 0
+    for (let k = Math.max(N, key.length); k > 0; k--) {
+      const prev = (mt[i - 1] ?? 0) ^ ((mt[i - 1] ?? 0) >>> 30)
+      mt[i] = (((mt[i] ?? 0) ^ Math.imul(prev, 1664525)) + (key[j] ?? 0) + j) >>> 0
+      i++
+      j++
+      if (i >= N) {
+        mt[0] = mt[N - 1] ?? 0
+        i = 1
+      }
+      if (j >= key.length) j = 0
+    }
+    for (let k = N - 1; k > 0; k--) {
+      const prev = (mt[i - 1] ?? 0) ^ ((mt[i - 1] ?? 0) >>> 30)
+      mt[i] = (((mt[i] ?? 0) ^ Math.imul(prev, 1566083941)) - i) >>> 0
+      i++
+      if (i >= N) {
+        mt[0] = mt[N - 1] ?? 0
+        i = 1
+      }
+    }
+    mt[0] = 0x80000000
+    this.#index = N
+  }
+
+  #next(): number {
+    const mt = this.#mt
+    if (this.#index >= N) {
+      for (let k = 0; k < N; k++) {
+        const y = ((mt[k] ?? 0) & 0x80000000) | ((mt[(k + 1) % N] ?? 0) & 0x7fffffff)
+        mt[k] = ((mt[(k + M) % N] ?? 0) ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0)) >>> 0
+      }
+      this.#index = 0
+    }
+    let y = mt[this.#index++] ?? 0
+    y ^= y >>> 11
+    y ^= (y << 7) & 0x9d2c5680
+    y ^= (y << 15) & 0xefc60000
+    y ^= y >>> 18
+    return y >>> 0
+  }
+
+  /** `random.random()`: 53 random bits, as CPython's genrand_res53. */
+  random(): number {
+    const a = this.#next() >>> 5
+    const b = this.#next() >>> 6
+    return (a * 67108864 + b) / 9007199254740992
+  }
+
+  /** `random.getrandbits(k)`. */
+  getrandbits(k: number): bigint {
+    if (k < 0) throw new PyException('ValueError', 'number of bits must be non-negative')
+    if (k <= 32) return k === 0 ? 0n : BigInt(this.#next() >>> (32 - k))
+    let out = 0n
+    let shift = 0n
+    for (let left = k; left > 0; left -= 32) {
+      let r = this.#next()
+      if (left < 32) r >>>= 32 - left
+      out |= BigInt(r) << shift
+      shift += 32n
+    }
+    return out
+  }
+
+  /** A uniform int in [0, n), as CPython's _randbelow_with_getrandbits. */
+  randbelow(n: bigint): bigint {
+    if (n <= 0n) return 0n
+    const k = n.toString(2).length
+    let r = this.getrandbits(k)
+    while (r >= n) r = this.getrandbits(k)
+    return r
+  }
+
+  /** `random.gauss(mu, sigma)`, with CPython's cached second value. */
+  gauss(mu: number, sigma: number): number {
+    let z = this.#gaussNext
+    this.#gaussNext = null
+    if (z === null) {
+      const x2pi = this.random() * 2 * Math.PI
+      const g2rad = Math.sqrt(-2 * Math.log(1 - this.random()))
+      z = Math.cos(x2pi) * g2rad
+      this.#gaussNext = Math.sin(x2pi) * g2rad
+    }
+    return mu + z * sigma
+  }
+}
+
+function real(v: PyValue): number {
+  if (isNumber(v)) return toFloat(v)
+  throw new PyException('TypeError', `must be real number, not ${typeName(v)}`)
+}
+
+function randrange(rng: PyRandom, args: PyValue[]): bigint {
+  arity('randrange', args, 1, 3)
+  const [a = null, b = null, c = null] = args
+  const start = args.length === 1 ? 0n : indexArg(a)
+  const stop = args.length === 1 ? indexArg(a) : indexArg(b)
+  const step = args.length === 3 ? indexArg(c) : 1n
+  if (step === 1n) {
+    if (stop <= start) throw new PyException('ValueError', `empty range in randrange(${start}, ${stop})`)
+    return start + rng.randbelow(stop - start)
+  }
+  if (step === 0n) throw new PyException('ValueError', 'zero step for randrange()')
+  const n = step > 0n ? (stop - start + step - 1n) / step : (stop - start + step + 1n) / step
+  if (n <= 0n) throw new PyException('ValueError', 'empty range for randrange()')
+  return start + step * rng.randbelow(n)
+}
+
+/**
+ * The `random` module over one generator.
+ *
+ * @example
+ * randomModule(new PyRandom(42n)).attributes.get('random')
+ */
+export function randomModule(rng: PyRandom): PyModule {
+  const fn = (name: string, min: number, max: number, f: (args: PyValue[]) => PyValue): [string, PyValue] => [
+    name,
+    new PyCallable(name, (args, kwargs) => {
+      if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', `${name}() takes no keyword arguments`)
+      arity(name, args, min, max)
+      return f(args)
+    }),
+  ]
+  return new PyModule(
+    'random',
+    new Map<string, PyValue>([
+      fn('random', 0, 0, () => rng.random()),
+      fn('seed', 0, 1, ([s = null]) => {
+        if (s !== null && !isInt(s)) throw new PyException('TypeError', 'only int seeds are served natively')
+        rng.seed(s === null ? BigInt(Math.floor(Math.random() * 2 ** 52)) : asBigInt(s))
+        return null
+      }),
+      fn('uniform', 2, 2, ([a = null, b = null]) => {
+        const x = real(a)
+        return x + (real(b) - x) * rng.random()
+      }),
+      fn('randint', 2, 2, ([a = null, b = null]) => randrange(rng, [indexArg(a), indexArg(b) + 1n])),
+      fn('randrange', 1, 3, (args) => randrange(rng, args)),
+      fn('choice', 1, 1, ([seq = null]) => {
+        const n = BigInt(iterate(seq).length)
+        if (n === 0n) throw new PyException('IndexError', 'Cannot choose from an empty sequence')
+        return getItem(seq, rng.randbelow(n))
+      }),
+      fn('gauss', 0, 2, ([mu = 0, sigma = 1]) => rng.gauss(real(mu), real(sigma))),
+      fn('getrandbits', 1, 1, ([k = null]) => rng.getrandbits(Number(indexArg(k)))),
+    ]),
+  )
+}

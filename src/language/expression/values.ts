@@ -1,0 +1,366 @@
+/**
+ * The value model of expressions: Python values as JS values, chosen so float arithmetic stays on
+ * plain JS numbers. `int` is a `bigint` (exact, any size), `float` a `number`, `bool` a `boolean`,
+ * `str` a string, `None` is `null`, a list a JS array, a tuple a {@link PyTuple}, a dict a `Map`.
+ *
+ * @example
+ * import { pyRepr, PyTuple } from './values.js'
+ * pyRepr(new PyTuple([1n, 2.0, 'a'])) // "(1, 2.0, 'a')"
+ */
+import { MimicError } from '../../errors.js'
+import { floatRepr } from './float-format.js'
+
+/** Any value an expression can produce. */
+export type PyValue = null | boolean | bigint | number | string | PyValue[] | PyTuple | PyDict | PyCallable | PyModule | PySlice | PyRange | PyIterator
+
+/** A dict: insertion-ordered like Python's; keys that Python treats as equal (1, 1.0, True) are made one key by {@link dictKey}. */
+export type PyDict = Map<PyValue, PyValue>
+
+/**
+ * An immutable tuple. A class (not a frozen array) so it never passes for a list.
+ *
+ * @example
+ * new PyTuple([1n, 2n]).items.length // 2
+ */
+export class PyTuple {
+  readonly items: readonly PyValue[]
+  constructor(items: readonly PyValue[]) {
+    this.items = items
+  }
+}
+
+/** Positional arguments and keyword arguments of one call. */
+export type PyKwargs = Map<string, PyValue> | null
+
+/**
+ * Something callable: a builtin, a bound method, a lambda or an import served natively.
+ *
+ * @example
+ * const twice = new PyCallable('twice', (args) => args.map((a) => a))
+ */
+export class PyCallable {
+  readonly name: string
+  readonly call: (args: PyValue[], kwargs: PyKwargs) => PyValue
+  constructor(name: string, call: (args: PyValue[], kwargs: PyKwargs) => PyValue) {
+    this.name = name
+    this.call = call
+  }
+}
+
+/**
+ * A module served natively (`math`, `random`): a name and its attributes.
+ *
+ * @example
+ * new PyModule('math', new Map([['pi', Math.PI]]))
+ */
+export class PyModule {
+  readonly name: string
+  readonly attributes: ReadonlyMap<string, PyValue>
+  constructor(name: string, attributes: ReadonlyMap<string, PyValue>) {
+    this.name = name
+    this.attributes = attributes
+  }
+}
+
+/**
+ * A slice object, for `a[1:3]` and `slice(...)`.
+ *
+ * @example
+ * new PySlice(1n, null, null)
+ */
+export class PySlice {
+  constructor(
+    readonly start: PyValue,
+    readonly stop: PyValue,
+    readonly step: PyValue,
+  ) {}
+}
+
+/**
+ * `range(start, stop, step)` with bigint bounds, iterated lazily.
+ *
+ * @example
+ * new PyRange(0n, 3n, 1n).length // 3n
+ */
+export class PyRange {
+  constructor(
+    readonly start: bigint,
+    readonly stop: bigint,
+    readonly step: bigint,
+  ) {}
+
+  get length(): bigint {
+    const { start, stop, step } = this
+    if (step > 0n) return stop > start ? (stop - start + step - 1n) / step : 0n
+    return start > stop ? (start - stop - step - 1n) / -step : 0n
+  }
+
+  at(i: bigint): bigint {
+    return this.start + i * this.step
+  }
+}
+
+/**
+ * An iterator (what `zip`, `enumerate`, `map`, `reversed`, `iter` and generator expressions give).
+ * Generator expressions are computed eagerly into it: expressions have no side effects worth
+ * the difference, and it keeps evaluation free of JS generators.
+ *
+ * @example
+ * new PyIterator([1n, 2n])
+ */
+export class PyIterator {
+  #items: PyValue[]
+  #next = 0
+  constructor(items: PyValue[]) {
+    this.#items = items
+  }
+
+  /** The items not consumed yet; consumes them. */
+  drain(): PyValue[] {
+    const rest = this.#next === 0 ? this.#items : this.#items.slice(this.#next)
+    this.#next = this.#items.length
+    return rest
+  }
+
+  next(): { done: boolean; value: PyValue } {
+    if (this.#next >= this.#items.length) return { done: true, value: null }
+    return { done: false, value: this.#items[this.#next++] ?? null }
+  }
+}
+
+/**
+ * A Python exception raised while evaluating: `type` is Python's class name
+ * (`ZeroDivisionError`, `ValueError`, ...) and `pyMessage` its message, so callers can report it
+ * as Python would (`ZeroDivisionError: division by zero`). A user-code fault (500).
+ *
+ * @example
+ * throw new PyException('ZeroDivisionError', 'division by zero')
+ */
+export class PyException extends MimicError {
+  readonly type: string
+  readonly pyMessage: string
+  constructor(type: string, message: string) {
+    super('USER_CODE', message === '' ? type : `${type}: ${message}`)
+    this.type = type
+    this.pyMessage = message
+  }
+}
+
+/** Python's type name of a value, as error messages print it. */
+export function typeName(v: PyValue): string {
+  if (v === null) return 'NoneType'
+  switch (typeof v) {
+    case 'boolean':
+      return 'bool'
+    case 'bigint':
+      return 'int'
+    case 'number':
+      return 'float'
+    case 'string':
+      return 'str'
+  }
+  if (Array.isArray(v)) return 'list'
+  if (v instanceof PyTuple) return 'tuple'
+  if (v instanceof Map) return 'dict'
+  if (v instanceof PyCallable) return 'builtin_function_or_method'
+  if (v instanceof PyModule) return 'module'
+  if (v instanceof PySlice) return 'slice'
+  if (v instanceof PyRange) return 'range'
+  return 'iterator'
+}
+
+/** Python's truth value. */
+export function truthy(v: PyValue): boolean {
+  if (v === null) return false
+  switch (typeof v) {
+    case 'boolean':
+      return v
+    case 'number':
+      return v !== 0
+    case 'bigint':
+      return v !== 0n
+    case 'string':
+      return v.length > 0
+  }
+  if (Array.isArray(v)) return v.length > 0
+  if (v instanceof PyTuple) return v.items.length > 0
+  if (v instanceof Map) return v.size > 0
+  if (v instanceof PyRange) return v.length > 0n
+  return true
+}
+
+const REPR_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+
+/** Python's repr of a str: single quotes unless the text holds ' and no ". */
+export function strRepr(s: string): string {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'"
+  let out = quote
+  for (const ch of s) {
+    const code = ch.codePointAt(0) ?? 0
+    const esc = REPR_ESCAPES[ch]
+    if (esc !== undefined) out += esc
+    else if (ch === quote) out += '\\' + quote
+    else if (code < 0x20 || code === 0x7f) out += '\\x' + code.toString(16).padStart(2, '0')
+    else if (code >= 0x80 && code < 0xa0) out += '\\x' + code.toString(16)
+    else out += ch
+  }
+  return out + quote
+}
+
+/** Python's `repr()`. */
+export function pyRepr(v: PyValue): string {
+  if (typeof v === 'string') return strRepr(v)
+  if (Array.isArray(v)) return '[' + v.map(pyRepr).join(', ') + ']'
+  if (v instanceof PyTuple) return v.items.length === 1 ? '(' + pyRepr(v.items[0] ?? null) + ',)' : '(' + v.items.map(pyRepr).join(', ') + ')'
+  if (v instanceof Map) return '{' + [...v].map(([k, x]) => pyRepr(k) + ': ' + pyRepr(x)).join(', ') + '}'
+  return pyStr(v)
+}
+
+/** Python's `str()`. */
+export function pyStr(v: PyValue): string {
+  if (v === null) return 'None'
+  switch (typeof v) {
+    case 'boolean':
+      return v ? 'True' : 'False'
+    case 'bigint':
+      return v.toString()
+    case 'number':
+      return floatRepr(v)
+    case 'string':
+      return v
+  }
+  if (v instanceof PyCallable) return `<built-in function ${v.name}>`
+  if (v instanceof PyModule) return `<module '${v.name}' (built-in)>`
+  if (v instanceof PySlice) return `slice(${pyRepr(v.start)}, ${pyRepr(v.stop)}, ${pyRepr(v.step)})`
+  if (v instanceof PyRange) return v.step === 1n ? `range(${v.start}, ${v.stop})` : `range(${v.start}, ${v.stop}, ${v.step})`
+  if (v instanceof PyIterator) return '<iterator object>'
+  if (Array.isArray(v) || v instanceof PyTuple || v instanceof Map) return pyRepr(v)
+  return '<unknown>'
+}
+
+/** The canonical key under which a dict stores `k`: Python's 1, 1.0 and True are one key. */
+export function dictKey(k: PyValue): PyValue {
+  if (typeof k === 'boolean') return k ? 1n : 0n
+  if (typeof k === 'number' && Number.isInteger(k)) return BigInt(k)
+  if (Array.isArray(k) || k instanceof Map) throw new PyException('TypeError', `unhashable type: '${typeName(k)}'`)
+  if (k instanceof PyTuple) return 'tuple:' + pyRepr(k)
+  return k
+}
+
+/**
+ * A dict keeps its keys as written (for printing) beside the canonical ones (for lookup): the
+ * Map maps canonical key -> value, and this side table canonical key -> key as first written.
+ */
+const ORIGINAL_KEYS = new WeakMap<PyDict, Map<PyValue, PyValue>>()
+
+/** Sets `d[k] = v` with Python's key equality. */
+export function dictSet(d: PyDict, k: PyValue, v: PyValue): void {
+  const ck = dictKey(k)
+  if (ck !== k || ORIGINAL_KEYS.has(d)) {
+    let originals = ORIGINAL_KEYS.get(d)
+    if (originals === undefined) {
+      originals = new Map()
+      for (const key of d.keys()) originals.set(key, key)
+      ORIGINAL_KEYS.set(d, originals)
+    }
+    if (!originals.has(ck)) originals.set(ck, k)
+  }
+  d.set(ck, v)
+}
+
+/** Reads `d[k]` with Python's key equality; `undefined` when absent. */
+export function dictGet(d: PyDict, k: PyValue): PyValue | undefined {
+  return d.get(dictKey(k))
+}
+
+/** The keys of a dict as written. */
+export function dictKeys(d: PyDict): PyValue[] {
+  const originals = ORIGINAL_KEYS.get(d)
+  const keys = [...d.keys()]
+  return originals === undefined ? keys : keys.map((k) => (originals.has(k) ? (originals.get(k) ?? null) : k))
+}
+
+/** A new dict from pairs. */
+export function makeDict(pairs: Iterable<readonly [PyValue, PyValue]>): PyDict {
+  const d: PyDict = new Map()
+  for (const [k, v] of pairs) dictSet(d, k, v)
+  return d
+}
+
+/** The items of any iterable value, as a JS array (a copy when the source is mutable). */
+export function iterate(v: PyValue): PyValue[] {
+  if (Array.isArray(v)) return v.slice()
+  if (v instanceof PyTuple) return v.items.slice()
+  if (typeof v === 'string') return [...v]
+  if (v instanceof Map) return dictKeys(v)
+  if (v instanceof PyRange) {
+    const n = v.length
+    if (n > 10_000_000n) throw new PyException('MemoryError', 'range too large to materialise')
+    const out: PyValue[] = new Array<PyValue>(Number(n))
+    for (let i = 0n; i < n; i++) out[Number(i)] = v.at(i)
+    return out
+  }
+  if (v instanceof PyIterator) return v.drain()
+  throw new PyException('TypeError', `'${typeName(v)}' object is not iterable`)
+}
+
+/** Python's `==`. */
+export function pyEquals(a: PyValue, b: PyValue): boolean {
+  if (a === b) return typeof a !== 'number' || !Number.isNaN(a)
+  const ta = typeof a
+  const tb = typeof b
+  if ((ta === 'number' || ta === 'bigint' || ta === 'boolean') && (tb === 'number' || tb === 'bigint' || tb === 'boolean')) {
+    // JS compares bigint with number exactly, as Python compares int with float.
+    const x = ta === 'boolean' ? (a ? 1n : 0n) : a
+    const y = tb === 'boolean' ? (b ? 1n : 0n) : b
+    return x == y
+  }
+  if (Array.isArray(a) && Array.isArray(b)) return seqEquals(a, b)
+  if (a instanceof PyTuple && b instanceof PyTuple) return seqEquals(a.items, b.items)
+  if (a instanceof Map && b instanceof Map) {
+    if (a.size !== b.size) return false
+    for (const [k, v] of a) {
+      if (!b.has(k)) return false
+      const w = b.get(k) ?? null
+      if (v !== w && !pyEquals(v, w)) return false
+    }
+    return true
+  }
+  if (a instanceof PyRange && b instanceof PyRange) return seqEquals(iterate(a), iterate(b))
+  return false
+}
+
+function seqEquals(a: readonly PyValue[], b: readonly PyValue[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] ?? null
+    const y = b[i] ?? null
+    if (x !== y && !pyEquals(x, y)) return false
+  }
+  return true
+}
+
+/** Python's `<` (and the others through it), with its TypeError for unordered types. */
+export function pyLess(a: PyValue, b: PyValue, op = '<'): boolean {
+  const ta = typeof a
+  const tb = typeof b
+  if ((ta === 'number' || ta === 'bigint' || ta === 'boolean') && (tb === 'number' || tb === 'bigint' || tb === 'boolean')) {
+    const x = ta === 'boolean' ? (a ? 1n : 0n) : a
+    const y = tb === 'boolean' ? (b ? 1n : 0n) : b
+    return (x as number) < (y as number)
+  }
+  if (ta === 'string' && tb === 'string') return (a as string) < (b as string)
+  if (Array.isArray(a) && Array.isArray(b)) return seqLess(a, b, op)
+  if (a instanceof PyTuple && b instanceof PyTuple) return seqLess(a.items, b.items, op)
+  throw new PyException('TypeError', `'${op}' not supported between instances of '${typeName(a)}' and '${typeName(b)}'`)
+}
+
+function seqLess(a: readonly PyValue[], b: readonly PyValue[], op: string): boolean {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a[i] ?? null
+    const y = b[i] ?? null
+    if (!pyEquals(x, y)) return pyLess(x, y, op)
+  }
+  return a.length < b.length
+}
