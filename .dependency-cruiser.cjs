@@ -20,8 +20,18 @@ module.exports = {
       from: { path: '^src/', pathNot: ['^src/server/', '^src/(cli|mimic|index)\\.ts$'] },
       to: { path: '^src/server/' },
     },
-    { name: 'system-below-server', severity: 'error', from: { path: layer(['engine', 'language', 'python', 'protocols', 'snapshots', 'definition', 'tree']) }, to: { path: '^src/system/' } },
-    { name: 'engine-below-system', severity: 'error', from: { path: layer(['language', 'python', 'protocols', 'snapshots', 'definition', 'tree']) }, to: { path: '^src/engine/' } },
+    {
+      name: 'system-below-server',
+      severity: 'error',
+      from: { path: layer(['engine', 'language', 'python', 'protocols', 'snapshots', 'definition', 'tree']) },
+      to: { path: '^src/system/' },
+    },
+    {
+      name: 'engine-below-system',
+      severity: 'error',
+      from: { path: layer(['language', 'python', 'protocols', 'snapshots', 'definition', 'tree']) },
+      to: { path: '^src/engine/' },
+    },
     {
       name: 'services-below-engine',
       severity: 'error',
@@ -39,7 +49,12 @@ module.exports = {
       from: { path: '^src/protocols/([^/]+)/' },
       to: { path: ['^src/protocols/', layer(['language', 'python', 'snapshots'])], pathNot: ['^src/protocols/$1/', '^src/protocols/[^/]+\\.ts$'] },
     },
-    { name: 'definition-and-tree-at-the-bottom', severity: 'error', from: { path: '^src/(definition|tree)/' }, to: { path: '^src/(cli|mimic|config|index)\\.ts$' } },
+    {
+      name: 'definition-and-tree-at-the-bottom',
+      severity: 'error',
+      from: { path: '^src/(definition|tree)/' },
+      to: { path: '^src/(cli|mimic|config|index)\\.ts$' },
+    },
     { name: 'nothing-imports-the-cli', severity: 'error', from: { path: '^src/', pathNot: '^src/index\\.ts$' }, to: { path: '^src/cli\\.ts$' } },
     {
       name: 'client-stands-alone',

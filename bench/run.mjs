@@ -108,7 +108,10 @@ for (const bench of selected) {
     sections.push({ bench, error: String(err?.message ?? err), notes, seconds: (Date.now() - began) / 1000 })
   } finally {
     clearTimeout(timer)
-    for (const fn of cleanups.reverse()) await Promise.resolve().then(fn).catch(() => {})
+    for (const fn of cleanups.reverse())
+      await Promise.resolve()
+        .then(fn)
+        .catch(() => {})
     killAll()
     for (const dir of dirs) await rm(dir, { recursive: true, force: true })
   }

@@ -11,7 +11,12 @@ import { join } from 'node:path'
 const root = new URL('..', import.meta.url).pathname
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
 // Build, then type-check what the build leaves out (tests, examples, the dashboard).
-for (const step of [[tsc, '-p', 'tsconfig.json'], [tsc, '-p', 'tsconfig.test.json'], [tsc, '-p', 'ui/tsconfig.json', '--noEmit'], [join(root, 'scripts/build-ui.mjs')]]) {
+for (const step of [
+  [tsc, '-p', 'tsconfig.json'],
+  [tsc, '-p', 'tsconfig.test.json'],
+  [tsc, '-p', 'ui/tsconfig.json', '--noEmit'],
+  [join(root, 'scripts/build-ui.mjs')],
+]) {
   const build = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
   if (build.status !== 0) process.exit(build.status ?? 1)
 }
@@ -31,5 +36,9 @@ const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o
 // lingers (once in a while Chromium's teardown in the dashboard test kept its file alive until
 // the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the
 // tests in test/reliability, so this hides none of them.
-const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=120000', '--test-force-exit', ...selected], { cwd: root, stdio: 'inherit' })
+const run = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=120000', '--test-force-exit', ...selected],
+  { cwd: root, stdio: 'inherit' },
+)
 process.exit(run.status ?? 1)

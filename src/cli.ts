@@ -26,14 +26,27 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--insecure', 'allow listening beyond loopback without a product key [MIMIC_INSECURE]')
     .option('--extensions <dir...>', 'directories Python imports may come from, repeatable [MIMIC_EXTENSIONS, ":"-separated] (default ./extensions)')
     .option('--snapshots-dir <dir>', 'snapshots directory [MIMIC_SNAPSHOTS_DIR] (default ./snapshots)')
-    .addOption(new Option('--snapshots-mode <mode>', 'durable writes every save to a file; memory keeps them in memory [MIMIC_SNAPSHOTS_MODE]').choices(['durable', 'memory']))
+    .addOption(
+      new Option('--snapshots-mode <mode>', 'durable writes every save to a file; memory keeps them in memory [MIMIC_SNAPSHOTS_MODE]').choices([
+        'durable',
+        'memory',
+      ]),
+    )
     .option('--load-snapshot <id|path>', 'start from a saved snapshot [MIMIC_LOAD_SNAPSHOT]')
-    .option('--python <interpreter>', 'Python interpreter for user code, e.g. a venv\'s python [MIMIC_PYTHON] (default python3 on PATH)')
+    .option('--python <interpreter>', "Python interpreter for user code, e.g. a venv's python [MIMIC_PYTHON] (default python3 on PATH)")
     .option('--python-workers <n>', 'number of Python worker processes [MIMIC_PYTHON_WORKERS] (default: one per core)')
     .option('--python-timeout <seconds>', 'time limit of one call into Python [MIMIC_PYTHON_TIMEOUT] (default 10)')
-    .option('--step-batch <n>', 'most steps of one run(steps=N) a Python worker takes in one message, which also holds about 25 ms of work at most; 1 sends every step through the server [MIMIC_STEP_BATCH] (default 100)')
+    .option(
+      '--step-batch <n>',
+      'most steps of one run(steps=N) a Python worker takes in one message, which also holds about 25 ms of work at most; 1 sends every step through the server [MIMIC_STEP_BATCH] (default 100)',
+    )
     .option('--body-limit <bytes>', 'largest accepted request body [MIMIC_BODY_LIMIT] (default 16 MiB)')
-    .addOption(new Option('--fast-lane <on|off>', 'answer plain keep-alive tree requests straight from the socket; off serves every request through node:http [MIMIC_FAST_LANE] (default on)').choices(['on', 'off']))
+    .addOption(
+      new Option(
+        '--fast-lane <on|off>',
+        'answer plain keep-alive tree requests straight from the socket; off serves every request through node:http [MIMIC_FAST_LANE] (default on)',
+      ).choices(['on', 'off']),
+    )
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
     .action(async (flags: Record<string, unknown>) => {
       const config = parseConfig(flags)
@@ -85,10 +98,12 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--notes <notes>', 'notes stored in the snapshot')
     .action(async (opts) => call(opts, 'save', pickDefined(opts, ['path', 'directory', 'name', 'label', 'notes'])))
   remote(snapshot.command('list').description('list in-memory snapshots and snapshot files')).action(async (opts) => call(opts, 'list', {}))
-  remote(snapshot.command('load').description('replace the running system with a snapshot').argument('<id|path>'))
-    .action(async (ref: string, opts) => call(opts, 'load', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }))
-  remote(snapshot.command('delete').description('delete a snapshot').argument('<id|path>'))
-    .action(async (ref: string, opts) => call(opts, 'delete', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }))
+  remote(snapshot.command('load').description('replace the running system with a snapshot').argument('<id|path>')).action(async (ref: string, opts) =>
+    call(opts, 'load', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }),
+  )
+  remote(snapshot.command('delete').description('delete a snapshot').argument('<id|path>')).action(async (ref: string, opts) =>
+    call(opts, 'delete', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }),
+  )
 
   await program.parseAsync(argv)
 }

@@ -23,7 +23,11 @@ export const configSchema = z.strictObject({
   pythonWorkers: z.coerce.number().int().min(1).max(256).default(Math.max(1, availableParallelism())),
   pythonTimeout: z.coerce.number().positive().max(3600).default(10),
   stepBatch: z.coerce.number().int().min(1).max(100_000).default(100),
-  bodyLimit: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  bodyLimit: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 1024 * 1024),
   fastLane: z.enum(['on', 'off']).default('on'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 })

@@ -42,7 +42,12 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
   const lostHandlers: Array<(names: string[], reason: string) => void> = []
   const python = (): PythonPool => {
     if (!pool) {
-      pool = new PythonPool({ python: interpreter, workers: config.pythonWorkers, timeoutMs: config.pythonTimeout * 1000, logger: logger.child({ component: 'python' }) })
+      pool = new PythonPool({
+        python: interpreter,
+        workers: config.pythonWorkers,
+        timeoutMs: config.pythonTimeout * 1000,
+        logger: logger.child({ component: 'python' }),
+      })
       for (const handler of lostHandlers) pool.onInstancesLost(handler)
     }
     return pool
@@ -55,8 +60,21 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
     },
   })
   const protocols = new ProtocolContexts({ logger })
-  const snapshots = new SnapshotStore({ dir: config.snapshotsDir, mode: config.snapshotsMode, serverVersion: SERVER_VERSION, logger: logger.child({ component: 'snapshots' }) })
-  const services: SystemServices = { logger, serverVersion: SERVER_VERSION, extensions: config.extensions, python: pythonAccess, protocols, snapshots, stepBatch: config.stepBatch }
+  const snapshots = new SnapshotStore({
+    dir: config.snapshotsDir,
+    mode: config.snapshotsMode,
+    serverVersion: SERVER_VERSION,
+    logger: logger.child({ component: 'snapshots' }),
+  })
+  const services: SystemServices = {
+    logger,
+    serverVersion: SERVER_VERSION,
+    extensions: config.extensions,
+    python: pythonAccess,
+    protocols,
+    snapshots,
+    stepBatch: config.stepBatch,
+  }
   const system = new System(services)
   const shutdown = async (): Promise<void> => {
     await system.destroy().catch((err: unknown) => logger.warn({ err }, 'stopping the system failed'))
@@ -69,7 +87,10 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
     if (config.system) {
       const loaded = await loadDefinitionFile(config.system)
       if (loaded.details.length) {
-        throw new ValidationError(`System file ${config.system} is invalid:\n${loaded.details.map((d) => `  ${d.line ? `${d.line}:${d.column} ` : ''}${d.path || '(root)'}: ${d.message}`).join('\n')}`, loaded.details)
+        throw new ValidationError(
+          `System file ${config.system} is invalid:\n${loaded.details.map((d) => `  ${d.line ? `${d.line}:${d.column} ` : ''}${d.path || '(root)'}: ${d.message}`).join('\n')}`,
+          loaded.details,
+        )
       }
       if (loaded.kind === 'model') throw new ValidationError(`${config.system} holds a single model, not a system (models, instances, connections)`)
       await system.exclusive(() => system.replaceStructure(asSystemDefinition(loaded.data), `System file ${config.system}`))
@@ -89,7 +110,8 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
       plugins: [(a) => void registerEvents(a, system), (a) => registerDashboard(a)],
     })
     await app.listen({ host: config.host, port: config.port }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') throw new ConflictError(`Port ${config.port} on ${config.host} is already in use by another program: choose another with --port (0 picks a free one)`)
+      if (err.code === 'EADDRINUSE')
+        throw new ConflictError(`Port ${config.port} on ${config.host} is already in use by another program: choose another with --port (0 picks a free one)`)
       if (err.code === 'EADDRNOTAVAIL') throw new ConflictError(`Cannot listen on ${config.host}: no such address on this machine (--host)`)
       throw err
     })

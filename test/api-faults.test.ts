@@ -20,7 +20,19 @@ function assertFault(body: any, status: number, event?: string): void {
 
 describe('fault catalogue', () => {
   it('each fault kind has one status, event and type name', () => {
-    const statuses: Record<string, number> = { BAD_REQUEST: 400, UNAUTHORIZED: 401, FORBIDDEN: 403, NOT_FOUND: 404, CONFLICT: 409, PAYLOAD_TOO_LARGE: 413, VALIDATION: 422, USER_CODE: 500, INTERNAL: 500, WORKER_GONE: 503, WORKER_TIMEOUT: 504 }
+    const statuses: Record<string, number> = {
+      BAD_REQUEST: 400,
+      UNAUTHORIZED: 401,
+      FORBIDDEN: 403,
+      NOT_FOUND: 404,
+      CONFLICT: 409,
+      PAYLOAD_TOO_LARGE: 413,
+      VALIDATION: 422,
+      USER_CODE: 500,
+      INTERNAL: 500,
+      WORKER_GONE: 503,
+      WORKER_TIMEOUT: 504,
+    }
     assert.deepEqual(Object.keys(FAULT_KINDS).sort(), Object.keys(statuses).sort())
     for (const code of Object.keys(FAULT_KINDS) as FaultCode[]) {
       const err = new MimicError(code, 'x')
@@ -124,10 +136,20 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
     assert.deepEqual(res.body.component, { name: 'pt100', path: 'models.pt100', state: null })
     assert.equal(res.body.action, 'upsert')
     const paths = res.body.error.details.map((d: { path: string }) => d.path)
-    for (const expected of ['attributes.bad.name', 'attributes.t.default', 'import.extensions/x.py.class', 'import.y.txt', 'communication[1].can_bus', 'colour']) {
+    for (const expected of [
+      'attributes.bad.name',
+      'attributes.t.default',
+      'import.extensions/x.py.class',
+      'import.y.txt',
+      'communication[1].can_bus',
+      'colour',
+    ]) {
       assert.ok(paths.includes(expected), `missing ${expected} in ${JSON.stringify(paths)}`)
     }
-    assert.ok(paths.some((p: string) => p.startsWith('communication[0].modbus_slave.mapping.t')), JSON.stringify(paths))
+    assert.ok(
+      paths.some((p: string) => p.startsWith('communication[0].modbus_slave.mapping.t')),
+      JSON.stringify(paths),
+    )
     assert.match(res.body.error.message, /Model 'pt100': \d+ errors/)
     assert.deepEqual(await structure(), before)
   })
@@ -168,7 +190,11 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
     const instances = (await t.api('GET', `${SYS}/instances`)).body.children.map((c: { name: string }) => c.name)
     for (const name of instances.filter((n: string) => n.startsWith('c'))) {
       const doc = await t.api('GET', `${SYS}/instances/${name}/attributes`)
-      assert.deepEqual(doc.body.children.map((c: { name: string }) => c.name), ['v', 'w'], `${name} was rebuilt from the final model`)
+      assert.deepEqual(
+        doc.body.children.map((c: { name: string }) => c.name),
+        ['v', 'w'],
+        `${name} was rebuilt from the final model`,
+      )
     }
   })
 })

@@ -24,7 +24,11 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
   })
 
   it('serves /openapi.json with the tree routes and /docs as a page', async () => {
-    const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } }
+    const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as {
+      openapi: string
+      paths: Record<string, unknown>
+      components: { schemas: Record<string, unknown> }
+    }
     assert.match(doc.openapi, /^3\./)
     assert.ok(doc.paths['/api/v3/system/{path}'])
     assert.ok(doc.paths['/api/v3/system/{path}/method/{method}'])
@@ -35,7 +39,9 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
   })
 
   it('refuses /api/v3 without the right Bearer key (401 fault) and echoes X-Correlation-Id', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic dGVzdA==' }, { authorization: 'Bearer ' }] as Array<Record<string, string>>) {
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'Basic dGVzdA==' }, { authorization: 'Bearer ' }] as Array<
+      Record<string, string>
+    >) {
       const res = await fetch(`${t.url}${SYS}`, { headers })
       assert.equal(res.status, 401)
       const fault = (await res.json()) as Record<string, any>
@@ -52,7 +58,10 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
   it('root document lists the children and never has a top-level "value"', async () => {
     const { status, body } = await t.api('GET', SYS)
     assert.equal(status, 200)
-    assert.deepEqual(body.children.map((c: { name: string }) => c.name), ['models', 'instances', 'connections', 'timer', 'polling', 'snapshots'])
+    assert.deepEqual(
+      body.children.map((c: { name: string }) => c.name),
+      ['models', 'instances', 'connections', 'timer', 'polling', 'snapshots'],
+    )
     assert.equal(body.value, undefined)
     assert.equal(body.state, 'INITIALIZED')
     assert.deepEqual(body.attr.state, { value: 'INITIALIZED' })
@@ -88,13 +97,25 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
   })
 
   it('instances: create, list keys, read and write internal/external values of every JSON kind', async () => {
-    await t.api('PUT', `${SYS}/models`, { box: { attributes: { n: 1.5, flag: false, label: 'x', items: [1, 2], cfg: { a: 1 }, free: { default: null, type: 'any' } } } })
+    await t.api('PUT', `${SYS}/models`, {
+      box: { attributes: { n: 1.5, flag: false, label: 'x', items: [1, 2], cfg: { a: 1 }, free: { default: null, type: 'any' } } },
+    })
     const created = await t.api('PUT', `${SYS}/instances`, { b1: 'box', b2: 'box' })
     assert.equal(created.status, 200)
-    assert.deepEqual(created.body.children.map((c: { name: string }) => c.name), ['b1', 'b2'])
+    assert.deepEqual(
+      created.body.children.map((c: { name: string }) => c.name),
+      ['b1', 'b2'],
+    )
 
     const attrPath = `${SYS}/instances/b1/attributes`
-    for (const [name, value] of [['n', 42.5], ['flag', true], ['label', 'hello'], ['items', [3, 4, { x: 1 }]], ['cfg', { deep: { k: [1] } }], ['free', 'anything']] as const) {
+    for (const [name, value] of [
+      ['n', 42.5],
+      ['flag', true],
+      ['label', 'hello'],
+      ['items', [3, 4, { x: 1 }]],
+      ['cfg', { deep: { k: [1] } }],
+      ['free', 'anything'],
+    ] as const) {
       const put = await t.api('PUT', `${attrPath}/${name}/attr/internal_value`, { value })
       assert.equal(put.status, 200, JSON.stringify(put.body))
       assert.deepEqual(put.body, { value })
@@ -212,6 +233,9 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
   it('system run validates steps and dt', async () => {
     const bad = await t.call(SYS, 'run', { steps: 0, dt: -1 })
     assert.equal(bad.status, 422)
-    assert.deepEqual(bad.body.error.details.map((d: { path: string }) => d.path), ['kwargs.steps', 'kwargs.dt'])
+    assert.deepEqual(
+      bad.body.error.details.map((d: { path: string }) => d.path),
+      ['kwargs.steps', 'kwargs.dt'],
+    )
   })
 })

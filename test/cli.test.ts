@@ -49,7 +49,18 @@ describe('mimic command line', () => {
     assert.equal(res.status, 0)
     for (const cmd of ['serve', 'validate', 'snapshot']) assert.match(res.stdout, new RegExp(`\\b${cmd}\\b`))
     const serveHelp = mimic(['serve', '--help'])
-    for (const flag of ['--system', '--host', '--port', '--product-key', '--extensions', '--snapshots-dir', '--snapshots-mode', '--python', '--load-snapshot', '--fast-lane']) {
+    for (const flag of [
+      '--system',
+      '--host',
+      '--port',
+      '--product-key',
+      '--extensions',
+      '--snapshots-dir',
+      '--snapshots-mode',
+      '--python',
+      '--load-snapshot',
+      '--fast-lane',
+    ]) {
       assert.ok(serveHelp.stdout.includes(flag), `serve --help mentions ${flag}`)
     }
     const badChoice = mimic(['serve', '--fast-lane', 'maybe'])
@@ -63,7 +74,22 @@ describe('mimic command line', () => {
     assert.match(ok.stdout, /valid system definition/)
 
     const bad = join(dir, 'bad.yaml')
-    await writeFile(bad, ['models:', '  pt100:', '    attributes:', '      temperature: 0.0', '    import:', '      sensor.py:', '        klass: Sensor', 'instances:', '  - s1: pt100', '  - s2: nothing', ''].join('\n'))
+    await writeFile(
+      bad,
+      [
+        'models:',
+        '  pt100:',
+        '    attributes:',
+        '      temperature: 0.0',
+        '    import:',
+        '      sensor.py:',
+        '        klass: Sensor',
+        'instances:',
+        '  - s1: pt100',
+        '  - s2: nothing',
+        '',
+      ].join('\n'),
+    )
     const res = mimic(['validate', bad])
     assert.equal(res.status, 1)
     assert.match(res.stderr, /bad\.yaml:6:\d+ +models\.pt100\.import\.sensor\.py\.class: required/)
@@ -71,7 +97,10 @@ describe('mimic command line', () => {
     assert.match(res.stderr, /bad\.yaml:10:\d+ +instances\[1\]\.s2: unknown model 'nothing'/)
 
     const model = join(dir, 'model.json')
-    await writeFile(model, JSON.stringify({ attributes: { t: 1 }, communication: [{ modbus_slave: { mapping: { t: { address: 0, group: 'h_r', type: 'float' } } } }] }, null, 2))
+    await writeFile(
+      model,
+      JSON.stringify({ attributes: { t: 1 }, communication: [{ modbus_slave: { mapping: { t: { address: 0, group: 'h_r', type: 'float' } } } }] }, null, 2),
+    )
     const modelRes = mimic(['validate', model])
     assert.equal(modelRes.status, 1)
     assert.match(modelRes.stderr, /model\.json:\d+:\d+ +communication\[0\]\.modbus_slave\.mapping\.t/)
@@ -98,7 +127,10 @@ describe('mimic command line', () => {
       assert.equal(health.status, 'ok')
       const res = await fetch(`${url}/api/v3/system/instances`, { headers: { authorization: 'Bearer k1' } })
       const doc = (await res.json()) as { children: Array<{ name: string }> }
-      assert.deepEqual(doc.children.map((c) => c.name), ['tank_sensor', 'panel'])
+      assert.deepEqual(
+        doc.children.map((c) => c.name),
+        ['tank_sensor', 'panel'],
+      )
       const exited = new Promise<number | null>((r) => child.on('exit', r))
       child.kill('SIGTERM')
       assert.equal(await exited, 0)
@@ -119,7 +151,9 @@ describe('mimic command line', () => {
     const port = (blocker.address() as { port: number }).port
     try {
       const res = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port), '--snapshots-dir', join(dir, 'snaps-busy')], { stdio: ['ignore', 'ignore', 'pipe'] })
+        const child = spawn(process.execPath, [BIN, 'serve', '--port', String(port), '--snapshots-dir', join(dir, 'snaps-busy')], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        })
         let stderr = ''
         child.stderr!.on('data', (d) => (stderr += d))
         child.on('exit', (status) => resolve({ status, stderr }))

@@ -39,7 +39,10 @@ async function startEventServer(opts: { system?: string; keepaliveMs?: number } 
     systemFile = join(dir, 'system.yaml')
     await writeFile(systemFile, opts.system)
   }
-  const config = parseConfig({ port: 0, productKey: KEY, snapshotsDir: join(dir, 'snapshots'), extensions: [dir], system: systemFile, pythonWorkers: 1 }, testEnv())
+  const config = parseConfig(
+    { port: 0, productKey: KEY, snapshotsDir: join(dir, 'snapshots'), extensions: [dir], system: systemFile, pythonWorkers: 1 },
+    testEnv(),
+  )
   const logger = pino({ level: 'silent' })
   const mimic = await startMimic(config, { logger })
   let streams: EventStreams | undefined
@@ -105,7 +108,10 @@ class StreamClient {
   }
 
   frames(from = 0): FrameEvent[] {
-    return this.events.slice(from).filter((e) => e.event === 'frame').map((e) => JSON.parse(e.data) as FrameEvent)
+    return this.events
+      .slice(from)
+      .filter((e) => e.event === 'frame')
+      .map((e) => JSON.parse(e.data) as FrameEvent)
   }
 
   /** Waits for the first event at index >= `from` that `match` accepts; returns its index. */
@@ -133,7 +139,10 @@ class StreamClient {
 }
 
 const isFrame = (e: SseEvent): boolean => e.event === 'frame'
-const frameWith = (check: (f: FrameEvent) => boolean) => (e: SseEvent): boolean => e.event === 'frame' && check(JSON.parse(e.data) as FrameEvent)
+const frameWith =
+  (check: (f: FrameEvent) => boolean) =>
+  (e: SseEvent): boolean =>
+    e.event === 'frame' && check(JSON.parse(e.data) as FrameEvent)
 
 const TWO_LAMPS = `
 models:
@@ -195,7 +204,11 @@ describe('event stream', () => {
       assert.deepEqual(structure.models, [{ name: 'Lamp', instances: ['hall', 'porch'] }])
       const hall = structure.instances.find((i) => i.name === 'hall')!
       assert.equal(hall.model, 'Lamp')
-      assert.deepEqual(hall.attributes, [{ name: 'power', type: 'float', unit: 'W' }, { name: 'on', type: 'bool' }, { name: 'label', type: 'str' }])
+      assert.deepEqual(hall.attributes, [
+        { name: 'power', type: 'float', unit: 'W' },
+        { name: 'on', type: 'bool' },
+        { name: 'label', type: 'str' },
+      ])
       assert.ok(hall.methods.includes('prepare') && hall.methods.includes('run'))
 
       const at = await client.waitFor(isFrame)
@@ -218,18 +231,27 @@ describe('event stream', () => {
     try {
       const full = await client.waitFor(isFrame)
       assert.equal((await api('PUT', '/api/v3/system/instances/hall/attributes/power/attr/internal_value', { value: 42.5 })).status, 200)
-      const at = await client.waitFor(frameWith((f) => f.instances?.hall?.attributes?.power !== undefined), { from: full + 1 })
+      const at = await client.waitFor(
+        frameWith((f) => f.instances?.hall?.attributes?.power !== undefined),
+        { from: full + 1 },
+      )
       const frame = client.frames(at)[0]!
       assert.deepEqual(frame.instances, { hall: { attributes: { power: { internal_value: 42.5, external_value: 42.5 } } } })
       assert.equal(frame.system, undefined)
 
       // An external override changes only external_value; the next run clears it again.
       await api('PUT', '/api/v3/system/instances/hall/attributes/power/attr/external_value', { value: 7 })
-      const at2 = await client.waitFor(frameWith((f) => f.instances?.hall?.attributes?.power !== undefined), { from: at + 1 })
+      const at2 = await client.waitFor(
+        frameWith((f) => f.instances?.hall?.attributes?.power !== undefined),
+        { from: at + 1 },
+      )
       assert.deepEqual(client.frames(at2)[0]!.instances?.hall?.attributes, { power: { external_value: 7 } })
 
       await api('POST', '/api/v3/system/instances/hall/method/run', { kwargs: {} })
-      const at3 = await client.waitFor(frameWith((f) => f.instances?.hall?.attributes?.power?.external_value === 42.5), { from: at2 + 1 })
+      const at3 = await client.waitFor(
+        frameWith((f) => f.instances?.hall?.attributes?.power?.external_value === 42.5),
+        { from: at2 + 1 },
+      )
       assert.ok(at3 > at2)
 
       // Nothing changes: no frames at all (10 Hz would have sent several).
@@ -254,12 +276,18 @@ describe('event stream', () => {
 
       await api('PUT', '/api/v3/system/instances/hall/attributes/power/attr/internal_value', { value: 1.25 })
       await api('PUT', '/api/v3/system/instances/porch/attributes/power/attr/internal_value', { value: 3.5 })
-      const at2 = await client.waitFor(frameWith((f) => f.instances?.porch?.attributes?.power?.internal_value === 3.5), { from: at + 1 })
+      const at2 = await client.waitFor(
+        frameWith((f) => f.instances?.porch?.attributes?.power?.internal_value === 3.5),
+        { from: at + 1 },
+      )
       await new Promise((r) => setTimeout(r, 250))
       for (const frame of client.frames(at + 1)) assert.equal(frame.instances?.hall?.attributes, undefined)
 
       await api('POST', '/api/v3/system/instances/hall/method/prepare', { kwargs: {} })
-      await client.waitFor(frameWith((f) => f.instances?.hall?.state === 'PREPARED'), { from: at2 + 1 })
+      await client.waitFor(
+        frameWith((f) => f.instances?.hall?.state === 'PREPARED'),
+        { from: at2 + 1 },
+      )
     } finally {
       client.close()
     }
@@ -272,7 +300,10 @@ describe('event stream', () => {
       assert.equal((await api('PUT', '/api/v3/system/instances', { attic: 'Lamp' })).status, 200)
       const s = await client.waitFor((e) => e.event === 'structure', { from: at + 1 })
       const structure = JSON.parse(client.events[s]!.data) as StructureEvent
-      assert.deepEqual(structure.instances.map((i) => i.name), ['hall', 'porch', 'attic'])
+      assert.deepEqual(
+        structure.instances.map((i) => i.name),
+        ['hall', 'porch', 'attic'],
+      )
       const f = await client.waitFor(isFrame, { from: s + 1 })
       const frame = client.frames(f)[0]!
       assert.deepEqual(Object.keys(frame.instances ?? {}).sort(), ['attic', 'hall', 'porch'])
@@ -280,7 +311,10 @@ describe('event stream', () => {
       assert.ok(frame.system?.state)
       await api('DELETE', '/api/v3/system/instances/attic')
       const gone = await client.waitFor((e) => e.event === 'structure', { from: f + 1 })
-      assert.deepEqual((JSON.parse(client.events[gone]!.data) as StructureEvent).instances.map((i) => i.name), ['hall', 'porch'])
+      assert.deepEqual(
+        (JSON.parse(client.events[gone]!.data) as StructureEvent).instances.map((i) => i.name),
+        ['hall', 'porch'],
+      )
     } finally {
       client.close()
     }
@@ -351,7 +385,10 @@ instances:
         socket.setTimeout(2000, () => reject(new Error('no Modbus answer')))
       })
       assert.equal(answer.readUInt16BE(answer.length - 2), 12)
-      await client.waitFor(frameWith((f) => f.instances?.meter?.adapters?.modbus_slave?.requests === 1), { from: at })
+      await client.waitFor(
+        frameWith((f) => f.instances?.meter?.adapters?.modbus_slave?.requests === 1),
+        { from: at },
+      )
     } finally {
       client.close()
       await server.close()
@@ -362,7 +399,9 @@ instances:
 describe('event stream under load and at shutdown', () => {
   test('100 instances changing at 20 Hz, three clients at 10 Hz: every frame complete, never above the rate, the server answers', async (t) => {
     const instances = Array.from({ length: 100 }, (_, i) => `  - unit_${i}: Cell`).join('\n')
-    const server = await startEventServer({ system: `models:\n  Cell:\n    attributes: { a: 0.0, b: 0.0, c: 0.0, d: 0.0, e: 0.0 }\ninstances:\n${instances}\n` })
+    const server = await startEventServer({
+      system: `models:\n  Cell:\n    attributes: { a: 0.0, b: 0.0, c: 0.0, d: 0.0, e: 0.0 }\ninstances:\n${instances}\n`,
+    })
     const clients = await Promise.all([0, 1, 2].map(() => StreamClient.open(server.url)))
     const attrs = [...server.mimic.system.instances.all()].flatMap((inst) => [...inst.attributes.all()])
     const delay = monitorEventLoopDelay({ resolution: 10 })
@@ -378,7 +417,10 @@ describe('event stream under load and at shutdown', () => {
       clearInterval(writer)
       // Every client catches up with the last written value of all 500 attributes.
       for (const client of clients) {
-        await client.waitFor(frameWith((f) => f.instances?.unit_99?.attributes?.e?.internal_value === step), { timeoutMs: 2000 })
+        await client.waitFor(
+          frameWith((f) => f.instances?.unit_99?.attributes?.e?.internal_value === step),
+          { timeoutMs: 2000 },
+        )
         const frames = client.frames().filter((f) => f.instances?.unit_0?.attributes)
         // The rate is a ceiling the server keeps; how close a loaded machine comes to it is reported.
         assert.ok(frames.length <= 24, `at most 10 frames per second, got ${frames.length} in ~2 s`)

@@ -119,7 +119,10 @@ class RawConnection {
     try {
       const start = Date.now()
       while (this.#responses.length < count) {
-        if (this.#ended) throw new Error(`connection ended after ${this.#responses.length} of ${count} responses; unparsed: ${JSON.stringify(this.#buffer.toString('latin1'))}`)
+        if (this.#ended)
+          throw new Error(
+            `connection ended after ${this.#responses.length} of ${count} responses; unparsed: ${JSON.stringify(this.#buffer.toString('latin1'))}`,
+          )
         if (Date.now() - start > 10_000) throw new Error(`no response within 10 s; unparsed: ${JSON.stringify(this.#buffer.toString('latin1'))}`)
         await new Promise<void>((resolve) => this.#waiters.push(resolve))
       }
@@ -172,7 +175,11 @@ class RawConnection {
 }
 
 /** The bytes of one request: Host, the test key unless `auth` is false, and a JSON body when given. */
-function request(method: string, path: string, opts: { body?: string | object; headers?: Array<[string, string]>; auth?: boolean; version?: string } = {}): string {
+function request(
+  method: string,
+  path: string,
+  opts: { body?: string | object; headers?: Array<[string, string]>; auth?: boolean; version?: string } = {},
+): string {
   const body = opts.body === undefined ? '' : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body)
   const lines = [`${method} ${path} HTTP/${opts.version ?? '1.1'}`, 'Host: 127.0.0.1']
   if (opts.auth !== false) lines.push(`Authorization: ${TEST_AUTH.authorization}`)
@@ -203,8 +210,13 @@ function comparable(res: RawResponse): unknown {
 /** Asserts two responses are the same to a client: status line, header names in order, values except Date and ids, body. */
 function assertSame(lane: RawResponse, fastify: RawResponse, what: string): void {
   assert.equal(lane.statusLine, fastify.statusLine, `${what}: status line`)
-  assert.deepEqual(lane.headers.map(([n]) => n), fastify.headers.map(([n]) => n), `${what}: header names and order`)
-  const values = (res: RawResponse): Array<[string, string]> => res.headers.filter(([n]) => !['date', 'x-correlation-id', 'content-length'].includes(n.toLowerCase()))
+  assert.deepEqual(
+    lane.headers.map(([n]) => n),
+    fastify.headers.map(([n]) => n),
+    `${what}: header names and order`,
+  )
+  const values = (res: RawResponse): Array<[string, string]> =>
+    res.headers.filter(([n]) => !['date', 'x-correlation-id', 'content-length'].includes(n.toLowerCase()))
   assert.deepEqual(values(lane), values(fastify), `${what}: header values`)
   assert.deepEqual(comparable(lane), comparable(fastify), `${what}: body`)
   for (const res of [lane, fastify]) {
@@ -313,7 +325,12 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
         assertSame(a, b, what)
         assert.equal(header(a, 'content-type'), 'application/json; charset=utf-8', what)
         const names = ['x-correlation-id', ...(status === 200 ? ['cache-control'] : []), 'content-type', 'content-length', 'Date', 'Connection', 'Keep-Alive']
-        if (header(a, 'connection') !== 'close') assert.deepEqual(a.headers.map(([n]) => n), names, what)
+        if (header(a, 'connection') !== 'close')
+          assert.deepEqual(
+            a.headers.map(([n]) => n),
+            names,
+            what,
+          )
         // Unless the answer said otherwise (fastify closes after a body it could not parse),
         // the connection stays open for the next request, still on the same path.
         if (header(a, 'connection') === 'close') await lane.ended
@@ -330,7 +347,10 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
       assert.deepEqual(json(a), { result: { count: start + 2, by: 2 } })
       const b = await answeredBy('fastify', fastify, request('POST', `${PY}/method/bump`, { body: { kwargs: { by: 2 } } }))
       assert.deepEqual(json(b), { result: { count: start + 4, by: 2 } })
-      assert.deepEqual(a.headers.map(([n]) => n), b.headers.map(([n]) => n))
+      assert.deepEqual(
+        a.headers.map(([n]) => n),
+        b.headers.map(([n]) => n),
+      )
       assert.equal(a.statusLine, b.statusLine)
       // run through the lane calls tick() in the worker; the lane reads the new value back.
       assert.equal((await answeredBy('lane', lane, request('POST', `${PY}/method/run`))).status, 200)
@@ -341,7 +361,10 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
 
   it('echoes a client x-correlation-id in the header and in a fault, on both paths', async () => {
     await onBothPaths(async (lane, fastify) => {
-      for (const [path, conn] of [['lane', lane], ['fastify', fastify]] as const) {
+      for (const [path, conn] of [
+        ['lane', lane],
+        ['fastify', fastify],
+      ] as const) {
         const ok = await answeredBy(path, conn, request('GET', TEMP, { headers: [['X-Correlation-Id', 'abc-123']] }))
         assert.equal(ok.status, 200)
         assert.equal(header(ok, 'x-correlation-id'), 'abc-123', path)
@@ -370,7 +393,10 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
       await lane.write(pipelined(31.25))
       const [first, put, last] = await lane.read(3)
       assert.equal(viaHttp - before, parsedByHttp(0, 3), 'all three answered by the lane')
-      assert.deepEqual([first, put, last].map((r) => header(r!, 'x-correlation-id')), ['first', 'second', 'third'])
+      assert.deepEqual(
+        [first, put, last].map((r) => header(r!, 'x-correlation-id')),
+        ['first', 'second', 'third'],
+      )
       assert.notDeepEqual(json(first!), { value: 31.25 })
       assert.deepEqual(json(put!), { value: 31.25 })
       // The lane runs pipelined requests one after the other: the GET sees the PUT.
@@ -387,7 +413,10 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
       await fastify.write(pipelined(32.5))
       const [first, put, last] = await fastify.read(3)
       assert.equal(viaHttp - before, 3, 'all three answered by node:http')
-      assert.deepEqual([first, put, last].map((r) => header(r!, 'x-correlation-id')), ['first', 'second', 'third'])
+      assert.deepEqual(
+        [first, put, last].map((r) => header(r!, 'x-correlation-id')),
+        ['first', 'second', 'third'],
+      )
       assert.deepEqual(json(first!), { value: 31.25 })
       assert.deepEqual(json(put!), { value: 32.5 })
       // node:http starts pipelined requests at once (only their answers are queued), so this GET
@@ -595,7 +624,10 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
   it('answers a client that half-closes after its requests, then closes the connection', async () => {
     /** Fails instead of waiting for the 72 s keep-alive timeout when the server keeps the socket. */
     const closedSoon = (conn: RawConnection, what: string): Promise<void> =>
-      Promise.race([conn.ended, new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`${what}: the server kept the connection open`)), 5000).unref())])
+      Promise.race([
+        conn.ended,
+        new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`${what}: the server kept the connection open`)), 5000).unref()),
+      ])
     // As `printf ... | nc -N` does: the request, then FIN.
     const get = await laneConnection()
     get.socket.end(request('GET', `${TEMP}/attr/internal_value`))

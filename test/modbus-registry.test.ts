@@ -22,7 +22,9 @@ describe('Modbus through the protocol registry: alias, single-map communication,
   }
 
   it('modbus_tcp is an alias of modbus_slave (keyed as modbus_slave) and serves reads', async () => {
-    const port = await served('Alias', [{ modbus_tcp: { host: '127.0.0.1', port: await freePort(), mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } } }])
+    const port = await served('Alias', [
+      { modbus_tcp: { host: '127.0.0.1', port: await freePort(), mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } } },
+    ])
     const client = await TestClient.connect(port)
     try {
       assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [7])
@@ -32,7 +34,9 @@ describe('Modbus through the protocol registry: alias, single-map communication,
   })
 
   it('communication may be one map instead of a list', async () => {
-    const port = await served('Single', { modbus_slave: { host: '127.0.0.1', port: await freePort(), mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } } })
+    const port = await served('Single', {
+      modbus_slave: { host: '127.0.0.1', port: await freePort(), mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } },
+    })
     const client = await TestClient.connect(port)
     try {
       assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [7])
@@ -41,13 +45,17 @@ describe('Modbus through the protocol registry: alias, single-map communication,
     } finally {
       client.socket.destroy()
     }
-    const bad = await t.api('PUT', `${SYS}/models`, { Bad: { attributes: { v: 7 }, communication: { modbus_slave: { mapping: { w: { address: 0, group: 'h_r', type: 'uint_16' } } } } } })
+    const bad = await t.api('PUT', `${SYS}/models`, {
+      Bad: { attributes: { v: 7 }, communication: { modbus_slave: { mapping: { w: { address: 0, group: 'h_r', type: 'uint_16' } } } } },
+    })
     assert.equal(bad.status, 422)
     assert.match(JSON.stringify(bad.body), /communication\.modbus_slave\.mapping\.w/)
   })
 
   it('zero_fill: true reads unmapped registers and bits as 0; writes there stay exception 0x02', async () => {
-    const port = await served('Zero', [{ modbus_slave: { host: '127.0.0.1', port: await freePort(), zero_fill: true, mapping: { v: { address: 2, group: 'h_r', type: 'uint_16' } } } }])
+    const port = await served('Zero', [
+      { modbus_slave: { host: '127.0.0.1', port: await freePort(), zero_fill: true, mapping: { v: { address: 2, group: 'h_r', type: 'uint_16' } } } },
+    ])
     const client = await TestClient.connect(port)
     try {
       assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 4 })), [0, 0, 7, 0])

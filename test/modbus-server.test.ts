@@ -28,7 +28,6 @@ class Sensor:
         return self.setter_calls
 `
 
-
 function model(port: number, unitId: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     attributes: { temperature: 0.0, setpoint: 0.0, status: 0, alarm: false, counter: { default: 3, type: 'int' }, name: 'tank-A' },
@@ -39,19 +38,24 @@ function model(port: number, unitId: number, extra: Record<string, unknown> = {}
         methods: { run: 'tick', calls: 'calls' },
       },
     },
-    communication: [{
-      modbus_slave: {
-        host: '127.0.0.1', port, unit_id: unitId, ...extra,
-        mapping: {
-          temperature: { address: [0, 1], group: 'h_r', type: 'float' },
-          setpoint: { address: [2, 3], group: 'h_r', type: 'float', word_order: 'little' },
-          status: { address: 4, group: 'h_r', type: 'uint_16' },
-          counter: { address: 0, group: 'i_r', type: 'int_16', scale: 0.5 },
-          alarm: { address: 0, group: 'c_o', type: 'bool' },
-          name: { address: [10, 13], group: 'h_r', type: 'str' },
+    communication: [
+      {
+        modbus_slave: {
+          host: '127.0.0.1',
+          port,
+          unit_id: unitId,
+          ...extra,
+          mapping: {
+            temperature: { address: [0, 1], group: 'h_r', type: 'float' },
+            setpoint: { address: [2, 3], group: 'h_r', type: 'float', word_order: 'little' },
+            status: { address: 4, group: 'h_r', type: 'uint_16' },
+            counter: { address: 0, group: 'i_r', type: 'int_16', scale: 0.5 },
+            alarm: { address: 0, group: 'c_o', type: 'bool' },
+            name: { address: [10, 13], group: 'h_r', type: 'str' },
+          },
         },
       },
-    }],
+    ],
   }
 }
 
@@ -91,7 +95,10 @@ describe('Modbus TCP through the running server', () => {
       { op: 'read', group: 'h_r', address: 10, count: 4, type: 'str', unit: 1 },
       { op: 'read', group: 'c_o', address: 0, count: 1, unit: 1 },
     ])
-    assert.deepEqual(results.map((r) => r.value ?? r.bits), [25, 26, 20, 7, 6, 'tank-A', [false]])
+    assert.deepEqual(
+      results.map((r) => r.value ?? r.bits),
+      [25, 26, 20, 7, 6, 'tank-A', [false]],
+    )
     const counters = (await t.api('GET', `${SYS}/instances/tank1/communication/modbus_slave`)).body.counters
     assert.ok(counters.requests >= 6)
   })
@@ -183,7 +190,12 @@ describe('Modbus TCP through the running server', () => {
 
   it('response_delay holds answers back so clients can test their time-outs', async () => {
     const slowPort = await freePort()
-    await t.api('PUT', `${SYS}/models`, { Slow: { attributes: { v: 1.0 }, communication: [{ modbus_slave: { port: slowPort, response_delay: 0.4, mapping: { v: { address: [0, 1], group: 'h_r', type: 'float' } } } }] } })
+    await t.api('PUT', `${SYS}/models`, {
+      Slow: {
+        attributes: { v: 1.0 },
+        communication: [{ modbus_slave: { port: slowPort, response_delay: 0.4, mapping: { v: { address: [0, 1], group: 'h_r', type: 'float' } } } }],
+      },
+    })
     await t.api('PUT', `${SYS}/instances`, { slow: 'Slow' })
     assert.equal((await t.call(`${SYS}/instances/slow`, 'prepare')).status, 200)
     const client = await TestClient.connect(slowPort)

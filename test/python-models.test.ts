@@ -150,7 +150,11 @@ describe('Python-backed models over HTTP', () => {
     const res = await t.call(inst, 'calibrate', { offset: 1.5, scale: 2 })
     assert.equal(res.status, 200)
     assert.deepEqual(res.body.result, { temperature: 102.5, offset: 1.5 })
-    assert.deepEqual((await t.api('GET', `${inst}/attributes/temperature/attr/internal_value`)).body, { value: 102.5 }, 'values changed by a method are visible at once')
+    assert.deepEqual(
+      (await t.api('GET', `${inst}/attributes/temperature/attr/internal_value`)).body,
+      { value: 102.5 },
+      'values changed by a method are visible at once',
+    )
     const unknown = await t.call(inst, 'tick')
     assert.equal(unknown.status, 404, 'only mapped names are methods')
   })
@@ -206,7 +210,14 @@ describe('Python-backed models over HTTP', () => {
     await t.api('PUT', `${SYS}/models`, {
       Ctl: {
         attributes: { output: 0.0, setpoint: 10.0, last_time: -1.0 },
-        import: { 'ctx.py': { class: 'Controller', init: { kwargs: { gain: 0.5 } }, attributes: { output: { property: 'output' } }, methods: { run: 'step', info: 'info' } } },
+        import: {
+          'ctx.py': {
+            class: 'Controller',
+            init: { kwargs: { gain: 0.5 } },
+            attributes: { output: { property: 'output' } },
+            methods: { run: 'step', info: 'info' },
+          },
+        },
       },
     })
     await t.api('PUT', `${SYS}/instances`, { ctl: 'Ctl' })
@@ -231,7 +242,9 @@ describe('Python-backed models over HTTP', () => {
 
   it('editing the .py file and calling prepare again picks up the new code', async () => {
     await writeFile(join(t.extensions, 'live.py'), 'class Live:\n    def __init__(self):\n        self.version = 1\n')
-    await t.api('PUT', `${SYS}/models`, { LiveM: { attributes: { version: 0 }, import: { 'live.py': { class: 'Live', attributes: { version: { property: 'version' } } } } } })
+    await t.api('PUT', `${SYS}/models`, {
+      LiveM: { attributes: { version: 0 }, import: { 'live.py': { class: 'Live', attributes: { version: { property: 'version' } } } } },
+    })
     await t.api('PUT', `${SYS}/instances`, { live: 'LiveM' })
     await t.call(`${SYS}/instances/live`, 'prepare')
     assert.deepEqual((await t.api('GET', `${SYS}/instances/live/attributes/version/attr/internal_value`)).body, { value: 1 })
@@ -244,7 +257,12 @@ describe('Python-backed models over HTTP', () => {
     const cases: Array<[string, unknown, RegExp, number]> = [
       ['NoClass', { 'py_temp_sensor.py': { class: 'PyTempSensr' } }, /import\.py_temp_sensor\.py\.class/, 422],
       ['NoFile', { 'missing.py': { class: 'X' } }, /import\.missing\.py/, 422],
-      ['NoProp', { 'py_temp_sensor.py': { class: 'PyTempSensor', attributes: { temperature: { property: 'temp' } } } }, /import\.py_temp_sensor\.py\.attributes\.temperature\.property/, 422],
+      [
+        'NoProp',
+        { 'py_temp_sensor.py': { class: 'PyTempSensor', attributes: { temperature: { property: 'temp' } } } },
+        /import\.py_temp_sensor\.py\.attributes\.temperature\.property/,
+        422,
+      ],
       ['BadInit', { 'py_temp_sensor.py': { class: 'PyTempSensor', init: { kwargs: { nope: 1 } } } }, /import\.py_temp_sensor\.py/, 422],
       ['Escape', { '../outside.py': { class: 'X' } }, /extensions/, 403],
       ['Absolute', { '/etc/passwd.py': { class: 'X' } }, /extensions/, 403],
@@ -320,7 +338,9 @@ describe('Python-backed models over HTTP', () => {
   })
 
   it('a system run completes every step for the others while one instance raises, then reports it once', async () => {
-    await t.api('PUT', `${SYS}/models`, { Raiser: { attributes: { temperature: 0.0 }, import: { 'py_temp_sensor.py': { class: 'PyTempSensor', methods: { run: 'explode' } } } } })
+    await t.api('PUT', `${SYS}/models`, {
+      Raiser: { attributes: { temperature: 0.0 }, import: { 'py_temp_sensor.py': { class: 'PyTempSensor', methods: { run: 'explode' } } } },
+    })
     await t.api('PUT', `${SYS}/instances`, { raiser: 'Raiser' })
     assert.equal((await t.call(`${SYS}/instances/raiser`, 'prepare')).status, 200)
     const before = (await t.api('GET', `${SYS}/instances/b1/attributes/temperature/attr/internal_value`)).body.value
@@ -335,7 +355,11 @@ describe('Python-backed models over HTTP', () => {
   })
 
   it('deleting instances and stopping the server leaves no worker processes', async () => {
-    const pids = t.server.system.services.python().workers().map((w) => w.pid).filter((p): p is number => typeof p === 'number')
+    const pids = t.server.system.services
+      .python()
+      .workers()
+      .map((w) => w.pid)
+      .filter((p): p is number => typeof p === 'number')
     assert.ok(pids.length >= 1)
     await t.api('DELETE', `${SYS}/instances/b0`)
     assert.equal((await t.api('GET', `${SYS}/instances/b0`)).status, 404)

@@ -34,7 +34,11 @@ async function buildPlant(t: TestServer): Promise<void> {
 }
 
 async function structure(t: TestServer): Promise<unknown> {
-  const [models, instances, connections] = await Promise.all([t.api('GET', `${SYS}/models`), t.api('GET', `${SYS}/instances`), t.api('GET', `${SYS}/connections`)])
+  const [models, instances, connections] = await Promise.all([
+    t.api('GET', `${SYS}/models`),
+    t.api('GET', `${SYS}/instances`),
+    t.api('GET', `${SYS}/connections`),
+  ])
   const names = (doc: { children: Array<{ name: string }> }): string[] => doc.children.map((c) => c.name)
   return { models: names(models.body), instances: names(instances.body), connections: names(connections.body) }
 }
@@ -139,7 +143,11 @@ describe('snapshots over HTTP, durable mode', () => {
     const newer = { ...good, id: 'future', schema_version: 99 }
     await writeFile(join(t.snapshots, 'future.json'), JSON.stringify(newer))
 
-    for (const [path, pattern] of [['truncated.json', /truncated\.json/], ['bad-model.json', /no\.dots/], ['future.json', /newer/]] as const) {
+    for (const [path, pattern] of [
+      ['truncated.json', /truncated\.json/],
+      ['bad-model.json', /no\.dots/],
+      ['future.json', /newer/],
+    ] as const) {
       const res = await t.call(SNAP, 'load', { path })
       assert.equal(res.status, 422, `${path}: ${JSON.stringify(res.body)}`)
       assert.match(JSON.stringify(res.body.error), pattern)
@@ -187,13 +195,15 @@ describe('snapshots over HTTP, durable mode', () => {
     let stop = false
     const counts = new Set<number>()
     for (let c = 0; c < 8; c++) {
-      traffic.push((async () => {
-        while (!stop) {
-          const res = await t.api('GET', `${SYS}/instances`)
-          assert.equal(res.status, 200)
-          counts.add(res.body.children.length)
-        }
-      })())
+      traffic.push(
+        (async () => {
+          while (!stop) {
+            const res = await t.api('GET', `${SYS}/instances`)
+            assert.equal(res.status, 200)
+            counts.add(res.body.children.length)
+          }
+        })(),
+      )
     }
     for (let i = 0; i < 6; i++) {
       const res = await t.call(SNAP, 'load', { id: i % 2 === 0 ? small.id : big.id })
@@ -218,12 +228,15 @@ describe('snapshots, memory-only mode', () => {
     assert.equal(saved.persisted_path, '')
     assert.equal(existsSync(join(t.snapshots, `${saved.id}.json`)), false)
     const list = (await t.call(SNAP, 'list')).body.result
-    assert.deepEqual(list.in_memory.map((s: { id: string }) => s.id), [saved.id])
+    assert.deepEqual(
+      list.in_memory.map((s: { id: string }) => s.id),
+      [saved.id],
+    )
     assert.deepEqual(list.files, [])
 
     await t.api('DELETE', `${SYS}/connections/wire`)
     assert.equal((await t.call(SNAP, 'load', { id: saved.id })).status, 200)
-    assert.deepEqual((await structure(t) as { connections: string[] }).connections, ['wire'])
+    assert.deepEqual(((await structure(t)) as { connections: string[] }).connections, ['wire'])
 
     const persisted = (await t.call(SNAP, 'persist_all_in_memory')).body.result.persisted
     assert.deepEqual(persisted, [{ id: saved.id, path: join(t.snapshots, `${saved.id}.json`) }])
@@ -242,9 +255,14 @@ describe('snapshots from the command line', () => {
   // Asynchronous on purpose: the server runs in this process, so a blocking spawn would starve it.
   const run = (args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
-      execFile(process.execPath, [new URL('../bin/mimic.js', import.meta.url).pathname, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr })
-      })
+      execFile(
+        process.execPath,
+        [new URL('../bin/mimic.js', import.meta.url).pathname, ...args],
+        { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 },
+        (err, stdout, stderr) => {
+          resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr })
+        },
+      )
     })
   const cli = (args: string[]) => run(['snapshot', ...args, '--url', t.url], { MIMIC_PRODUCT_KEY: TEST_KEY })
 
@@ -273,9 +291,14 @@ describe('snapshots from the command line', () => {
     const { startMimic } = await import('../src/mimic.js')
     const { parseConfig } = await import('../src/config.js')
     const pino = (await import('pino')).default
-    const server = await startMimic(parseConfig({ port: 0, snapshotsDir: t.snapshots, extensions: [t.extensions], loadSnapshot: saved.id }, testEnv()), { logger: pino({ level: 'silent' }) })
+    const server = await startMimic(parseConfig({ port: 0, snapshotsDir: t.snapshots, extensions: [t.extensions], loadSnapshot: saved.id }, testEnv()), {
+      logger: pino({ level: 'silent' }),
+    })
     try {
-      assert.deepEqual([...server.system.instances.all()].map((i) => i.name), ['s1', 'd1'])
+      assert.deepEqual(
+        [...server.system.instances.all()].map((i) => i.name),
+        ['s1', 'd1'],
+      )
     } finally {
       await server.close()
     }

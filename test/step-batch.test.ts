@@ -58,7 +58,13 @@ class Flaky:
 const MODELS = {
   Tank: {
     attributes: { level: 0.0, inflow: 1.0, ticks: 0 },
-    import: { 'plant.py': { class: 'Tank', attributes: { level: { property: 'level' }, inflow: { property: 'inflow' }, ticks: { property: 'ticks' } }, methods: { run: 'tick' } } },
+    import: {
+      'plant.py': {
+        class: 'Tank',
+        attributes: { level: { property: 'level' }, inflow: { property: 'inflow' }, ticks: { property: 'ticks' } },
+        methods: { run: 'tick' },
+      },
+    },
   },
   Flaky: {
     attributes: { ticks: 0 },
@@ -91,7 +97,10 @@ async function runAndRead(t: TestServer, steps: number): Promise<Outcome> {
   const res = await t.call(SYS, 'run', { steps, dt: 0.25 })
   const values: Record<string, unknown> = {}
   const times: Record<string, unknown> = {}
-  const instances: Array<[string, string[]]> = [['flaky', ['ticks']], ['gauge', ['reading']]]
+  const instances: Array<[string, string[]]> = [
+    ['flaky', ['ticks']],
+    ['gauge', ['reading']],
+  ]
   for (let i = 0; i < 6; i++) instances.push([`tank${i}`, ['level', 'inflow', 'ticks']])
   for (const [name, attributes] of instances) {
     for (const attr of attributes) values[`${name}.${attr}`] = (await t.api('GET', `${SYS}/instances/${name}/attributes/${attr}`)).body.internal_value
@@ -116,7 +125,11 @@ describe('run(steps=N) in batches ends where N single steps end', () => {
   after(async () => Promise.all(Object.values(servers).map((t) => t.close())))
 
   it('same values, timers, step count and fault with batches of 10 as with single steps', async () => {
-    const requests = (t: TestServer): number => t.server.system.services.python().workers().reduce((sum, w) => sum + w.requests, 0)
+    const requests = (t: TestServer): number =>
+      t.server.system.services
+        .python()
+        .workers()
+        .reduce((sum, w) => sum + w.requests, 0)
     const before = requests(servers.batched!)
     const batched = await runAndRead(servers.batched!, 25)
     const messages = requests(servers.batched!) - before
@@ -144,10 +157,17 @@ describe('run(steps=N) in batches ends where N single steps end', () => {
     assert.notEqual(single.values['tank1.level'], single.values['tank2.level'], 'the connection changed what tank1 saw')
   })
 
-  it('a MimicComponent, which reads the server\'s time in every step, makes every step go through the server', async () => {
+  it("a MimicComponent, which reads the server's time in every step, makes every step go through the server", async () => {
     const t = servers.batched!
-    const requests = (): number => t.server.system.services.python().workers().reduce((sum, w) => sum + w.requests, 0)
-    const model = { attributes: { seen: 0.0 }, import: { 'watcher.py': { class: 'Watcher', attributes: { seen: { property: 'seen' } }, methods: { run: 'tick' } } } }
+    const requests = (): number =>
+      t.server.system.services
+        .python()
+        .workers()
+        .reduce((sum, w) => sum + w.requests, 0)
+    const model = {
+      attributes: { seen: 0.0 },
+      import: { 'watcher.py': { class: 'Watcher', attributes: { seen: { property: 'seen' } }, methods: { run: 'tick' } } },
+    }
     assert.equal((await t.api('PUT', `${SYS}/models`, { Watcher: model })).status, 200)
     assert.equal((await t.api('PUT', `${SYS}/instances`, { watcher: 'Watcher' })).status, 200)
     assert.equal((await t.call(`${SYS}/instances/watcher`, 'prepare')).status, 200)
@@ -160,7 +180,10 @@ describe('run(steps=N) in batches ends where N single steps end', () => {
   it('slow user code gets short batches: a call during a long run waits little', async () => {
     const t = await startTestServer({ files: FILES, config: { pythonWorkers: 1 } })
     try {
-      const model = { attributes: { ticks: 0 }, import: { 'slow.py': { class: 'Slow', attributes: { ticks: { property: 'ticks' } }, methods: { run: 'tick', poke: 'poke' } } } }
+      const model = {
+        attributes: { ticks: 0 },
+        import: { 'slow.py': { class: 'Slow', attributes: { ticks: { property: 'ticks' } }, methods: { run: 'tick', poke: 'poke' } } },
+      }
       assert.equal((await t.api('PUT', `${SYS}/models`, { Slow: model })).status, 200)
       assert.equal((await t.api('PUT', `${SYS}/instances`, { slow: 'Slow' })).status, 200)
       assert.equal((await t.call(SYS, 'prepare')).status, 200)

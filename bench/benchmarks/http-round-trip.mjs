@@ -31,7 +31,10 @@ export const httpRoundTrip = {
     // wrk measures one server at a time.
     const compiled = ctx.tools.cc
     const wrk = ctx.tools.wrk
-    if (!compiled) ctx.note(`no C compiler: ${wrk ? 'wrk' : 'the built-in load client (smoke quality only)'} measured the servers one after the other instead of bench/lib/http-load.c in interleaved turns`)
+    if (!compiled)
+      ctx.note(
+        `no C compiler: ${wrk ? 'wrk' : 'the built-in load client (smoke quality only)'} measured the servers one after the other instead of bench/lib/http-load.c in interleaved turns`,
+      )
 
     const dir = await ctx.tmpDir()
     const startMimic = async () => {
@@ -49,10 +52,18 @@ export const httpRoundTrip = {
         return undefined
       }
       const port = await freePort()
-      const peer = startProcess(ctx.systemPython, [ctx.path('bench/peers/fastapi-app.py'), '--port', String(port), '--sensor', ctx.path('bench/fixtures/sensor.py'), '--key', PRODUCT_KEY], { name: 'fastapi' })
+      const peer = startProcess(
+        ctx.systemPython,
+        [ctx.path('bench/peers/fastapi-app.py'), '--port', String(port), '--sensor', ctx.path('bench/fixtures/sensor.py'), '--key', PRODUCT_KEY],
+        { name: 'fastapi' },
+      )
       ctx.onCleanup(() => peer.stop())
       const url = `http://127.0.0.1:${port}`
-      await waitFor(async () => (await fetch(url + READ_PATH, { headers: { authorization: `Bearer ${PRODUCT_KEY}` } })).ok, { timeoutMs: 20_000, what: 'the FastAPI peer', alive: () => peer.child.exitCode === null })
+      await waitFor(async () => (await fetch(url + READ_PATH, { headers: { authorization: `Bearer ${PRODUCT_KEY}` } })).ok, {
+        timeoutMs: 20_000,
+        what: 'the FastAPI peer',
+        alive: () => peer.child.exitCode === null,
+      })
       return { name: 'fastapi', url }
     }
     const startLimit = async () => {
@@ -60,7 +71,11 @@ export const httpRoundTrip = {
       const bare = startProcess(process.execPath, [ctx.path('bench/peers/bare-node-http.mjs'), '--port', String(port)], { name: 'bare node:http' })
       ctx.onCleanup(() => bare.stop())
       const url = `http://127.0.0.1:${port}`
-      await waitFor(async () => (await fetch(url + READ_PATH)).ok, { timeoutMs: 10_000, what: 'the bare node:http server', alive: () => bare.child.exitCode === null })
+      await waitFor(async () => (await fetch(url + READ_PATH)).ok, {
+        timeoutMs: 10_000,
+        what: 'the bare node:http server',
+        alive: () => bare.child.exitCode === null,
+      })
       return { name: 'node:http', url }
     }
     const servers = (await Promise.all([startMimic(), startPeer(), startLimit()])).filter((s) => s !== undefined)
@@ -69,7 +84,11 @@ export const httpRoundTrip = {
     for (const server of servers.filter((s) => s.name !== 'node:http')) {
       const read = async () => (await (await fetch(server.url + READ_PATH, { headers: { authorization: `Bearer ${PRODUCT_KEY}` } })).json()).internal_value
       const before = await read()
-      const res = await fetch(server.url + RUN_PATH, { method: 'POST', headers: { authorization: `Bearer ${PRODUCT_KEY}`, 'content-type': 'application/json' }, body: '{"kwargs":{}}' })
+      const res = await fetch(server.url + RUN_PATH, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${PRODUCT_KEY}`, 'content-type': 'application/json' },
+        body: '{"kwargs":{}}',
+      })
       if (!res.ok) throw new Error(`${server.name}: run answered ${res.status}`)
       if ((await read()) === before) throw new Error(`${server.name}: temperature did not change after run`)
     }
@@ -120,11 +139,14 @@ export const httpRoundTrip = {
           ? 'bench/lib/http-load.c measures the three servers in one run per round, in interleaved turns of 250 ms (one server at a time has requests in flight; each turn ends when its connections have their answers), so that they see the same machine. '
           : '') +
         '`node:http` is bench/peers/bare-node-http.mjs, a bare node:http server answering canned bodies of the same sizes: what any server built on node:http pays before doing any work (Mimic answers plain requests without node:http, see src/server/fast-lane/). ' +
-        'The first turn of a round goes to mimic, and in the next round to node:http (the other way round); the summary\'s ratios are medians of the per-round ratios.',
+        "The first turn of a round goes to mimic, and in the next round to node:http (the other way round); the summary's ratios are medians of the per-round ratios.",
       '',
       '| server | rounds (requests/s) | median | p50 | p99 |',
       '|---|---|---|---|---|',
-      ...servers.map((s) => `| ${s.name} | ${results[s.name].map((r) => Math.round(r.rate)).join(', ')} | ${rate(med(s.name, 'rate'))} | ${sig(med(s.name, 'p50Ms'))} ms | ${sig(med(s.name, 'p99Ms'))} ms |`),
+      ...servers.map(
+        (s) =>
+          `| ${s.name} | ${results[s.name].map((r) => Math.round(r.rate)).join(', ')} | ${rate(med(s.name, 'rate'))} | ${sig(med(s.name, 'p50Ms'))} ms | ${sig(med(s.name, 'p99Ms'))} ms |`,
+      ),
     ]
     return { rows, details: lines.join('\n') }
   },

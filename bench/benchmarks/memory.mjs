@@ -36,7 +36,11 @@ export const memory = {
     await settle()
     const base = processTree(mimic.pid)
     for (let from = 0; from < declarative; from += CHUNK) {
-      await mimic.api('PUT', '/api/v3/system/instances', instanceMap({ prefix: 'd', from, to: Math.min(declarative, from + CHUNK), model: (i) => `Device${i % 10}` }))
+      await mimic.api(
+        'PUT',
+        '/api/v3/system/instances',
+        instanceMap({ prefix: 'd', from, to: Math.min(declarative, from + CHUNK), model: (i) => `Device${i % 10}` }),
+      )
     }
     await mimic.call('/api/v3/system', 'prepare')
     await settle()

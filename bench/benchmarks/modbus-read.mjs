@@ -88,7 +88,8 @@ export const modbusRead = {
         const measured = await load(order, scenario)
         order.forEach((server, i) => {
           const r = measured[i]
-          if (!r || r.failures > 0 || r.responses === 0) throw new Error(`${server.name}, ${scenario.label}: ${r?.failures} failures, ${r?.responses} answers: ${r?.problems.join('; ')}`)
+          if (!r || r.failures > 0 || r.responses === 0)
+            throw new Error(`${server.name}, ${scenario.label}: ${r?.failures} failures, ${r?.responses} answers: ${r?.problems.join('; ')}`)
           ;((results[scenario.label] ??= {})[server.name] ??= []).push(r)
         })
       }
@@ -101,7 +102,9 @@ export const modbusRead = {
       const med = (name) => (byServer[name] ? median(byServer[name].map((r) => r.rate)) : Number.NaN)
       for (const server of servers) {
         const runs = byServer[server.name]
-        lines.push(`| ${scenario.label} | ${server.name} | ${runs.map((r) => Math.round(r.rate)).join(', ')} | ${rate(med(server.name))} | ${sig(median(runs.map((r) => r.p50Ms)))} ms | ${sig(median(runs.map((r) => r.p99Ms)))} ms |`)
+        lines.push(
+          `| ${scenario.label} | ${server.name} | ${runs.map((r) => Math.round(r.rate)).join(', ')} | ${rate(med(server.name))} | ${sig(median(runs.map((r) => r.p50Ms)))} ms | ${sig(median(runs.map((r) => r.p99Ms)))} ms |`,
+        )
       }
       const m = med('mimic')
       // Ratios are paired by round (the servers measured in the same run) and their median taken:
@@ -121,7 +124,7 @@ export const modbusRead = {
       })
     }
     const client = compiled
-      ? 'Load: bench/lib/modbus-load.c (non-blocking sockets polled without sleeping: one core for the client, the other for the server under test), closed loop, one client for all servers: it measures them in interleaved turns of 50 ms (each turn\'s answers drained before the next server\'s turn), for 0.7 s of turns per server and round.'
+      ? "Load: bench/lib/modbus-load.c (non-blocking sockets polled without sleeping: one core for the client, the other for the server under test), closed loop, one client for all servers: it measures them in interleaved turns of 50 ms (each turn's answers drained before the next server's turn), for 0.7 s of turns per server and round."
       : 'Load: bench/lib/modbus-load-worker.mjs (node:net), closed loop, the same client for every server.'
     const pairing = compiled
       ? 'The first turn goes to mimic in one round and to pymodbus in the next (mimic, echo, pymodbus, then the other way round); the ratios in the summary are the medians of the per-round ratios.'

@@ -43,12 +43,22 @@ export const modbusScale = {
     await mimic.api('PUT', '/api/v3/system/polling', { interval: 1 / HZ })
     await mimic.call('/api/v3/system', 'start')
 
-    const targets = ports.map((port, p) => ({ port, units: Array.from({ length: Math.min(UNITS_PER_PORT, instances - p * UNITS_PER_PORT) }, (_, u) => u + 1) })).map((t) => ({ ...t, rate: t.units.length * HZ }))
+    const targets = ports
+      .map((port, p) => ({ port, units: Array.from({ length: Math.min(UNITS_PER_PORT, instances - p * UNITS_PER_PORT) }, (_, u) => u + 1) }))
+      .map((t) => ({ ...t, rate: t.units.length * HZ }))
     const wanted = instances * HZ
     const stepsBefore = (await mimic.api('GET', '/api/v3/system')).steps
     const cpuBefore = processTree(mimic.pid)
     t = performance.now()
-    const load = await runModbusLoad({ host: '127.0.0.1', targets, connections: targets.length, depth: 64, warmupMs: ctx.smoke ? 200 : 1000, durationMs: seconds * 1000, processes: 1 })
+    const load = await runModbusLoad({
+      host: '127.0.0.1',
+      targets,
+      connections: targets.length,
+      depth: 64,
+      warmupMs: ctx.smoke ? 200 : 1000,
+      durationMs: seconds * 1000,
+      processes: 1,
+    })
     const wall = (performance.now() - t) / 1000
     const cpuAfter = processTree(mimic.pid)
     const stepsAfter = (await mimic.api('GET', '/api/v3/system')).steps

@@ -25,7 +25,17 @@ export const pythonStep = {
     const runLoop = async () => {
       const loop = await runProcess(
         ctx.python,
-        [ctx.path('bench/peers/python-loop.py'), '--sensor', ctx.path('bench/fixtures/sensor.py'), '--instances', String(instances), '--steps', String(steps), '--rounds', '2'],
+        [
+          ctx.path('bench/peers/python-loop.py'),
+          '--sensor',
+          ctx.path('bench/fixtures/sensor.py'),
+          '--instances',
+          String(instances),
+          '--steps',
+          String(steps),
+          '--rounds',
+          '2',
+        ],
         { name: 'python loop', timeoutMs: 60_000 },
       )
       if (loop.code !== 0) throw new Error(`the in-process Python loop failed: ${loop.stderr}`)
@@ -98,10 +108,12 @@ export const pythonStep = {
         'the peer runs `obj.tick(); obj.temperature` for every object and step in one Python process with the same interpreter. ' +
         'Both servers end every round with the same temperatures (checked). The ratios are medians of the per-round ratios.',
       '',
-      ...servers.map((s) => `- ${s.label}: prepare of ${instances} instances ${sig(s.prepareSeconds)} s; rounds (s): ${s.seconds.map((x) => sig(x)).join(', ')}; per step: ${sig((median(s.seconds) / steps) * 1000)} ms`),
+      ...servers.map(
+        (s) =>
+          `- ${s.label}: prepare of ${instances} instances ${sig(s.prepareSeconds)} s; rounds (s): ${s.seconds.map((x) => sig(x)).join(', ')}; per step: ${sig((median(s.seconds) / steps) * 1000)} ms`,
+      ),
       `- in-process loop rounds (s): ${loopSeconds.map((s) => sig(s, 3)).join(', ')}; per step: ${sig((median(loopSeconds) / steps) * 1000)} ms`,
     ]
     return { rows, details: details.join('\n') }
   },
 }
-

@@ -36,7 +36,11 @@ export const snapshots = {
       }
       let t = performance.now()
       for (let from = have; from < size; from += CHUNK) {
-        await mimic.api('PUT', '/api/v3/system/instances', instanceMap({ prefix: 'd', from, to: Math.min(size, from + CHUNK), model: (i) => `Device${i % MODELS}` }))
+        await mimic.api(
+          'PUT',
+          '/api/v3/system/instances',
+          instanceMap({ prefix: 'd', from, to: Math.min(size, from + CHUNK), model: (i) => `Device${i % MODELS}` }),
+        )
       }
       const createSeconds = (performance.now() - t) / 1000
       have = size
@@ -53,7 +57,8 @@ export const snapshots = {
         t = performance.now()
         const loaded = await mimic.call('/api/v3/system/snapshots', 'load', { id: saved.id })
         load.push((performance.now() - t) / 1000)
-        if (loaded.instances !== size || loaded.models !== MODELS) throw new Error(`load of ${size} instances reported ${loaded.instances} instances, ${loaded.models} models`)
+        if (loaded.instances !== size || loaded.models !== MODELS)
+          throw new Error(`load of ${size} instances reported ${loaded.instances} instances, ${loaded.models} models`)
       }
       measured.push({ size, createSeconds, save, load, fileBytes })
       ctx.log(`${size}: save ${sig(median(save))} s, load ${sig(median(load))} s, ${bytes(fileBytes)}`)
@@ -64,7 +69,10 @@ export const snapshots = {
     for (const m of measured) {
       const s = median(m.save)
       const l = median(m.load)
-      const growth = m === base ? '' : `; x${sig(m.size / base.size)} instances: save x${sig(s / median(base.save))}, load x${sig(l / median(base.load))}, file x${sig(m.fileBytes / base.fileBytes)}`
+      const growth =
+        m === base
+          ? ''
+          : `; x${sig(m.size / base.size)} instances: save x${sig(s / median(base.save))}, load x${sig(l / median(base.load))}, file x${sig(m.fileBytes / base.fileBytes)}`
       const decisive = m.size === 10_000
       rows.push({
         case: `${m.size.toLocaleString('en-US')} instances`,
@@ -80,7 +88,10 @@ export const snapshots = {
       '',
       '| instances | create (PUT) | save rounds (s) | load rounds (s) | file | bytes per instance |',
       '|---|---|---|---|---|---|',
-      ...measured.map((m) => `| ${m.size} | ${sig(m.createSeconds)} s | ${m.save.map((x) => sig(x)).join(', ')} | ${m.load.map((x) => sig(x)).join(', ')} | ${bytes(m.fileBytes)} | ${sig(m.fileBytes / m.size)} |`),
+      ...measured.map(
+        (m) =>
+          `| ${m.size} | ${sig(m.createSeconds)} s | ${m.save.map((x) => sig(x)).join(', ')} | ${m.load.map((x) => sig(x)).join(', ')} | ${bytes(m.fileBytes)} | ${sig(m.fileBytes / m.size)} |`,
+      ),
     ]
     return { rows, details: lines.join('\n') }
   },

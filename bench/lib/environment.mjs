@@ -33,7 +33,8 @@ export async function ensurePeers(options) {
   if (options.install && (!tools.pymodbus || !tools.fastapi || !tools.wrk || !tools.cc)) {
     options.log(`installing peers from Debian: ${PACKAGES.join(' ')}`)
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-    const install = () => runProcess('apt-get', ['install', '-y', '-q', '-o', 'DPkg::Lock::Timeout=120', ...PACKAGES], { name: 'apt-get', timeoutMs: 300_000, env })
+    const install = () =>
+      runProcess('apt-get', ['install', '-y', '-q', '-o', 'DPkg::Lock::Timeout=120', ...PACKAGES], { name: 'apt-get', timeoutMs: 300_000, env })
     let result = await install().catch((err) => ({ code: -1, stdout: '', stderr: err.message }))
     if (result.code !== 0) {
       await runProcess('apt-get', ['update', '-q'], { name: 'apt-get update', timeoutMs: 300_000, env }).catch(() => {})
@@ -54,8 +55,12 @@ async function probeTools() {
   const [pymodbus, fastapi, wrk, cc] = await Promise.all([
     importable('pymodbus.server'),
     importable('fastapi, uvicorn'),
-    runProcess('wrk', ['--version'], { name: 'wrk', timeoutMs: 5000 }).then(({ stdout, stderr }) => /wrk/.test(stdout + stderr)).catch(() => false),
-    runProcess('cc', ['--version'], { name: 'cc', timeoutMs: 5000 }).then(({ code }) => code === 0).catch(() => false),
+    runProcess('wrk', ['--version'], { name: 'wrk', timeoutMs: 5000 })
+      .then(({ stdout, stderr }) => /wrk/.test(stdout + stderr))
+      .catch(() => false),
+    runProcess('cc', ['--version'], { name: 'cc', timeoutMs: 5000 })
+      .then(({ code }) => code === 0)
+      .catch(() => false),
   ])
   return { pymodbus, fastapi, wrk, cc }
 }
@@ -89,8 +94,12 @@ export async function describeEnvironment(options) {
     const r = await runProcess(python, ['-c', code], { name: 'python', timeoutMs: 20_000 }).catch(() => ({ code: 1, stdout: '' }))
     return r.code === 0 ? r.stdout.trim() : 'not installed'
   }
-  const cc = options.tools.cc ? await runProcess('cc', ['--version'], { name: 'cc', timeoutMs: 5000 }).then((r) => r.stdout.split('\n')[0].trim()) : 'not installed'
-  const wrk = options.tools.wrk ? await runProcess('wrk', ['--version'], { name: 'wrk', timeoutMs: 5000 }).then((r) => (r.stdout + r.stderr).split('\n')[0].trim()) : 'not installed'
+  const cc = options.tools.cc
+    ? await runProcess('cc', ['--version'], { name: 'cc', timeoutMs: 5000 }).then((r) => r.stdout.split('\n')[0].trim())
+    : 'not installed'
+  const wrk = options.tools.wrk
+    ? await runProcess('wrk', ['--version'], { name: 'wrk', timeoutMs: 5000 }).then((r) => (r.stdout + r.stderr).split('\n')[0].trim())
+    : 'not installed'
   let load = ''
   try {
     load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
@@ -104,7 +113,10 @@ export async function describeEnvironment(options) {
     options.tools.pymodbus ? version(SYSTEM_PYTHON, 'import pymodbus; print(pymodbus.__version__)') : 'not installed',
     options.tools.fastapi ? version(SYSTEM_PYTHON, 'import fastapi; print(fastapi.__version__)') : 'not installed',
     options.tools.fastapi
-      ? version(SYSTEM_PYTHON, 'import uvicorn, importlib.util as u; print(uvicorn.__version__, "uvloop" if u.find_spec("uvloop") else "asyncio", "httptools" if u.find_spec("httptools") else "h11")')
+      ? version(
+          SYSTEM_PYTHON,
+          'import uvicorn, importlib.util as u; print(uvicorn.__version__, "uvloop" if u.find_spec("uvloop") else "asyncio", "httptools" if u.find_spec("httptools") else "h11")',
+        )
       : 'not installed',
   ])
   return {

@@ -36,7 +36,20 @@ const SCRIPT = fileURLToPath(new URL('./wrk-alternate.lua', import.meta.url))
  */
 export async function runHttpLoad(options) {
   if (!options.wrk) return builtInLoad(options)
-  const args = [`-t${options.threads ?? 1}`, `-c${options.connections}`, `-d${options.seconds}s`, '--timeout', '10s', '-s', SCRIPT, options.url, '--', options.runPath, options.readPath, options.key]
+  const args = [
+    `-t${options.threads ?? 1}`,
+    `-c${options.connections}`,
+    `-d${options.seconds}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    SCRIPT,
+    options.url,
+    '--',
+    options.runPath,
+    options.readPath,
+    options.key,
+  ]
   const { code, stdout, stderr } = await runProcess('wrk', args, { name: 'wrk', timeoutMs: (options.seconds + 20) * 1000 })
   const line = stdout.split('\n').find((l) => l.startsWith('{'))
   if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${stderr}\n${stdout}`)
@@ -58,7 +71,9 @@ export async function runHttpLoad(options) {
  */
 export async function runInterleavedHttpLoad(options) {
   const client = await compiledClient('http-load')
-  const args = [options.ports.join(','), options.connections, options.warmupMs, options.seconds * 1000, options.runPath, options.readPath, options.key].map(String)
+  const args = [options.ports.join(','), options.connections, options.warmupMs, options.seconds * 1000, options.runPath, options.readPath, options.key].map(
+    String,
+  )
   const timeoutMs = options.warmupMs + options.seconds * 1000 * options.ports.length * 2 + 20_000
   const { code, stdout, stderr } = await runProcess(client, args, { name: 'HTTP load client (C)', timeoutMs })
   const line = stdout.split('\n').find((l) => l.startsWith('{'))
@@ -77,7 +92,10 @@ async function builtInLoad(options) {
   let errors = 0
   const once = (method, path) =>
     new Promise((resolve) => {
-      const headers = { authorization: `Bearer ${options.key}`, ...(method === 'POST' ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) }
+      const headers = {
+        authorization: `Bearer ${options.key}`,
+        ...(method === 'POST' ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+      }
       const req = request({ host: target.hostname, port: target.port, method, path, headers, agent }, (res) => {
         res.resume()
         res.on('end', () => resolve(res.statusCode >= 200 && res.statusCode < 300))
@@ -99,5 +117,12 @@ async function builtInLoad(options) {
   )
   agent.destroy()
   const seconds = (performance.now() - begin) / 1000
-  return { rate: latencies.length / seconds, requests: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), errors, tool: 'built-in' }
+  return {
+    rate: latencies.length / seconds,
+    requests: latencies.length,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    errors,
+    tool: 'built-in',
+  }
 }

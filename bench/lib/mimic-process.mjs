@@ -43,16 +43,26 @@ export async function startMimicProcess(options) {
     ...(options.nodeArgs ?? []),
     join(ROOT, 'bin/mimic.js'),
     'serve',
-    '--port', String(port),
-    '--product-key', PRODUCT_KEY,
-    '--extensions', resolve(options.extensions),
-    '--snapshots-dir', snapshots,
-    '--snapshots-mode', options.snapshotsMode ?? 'durable',
-    '--python', options.python,
-    '--python-workers', String(options.workers ?? 2),
-    '--body-limit', String(64 * 1024 * 1024),
-    '--python-timeout', '120',
-    '--log-level', 'warn',
+    '--port',
+    String(port),
+    '--product-key',
+    PRODUCT_KEY,
+    '--extensions',
+    resolve(options.extensions),
+    '--snapshots-dir',
+    snapshots,
+    '--snapshots-mode',
+    options.snapshotsMode ?? 'durable',
+    '--python',
+    options.python,
+    '--python-workers',
+    String(options.workers ?? 2),
+    '--body-limit',
+    String(64 * 1024 * 1024),
+    '--python-timeout',
+    '120',
+    '--log-level',
+    'warn',
   ]
   const proc = startProcess(process.execPath, args, { name: 'mimic', cwd: options.dir, env: { ...process.env, ...options.env } })
   const url = `http://127.0.0.1:${port}`
@@ -94,7 +104,9 @@ export async function startMimicProcess(options) {
 export async function profilingOptions(ctx) {
   const dir = /** @type {string} */ (ctx.profileDir)
   await mkdir(dir, { recursive: true })
-  ctx.note(`profiles written to ${dir} (summaries: bench/profile/summarize-cpuprofile.mjs, bench/profile/summarize-pstats.py); profiling slows both sides, so these figures are not comparable`)
+  ctx.note(
+    `profiles written to ${dir} (summaries: bench/profile/summarize-cpuprofile.mjs, bench/profile/summarize-pstats.py); profiling slows both sides, so these figures are not comparable`,
+  )
   return {
     python: ctx.path('bench/profile/python-cprofile'),
     nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir],

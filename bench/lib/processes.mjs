@@ -109,7 +109,9 @@ export function killAll() {
 export async function waitFor(check, options) {
   const end = Date.now() + options.timeoutMs
   for (;;) {
-    const value = await Promise.resolve().then(check).catch(() => undefined)
+    const value = await Promise.resolve()
+      .then(check)
+      .catch(() => undefined)
     if (value) return value
     if (options.alive && !options.alive()) throw new Error(`gave up waiting for ${options.what}: the process exited`)
     if (Date.now() > end) throw new Error(`gave up waiting for ${options.what} after ${options.timeoutMs} ms`)

@@ -36,5 +36,7 @@ for (let i = 0; i < steps; i++) await pool.runPlan(plan, {}, sink)
 const wall = (performance.now() - begin) / steps
 const used = process.cpuUsage(cpu)
 if (failed) throw new Error(`${failed} instance steps failed`)
-console.log(`pool.runPlan of ${instances} instances on ${workers} workers: ${wall.toFixed(2)} ms per step, Node CPU ${((used.user + used.system) / 1000 / steps).toFixed(2)} ms per step`)
+console.log(
+  `pool.runPlan of ${instances} instances on ${workers} workers: ${wall.toFixed(2)} ms per step, Node CPU ${((used.user + used.system) / 1000 / steps).toFixed(2)} ms per step`,
+)
 await pool.close()

@@ -18,7 +18,11 @@ const byFunction = new Map()
 const byScript = new Map()
 for (const [id, micros] of self) {
   const frame = byId.get(id).callFrame
-  const script = frame.url.replace(/^file:\/\//, '').replace(/.*\/node_modules\//, 'node_modules/').replace(/.*\/dist\/src\//, 'src/') || '(native)'
+  const script =
+    frame.url
+      .replace(/^file:\/\//, '')
+      .replace(/.*\/node_modules\//, 'node_modules/')
+      .replace(/.*\/dist\/src\//, 'src/') || '(native)'
   const name = `${frame.functionName || '(anonymous)'} ${script}:${frame.lineNumber + 1}`
   byFunction.set(name, (byFunction.get(name) ?? 0) + micros)
   const pkg = script.startsWith('node_modules/') ? script.split('/').slice(0, 2).join('/') : script

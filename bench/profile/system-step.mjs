@@ -29,7 +29,10 @@ try {
   const { system } = server
   await system.models.put({ Sensor: sensorModel() })
   await system.instances.put(instanceMap({ prefix: 's', from: 0, to: instances, model: () => 'Sensor' }))
-  const wires = Array.from({ length: Math.min(connections, Math.floor(instances / 2)) }, (_, i) => [`c${i}`, { from: `s${2 * i}.attributes.temperature`, to: `s${2 * i + 1}.attributes.temperature` }])
+  const wires = Array.from({ length: Math.min(connections, Math.floor(instances / 2)) }, (_, i) => [
+    `c${i}`,
+    { from: `s${2 * i}.attributes.temperature`, to: `s${2 * i + 1}.attributes.temperature` },
+  ])
   if (wires.length) await system.connections.put(Object.fromEntries(wires))
   await system.prepare()
   for (let i = 0; i < 20; i++) await system.step()
@@ -38,7 +41,9 @@ try {
   for (let i = 0; i < steps; i++) await system.step()
   const wall = (performance.now() - begin) / steps
   const used = process.cpuUsage(cpu)
-  console.log(`system.step of ${instances} instances on ${workers} workers, ${wires.length} connections: ${wall.toFixed(2)} ms per step, Node CPU ${((used.user + used.system) / 1000 / steps).toFixed(2)} ms per step`)
+  console.log(
+    `system.step of ${instances} instances on ${workers} workers, ${wires.length} connections: ${wall.toFixed(2)} ms per step, Node CPU ${((used.user + used.system) / 1000 / steps).toFixed(2)} ms per step`,
+  )
   const failing = [...system.connections.all()].filter((c) => c.lastError !== null || c.transfers === 0)
   if (failing.length) throw new Error(`${failing.length} connections did not transfer: ${failing[0].lastError}`)
 } finally {

@@ -109,7 +109,13 @@ export class Transport {
     const parsed = parseJson(text)
     if (status >= 200 && status < 300) {
       if (parsed.ok) return parsed.value as T
-      throw new MimicApiError({ message: `The server at ${this.baseUrl} answered ${method} ${path} with something that is not JSON: ${text.slice(0, 200)}`, status, correlationId, method, path })
+      throw new MimicApiError({
+        message: `The server at ${this.baseUrl} answered ${method} ${path} with something that is not JSON: ${text.slice(0, 200)}`,
+        status,
+        correlationId,
+        method,
+        path,
+      })
     }
     const fault = parsed.ok && isFault(parsed.value) ? parsed.value : undefined
     const message = fault?.error.message ?? `HTTP ${status} from ${method} ${path}${text ? `: ${text.slice(0, 200)}` : ''}`

@@ -79,7 +79,10 @@ export function locate(doc: Document, lines: LineCounter, path: string): { line:
 export function looksLikeModel(data: unknown): boolean {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return false
   const keys = Object.keys(data)
-  return !keys.some((k) => k === 'models' || k === 'instances' || k === 'connections') && keys.some((k) => k === 'attributes' || k === 'import' || k === 'communication')
+  return (
+    !keys.some((k) => k === 'models' || k === 'instances' || k === 'connections') &&
+    keys.some((k) => k === 'attributes' || k === 'import' || k === 'communication')
+  )
 }
 
 /**

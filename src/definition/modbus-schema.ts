@@ -22,9 +22,7 @@ export const MODBUS_GROUPS = ['h_r', 'i_r', 'c_o', 'd_i'] as const
 export type ModbusGroup = (typeof MODBUS_GROUPS)[number]
 
 /** Value types a mapping entry may declare. @example MODBUS_TYPES.includes('float_64') */
-export const MODBUS_TYPES = [
-  'bool', 'int_16', 'uint_16', 'int_32', 'uint_32', 'float', 'float_64', 'int_64', 'uint_64', 'str',
-] as const
+export const MODBUS_TYPES = ['bool', 'int_16', 'uint_16', 'int_32', 'uint_32', 'float', 'float_64', 'int_64', 'uint_64', 'str'] as const
 /** @example const t: ModbusType = 'float' */
 export type ModbusType = (typeof MODBUS_TYPES)[number]
 
@@ -40,7 +38,16 @@ export type ModbusOrder = (typeof MODBUS_ORDERS)[number]
  * TYPE_WIDTH.float // 2
  */
 export const TYPE_WIDTH: Readonly<Record<ModbusType, number | null>> = {
-  bool: 1, int_16: 1, uint_16: 1, int_32: 2, uint_32: 2, float: 2, float_64: 4, int_64: 4, uint_64: 4, str: null,
+  bool: 1,
+  int_16: 1,
+  uint_16: 1,
+  int_32: 2,
+  uint_32: 2,
+  float: 2,
+  float_64: 4,
+  int_64: 4,
+  uint_64: 4,
+  str: null,
 }
 
 /** Groups whose items are single bits: only `bool` fits there. @example BIT_GROUPS.has('c_o') // true */
@@ -137,10 +144,7 @@ export const modbusSlaveSchema = z
       .min(1, 'max_connections is at least 1')
       .max(65_535, 'max_connections is at most 65535')
       .default(MODBUS_CONNECTION_DEFAULTS.max_connections),
-    mapping: z.record(
-      z.string().regex(ATTRIBUTE_NAME, 'an attribute name must match [A-Za-z_][A-Za-z0-9_-]*'),
-      mappingEntrySchema,
-    ),
+    mapping: z.record(z.string().regex(ATTRIBUTE_NAME, 'an attribute name must match [A-Za-z_][A-Za-z0-9_-]*'), mappingEntrySchema),
   })
   .superRefine((definition, ctx) => {
     for (const problem of overlaps(definition.mapping)) {

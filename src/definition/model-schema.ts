@@ -56,25 +56,23 @@ const importKeySchema = z
 export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema } as const
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 
-const communicationEntrySchema = z
-  .record(z.string(), z.unknown())
-  .superRefine((entry, ctx) => {
-    const keys = Object.keys(entry)
-    if (keys.length !== 1) {
-      ctx.addIssue({ code: 'custom', message: 'each communication entry is a single-entry map: {<adapter kind>: {...}}' })
-      return
-    }
-    const kind = keys[0]!
-    const schema = (ADAPTER_SCHEMAS as Record<string, z.ZodType>)[kind]
-    if (!schema) {
-      ctx.addIssue({ code: 'custom', path: [kind], message: `unknown adapter kind '${kind}' (known: ${Object.keys(ADAPTER_SCHEMAS).join(', ')})` })
-      return
-    }
-    const result = schema.safeParse(entry[kind])
-    if (!result.success) {
-      for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: [kind, ...issue.path] } as z.core.$ZodRawIssue)
-    }
-  })
+const communicationEntrySchema = z.record(z.string(), z.unknown()).superRefine((entry, ctx) => {
+  const keys = Object.keys(entry)
+  if (keys.length !== 1) {
+    ctx.addIssue({ code: 'custom', message: 'each communication entry is a single-entry map: {<adapter kind>: {...}}' })
+    return
+  }
+  const kind = keys[0]!
+  const schema = (ADAPTER_SCHEMAS as Record<string, z.ZodType>)[kind]
+  if (!schema) {
+    ctx.addIssue({ code: 'custom', path: [kind], message: `unknown adapter kind '${kind}' (known: ${Object.keys(ADAPTER_SCHEMAS).join(', ')})` })
+    return
+  }
+  const result = schema.safeParse(entry[kind])
+  if (!result.success) {
+    for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: [kind, ...issue.path] } as z.core.$ZodRawIssue)
+  }
+})
 
 /**
  * A model template: its attributes, optional Python behaviour (`import`) and protocol adapters
@@ -102,7 +100,8 @@ export const modelDefinitionSchema = z
         const base: (string | number)[] = Array.isArray(value) ? ['import', key, index] : ['import', key]
         for (const attr of Object.keys(entry.attributes ?? {})) {
           const at = [...base, 'attributes', attr]
-          if (!declared.has(attr)) ctx.addIssue({ code: 'custom', path: at, message: `'${attr}' is not an attribute of this model (declare it under attributes)` })
+          if (!declared.has(attr))
+            ctx.addIssue({ code: 'custom', path: at, message: `'${attr}' is not an attribute of this model (declare it under attributes)` })
           const previous = bound.get(attr)
           if (previous) ctx.addIssue({ code: 'custom', path: at, message: `'${attr}' is already bound by ${previous}` })
           else bound.set(attr, formatPath(base))
@@ -128,7 +127,11 @@ export const modelDefinitionSchema = z
       const mapping = (entry[kind] as { mapping?: Record<string, unknown> } | undefined)?.mapping ?? {}
       for (const attr of Object.keys(mapping)) {
         if (!declared.has(attr)) {
-          ctx.addIssue({ code: 'custom', path: ['communication', ...(list ? [index] : []), kind, 'mapping', attr], message: `'${attr}' is not an attribute of this model` })
+          ctx.addIssue({
+            code: 'custom',
+            path: ['communication', ...(list ? [index] : []), kind, 'mapping', attr],
+            message: `'${attr}' is not an attribute of this model`,
+          })
         }
       }
     })
@@ -158,7 +161,22 @@ function checkAttributes(attributes: Record<string, unknown>, ctx: z.core.$Refin
 /** Lifecycle methods a model may map onto class methods; any other valid name becomes a new method. */
 export const LIFECYCLE_METHODS = new Set(['run', 'prepare', 'start', 'stop', 'reset'])
 /** Names an instance uses for its children and properties, so a mapped method may not take them. */
-const INSTANCE_NAMES = new Set(['attributes', 'timer', 'polling', 'communication', 'import', 'state', 'model', 'name', 'type', 'path', 'attr', 'children', 'methods', 'value'])
+const INSTANCE_NAMES = new Set([
+  'attributes',
+  'timer',
+  'polling',
+  'communication',
+  'import',
+  'state',
+  'model',
+  'name',
+  'type',
+  'path',
+  'attr',
+  'children',
+  'methods',
+  'value',
+])
 
 function methodNameProblem(method: string): string | null {
   if (LIFECYCLE_METHODS.has(method)) return null

@@ -10,9 +10,25 @@ export const NAME_MAX_LENGTH = 128
  * keys that reach into a JavaScript object's prototype.
  */
 export const RESERVED_NAMES: ReadonlySet<string> = new Set([
-  'run', 'prepare', 'start', 'stop', 'reset', 'save', 'list', 'load', 'enable', 'disable',
-  'detach', 'attach', 'delete', 'persist_all_in_memory', 'method', 'attr',
-  '__proto__', 'constructor', 'prototype',
+  'run',
+  'prepare',
+  'start',
+  'stop',
+  'reset',
+  'save',
+  'list',
+  'load',
+  'enable',
+  'disable',
+  'detach',
+  'attach',
+  'delete',
+  'persist_all_in_memory',
+  'method',
+  'attr',
+  '__proto__',
+  'constructor',
+  'prototype',
 ])
 
 /**
@@ -37,11 +53,11 @@ export const nameSchema = z.string().superRefine((value, ctx) => {
 })
 
 /** A Python identifier (class, property or method name in an `import` block). */
-export const pythonIdentifier = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a Python identifier')
+export const pythonIdentifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a Python identifier')
 
 /** Shows control characters and look-alikes escaped so that an error message stays readable. */
 export function printable(text: string): string {
-  return JSON.stringify(text).slice(1, -1).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return JSON.stringify(text)
+    .slice(1, -1)
+    .replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

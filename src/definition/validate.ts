@@ -141,7 +141,9 @@ export function validateSystem(raw: unknown): { ok: true; system: ParsedSystem }
 }
 
 function isConnectionShape(value: unknown): value is { from: string; to: string } {
-  return value !== null && typeof value === 'object' && typeof (value as { from?: unknown }).from === 'string' && typeof (value as { to?: unknown }).to === 'string'
+  return (
+    value !== null && typeof value === 'object' && typeof (value as { from?: unknown }).from === 'string' && typeof (value as { to?: unknown }).to === 'string'
+  )
 }
 
 /**

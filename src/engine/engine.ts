@@ -109,8 +109,15 @@ export class Engine<I extends Steppable> {
       onFailure(instance, error, { path: `instances.${instance}`, message: error.message }, missed)
     }
     if (!failed.size) return
-    const details = [...failed.values()].map(({ detail, count }) => ({ ...detail, message: steps > 1 ? `${detail.message} (failed in ${count} of ${steps} steps)` : detail.message }))
-    throw combinedFault([...failed.values()].map((f) => f.error), summarize(`run of ${steps} step${steps === 1 ? '' : 's'}`, details), details)
+    const details = [...failed.values()].map(({ detail, count }) => ({
+      ...detail,
+      message: steps > 1 ? `${detail.message} (failed in ${count} of ${steps} steps)` : detail.message,
+    }))
+    throw combinedFault(
+      [...failed.values()].map((f) => f.error),
+      summarize(`run of ${steps} step${steps === 1 ? '' : 's'}`, details),
+      details,
+    )
   }
 
   /** How many of a run's remaining steps go to the Python workers in the next message. */

@@ -33,7 +33,10 @@ export class KeptPlan<I extends Steppable> {
   constructor(pool: PythonPool, owners: readonly I[]) {
     this.pool = pool
     this.owners = owners
-    this.#plan = pool.plan(owners.map((owner) => owner.name), 'run')
+    this.#plan = pool.plan(
+      owners.map((owner) => owner.name),
+      'run',
+    )
   }
 
   /** Whether this is the plan of exactly these instances, in this order, on this pool. */
@@ -46,18 +49,22 @@ export class KeptPlan<I extends Steppable> {
     const owners = this.owners
     const targets = this.#targets
     const started = performance.now()
-    await this.pool.runPlan(this.#plan, { context: (index) => owners[index]!.stepContext(dt), repeat }, {
-      // Values go straight into the attribute caches as the answers are decoded. An instance
-      // never loses or replaces an attribute, so each one is looked up once per plan.
-      value: (index, name, value, position) => {
-        const row = (targets[index] ??= [])
-        let attr = row[position]
-        if (attr?.name !== name) attr = row[position] = owners[index]!.attributes.get(name)
-        attr?.setCached(value)
+    await this.pool.runPlan(
+      this.#plan,
+      { context: (index) => owners[index]!.stepContext(dt), repeat },
+      {
+        // Values go straight into the attribute caches as the answers are decoded. An instance
+        // never loses or replaces an attribute, so each one is looked up once per plan.
+        value: (index, name, value, position) => {
+          const row = (targets[index] ??= [])
+          let attr = row[position]
+          if (attr?.name !== name) attr = row[position] = owners[index]!.attributes.get(name)
+          attr?.setCached(value)
+        },
+        done: (index, _result, declared) => owners[index]!.applyDeclarative(declared),
+        fail: (index, error, count) => failed(owners[index]!, error, count ?? 1),
       },
-      done: (index, _result, declared) => owners[index]!.applyDeclarative(declared),
-      fail: (index, error, count) => failed(owners[index]!, error, count ?? 1),
-    })
+    )
     this.stepMs = (performance.now() - started) / repeat
     this.lastBatch = repeat
   }

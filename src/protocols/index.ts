@@ -12,9 +12,7 @@ export type { AdapterCreateOptions, AdapterState, AdapterStats, AttributeAccesso
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [
-  modbusSlaveKind,
-]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {

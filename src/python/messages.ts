@@ -395,19 +395,21 @@ type Listed = typeof MESSAGE_FIELDS
  * const mirrored: MessageTypesMirrorFields = true
  */
 export type MessageTypesMirrorFields = Assert<
-  AllTrue<{
-    [Op in Operation]: Same<
-      [Mirrors<Operations[Op]['message'], Listed['requests'][Op]['fields']>, Mirrors<Operations[Op]['answer'], Listed['requests'][Op]['answer']>],
-      [true, true]
-    >
-  } & {
-    hello: Mirrors<HelloEvent, Listed['events']['hello']>
-    log: Mirrors<LogEvent, Listed['events']['log']>
-    context: Mirrors<SlotContext, Listed['shapes']['context']>
-    write_result: Mirrors<WriteResult, Listed['shapes']['write_result']>
-    error: Mirrors<WireError, Listed['shapes']['error']>
-    // LoadEntry is the pool's public type: the server always sends every field, the worker
-    // needs only some, so only the names are held together.
-    entry: Same<keyof LoadEntry, Names<Listed['shapes']['entry']>>
-  }>
+  AllTrue<
+    {
+      [Op in Operation]: Same<
+        [Mirrors<Operations[Op]['message'], Listed['requests'][Op]['fields']>, Mirrors<Operations[Op]['answer'], Listed['requests'][Op]['answer']>],
+        [true, true]
+      >
+    } & {
+      hello: Mirrors<HelloEvent, Listed['events']['hello']>
+      log: Mirrors<LogEvent, Listed['events']['log']>
+      context: Mirrors<SlotContext, Listed['shapes']['context']>
+      write_result: Mirrors<WriteResult, Listed['shapes']['write_result']>
+      error: Mirrors<WireError, Listed['shapes']['error']>
+      // LoadEntry is the pool's public type: the server always sends every field, the worker
+      // needs only some, so only the names are held together.
+      entry: Same<keyof LoadEntry, Names<Listed['shapes']['entry']>>
+    }
+  >
 >

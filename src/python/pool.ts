@@ -193,9 +193,10 @@ export class PythonPool {
     // Reserve the place before any await, so concurrent loads spread over the slots.
     const worker = this.#workerIn(workerSlot)
     if (previous && previous.worker !== worker) this.#forget(instance)
-    const placement: Placement = previous?.worker === worker
-      ? previous
-      : { worker, workerSlot, info: undefined, methods: new Set(), wantsAttributes: false, slot: -1, order: [], cache: {} }
+    const placement: Placement =
+      previous?.worker === worker
+        ? previous
+        : { worker, workerSlot, info: undefined, methods: new Set(), wantsAttributes: false, slot: -1, order: [], cache: {} }
     worker.instances.add(instance)
     this.#placements.set(instance, placement)
     this.#lost.delete(instance)
@@ -312,9 +313,10 @@ export class PythonPool {
     if (!queue) return
     this.#writes.delete(worker)
     const [first] = queue
-    const about = queue.length === 1
-      ? { label: `write of '${first!.write[0]}.${first!.write[1]}'`, path: `attributes.${first!.write[1]}` }
-      : { label: `${queue.length} attribute writes`, path: 'attributes' }
+    const about =
+      queue.length === 1
+        ? { label: `write of '${first!.write[0]}.${first!.write[1]}'`, path: `attributes.${first!.write[1]}` }
+        : { label: `${queue.length} attribute writes`, path: 'attributes' }
     worker.request('set', { writes: queue.map((queued) => queued.write) }, about).then(
       (reply) => {
         queue.forEach((queued, i) => {
@@ -378,7 +380,18 @@ export class PythonPool {
       }
       let group = groups.get(placement.worker)
       if (!group) {
-        group = { worker: placement.worker, indices: [], placements: [], slots: [], sizes: [], bases: [], size: 0, bySlot: new Map(), components: [], synced: false }
+        group = {
+          worker: placement.worker,
+          indices: [],
+          placements: [],
+          slots: [],
+          sizes: [],
+          bases: [],
+          size: 0,
+          bySlot: new Map(),
+          components: [],
+          synced: false,
+        }
         groups.set(placement.worker, group)
       }
       const k = group.indices.length
@@ -656,9 +669,7 @@ export class PythonPool {
       const message = `Python worker of instance '${instance}' is gone (${lost}); prepare() loads it again`
       throw new WorkerGoneError(message, [{ path: 'import', message: lost }])
     }
-    const message = placement
-      ? `Python code of instance '${instance}' is still loading`
-      : `Instance '${instance}' has no Python code loaded (prepare it first)`
+    const message = placement ? `Python code of instance '${instance}' is still loading` : `Instance '${instance}' has no Python code loaded (prepare it first)`
     throw new NotFoundError(message, [{ path: 'import', message }])
   }
 

@@ -154,9 +154,12 @@ export class PythonWorker {
     })
     child.on('close', (code, signal) => this.#finish(describeExit(code, signal)))
 
-    this.#helloTimer = setTimeout(() => {
-      this.kill(`Python worker ${this.id} did not start within ${HELLO_TIMEOUT_MS} ms`)
-    }, Math.max(HELLO_TIMEOUT_MS, options.timeoutMs))
+    this.#helloTimer = setTimeout(
+      () => {
+        this.kill(`Python worker ${this.id} did not start within ${HELLO_TIMEOUT_MS} ms`)
+      },
+      Math.max(HELLO_TIMEOUT_MS, options.timeoutMs),
+    )
     this.#helloTimer.unref()
   }
 
@@ -242,9 +245,7 @@ export class PythonWorker {
     this.#watchdog = undefined
     const oldest = this.#pending.values().next().value as Pending | undefined
     if (!oldest || !this.alive) return
-    const reason =
-      `Python worker ${this.id} (pid ${this.pid}) did not finish ${oldest.label} within ` +
-      `${this.#timeoutMs} ms and was killed`
+    const reason = `Python worker ${this.id} (pid ${this.pid}) did not finish ${oldest.label} within ` + `${this.#timeoutMs} ms and was killed`
     this.#killed = { reason, timedOut: true }
     this.#child.kill('SIGKILL')
     this.#rejectAll((p) => new WorkerTimeoutError(reason, [{ path: p.path, message: reason }]))

@@ -46,7 +46,8 @@ const INITIALIZER = `window.onload = function () {
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
-  'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'content-security-policy':
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
 }
 
 /**
@@ -64,8 +65,14 @@ export function registerApiDocs(app: FastifyInstance): void {
     const dir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
     const loaded = new Map<string, StaticFile>()
     for (const name of UI_FILES) loaded.set(name, await loadFile(join(dir, name), 'no-cache', SECURITY_HEADERS))
-    loaded.set('initializer.js', await StaticFile.from(Buffer.from(INITIALIZER), { contentType: 'text/javascript; charset=utf-8', cacheControl: 'no-cache', headers: SECURITY_HEADERS }))
-    loaded.set('index.html', await StaticFile.from(Buffer.from(PAGE), { contentType: 'text/html; charset=utf-8', cacheControl: 'no-cache', headers: SECURITY_HEADERS }))
+    loaded.set(
+      'initializer.js',
+      await StaticFile.from(Buffer.from(INITIALIZER), { contentType: 'text/javascript; charset=utf-8', cacheControl: 'no-cache', headers: SECURITY_HEADERS }),
+    )
+    loaded.set(
+      'index.html',
+      await StaticFile.from(Buffer.from(PAGE), { contentType: 'text/html; charset=utf-8', cacheControl: 'no-cache', headers: SECURITY_HEADERS }),
+    )
     return loaded
   }
   const serve = async (name: string, req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {

@@ -115,7 +115,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   for (const plugin of opts.plugins ?? []) await plugin(app)
 
   if (opts.fastLane) {
-    const lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, logger: opts.logger }), { bodyLimit: opts.bodyLimit, logger: opts.logger })
+    const lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, logger: opts.logger }), {
+      bodyLimit: opts.bodyLimit,
+      logger: opts.logger,
+    })
     app.addHook('preClose', async () => lane.close())
   } else {
     closeSilentConnections(app)

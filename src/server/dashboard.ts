@@ -24,7 +24,8 @@ export interface DashboardOptions {
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
-  'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'content-security-policy':
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
 }
 
 /**
@@ -50,7 +51,12 @@ export function registerDashboard(app: FastifyInstance, opts: DashboardOptions =
 
   const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const bundle = await files()
-    if (bundle === null) return reply.status(503).headers({ ...SECURITY_HEADERS, 'cache-control': 'no-store' }).type('text/html; charset=utf-8').send(notBuiltPage(dir))
+    if (bundle === null)
+      return reply
+        .status(503)
+        .headers({ ...SECURITY_HEADERS, 'cache-control': 'no-store' })
+        .type('text/html; charset=utf-8')
+        .send(notBuiltPage(dir))
     const rel = (req.params as { '*'?: string })['*'] ?? ''
     const file = bundle.get(rel === '' ? 'index.html' : rel)
     if (!file) throw new NotFoundError(`No dashboard file '/ui/${rel}'`, [{ path: `ui/${rel}`, message: 'not found' }])
@@ -66,7 +72,10 @@ function cacheControl(rel: string): string {
 }
 
 async function isBuilt(dir: string): Promise<boolean> {
-  return stat(join(dir, 'index.html')).then((s) => s.isFile(), () => false)
+  return stat(join(dir, 'index.html')).then(
+    (s) => s.isFile(),
+    () => false,
+  )
 }
 
 function notBuiltPage(dir: string): string {

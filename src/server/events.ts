@@ -58,7 +58,10 @@ export interface InstanceDelta {
   last_error?: string | null
   attributes?: Record<string, { internal_value?: unknown; external_value?: unknown }>
   /** Each adapter's stats() entries that changed (state, requests, errors and the protocol's own). */
-  adapters?: Record<string, { state?: string; port?: number | null; requests?: number; errors?: number; [counter: string]: string | number | boolean | null | undefined }>
+  adapters?: Record<
+    string,
+    { state?: string; port?: number | null; requests?: number; errors?: number; [counter: string]: string | number | boolean | null | undefined }
+  >
 }
 
 /** The `frame` event: everything that changed since the previous frame of this stream. */
@@ -210,7 +213,12 @@ function parseQuery(query: Record<string, unknown>): { hz: number; filter: Set<s
   if (query.instances !== undefined) {
     if (typeof query.instances !== 'string') details.push({ path: 'query.instances', message: 'give the parameter once: instances=a,b' })
     else {
-      filter = new Set(query.instances.split(',').map((s) => s.trim()).filter(Boolean))
+      filter = new Set(
+        query.instances
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
       for (const name of filter) {
         const problem = nameProblem(name)
         if (problem) details.push({ path: 'query.instances', message: problem })
@@ -231,7 +239,9 @@ function structureOf(system: System, stream: Stream): StructureEvent {
     instances: [...system.instances.all()].map((i) => ({
       name: i.name,
       model: i.model.name,
-      attributes: [...i.attributes.all()].map((a) => (a.unit === undefined ? { name: a.name, type: a.valueType } : { name: a.name, type: a.valueType, unit: a.unit })),
+      attributes: [...i.attributes.all()].map((a) =>
+        a.unit === undefined ? { name: a.name, type: a.valueType } : { name: a.name, type: a.valueType, unit: a.unit },
+      ),
       adapters: i.communication.children().map((c) => c.name),
       methods: Object.keys(i.methods()),
     })),

@@ -61,7 +61,12 @@ export function correlationIdOf(header: string | string[] | undefined): string {
  * @example
  * const { status, fault } = faultFor(err, treeFaultContext('GET'), correlationId, logger)
  */
-export function faultFor(error: unknown, base: RequestFaultContext, correlationId: string, log: Pick<Logger, 'error'>): { status: number; fault: FaultDocument } {
+export function faultFor(
+  error: unknown,
+  base: RequestFaultContext,
+  correlationId: string,
+  log: Pick<Logger, 'error'>,
+): { status: number; fault: FaultDocument } {
   const err = fastifyToMimic(error)
   if (err.status >= 500) log.error({ err: error, correlationId }, err.message)
   // The state as it is now: a failed prepare has just moved the instance to ERROR.

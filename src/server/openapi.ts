@@ -2,7 +2,13 @@ import { z } from 'zod'
 import { modelDefinitionSchema } from '../definition/model-schema.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 
-const pathParam = { name: 'path', in: 'path', required: true, description: 'Chain of child names, e.g. instances/sensor/attributes/temperature', schema: { type: 'string' } }
+const pathParam = {
+  name: 'path',
+  in: 'path',
+  required: true,
+  description: 'Chain of child names, e.g. instances/sensor/attributes/temperature',
+  schema: { type: 'string' },
+}
 const faultResponse = { description: 'Fault document (API.md section 6)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Fault' } } } }
 const faults = Object.fromEntries(['400', '401', '403', '404', '409', '422', '500', '503', '504'].map((s) => [s, faultResponse]))
 const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } })
@@ -33,7 +39,10 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
           type: 'object',
           required: ['name', 'type', 'path', 'attr', 'children'],
           properties: {
-            name: { type: 'string' }, type: { type: 'string' }, path: { type: 'string' }, state: { type: 'string', enum: ['INITIALIZED', 'PREPARED', 'RUNNING', 'STOPPED', 'ERROR'] },
+            name: { type: 'string' },
+            type: { type: 'string' },
+            path: { type: 'string' },
+            state: { type: 'string', enum: ['INITIALIZED', 'PREPARED', 'RUNNING', 'STOPPED', 'ERROR'] },
             attr: { type: 'object', additionalProperties: { type: 'object', properties: { value: {} } } },
             children: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' } } } },
             methods: { type: 'array', items: { type: 'string' } },
@@ -48,31 +57,63 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
           type: 'object',
           required: ['type', 'event', 'http_status', 'error', 'correlation_id'],
           properties: {
-            type: { const: 'fault' }, event: { type: 'string' }, http_status: { type: 'integer' }, action: { type: 'string' },
+            type: { const: 'fault' },
+            event: { type: 'string' },
+            http_status: { type: 'integer' },
+            action: { type: 'string' },
             component: { type: ['object', 'null'], properties: { name: { type: 'string' }, path: { type: 'string' }, state: { type: ['string', 'null'] } } },
-            correlation_id: { type: 'string' }, when: { type: 'string', format: 'date-time' },
-            error: { type: 'object', properties: { type: { type: 'string' }, message: { type: 'string' }, details: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } } } },
+            correlation_id: { type: 'string' },
+            when: { type: 'string', format: 'date-time' },
+            error: {
+              type: 'object',
+              properties: {
+                type: { type: 'string' },
+                message: { type: 'string' },
+                details: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+              },
+            },
           },
         },
       },
     },
     paths: {
-      '/': { get: { summary: 'Server identity and API versions', responses: { 200: { description: 'message, server_version, api_version, supported_versions' } } } },
-      '/health': { get: { summary: 'Health: status "ok" when the server can serve requests', responses: { 200: { description: 'status, server_version, api_version' } } } },
+      '/': {
+        get: { summary: 'Server identity and API versions', responses: { 200: { description: 'message, server_version, api_version, supported_versions' } } },
+      },
+      '/health': {
+        get: { summary: 'Health: status "ok" when the server can serve requests', responses: { 200: { description: 'status, server_version, api_version' } } },
+      },
       '/api/v3/system': {
         get: { summary: 'The system root document', security: [{ productKey: [] }], responses: { 200: json('NodeDocument', 'Node document'), ...faults } },
       },
       '/api/v3/system/{path}': {
         parameters: [pathParam],
-        get: { summary: 'Read a component (node document) or one property ({"value": v})', security: [{ productKey: [] }], responses: { 200: json('NodeDocument', 'Node document, or {"value": v} for a property'), ...faults } },
-        put: {
-          summary: 'Create or replace children, or set properties (upsert). PUT models {"<model>": ModelDefinition}; PUT instances {"<instance>": "<model>"}; PUT connections {"<name>": {"from", "to"}}; PUT <node>/attr/<p> {"value": v}',
+        get: {
+          summary: 'Read a component (node document) or one property ({"value": v})',
           security: [{ productKey: [] }],
-          requestBody: { content: { 'application/json': { schema: { type: 'object', additionalProperties: { oneOf: [{ $ref: '#/components/schemas/ModelDefinition' }, {}] } } } } },
+          responses: { 200: json('NodeDocument', 'Node document, or {"value": v} for a property'), ...faults },
+        },
+        put: {
+          summary:
+            'Create or replace children, or set properties (upsert). PUT models {"<model>": ModelDefinition}; PUT instances {"<instance>": "<model>"}; PUT connections {"<name>": {"from", "to"}}; PUT <node>/attr/<p> {"value": v}',
+          security: [{ productKey: [] }],
+          requestBody: {
+            content: {
+              'application/json': { schema: { type: 'object', additionalProperties: { oneOf: [{ $ref: '#/components/schemas/ModelDefinition' }, {}] } } },
+            },
+          },
           responses: { 200: json('NodeDocument', 'The node document after the change'), ...faults },
         },
-        patch: { summary: 'Set properties: {"attr": {"<name>": {"value": v}}} or flat {"<name>": v}', security: [{ productKey: [] }], responses: { 200: json('NodeDocument', 'The node document after the change'), ...faults } },
-        delete: { summary: 'Remove a component and stop everything it runs', security: [{ productKey: [] }], responses: { 200: json('Deleted', 'Deleted'), ...faults } },
+        patch: {
+          summary: 'Set properties: {"attr": {"<name>": {"value": v}}} or flat {"<name>": v}',
+          security: [{ productKey: [] }],
+          responses: { 200: json('NodeDocument', 'The node document after the change'), ...faults },
+        },
+        delete: {
+          summary: 'Remove a component and stop everything it runs',
+          security: [{ productKey: [] }],
+          responses: { 200: json('Deleted', 'Deleted'), ...faults },
+        },
       },
       '/api/v3/system/{path}/method/{method}': {
         parameters: [pathParam, { name: 'method', in: 'path', required: true, schema: { type: 'string' } }],

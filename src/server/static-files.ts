@@ -102,11 +102,7 @@ export type StaticFiles = ReadonlyMap<string, StaticFile>
  * Loads every regular file below `dir` (dot-files and symlinks are skipped, so nothing outside
  * the directory is read). `cacheControl` gives each file's Cache-Control by its relative path.
  */
-export async function loadDirectory(
-  dir: string,
-  cacheControl: (rel: string) => string,
-  headers: Record<string, string> = {},
-): Promise<StaticFiles> {
+export async function loadDirectory(dir: string, cacheControl: (rel: string) => string, headers: Record<string, string> = {}): Promise<StaticFiles> {
   const files = new Map<string, StaticFile>()
   const walk = async (sub: string): Promise<void> => {
     for (const entry of await readdir(join(dir, sub), { withFileTypes: true })) {

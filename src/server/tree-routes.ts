@@ -95,7 +95,7 @@ function treeSegments(url: string): string[] {
   // One pass over the URL (this runs for every request): empty segments are skipped, the first
   // three non-empty ones are the prefix, the others are percent-decoded when they need it.
   let prefix = 3
-  for (let start = 0; start < end; ) {
+  for (let start = 0; start < end;) {
     let stop = url.indexOf('/', start)
     if (stop < 0 || stop > end) stop = end
     if (stop > start) {
@@ -190,9 +190,14 @@ function objectEnvelope(body: unknown, verb: string): Record<string, unknown> {
 }
 
 function valueEnvelope(body: unknown): unknown {
-  if (!isObject(body) || !Object.hasOwn(body, 'value')) throw new BadRequestError('Setting a property needs the body {"value": v}', [{ path: 'value', message: 'required' }])
+  if (!isObject(body) || !Object.hasOwn(body, 'value'))
+    throw new BadRequestError('Setting a property needs the body {"value": v}', [{ path: 'value', message: 'required' }])
   const extra = Object.keys(body).filter((k) => k !== 'value')
-  if (extra.length) throw new BadRequestError(`Unexpected key${extra.length === 1 ? '' : 's'} ${extra.join(', ')} (the body is {"value": v})`, extra.map((k) => ({ path: k, message: 'unexpected' })))
+  if (extra.length)
+    throw new BadRequestError(
+      `Unexpected key${extra.length === 1 ? '' : 's'} ${extra.join(', ')} (the body is {"value": v})`,
+      extra.map((k) => ({ path: k, message: 'unexpected' })),
+    )
   return body.value
 }
 
@@ -202,7 +207,8 @@ function patchEnvelope(body: unknown): Record<string, unknown> {
   if (Object.keys(obj).length !== 1 || !isObject(obj.attr)) throw new BadRequestError('PATCH takes {"attr": {"<name>": {"value": v}}} or a flat {"<name>": v}')
   const out: Record<string, unknown> = {}
   for (const [name, wrapped] of Object.entries(obj.attr)) {
-    if (!isObject(wrapped) || !Object.hasOwn(wrapped, 'value')) throw new BadRequestError(`PATCH attr.${name} must be {"value": v}`, [{ path: `attr.${name}`, message: 'expected {"value": v}' }])
+    if (!isObject(wrapped) || !Object.hasOwn(wrapped, 'value'))
+      throw new BadRequestError(`PATCH attr.${name} must be {"value": v}`, [{ path: `attr.${name}`, message: 'expected {"value": v}' }])
     out[name] = wrapped.value
   }
   return out
@@ -212,7 +218,11 @@ function callArgs(body: unknown): CallArgs {
   if (body === undefined || body === null) return { args: [], kwargs: {} }
   if (!isObject(body)) throw new BadRequestError('A method call body is {"kwargs": {...}, "args": [...]} (both optional)')
   const extra = Object.keys(body).filter((k) => k !== 'kwargs' && k !== 'args')
-  if (extra.length) throw new BadRequestError(`Unexpected key${extra.length === 1 ? '' : 's'} ${extra.join(', ')} in a method call (use {"kwargs": {...}, "args": [...]})`, extra.map((k) => ({ path: k, message: 'unexpected' })))
+  if (extra.length)
+    throw new BadRequestError(
+      `Unexpected key${extra.length === 1 ? '' : 's'} ${extra.join(', ')} in a method call (use {"kwargs": {...}, "args": [...]})`,
+      extra.map((k) => ({ path: k, message: 'unexpected' })),
+    )
   const kwargs = body.kwargs ?? {}
   const args = body.args ?? []
   if (!isObject(kwargs)) throw new BadRequestError('"kwargs" must be an object', [{ path: 'kwargs', message: 'expected an object' }])
@@ -223,4 +233,3 @@ function callArgs(body: unknown): CallArgs {
 function toJson(value: unknown): unknown {
   return value === undefined ? null : value
 }
-

@@ -3,13 +3,7 @@
  * (`EROFS: read-only file system, ...`) stays in the message, because "cannot write" alone
  * does not tell an operator whether to fix permissions, a mount or a full disk.
  */
-import {
-  ConflictError,
-  ForbiddenError,
-  InternalError,
-  MimicError,
-  NotFoundError,
-} from '../errors.js'
+import { ConflictError, ForbiddenError, InternalError, MimicError, NotFoundError } from '../errors.js'
 
 /**
  * What was being attempted, for the message.

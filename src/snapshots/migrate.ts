@@ -20,9 +20,7 @@ type MigrationStep = (file: RawSnapshotFile) => RawSnapshotFile
  * Steps keyed by the version they upgrade from. Version 0 is the pre-versioned format: the
  * same shape as version 1 without `schema_version`.
  */
-const STEPS: ReadonlyMap<number, MigrationStep> = new Map<number, MigrationStep>([
-  [0, (file) => ({ ...file, schema_version: 1 })],
-])
+const STEPS: ReadonlyMap<number, MigrationStep> = new Map<number, MigrationStep>([[0, (file) => ({ ...file, schema_version: 1 })]])
 
 /**
  * The schema_version a raw file declares; a file without one is version 0.

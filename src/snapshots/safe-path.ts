@@ -23,9 +23,7 @@ export function checkPathText(value: unknown, field: string): string {
     throw new ValidationError(`${field} must be a non-empty string`, [{ path: field, message: 'expected a non-empty string' }])
   }
   if (CONTROL.test(value)) {
-    throw new ValidationError(`${field} must not contain NUL or control characters`, [
-      { path: field, message: 'contains NUL or control characters' },
-    ])
+    throw new ValidationError(`${field} must not contain NUL or control characters`, [{ path: field, message: 'contains NUL or control characters' }])
   }
   return value
 }
@@ -68,9 +66,7 @@ export async function canonicalPath(path: string): Promise<string> {
       const code = errnoCode(err)
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw toMimicError(err, { action: 'resolve', path: current })
       if (code === 'ENOENT' && (await isDanglingLink(current))) {
-        throw new ForbiddenError(`Path ${path} goes through a dangling symlink: ${current}`, [
-          { path: current, message: 'dangling symlink' },
-        ])
+        throw new ForbiddenError(`Path ${path} goes through a dangling symlink: ${current}`, [{ path: current, message: 'dangling symlink' }])
       }
     }
     const parent = dirname(current)

@@ -53,8 +53,7 @@ function text(expected = 'a string'): z.ZodString {
 
 const instanceEntrySchema = z
   .record(text('the model name (a string)'), text('the model name (a string)'), {
-    error: (issue) =>
-      issue.input === undefined ? 'required' : 'expected a single-entry map {"<instance>": "<model>"}',
+    error: (issue) => (issue.input === undefined ? 'required' : 'expected a single-entry map {"<instance>": "<model>"}'),
   })
   .refine((entry) => Object.keys(entry).length === 1, {
     message: 'expected exactly one entry {"<instance>": "<model>"}',
@@ -81,8 +80,7 @@ export const systemDefinitionSchema: z.ZodType<SystemDefinition> = z.object(
       error: (issue) => (issue.input === undefined ? 'required' : 'expected a list of {"<instance>": "<model>"}'),
     }),
     connections: z.record(z.string(), connectionSchema, {
-      error: (issue) =>
-        issue.input === undefined ? 'required' : 'expected a map of connection name -> {"from", "to"}',
+      error: (issue) => (issue.input === undefined ? 'required' : 'expected a map of connection name -> {"from", "to"}'),
     }),
   },
   { error: (issue) => (issue.input === undefined ? 'required' : 'expected an object {models, instances, connections}') },
@@ -109,4 +107,3 @@ export const snapshotFileSchema: z.ZodType<SnapshotFile, unknown> = z.object(
   },
   { error: () => 'expected a JSON object' },
 )
-

@@ -222,9 +222,7 @@ export class SnapshotStore {
     const path = await resolveInside(given, { base: this.#dir, roots: this.#roots, field: 'path' })
     const text = await readText(path)
     if (!looksLikeSnapshot(text)) {
-      throw new ConflictError(`Refusing to delete ${path}: it is not a Mimic snapshot`, [
-        { path: 'path', message: 'not a Mimic snapshot' },
-      ])
+      throw new ConflictError(`Refusing to delete ${path}: it is not a Mimic snapshot`, [{ path: 'path', message: 'not a Mimic snapshot' }])
     }
     const id = peekHeader(text).id ?? ''
     await removeFile(path)
@@ -390,9 +388,7 @@ function serialize(file: SnapshotFile): string {
     return `${JSON.stringify(file, null, 1)}\n`
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err)
-    throw new ValidationError(`Cannot save the system definition: not serializable as JSON: ${reason}`, [
-      { path: 'definition', message: reason },
-    ])
+    throw new ValidationError(`Cannot save the system definition: not serializable as JSON: ${reason}`, [{ path: 'definition', message: reason }])
   }
 }
 
@@ -431,9 +427,7 @@ async function refuseForeignTarget(path: string): Promise<void> {
     throw toMimicError(err, { action: 'inspect', path })
   }
   if (!isFile || !looksLikeSnapshot(await readText(path))) {
-    throw new ConflictError(`Refusing to overwrite ${path}: it is not a Mimic snapshot`, [
-      { path, message: 'exists and is not a Mimic snapshot' },
-    ])
+    throw new ConflictError(`Refusing to overwrite ${path}: it is not a Mimic snapshot`, [{ path, message: 'exists and is not a Mimic snapshot' }])
   }
 }
 

@@ -219,7 +219,9 @@ export class Attributes extends KeyedContainer<Attribute> {
     const details: ErrorDetail[] = []
     for (const [name, value] of Object.entries(body)) {
       const existing = this.items.get(name)
-      const problem = existing ? existing.valueProblem(value) ?? (existing.writable ? null : 'read-only (getter without setter)') : nameProblem(name) ?? (value === undefined ? 'a value is required' : null)
+      const problem = existing
+        ? (existing.valueProblem(value) ?? (existing.writable ? null : 'read-only (getter without setter)'))
+        : (nameProblem(name) ?? (value === undefined ? 'a value is required' : null))
       if (problem) details.push({ path: name, message: problem })
     }
     if (details.length) throw new ValidationError(summarize(`Attributes of '${this.parent?.path}'`, details), details)

@@ -192,7 +192,8 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   }
 
   #checkRunnable(): void {
-    if (this.#state === 'ERROR') throw new ConflictError(`Instance '${this.name}' is in ERROR: ${this.#lastError ?? 'unknown error'} (call prepare() to recover)`)
+    if (this.#state === 'ERROR')
+      throw new ConflictError(`Instance '${this.name}' is in ERROR: ${this.#lastError ?? 'unknown error'} (call prepare() to recover)`)
     if (this.codeDefined && !this.#binding) throw new ConflictError(`Instance '${this.name}' is not prepared: call prepare() first`)
   }
 
@@ -308,7 +309,9 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.#ownLoop = false
     await this.#waitIdle()
     if (this.#binding?.methods.has('stop') && this.#state !== 'ERROR') {
-      await this.callMapped('stop', { args: [], kwargs: {} }).catch((err: unknown) => this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'stop method failed'))
+      await this.callMapped('stop', { args: [], kwargs: {} }).catch((err: unknown) =>
+        this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'stop method failed'),
+      )
     }
     await this.communication.stopAll()
     if (this.#state === 'RUNNING' || this.#state === 'PREPARED') this.#state = 'STOPPED'
@@ -354,14 +357,21 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     await this.communication.stopAll()
     if (this.#binding) {
       this.#binding = undefined
-      await this.#services.python().unload(this.name).catch(() => {})
+      await this.#services
+        .python()
+        .unload(this.name)
+        .catch(() => {})
     }
   }
 }
 
 function numberKwarg(call: CallArgs, name: string): number | undefined {
   const unknown = Object.keys(call.kwargs).filter((k) => k !== name)
-  if (unknown.length) throw new ValidationError(`Unknown argument${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} (takes ${name})`, unknown.map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument' })))
+  if (unknown.length)
+    throw new ValidationError(
+      `Unknown argument${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} (takes ${name})`,
+      unknown.map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument' })),
+    )
   const value = call.kwargs[name]
   if (value === undefined || value === null) return undefined
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {

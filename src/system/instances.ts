@@ -32,7 +32,8 @@ export class Instances extends KeyedContainer<Instance> {
             const attrs = this.#system.models.get(model)!.attributeNames()
             for (const conn of this.#system.connections.all()) {
               for (const end of [conn.fromRef, conn.toRef]) {
-                if (end.instance === name && !attrs.has(end.attribute)) details.push({ path: name, message: `model '${model}' has no attribute '${end.attribute}' used by connection '${conn.name}'` })
+                if (end.instance === name && !attrs.has(end.attribute))
+                  details.push({ path: name, message: `model '${model}' has no attribute '${end.attribute}' used by connection '${conn.name}'` })
               }
             }
           }
@@ -41,8 +42,10 @@ export class Instances extends KeyedContainer<Instance> {
       if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<instance>": "<model>"}' })
       if (details.length) throw new ValidationError(summarize('Instances', details), details)
       if (unknownModels.length) {
-        throw new NotFoundError(`Unknown model${unknownModels.length === 1 ? '' : 's'} ${unknownModels.map((m) => `'${m}'`).join(', ')} (models: ${[...this.#system.models.all()].map((m) => m.name).join(', ') || 'none'})`,
-          unknownModels.map((m) => ({ path: `models.${m}`, message: 'not found' })))
+        throw new NotFoundError(
+          `Unknown model${unknownModels.length === 1 ? '' : 's'} ${unknownModels.map((m) => `'${m}'`).join(', ')} (models: ${[...this.#system.models.all()].map((m) => m.name).join(', ') || 'none'})`,
+          unknownModels.map((m) => ({ path: `models.${m}`, message: 'not found' })),
+        )
       }
       for (const [name, model] of Object.entries(body) as [string, string][]) {
         const existing = this.items.get(name)
@@ -55,7 +58,13 @@ export class Instances extends KeyedContainer<Instance> {
 
   /** Creates an instance of an existing model (the caller checked both names). */
   add(name: string, model: string): Instance {
-    const instance = new Instance({ name, parent: this, model: this.#system.models.get(model)!, services: this.#system.services, exclusive: (fn) => this.#system.exclusive(fn) })
+    const instance = new Instance({
+      name,
+      parent: this,
+      model: this.#system.models.get(model)!,
+      services: this.#system.services,
+      exclusive: (fn) => this.#system.exclusive(fn),
+    })
     this.items.set(name, instance)
     return instance
   }
@@ -81,7 +90,10 @@ export class Instances extends KeyedContainer<Instance> {
       if (!instance) throw this.#system.notFound('instances', name)
       const users = [...this.#system.connections.all()].filter((c) => c.fromRef.instance === name || c.toRef.instance === name).map((c) => c.name)
       if (users.length) {
-        throw new ConflictError(`Instance '${name}' is wired by connection${users.length === 1 ? '' : 's'} ${users.join(', ')}: delete them first`, users.map((c) => ({ path: `connections.${c}`, message: `uses instance '${name}'` })))
+        throw new ConflictError(
+          `Instance '${name}' is wired by connection${users.length === 1 ? '' : 's'} ${users.join(', ')}: delete them first`,
+          users.map((c) => ({ path: `connections.${c}`, message: `uses instance '${name}'` })),
+        )
       }
       this.items.delete(name)
       await instance.destroy()

@@ -24,7 +24,8 @@ export function mappedDefaultProblems(model: ParsedModelDefinition): ErrorDetail
     if (!parsed.success) return
     for (const [attr, value] of defaults) {
       const problem = kind.valueProblem(parsed.data, attr, value)
-      if (problem) details.push({ path: `attributes.${attr}`, message: `default cannot be carried by communication${list ? `[${index}]` : ''}.${written}: ${problem}` })
+      if (problem)
+        details.push({ path: `attributes.${attr}`, message: `default cannot be carried by communication${list ? `[${index}]` : ''}.${written}: ${problem}` })
     }
   })
   return details

@@ -87,7 +87,10 @@ export class Models extends KeyedContainer<Model> {
         for (const end of [conn.fromRef, conn.toRef]) {
           const inst = this.#system.instances.get(end.instance)
           if (inst?.model.name === name && !attrs.has(end.attribute)) {
-            details.push({ path: joinPath(prefix, `attributes.${end.attribute}`), message: `removed, but connection '${conn.name}' uses ${end.instance}.attributes.${end.attribute}` })
+            details.push({
+              path: joinPath(prefix, `attributes.${end.attribute}`),
+              message: `removed, but connection '${conn.name}' uses ${end.instance}.attributes.${end.attribute}`,
+            })
           }
         }
       }
@@ -125,7 +128,10 @@ export class Models extends KeyedContainer<Model> {
       if (!this.items.has(name)) throw this.#system.notFound('models', name)
       const users = this.#system.instancesOf(name).map((i) => i.name)
       if (users.length) {
-        throw new ConflictError(`Model '${name}' is used by instance${users.length === 1 ? '' : 's'} ${users.join(', ')}: delete them first`, users.map((u) => ({ path: `instances.${u}`, message: `uses model '${name}'` })))
+        throw new ConflictError(
+          `Model '${name}' is used by instance${users.length === 1 ? '' : 's'} ${users.join(', ')}: delete them first`,
+          users.map((u) => ({ path: `instances.${u}`, message: `uses model '${name}'` })),
+        )
       }
       this.items.delete(name)
     })

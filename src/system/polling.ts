@@ -38,7 +38,9 @@ export class Polling extends Component {
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (name === 'interval') {
       if (typeof value !== 'number' || !Number.isFinite(value) || value < MIN_INTERVAL) {
-        throw new ValidationError(`Polling interval must be a number of seconds >= ${MIN_INTERVAL}`, [{ path: 'interval', message: `expected a number >= ${MIN_INTERVAL}` }])
+        throw new ValidationError(`Polling interval must be a number of seconds >= ${MIN_INTERVAL}`, [
+          { path: 'interval', message: `expected a number >= ${MIN_INTERVAL}` },
+        ])
       }
       this.#interval = value
       this.#onChange()

@@ -65,7 +65,8 @@ function pick<K extends string>(call: CallArgs, keys: readonly K[], method: stri
   const details = []
   if (call.args.length) details.push({ path: 'args', message: `${method} takes keyword arguments only` })
   for (const [key, value] of Object.entries(call.kwargs)) {
-    if (!(keys as readonly string[]).includes(key)) details.push({ path: `kwargs.${key}`, message: `unknown argument (${method} takes ${keys.join(', ') || 'no arguments'})` })
+    if (!(keys as readonly string[]).includes(key))
+      details.push({ path: `kwargs.${key}`, message: `unknown argument (${method} takes ${keys.join(', ') || 'no arguments'})` })
     else if (value === null || value === undefined) continue
     else if (typeof value !== 'string') details.push({ path: `kwargs.${key}`, message: 'expected a string' })
     else out[key as K] = value

@@ -87,7 +87,8 @@ export class System extends Component {
 
   override async put(body: Record<string, unknown>): Promise<void> {
     const unknown = Object.keys(body).filter((k) => !['models', 'instances', 'connections'].includes(k))
-    if (unknown.length) throw new NotFoundError(`The system root has no children ${unknown.map((k) => `'${k}'`).join(', ')} to write (models, instances, connections)`)
+    if (unknown.length)
+      throw new NotFoundError(`The system root has no children ${unknown.map((k) => `'${k}'`).join(', ')} to write (models, instances, connections)`)
     if (body.models) await this.models.put(asRecord(body.models, 'models'))
     if (body.instances) await this.instances.put(asRecord(body.instances, 'instances'))
     if (body.connections) await this.connections.put(asRecord(body.connections, 'connections'))
@@ -134,8 +135,10 @@ export class System extends Component {
     const details: ErrorDetail[] = Object.keys(call.kwargs)
       .filter((k) => k !== 'steps' && k !== 'dt')
       .map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument (run takes steps, dt)' }))
-    if (!Number.isSafeInteger(steps) || (steps as number) < 1 || (steps as number) > MAX_STEPS_PER_CALL) details.push({ path: 'kwargs.steps', message: `expected an integer from 1 to ${MAX_STEPS_PER_CALL}` })
-    if (dt !== undefined && dt !== null && (typeof dt !== 'number' || !Number.isFinite(dt) || dt <= 0)) details.push({ path: 'kwargs.dt', message: 'expected a number > 0' })
+    if (!Number.isSafeInteger(steps) || (steps as number) < 1 || (steps as number) > MAX_STEPS_PER_CALL)
+      details.push({ path: 'kwargs.steps', message: `expected an integer from 1 to ${MAX_STEPS_PER_CALL}` })
+    if (dt !== undefined && dt !== null && (typeof dt !== 'number' || !Number.isFinite(dt) || dt <= 0))
+      details.push({ path: 'kwargs.dt', message: 'expected a number > 0' })
     if (details.length) throw new ValidationError(summarize('run', details), details)
     await this.#engine.run(steps as number, (dt ?? undefined) as number | undefined)
     return true
@@ -153,7 +156,9 @@ export class System extends Component {
   /** Starts every instance and the system loop that steps them every `polling.interval` seconds. */
   async start(): Promise<void> {
     for (const instance of this.instances.all()) {
-      await instance.start({ ownLoop: false }).catch((err: unknown) => this.services.logger.warn({ instance: instance.name, err: (err as Error).message }, 'instance failed to start'))
+      await instance
+        .start({ ownLoop: false })
+        .catch((err: unknown) => this.services.logger.warn({ instance: instance.name, err: (err as Error).message }, 'instance failed to start'))
       instance.markRunning()
     }
     this.#state = 'RUNNING'
@@ -199,7 +204,9 @@ export class System extends Component {
   async replaceStructure(definition: unknown, subject = 'System definition'): Promise<{ models: number; instances: number; connections: number }> {
     const result = validateSystem(definition)
     if (!result.ok) throw new ValidationError(summarize(subject, result.details), result.details)
-    const unmappable = [...result.system.models].flatMap(([name, model]) => mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` })))
+    const unmappable = [...result.system.models].flatMap(([name, model]) =>
+      mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` })),
+    )
     if (unmappable.length) throw new ValidationError(summarize(subject, unmappable), unmappable)
     await this.#halt()
     await this.instances.clear()

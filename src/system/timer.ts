@@ -45,7 +45,8 @@ export class Timer extends Component {
 
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (name === 'time' || name === 'dt') {
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw new ValidationError(`Timer '${name}' must be a finite number`, [{ path: name, message: 'expected a finite number' }])
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        throw new ValidationError(`Timer '${name}' must be a finite number`, [{ path: name, message: 'expected a finite number' }])
       if (name === 'dt' && value <= 0) throw new ValidationError("Timer 'dt' must be greater than 0", [{ path: 'dt', message: 'must be > 0' }])
       if (name === 'time') {
         this.#time = value

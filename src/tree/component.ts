@@ -91,7 +91,8 @@ export abstract class Component {
 
   /** Sets one property; the default refuses every name (read-only component). */
   async setProperty(name: string, _value: unknown): Promise<void> {
-    if (Object.hasOwn(this.properties(), name)) throw new ValidationError(`Property '${name}' of '${this.displayPath}' is read-only`, [{ path: name, message: 'read-only' }])
+    if (Object.hasOwn(this.properties(), name))
+      throw new ValidationError(`Property '${name}' of '${this.displayPath}' is read-only`, [{ path: name, message: 'read-only' }])
     throw new NotFoundError(`Component '${this.displayPath}' has no property '${name}'`)
   }
 
@@ -103,7 +104,10 @@ export abstract class Component {
     const props = this.properties()
     const unknown = Object.keys(body).filter((k) => !Object.hasOwn(props, k))
     if (unknown.length) {
-      throw new NotFoundError(`Component '${this.displayPath}' has no propert${unknown.length === 1 ? 'y' : 'ies'} ${unknown.map((k) => `'${k}'`).join(', ')}`, unknown.map((k) => ({ path: k, message: 'unknown property' })))
+      throw new NotFoundError(
+        `Component '${this.displayPath}' has no propert${unknown.length === 1 ? 'y' : 'ies'} ${unknown.map((k) => `'${k}'`).join(', ')}`,
+        unknown.map((k) => ({ path: k, message: 'unknown property' })),
+      )
     }
     for (const [key, value] of Object.entries(body)) await this.setProperty(key, value)
   }

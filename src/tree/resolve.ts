@@ -3,9 +3,7 @@ import type { Component } from './component.js'
 
 /** What a URL path under `/api/v3/system` designates. */
 export type Target =
-  | { kind: 'node'; node: Component }
-  | { kind: 'property'; node: Component; property: string }
-  | { kind: 'method'; node: Component; method: string }
+  { kind: 'node'; node: Component } | { kind: 'property'; node: Component; property: string } | { kind: 'method'; node: Component; method: string }
 
 /**
  * Walks the tree along `segments`. `<node>/method/<m>` and `<node>/attr/<p>` are verb forms when
@@ -32,10 +30,9 @@ export function resolvePath(root: Component, segments: readonly string[], opts: 
     const where = node.displayPath
     const children = node.children().map((c) => c.name)
     const shown = children.length > 20 ? `${children.slice(0, 20).join(', ')}, ...` : children.join(', ')
-    throw new NotFoundError(
-      `Component '${where === 'system' ? segment : `${where}.${segment}`}' not found (children of '${where}': ${shown || 'none'})`,
-      [{ path: [...segments.slice(0, i + 1)].join('.'), message: 'not found' }],
-    )
+    throw new NotFoundError(`Component '${where === 'system' ? segment : `${where}.${segment}`}' not found (children of '${where}': ${shown || 'none'})`, [
+      { path: [...segments.slice(0, i + 1)].join('.'), message: 'not found' },
+    ])
   }
   return { kind: 'node', node }
 }

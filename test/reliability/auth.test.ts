@@ -40,7 +40,10 @@ function routeTable(app: FastifyInstance): Route[] {
 
 /** A concrete URL for a route pattern (a wildcard becomes a real child path). */
 function concrete(url: string): string {
-  return url.replace(/\*$/, 'instances').replace(/\{path\}/g, 'instances').replace(/\{method\}/g, 'run')
+  return url
+    .replace(/\*$/, 'instances')
+    .replace(/\{path\}/g, 'instances')
+    .replace(/\{method\}/g, 'run')
 }
 
 describe('product key on every /api route', () => {
@@ -51,15 +54,26 @@ describe('product key on every /api route', () => {
     routes = routeTable(t.server.app)
     const openapi = (await t.api('GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> }
     for (const [url, ops] of Object.entries(openapi.paths)) {
-      routes.push({ url, methods: Object.keys(ops).filter((m) => m !== 'parameters').map((m) => m.toUpperCase() as HTTPMethods) })
+      routes.push({
+        url,
+        methods: Object.keys(ops)
+          .filter((m) => m !== 'parameters')
+          .map((m) => m.toUpperCase() as HTTPMethods),
+      })
     }
   })
   after(async () => t.close())
 
   it('the route table read from the server is the one fastify serves', () => {
     const apiRoutes = routes.filter((r) => r.url.startsWith('/api/'))
-    assert.ok(apiRoutes.some((r) => r.url === SYS), JSON.stringify(routes))
-    assert.ok(apiRoutes.some((r) => r.url === `${SYS}/*`), JSON.stringify(routes))
+    assert.ok(
+      apiRoutes.some((r) => r.url === SYS),
+      JSON.stringify(routes),
+    )
+    assert.ok(
+      apiRoutes.some((r) => r.url === `${SYS}/*`),
+      JSON.stringify(routes),
+    )
     // HEAD routes fastify adds by itself are not all visible to hasRoute; the /api ones are.
     for (const route of apiRoutes.filter((r) => !r.url.includes('{'))) {
       for (const method of route.methods) assert.ok(t.server.app.hasRoute({ method, url: route.url }), `${method} ${route.url}`)
@@ -86,7 +100,11 @@ describe('product key on every /api route', () => {
       for (const method of route.methods) {
         for (const path of variants) {
           for (const headers of wrong) {
-            const res = await fetch(`${t.url}${path}`, { method, headers: { ...headers, ...(['PUT', 'PATCH', 'POST'].includes(method) ? { 'content-type': 'application/json' } : {}) }, body: ['PUT', 'PATCH', 'POST'].includes(method) ? '{"kwargs": {}}' : undefined })
+            const res = await fetch(`${t.url}${path}`, {
+              method,
+              headers: { ...headers, ...(['PUT', 'PATCH', 'POST'].includes(method) ? { 'content-type': 'application/json' } : {}) },
+              body: ['PUT', 'PATCH', 'POST'].includes(method) ? '{"kwargs": {}}' : undefined,
+            })
             const text = await res.text()
             assert.equal(res.status, 401, `${method} ${path} with ${JSON.stringify(headers)} -> ${res.status} ${text.slice(0, 200)}`)
             if (method !== 'HEAD') assert.equal(JSON.parse(text).event, 'unauthorized')

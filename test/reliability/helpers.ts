@@ -173,23 +173,31 @@ export { eventually as waitFor } from '../helpers/server.js'
  * One HTTP request whose path is sent byte for byte (fetch would normalize `..` and `%2e%2e`
  * segments before sending them).
  */
-export function rawRequest(base: string, method: string, path: string, opts: { body?: unknown; headers?: Record<string, string>; agent?: Agent } = {}): Promise<Answer & { headers: Record<string, string | string[] | undefined> }> {
+export function rawRequest(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; headers?: Record<string, string>; agent?: Agent } = {},
+): Promise<Answer & { headers: Record<string, string | string[] | undefined> }> {
   const { hostname, port } = new URL(base)
   const body = opts.body === undefined ? undefined : JSON.stringify(opts.body)
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: hostname, port, method, path, agent: opts.agent, headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...opts.headers } }, (res) => {
-      let text = ''
-      res.setEncoding('utf8').on('data', (d: string) => (text += d))
-      res.on('end', () => {
-        let parsed: unknown = text
-        try {
-          parsed = text ? JSON.parse(text) : undefined
-        } catch {
-          // keep the text
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed, headers: res.headers })
-      })
-    })
+    const req = httpRequest(
+      { host: hostname, port, method, path, agent: opts.agent, headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...opts.headers } },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8').on('data', (d: string) => (text += d))
+        res.on('end', () => {
+          let parsed: unknown = text
+          try {
+            parsed = text ? JSON.parse(text) : undefined
+          } catch {
+            // keep the text
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed, headers: res.headers })
+        })
+      },
+    )
     req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${path} timed out`)))
     req.on('error', reject)
     req.end(body)

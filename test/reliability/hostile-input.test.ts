@@ -43,10 +43,12 @@ const OUT_OF_RANGE: Record<string, string[]> = {
 const NOT_JSON = ['{"value": NaN}', '{"value": Infinity}', '{"value": -Infinity}', '{"value": 0x10}', '{"value": 1,}', "{'value': 1}"]
 
 function mapping(): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(MAPPED).map(([name, [type, first, count, extra]]) => [
-    name,
-    { address: count === 1 ? first : [first, first + count - 1], group: 'h_r', type, ...extra },
-  ]))
+  return Object.fromEntries(
+    Object.entries(MAPPED).map(([name, [type, first, count, extra]]) => [
+      name,
+      { address: count === 1 ? first : [first, first + count - 1], group: 'h_r', type, ...extra },
+    ]),
+  )
 }
 
 describe('hostile input', () => {
@@ -58,7 +60,16 @@ describe('hostile input', () => {
     t = await startTestServer()
     const port = await freePort()
     const attributes = {
-      u16: 1.0, i16: -1.0, u32: 2.0, i32: -2.0, f32: 1.5, i64: -3.0, u64: 3.0, s: 'ab', scaled: 12.3, flag: true,
+      u16: 1.0,
+      i16: -1.0,
+      u32: 2.0,
+      i32: -2.0,
+      f32: 1.5,
+      i64: -3.0,
+      u64: 3.0,
+      s: 'ab',
+      scaled: 12.3,
+      flag: true,
       d: { default: {}, type: 'dict' },
     }
     const res = await t.api('PUT', SYS, {
@@ -119,7 +130,9 @@ describe('hostile input', () => {
   })
 
   it('a model whose default its Modbus type cannot carry is refused when it is defined', async () => {
-    const bad = await t.api('PUT', `${SYS}/models`, { Bad: { attributes: { u16: 70000.0 }, communication: [{ modbus_slave: { port: 0, mapping: { u16: { address: 0, group: 'h_r', type: 'uint_16' } } } }] } })
+    const bad = await t.api('PUT', `${SYS}/models`, {
+      Bad: { attributes: { u16: 70000.0 }, communication: [{ modbus_slave: { port: 0, mapping: { u16: { address: 0, group: 'h_r', type: 'uint_16' } } } }] },
+    })
     await t.api('DELETE', `${SYS}/models/Bad`)
     assert.equal(bad.status, 422, `out-of-range default -> ${bad.status}`)
   })
@@ -127,13 +140,23 @@ describe('hostile input', () => {
   it('names in URLs with "/", "..", control characters or unicode look-alikes never reach another component', async () => {
     const before = await snapshot()
     const evil = [
-      'dev%2Fattributes', '..', '%2e%2e', '%2E%2E%2Fmodels', '..%2F..%2Fmodels', 'dev%00', 'dev%0A', 'dev%0d%0aX-Injected:%201',
+      'dev%2Fattributes',
+      '..',
+      '%2e%2e',
+      '%2E%2E%2Fmodels',
+      '..%2F..%2Fmodels',
+      'dev%00',
+      'dev%0A',
+      'dev%0d%0aX-Injected:%201',
       'd%D0%B5v', // Cyrillic small ie
       'de%CE%BD', // Greek nu
       '%EF%BD%84%EF%BD%85%EF%BD%96', // fullwidth "dev"
       'dev%E2%80%8B', // zero-width space
       '%E2%80%AEved', // right-to-left override
-      'dev%20', '%20dev', 'dev.attributes', '%252e%252e',
+      'dev%20',
+      '%20dev',
+      'dev.attributes',
+      '%252e%252e',
     ]
     for (const name of evil) {
       for (const [method, path, body] of [
@@ -152,7 +175,20 @@ describe('hostile input', () => {
       }
     }
     // The same names as keys of a body are invalid names: 422.
-    const decoded = ['dev/attributes', '..', 'dev\u0000', 'dev\n', 'd\u0435v', 'de\u03bd', '\uff44\uff45\uff56', 'dev\u200b', '\u202eved', 'dev ', 'dev.attributes', '%2e%2e']
+    const decoded = [
+      'dev/attributes',
+      '..',
+      'dev\u0000',
+      'dev\n',
+      'd\u0435v',
+      'de\u03bd',
+      '\uff44\uff45\uff56',
+      'dev\u200b',
+      '\u202eved',
+      'dev ',
+      'dev.attributes',
+      '%2e%2e',
+    ]
     for (const name of decoded) {
       for (const [path, body] of [
         [`${SYS}/instances`, { [name]: 'Dev' }],
@@ -174,8 +210,18 @@ describe('hostile input', () => {
       ['PUT', `${SYS}/models`, { prototype: { attributes: { a: 1 } } }],
       ['PUT', `${SYS}/models`, { M2: { attributes: { constructor: { prototype: { polluted: 1 } } } } }],
       ['PUT', `${SYS}/models`, { M3: { attributes: { a: 1 }, constructor: { prototype: { polluted: 1 } } } }],
-      ['PUT', `${SYS}/models`, { M4: { attributes: { a: 1 }, communication: [{ modbus_slave: { port: 0, mapping: { constructor: { address: 0, group: 'h_r', type: 'uint_16' } } } }] } }],
-      ['PUT', `${SYS}/models`, { M5: { attributes: { a: 1 }, import: { 'x.py': { class: 'X', attributes: { prototype: { property: 'p' } }, methods: { constructor: 'c' } } } } }],
+      [
+        'PUT',
+        `${SYS}/models`,
+        {
+          M4: { attributes: { a: 1 }, communication: [{ modbus_slave: { port: 0, mapping: { constructor: { address: 0, group: 'h_r', type: 'uint_16' } } } }] },
+        },
+      ],
+      [
+        'PUT',
+        `${SYS}/models`,
+        { M5: { attributes: { a: 1 }, import: { 'x.py': { class: 'X', attributes: { prototype: { property: 'p' } }, methods: { constructor: 'c' } } } } },
+      ],
       ['PUT', `${SYS}/instances`, { constructor: 'Dev' }],
       ['PUT', `${SYS}/instances`, { prototype: 'Dev' }],
       ['PUT', `${SYS}/instances/dev/attributes`, { constructor: { prototype: { polluted: 1 } } }],
@@ -187,7 +233,17 @@ describe('hostile input', () => {
       ['PATCH', `${SYS}/instances/dev/attributes/u16`, { constructor: { prototype: { polluted: 1 } } }],
       ['POST', `${SYS}/snapshots/method/save`, { kwargs: { constructor: { prototype: { polluted: 1 } } } }],
     ]
-    for (const path of ['method/constructor', 'method/toString', 'method/hasOwnProperty', 'method/__defineGetter__', 'attr/constructor', 'attr/__proto__', 'attributes/toString', 'attributes/u16/attr/constructor', 'attributes/u16/valueOf']) {
+    for (const path of [
+      'method/constructor',
+      'method/toString',
+      'method/hasOwnProperty',
+      'method/__defineGetter__',
+      'attr/constructor',
+      'attr/__proto__',
+      'attributes/toString',
+      'attributes/u16/attr/constructor',
+      'attributes/u16/valueOf',
+    ]) {
       refused.push(['POST', `${SYS}/instances/dev/${path}`, {}], ['GET', `${SYS}/instances/dev/${path}`, undefined])
     }
     for (const [method, path, body] of refused) {

@@ -47,20 +47,30 @@ describe('Modbus fuzz against a running server', () => {
       models: {
         Tank: {
           attributes: { level: 0.0, target: 0.0, status: 0, alarm: false, label: 'tank', count: { default: 5, type: 'int' } },
-          import: { 'tank.py': { class: 'Tank', attributes: { level: { property: 'level' }, target: { property: 'target' }, status: { getter: 'status' } }, methods: { run: 'tick' } } },
-          communication: [{
-            modbus_slave: {
-              host: '127.0.0.1', port, unit_id: 1,
-              mapping: {
-                level: { address: [0, 1], group: 'h_r', type: 'float' },
-                target: { address: [2, 3], group: 'h_r', type: 'float', word_order: 'little' },
-                status: { address: 4, group: 'h_r', type: 'uint_16' },
-                label: { address: [5, 8], group: 'h_r', type: 'str' },
-                count: { address: 0, group: 'i_r', type: 'int_16', scale: 0.5 },
-                alarm: { address: 0, group: 'c_o', type: 'bool' },
+          import: {
+            'tank.py': {
+              class: 'Tank',
+              attributes: { level: { property: 'level' }, target: { property: 'target' }, status: { getter: 'status' } },
+              methods: { run: 'tick' },
+            },
+          },
+          communication: [
+            {
+              modbus_slave: {
+                host: '127.0.0.1',
+                port,
+                unit_id: 1,
+                mapping: {
+                  level: { address: [0, 1], group: 'h_r', type: 'float' },
+                  target: { address: [2, 3], group: 'h_r', type: 'float', word_order: 'little' },
+                  status: { address: 4, group: 'h_r', type: 'uint_16' },
+                  label: { address: [5, 8], group: 'h_r', type: 'str' },
+                  count: { address: 0, group: 'i_r', type: 'int_16', scale: 0.5 },
+                  alarm: { address: 0, group: 'c_o', type: 'bool' },
+                },
               },
             },
-          }],
+          ],
         },
       },
       instances: { tank: 'Tank' },
@@ -83,12 +93,17 @@ describe('Modbus fuzz against a running server', () => {
       const expected: Array<[number, number]> = []
       let answered = 0
       let wake: (() => void) | null = null
-      responseReader(socket, (response) => {
-        const [transactionId, unitId] = expected.shift() ?? [-1, -1]
-        if (response.transactionId !== transactionId || response.unitId !== unitId) malformed.push(`answer ${response.transactionId}/${response.unitId} where ${transactionId}/${unitId} was due`)
-        answered++
-        if (expected.length < 8) wake?.()
-      }, malformed)
+      responseReader(
+        socket,
+        (response) => {
+          const [transactionId, unitId] = expected.shift() ?? [-1, -1]
+          if (response.transactionId !== transactionId || response.unitId !== unitId)
+            malformed.push(`answer ${response.transactionId}/${response.unitId} where ${transactionId}/${unitId} was due`)
+          answered++
+          if (expected.length < 8) wake?.()
+        },
+        malformed,
+      )
       let sent = 0
       let transactionId = 0
       while (Date.now() < deadline && !socket.destroyed) {
@@ -128,8 +143,10 @@ describe('Modbus fuzz against a running server', () => {
         const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
         const frame = Buffer.from(encodeRequest({ transactionId: random.int(65536), unitId: 1, request: validRequest() }))
         const kind = random.int(3)
-        if (kind === 0) frame.writeUInt16BE(1 + random.int(65535), 2) // protocol id
-        else if (kind === 1) frame.writeUInt16BE(random.pick([0, 1, 255, 256, 0xffff]), 4) // length field
+        if (kind === 0)
+          frame.writeUInt16BE(1 + random.int(65535), 2) // protocol id
+        else if (kind === 1)
+          frame.writeUInt16BE(random.pick([0, 1, 255, 256, 0xffff]), 4) // length field
         else {
           frame.writeUInt16BE(1 + random.int(65535), 2)
           frame.set(random.bytes(frame.length - 4), 4)
@@ -163,8 +180,10 @@ describe('Modbus fuzz against a running server', () => {
 
     const [pdu, garbage, served] = await Promise.all([pduStream(), garbageStream(), witness()])
     const counters = (await t.api('GET', `${SYS}/instances/tank/communication/modbus_slave`)).body.counters
-    ctx.diagnostic(`seed ${SEED}: ${pdu.sent} fuzzed requests answered in order; ${garbage.connections} bad-header connections closed unanswered; ` +
-      `${served.modbus} witness reads and ${served.http} HTTP calls served; adapter counters ${JSON.stringify(counters)}`)
+    ctx.diagnostic(
+      `seed ${SEED}: ${pdu.sent} fuzzed requests answered in order; ${garbage.connections} bad-header connections closed unanswered; ` +
+        `${served.modbus} witness reads and ${served.http} HTTP calls served; adapter counters ${JSON.stringify(counters)}`,
+    )
     assert.deepEqual(malformed, [], `seed ${SEED}`)
     assert.equal(garbage.answeredBytes, 0, 'a frame with an impossible header was answered')
     assert.ok(pdu.answered > 500, `only ${pdu.answered} answers`)

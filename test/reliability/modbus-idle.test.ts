@@ -52,9 +52,12 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
     await mkdir(join(dir, 'extensions'))
     await writeFile(join(dir, 'extensions', 'counter.py'), 'class Counter:\n    def __init__(self):\n        self.v = 7\n')
     for (const name of ['idle', 'frame', 'poll', 'limit', 'busy', 'shared', 'flood']) ports[name] = await freePort()
-    server = await serveMimic(['--extensions', join(dir, 'extensions'), '--snapshots-dir', join(dir, 'snapshots'), '--product-key', KEY, '--python-workers', '1'], {
-      env: { MIMIC_LOG_LEVEL: 'debug' },
-    })
+    server = await serveMimic(
+      ['--extensions', join(dir, 'extensions'), '--snapshots-dir', join(dir, 'snapshots'), '--product-key', KEY, '--python-workers', '1'],
+      {
+        env: { MIMIC_LOG_LEVEL: 'debug' },
+      },
+    )
     const models = {
       Idle: model(1, { port: ports.idle, idle_timeout: 0.5 }),
       Frame: model(2, { port: ports.frame, idle_timeout: 60, frame_timeout: 1 }),
@@ -71,7 +74,17 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
         import: { 'counter.py': { class: 'Counter', attributes: { v: { property: 'v' } } } },
       },
     }
-    const instances = { idle: 'Idle', frame: 'Frame', poll: 'Poll', limit: 'Limit', busy: 'Busy', strict: 'SharedStrict', lax: 'SharedLax', flood: 'Flood', counter: 'Counter' }
+    const instances = {
+      idle: 'Idle',
+      frame: 'Frame',
+      poll: 'Poll',
+      limit: 'Limit',
+      busy: 'Busy',
+      strict: 'SharedStrict',
+      lax: 'SharedLax',
+      flood: 'Flood',
+      counter: 'Counter',
+    }
     const put = await api('PUT', SYS, { models, instances })
     assert.equal(put.status, 200, JSON.stringify(put.body))
     const prepared = await api('POST', `${SYS}/method/prepare`, {})
@@ -211,7 +224,8 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
     const c = await counters('busy')
     assert.equal(c.refusals, 1)
     assert.equal(c.evictions, 1)
-    const noted = (): boolean => server.logs.some((r) => r.level === 30 && typeof r.msg === 'string' && r.msg.startsWith('modbus listener at its connection limit'))
+    const noted = (): boolean =>
+      server.logs.some((r) => r.level === 30 && typeof r.msg === 'string' && r.msg.startsWith('modbus listener at its connection limit'))
     await waitFor(noted, 5000).catch(() => undefined)
     assert.ok(noted(), 'no info record of the full listener')
     for (const client of [...waiting, next]) client.close()
@@ -268,7 +282,9 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
     const after = await TestClient.connect(ports.flood!)
     assert.equal(await read(after), 7)
     after.close()
-    t.diagnostic(`descriptors: ${start.fds} before, ${peak.fds} with ${FLOOD} idle connections, ${end.fds} after; opened in ${opened - opening} ms, all closed ${allClosed - opened} ms after the last opened (idle_timeout 3 s); RSS ${start.rssKb} -> ${peak.rssKb} -> ${end.rssKb} KiB`)
+    t.diagnostic(
+      `descriptors: ${start.fds} before, ${peak.fds} with ${FLOOD} idle connections, ${end.fds} after; opened in ${opened - opening} ms, all closed ${allClosed - opened} ms after the last opened (idle_timeout 3 s); RSS ${start.rssKb} -> ${peak.rssKb} -> ${end.rssKb} KiB`,
+    )
     assert.equal(server.logs.filter((r) => Number(r.level) >= 50).length, 0, 'error records in the log')
   })
 })

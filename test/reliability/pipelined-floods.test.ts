@@ -32,7 +32,10 @@ async function flood(url: string, head: string, count: number): Promise<Socket> 
 }
 
 /** Samples the server's descriptors, RSS and `/health` latency every `everyMs` until stopped. */
-function watch(server: ServedMimic, everyMs = 100): { stop(): Promise<{ peakRssKb: number; peakFds: number; slowestHealthMs: number; healthFailures: number }> } {
+function watch(
+  server: ServedMimic,
+  everyMs = 100,
+): { stop(): Promise<{ peakRssKb: number; peakFds: number; slowestHealthMs: number; healthFailures: number }> } {
   let peakRssKb = 0
   let peakFds = 0
   let slowestHealthMs = 0
@@ -75,7 +78,11 @@ async function settledFds(pid: number, limit: number): Promise<number> {
 }
 
 function report(t: TestContext, name: string, figures: Record<string, number | string>): void {
-  t.diagnostic(`${name}: ${Object.entries(figures).map(([k, v]) => `${k} ${typeof v === 'number' ? Math.round(v) : v}`).join(', ')}`)
+  t.diagnostic(
+    `${name}: ${Object.entries(figures)
+      .map(([k, v]) => `${k} ${typeof v === 'number' ? Math.round(v) : v}`)
+      .join(', ')}`,
+  )
 }
 
 describe('pipelined floods from clients that never read', () => {
@@ -88,7 +95,16 @@ describe('pipelined floods from clients that never read', () => {
       instances: [{ big: 'Blob' }, { gauge: 'Gauge' }],
     }
     await writeFile(join(dir, 'system.json'), JSON.stringify(system))
-    server = await serveMimic(['--system', join(dir, 'system.json'), '--snapshots-dir', join(dir, 'snapshots'), '--product-key', KEY, '--body-limit', String(32 * 1024 * 1024)])
+    server = await serveMimic([
+      '--system',
+      join(dir, 'system.json'),
+      '--snapshots-dir',
+      join(dir, 'snapshots'),
+      '--product-key',
+      KEY,
+      '--body-limit',
+      String(32 * 1024 * 1024),
+    ])
     // Warm up what every case uses, so that first-use allocations are not counted as growth.
     for (const path of ['/docs', '/docs/static/swagger-ui-bundle.js', '/ui']) assert.equal((await fetch(`${server.url}${path}`)).status, 200)
     assert.equal((await request(`${server.url}${SYS}/instances/big/attributes/data`, 'GET', undefined, AUTH)).status, 200)
@@ -101,7 +117,9 @@ describe('pipelined floods from clients that never read', () => {
   it('7 sockets x 600 pipelined GETs of the docs bundle, closed unread: descriptors come back', async (t) => {
     const start = procStats(server.pid)
     const watcher = watch(server)
-    const sockets = await Promise.all(Array.from({ length: 7 }, () => flood(server.url, 'GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n', 600)))
+    const sockets = await Promise.all(
+      Array.from({ length: 7 }, () => flood(server.url, 'GET /docs/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n', 600)),
+    )
     await sleep(1500)
     for (const socket of sockets) socket.destroy()
     const fds = await settledFds(server.pid, start.fds + 2)
@@ -124,7 +142,14 @@ describe('pipelined floods from clients that never read', () => {
     await sleep(500)
     const end = procStats(server.pid)
     const seen = await watcher.stop()
-    report(t, 'dashboard script', { 'RSS MB before': start.rssKb / 1024, 'RSS MB peak': seen.peakRssKb / 1024, 'RSS MB after': end.rssKb / 1024, 'fds before': start.fds, 'fds after': fds, 'slowest /health ms': seen.slowestHealthMs })
+    report(t, 'dashboard script', {
+      'RSS MB before': start.rssKb / 1024,
+      'RSS MB peak': seen.peakRssKb / 1024,
+      'RSS MB after': end.rssKb / 1024,
+      'fds before': start.fds,
+      'fds after': fds,
+      'slowest /health ms': seen.slowestHealthMs,
+    })
     // Before, about 90 KB per request were held: 1.8 GB for this flood.
     assert.ok(during.rssKb - start.rssKb < 64 * 1024, `RSS grew from ${start.rssKb} to ${during.rssKb} KiB while the client did not read`)
     assert.ok(fds <= start.fds + 2, `descriptors went from ${start.fds} to ${fds}`)
@@ -145,7 +170,14 @@ describe('pipelined floods from clients that never read', () => {
       await sleep(1000)
       const end = procStats(server.pid)
       const seen = await watcher.stop()
-      report(t, `6 MB documents, ${path}`, { 'RSS MB before': start.rssKb / 1024, 'RSS MB peak': seen.peakRssKb / 1024, 'RSS MB after': end.rssKb / 1024, 'fds before': start.fds, 'fds after': fds, 'slowest /health ms': seen.slowestHealthMs })
+      report(t, `6 MB documents, ${path}`, {
+        'RSS MB before': start.rssKb / 1024,
+        'RSS MB peak': seen.peakRssKb / 1024,
+        'RSS MB after': end.rssKb / 1024,
+        'fds before': start.fds,
+        'fds after': fds,
+        'slowest /health ms': seen.slowestHealthMs,
+      })
       // Before, 1.6 GB (lane) and 2.3 GB (fastify) for this flood: each connection now holds
       // about one answer (the document and its encoding on the way out).
       assert.ok(seen.peakRssKb - start.rssKb < 512 * 1024, `RSS peaked at ${seen.peakRssKb} KiB from ${start.rssKb} KiB`)
@@ -160,7 +192,14 @@ describe('pipelined floods from clients that never read', () => {
 
   it('path traversal on the static routes is a 404 fault, logged below error level', async () => {
     const logged = server.logs.length
-    for (const path of ['/docs/static/../x', '/docs/static/..%2f..%2fpackage.json', '/docs/static/%2e%2e/%2e%2e/package.json', '/ui/../package.json', '/ui/assets/..%2f..%2f..%2fpackage.json', '/ui/%2e%2e/%2e%2e/package.json']) {
+    for (const path of [
+      '/docs/static/../x',
+      '/docs/static/..%2f..%2fpackage.json',
+      '/docs/static/%2e%2e/%2e%2e/package.json',
+      '/ui/../package.json',
+      '/ui/assets/..%2f..%2f..%2fpackage.json',
+      '/ui/%2e%2e/%2e%2e/package.json',
+    ]) {
       const res = await rawRequest(server.url, 'GET', path)
       assert.equal(res.status, 404, `${path}: ${JSON.stringify(res.body)}`)
       assert.equal(res.body.type, 'fault', path)
@@ -190,7 +229,7 @@ describe('snapshot ids and symlinks', () => {
     const saved = await api('POST', '/snapshots/method/save', { kwargs: { label: 'outside' } })
     assert.equal(saved.status, 200, JSON.stringify(saved.body))
     const outside = join(dir, 'outside.json')
-        const text = (await readFile(saved.body.result.persisted_path, 'utf8')).replace('"gauge"', '"intruder"').replace(saved.body.result.id, 'evil')
+    const text = (await readFile(saved.body.result.persisted_path, 'utf8')).replace('"gauge"', '"intruder"').replace(saved.body.result.id, 'evil')
     await writeFile(outside, text)
     await symlink(outside, join(dir, 'snapshots', 'evil.json'))
     await symlink('/etc/passwd', join(dir, 'snapshots', 'passwd.json'))

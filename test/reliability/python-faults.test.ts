@@ -67,11 +67,16 @@ class Bystanders {
     const one = async (i: number): Promise<void> => {
       const k = i % 4
       const started = Date.now()
-      const res = k === 0 ? await t.api('GET', '/health')
-        : k === 1 ? await t.api('PUT', `${SYS}/instances/plain/attributes/v/attr/internal_value`, { value: i })
-        : k === 2 ? await t.call(`${SYS}/instances/plain`, 'run')
-        : instances.length ? await t.call(`${SYS}/instances/${instances[i % instances.length]}`, 'run')
-        : await t.api('GET', `${SYS}/instances`)
+      const res =
+        k === 0
+          ? await t.api('GET', '/health')
+          : k === 1
+            ? await t.api('PUT', `${SYS}/instances/plain/attributes/v/attr/internal_value`, { value: i })
+            : k === 2
+              ? await t.call(`${SYS}/instances/plain`, 'run')
+              : instances.length
+                ? await t.call(`${SYS}/instances/${instances[i % instances.length]}`, 'run')
+                : await t.api('GET', `${SYS}/instances`)
       this.maxLatencyMs = Math.max(this.maxLatencyMs, Date.now() - started)
       this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1)
       this.count++
@@ -233,7 +238,8 @@ describe('Python worker faults', () => {
     await waitFor(() => t.logs.slice(logsBefore).filter((r) => r.stream === 'stdout' && r.instance === undefined).length >= 4096, 5000)
     const rawLines = t.logs.slice(logsBefore).filter((r) => r.stream === 'stdout' && r.instance === undefined)
     assert.ok(rawLines.every((r) => String(r.msg).length <= 64 * 1024 + 1))
-    ;(t as unknown as { floodFigures: string }).floodFigures = `print 8 MB: ${printMs} ms, ${printedChars} chars logged; raw 4 MB: ${rawLines.length} lines; total ${totalMs} ms`
+    ;(t as unknown as { floodFigures: string }).floodFigures =
+      `print 8 MB: ${printMs} ms, ${printedChars} chars logged; raw 4 MB: ${rawLines.length} lines; total ${totalMs} ms`
   })
 
   it('an instance that raises in every call: 500 with the traceback, the step completes for the others, the server keeps serving', async () => {
@@ -247,14 +253,20 @@ describe('Python worker faults', () => {
     const afterStep = (await t.api('GET', `${SYS}/instances/s0/attributes/value/attr/internal_value`)).body.value
     await bystanders.stop()
 
-    for (const [res, text] of [[run, 'tick always fails'], [poke, 'poke always fails']] as const) {
+    for (const [res, text] of [
+      [run, 'tick always fails'],
+      [poke, 'poke always fails'],
+    ] as const) {
       assert.equal(res.status, 500, JSON.stringify(res.body))
       assert.equal(res.body.event, 'user_code')
       assert.ok(JSON.stringify(res.body.error.details).includes(text), JSON.stringify(res.body.error.details))
       assert.match(JSON.stringify(res.body.error.details), /Traceback|line \d+/)
     }
     assert.equal(step.status, 500)
-    assert.deepEqual(step.body.error.details.map((d: { path: string }) => d.path), ['instances.raiser'])
+    assert.deepEqual(
+      step.body.error.details.map((d: { path: string }) => d.path),
+      ['instances.raiser'],
+    )
     assert.ok(afterStep > before, `the other instances stepped: ${before} -> ${afterStep}; ${JSON.stringify(step.body)}`)
     bystanders.assertAllAnswered('the raising calls')
     const raiser = await state('raiser')
@@ -268,7 +280,10 @@ describe('Python worker faults', () => {
   it('after all of it and a shutdown, no worker process and no zombie is left', async (ctx) => {
     const figures = (t as unknown as { floodFigures?: string }).floodFigures
     if (figures) ctx.diagnostic(figures)
-    const pids = t.server.system.services.python().workers().map((w) => w.pid)
+    const pids = t.server.system.services
+      .python()
+      .workers()
+      .map((w) => w.pid)
     await t.server.close()
     assertProcesses(0)
     for (const pid of pids) assert.throws(() => process.kill(pid, 0), `worker ${pid} is gone`)

@@ -32,7 +32,9 @@ function largeSystem(modbusPort: number): Record<string, unknown> {
     Pump: {
       attributes: { flow: 0.0 },
       import: { 'pump.py': { class: 'Pump', attributes: { flow: { property: 'flow' } }, methods: { run: 'tick' } } },
-      communication: [{ modbus_slave: { host: '127.0.0.1', port: modbusPort, unit_id: 1, mapping: { flow: { address: [0, 1], group: 'h_r', type: 'float' } } } }],
+      communication: [
+        { modbus_slave: { host: '127.0.0.1', port: modbusPort, unit_id: 1, mapping: { flow: { address: [0, 1], group: 'h_r', type: 'float' } } } },
+      ],
     },
   }
   // A second Python-backed model without Modbus: one unit id per port.
@@ -40,7 +42,8 @@ function largeSystem(modbusPort: number): Record<string, unknown> {
   const instances: Array<Record<string, string>> = [{ pump1: 'Pump' }, { pump2: 'QuietPump' }]
   for (let m = 0; m < MODELS; m++) {
     const attributes: Record<string, unknown> = {}
-    for (let a = 0; a < ATTRIBUTES; a++) attributes[`a${a}`] = { default: a * 1.5, type: 'float', unit: 'kW', description: `attribute ${a} of model ${m}, padded to look like a real description` }
+    for (let a = 0; a < ATTRIBUTES; a++)
+      attributes[`a${a}`] = { default: a * 1.5, type: 'float', unit: 'kW', description: `attribute ${a} of model ${m}, padded to look like a real description` }
     models[`Model${m}`] = { attributes }
     instances.push({ [`i${m}`]: `Model${m}` })
   }
@@ -79,8 +82,20 @@ describe('SIGTERM during a burst of snapshot saves', () => {
     const system = largeSystem(modbusPort)
     await writeFile(join(dir, 'system.json'), JSON.stringify(system))
     const snapshots = join(dir, 'snapshots')
-    server = await serveMimic(['--system', join(dir, 'system.json'), '--extensions', join(dir, 'extensions'), '--snapshots-dir', snapshots, '--product-key', KEY, '--python-workers', '2'])
-    const api = (method: string, path: string, body?: unknown): ReturnType<typeof request> => request(`${server!.url}${path}`, method, body, { authorization: `Bearer ${KEY}` })
+    server = await serveMimic([
+      '--system',
+      join(dir, 'system.json'),
+      '--extensions',
+      join(dir, 'extensions'),
+      '--snapshots-dir',
+      snapshots,
+      '--product-key',
+      KEY,
+      '--python-workers',
+      '2',
+    ])
+    const api = (method: string, path: string, body?: unknown): ReturnType<typeof request> =>
+      request(`${server!.url}${path}`, method, body, { authorization: `Bearer ${KEY}` })
     const httpPort = Number(new URL(server.url).port)
 
     assert.equal((await api('POST', `${SYS}/instances/pump1/method/prepare`)).status, 200)
@@ -100,7 +115,8 @@ describe('SIGTERM during a burst of snapshot saves', () => {
       api('POST', `${SYS}/snapshots/method/save`, { kwargs: { label: `burst-${i}` } }).then(
         (res) => ({ status: res.status, path: res.body?.result?.persisted_path as string | undefined }),
         (err: Error) => ({ status: 0, path: undefined, error: err.message }),
-      ))
+      ),
+    )
     await waitFor(async () => (await readdir(snapshots)).filter((f) => f.endsWith('.json')).length >= 4, 10_000, 5)
     const sigterm = Date.now()
     server.child.kill('SIGTERM')
@@ -115,13 +131,24 @@ describe('SIGTERM during a burst of snapshot saves', () => {
     assert.equal(await refused(httpPort), true, 'HTTP listener closed')
     assert.equal(await refused(modbusPort), true, 'Modbus listener closed')
     for (const pid of workers) assert.equal(running(pid), false, `worker ${pid} stopped`)
-    assert.deepEqual(server.logs.filter((r) => Number(r.level) >= 50), [], 'no error-level log records')
+    assert.deepEqual(
+      server.logs.filter((r) => Number(r.level) >= 50),
+      [],
+      'no error-level log records',
+    )
 
     // Every save either completed (its file is there) or was refused/cut off; nothing else.
     const statuses = outcomes.map((o) => o.status)
-    assert.ok(statuses.every((s) => s === 200 || s === 503 || s === 0), JSON.stringify(outcomes))
+    assert.ok(
+      statuses.every((s) => s === 200 || s === 503 || s === 0),
+      JSON.stringify(outcomes),
+    )
     const files = await readdir(snapshots)
-    assert.deepEqual(files.filter((f) => !f.endsWith('.json')), [], 'no temp or partial files')
+    assert.deepEqual(
+      files.filter((f) => !f.endsWith('.json')),
+      [],
+      'no temp or partial files',
+    )
     for (const o of outcomes) if (o.status === 200) assert.ok(files.includes(o.path!.split('/').pop()!), `${o.path} was answered 200 but is missing`)
     const ids = new Set<string>()
     for (const name of files) {
@@ -144,7 +171,9 @@ describe('SIGTERM during a burst of snapshot saves', () => {
     assert.equal((await loader.call(`${SYS}/instances/pump1`, 'prepare')).status, 200)
 
     ctx.diagnostic(`system: ${MODELS + 2} models, ${MODELS * ATTRIBUTES} attributes, snapshot ${Math.round(bytes / 1024)} KiB, one save ${saveMs} ms`)
-    ctx.diagnostic(`burst of ${SAVES}: ${statuses.filter((s) => s === 200).length} completed, ${statuses.filter((s) => s === 503).length} refused (503), ` +
-      `${statuses.filter((s) => s === 0).length} cut off; SIGTERM -> last answer ${answeredMs} ms -> exit ${exitMs} ms; ${files.length} files, all loaded by a fresh server in ${loadMs} ms`)
+    ctx.diagnostic(
+      `burst of ${SAVES}: ${statuses.filter((s) => s === 200).length} completed, ${statuses.filter((s) => s === 503).length} refused (503), ` +
+        `${statuses.filter((s) => s === 0).length} cut off; SIGTERM -> last answer ${answeredMs} ms -> exit ${exitMs} ms; ${files.length} files, all loaded by a fresh server in ${loadMs} ms`,
+    )
   })
 })

@@ -93,10 +93,9 @@ describe('read-only snapshot directory (server run without the right to override
     await mkdir(snapshots, { mode: 0o755 })
     await mkdir(join(dir, 'extensions'), { mode: 0o755 })
     if (readOnlyByMode) await chmod(snapshots, 0o555)
-    server = await serveMimic(
-      ['--snapshots-dir', snapshots, '--extensions', join(dir, 'extensions'), '--product-key', key, '--python', '/usr/bin/python3'],
-      { wrap: canDrop ? withoutOverride : [] },
-    )
+    server = await serveMimic(['--snapshots-dir', snapshots, '--extensions', join(dir, 'extensions'), '--product-key', key, '--python', '/usr/bin/python3'], {
+      wrap: canDrop ? withoutOverride : [],
+    })
     assert.equal((await api('PUT', SYS, { models: { M: MODEL }, instances: { first: 'M' } })).status, 200)
   })
   after(async () => {

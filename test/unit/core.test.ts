@@ -40,7 +40,10 @@ describe('component tree', () => {
     assert.deepEqual(resolvePath(root, ['leaf', 'level']), { kind: 'property', node: root.leaf, property: 'level' })
     assert.deepEqual(resolvePath(root, ['leaf', 'attr', 'level']), { kind: 'property', node: root.leaf, property: 'level' })
     assert.deepEqual(resolvePath(root, ['leaf', 'method', 'run']), { kind: 'method', node: root.leaf, method: 'run' })
-    assert.throws(() => resolvePath(root, ['nope']), (err: unknown) => err instanceof NotFoundError && /children of 'system': leaf/.test(err.message))
+    assert.throws(
+      () => resolvePath(root, ['nope']),
+      (err: unknown) => err instanceof NotFoundError && /children of 'system': leaf/.test(err.message),
+    )
   })
 
   it('documents never carry a top-level value and keep document keys their own', () => {
@@ -72,7 +75,17 @@ describe('definitions', () => {
     const model = validateModel({ attributes: { t: 1.5, on: true, label: 'x', items: [1], cfg: { a: 1 }, spec: { default: 2, type: 'int', unit: 'rpm' } } })
     assert.ok(model.ok)
     const decls = attributeDeclarations(model.model)
-    assert.deepEqual(decls.map((d) => [d.name, d.type]), [['t', 'float'], ['on', 'bool'], ['label', 'str'], ['items', 'list'], ['cfg', 'dict'], ['spec', 'int']])
+    assert.deepEqual(
+      decls.map((d) => [d.name, d.type]),
+      [
+        ['t', 'float'],
+        ['on', 'bool'],
+        ['label', 'str'],
+        ['items', 'list'],
+        ['cfg', 'dict'],
+        ['spec', 'int'],
+      ],
+    )
     assert.equal(decls[5]!.unit, 'rpm')
     assert.equal(typeProblem('int', 1.5), 'expected an integer (int), got 1.5')
     assert.equal(typeProblem('any', null), null)
@@ -81,7 +94,12 @@ describe('definitions', () => {
   it('a model reports every problem with its path', () => {
     const result = validateModel({
       attributes: { a: 1 },
-      import: { 'x.py': [{ class: 'A', attributes: { b: { property: 'b' } } }, { class: 'B', attributes: { a: { getter: 'g' } }, methods: { run: 'tick', run2: 'bad name' } }] },
+      import: {
+        'x.py': [
+          { class: 'A', attributes: { b: { property: 'b' } } },
+          { class: 'B', attributes: { a: { getter: 'g' } }, methods: { run: 'tick', run2: 'bad name' } },
+        ],
+      },
     })
     assert.ok(!result.ok)
     const paths = result.details.map((d) => d.path)
@@ -103,7 +121,10 @@ describe('definitions', () => {
   it('YAML problems carry line and column', () => {
     const text = 'models:\n  m:\n    attributes:\n      ok: 1\n      "bad.name": 2\n'
     const result = checkDefinitionText(text)
-    assert.deepEqual(result.details.map((d) => [d.path, d.line]), [['models.m.attributes.bad.name', 5]])
+    assert.deepEqual(
+      result.details.map((d) => [d.path, d.line]),
+      [['models.m.attributes.bad.name', 5]],
+    )
     const dup = checkDefinitionText('models:\n  m: {}\n  m: {}\n')
     assert.equal(dup.details[0]!.line, 3)
   })
@@ -111,7 +132,10 @@ describe('definitions', () => {
 
 describe('configuration', () => {
   it('flags win over MIMIC_* variables; lists split on the path delimiter', () => {
-    const config = parseConfig({ port: '9000' }, { MIMIC_PORT: '1', MIMIC_HOST: '127.0.0.2', MIMIC_EXTENSIONS: '/a:/b', MIMIC_SNAPSHOTS_MODE: 'memory', MIMIC_INSECURE: 'true' })
+    const config = parseConfig(
+      { port: '9000' },
+      { MIMIC_PORT: '1', MIMIC_HOST: '127.0.0.2', MIMIC_EXTENSIONS: '/a:/b', MIMIC_SNAPSHOTS_MODE: 'memory', MIMIC_INSECURE: 'true' },
+    )
     assert.equal(config.port, 9000)
     assert.equal(config.host, '127.0.0.2')
     assert.deepEqual(config.extensions, ['/a', '/b'])
@@ -158,6 +182,9 @@ describe('HTTP helpers', () => {
     assert.deepEqual(parseJsonBody('{"a": [1]}'), { a: [1] })
     assert.throws(() => parseJsonBody('{'), BadRequestError)
     assert.throws(() => parseJsonBody('['.repeat(100) + ']'.repeat(100)), /deeper/)
-    assert.throws(() => parseJsonBody('{"a": {"__proto__": {"x": 1}}}'), (err: unknown) => err instanceof BadRequestError && err.details[0]!.path === 'a.__proto__')
+    assert.throws(
+      () => parseJsonBody('{"a": {"__proto__": {"x": 1}}}'),
+      (err: unknown) => err instanceof BadRequestError && err.details[0]!.path === 'a.__proto__',
+    )
   })
 })

@@ -41,18 +41,38 @@ export class AdapterPanel {
     this.#unit = h('dd', { class: 'num' }, '–')
     this.#requests = h('dd', { class: 'num', 'data-counter': 'requests' }, '0')
     this.#errors = h('dd', { class: 'num', 'data-counter': 'errors' }, '0')
-    this.element = h('section', { class: 'panel adapter-panel', 'data-adapter': adapter.name },
-      h('header', { class: 'panel-header' },
+    this.element = h(
+      'section',
+      { class: 'panel adapter-panel', 'data-adapter': adapter.name },
+      h(
+        'header',
+        { class: 'panel-header' },
         h('div', {}, h('h2', { class: 'panel-title' }, adapter.name), h('div', { class: 'muted small' }, 'Modbus TCP slave')),
-        h('div', { class: 'toolbar' }, this.#badge)),
-      h('dl', { class: 'facts' },
-        h('dt', {}, 'Host'), this.#host, h('dt', {}, 'Port'), this.#port, h('dt', {}, 'Unit id'), this.#unit,
-        h('dt', {}, 'Requests'), this.#requests, h('dt', {}, 'Errors'), this.#errors),
-      h('div', { class: 'toolbar' },
+        h('div', { class: 'toolbar' }, this.#badge),
+      ),
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', {}, 'Host'),
+        this.#host,
+        h('dt', {}, 'Port'),
+        this.#port,
+        h('dt', {}, 'Unit id'),
+        this.#unit,
+        h('dt', {}, 'Requests'),
+        this.#requests,
+        h('dt', {}, 'Errors'),
+        this.#errors,
+      ),
+      h(
+        'div',
+        { class: 'toolbar' },
         h('button', { class: 'btn btn-small', 'data-action': 'detach', title: 'Keep the port open but answer nothing', onclick: method('detach') }, 'Detach'),
         h('button', { class: 'btn btn-small', 'data-action': 'attach', onclick: method('attach') }, 'Attach'),
         h('button', { class: 'btn btn-small', 'data-action': 'adapter-stop', onclick: method('stop') }, 'Stop'),
-        h('button', { class: 'btn btn-small', 'data-action': 'adapter-start', onclick: method('start') }, 'Start')))
+        h('button', { class: 'btn btn-small', 'data-action': 'adapter-start', onclick: method('start') }, 'Start'),
+      ),
+    )
     this.update(adapter)
     void api.get<{ host?: string; port?: number | null; unit_id?: number }>(path).then(
       (doc) => {

@@ -119,5 +119,7 @@ export function node(...names: string[]): string {
 }
 
 function isFault(value: unknown): value is FaultDocument {
-  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'fault' && typeof (value as { error?: unknown }).error === 'object'
+  return (
+    typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'fault' && typeof (value as { error?: unknown }).error === 'object'
+  )
 }

@@ -55,15 +55,25 @@ export class AppShell {
     this.#systemBadge = stateBadge('')
     this.#steps = h('span', { class: 'num muted' })
     this.#version = h('span', { class: 'muted small' })
-    this.element = h('div', { class: 'shell' },
-      h('header', { class: 'topbar' },
+    this.element = h(
+      'div',
+      { class: 'shell' },
+      h(
+        'header',
+        { class: 'topbar' },
         h('a', { class: 'brand', href: '#/' }, h('span', { class: 'brand-mark' }), 'Mimic'),
         this.#version,
         h('div', { class: 'topbar-system' }, h('span', { class: 'muted small' }, 'System'), this.#systemBadge, this.#steps),
-        h('div', { class: 'topbar-right' }, this.#live,
-          h('button', { class: 'btn btn-small btn-quiet', 'data-action': 'sign-out', onclick: () => opts.onSignOut() }, 'Change key'))),
+        h(
+          'div',
+          { class: 'topbar-right' },
+          this.#live,
+          h('button', { class: 'btn btn-small btn-quiet', 'data-action': 'sign-out', onclick: () => opts.onSignOut() }, 'Change key'),
+        ),
+      ),
       this.#tree.element,
-      h('main', { class: 'main' }, this.#main, this.#chart.element))
+      h('main', { class: 'main' }, this.#main, this.#chart.element),
+    )
 
     this.#stream = new LiveStream(this.#api, {
       structure: (event) => {

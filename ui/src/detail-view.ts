@@ -16,9 +16,20 @@ export class DetailView implements View {
   constructor(opts: { api: ApiClient; notices: Notices; kind: 'model' | 'connection'; name: string }) {
     const { api, notices, kind, name } = opts
     const body = h('div', {}, h('div', { class: 'empty' }, 'Loading…'))
-    this.element = h('div', { class: 'view detail-view' }, h('section', { class: 'panel' },
-      h('header', { class: 'panel-header' }, h('div', {}, h('h1', { class: 'view-title' }, name), h('div', { class: 'muted' }, kind === 'model' ? 'model' : 'connection'))),
-      body))
+    this.element = h(
+      'div',
+      { class: 'view detail-view' },
+      h(
+        'section',
+        { class: 'panel' },
+        h(
+          'header',
+          { class: 'panel-header' },
+          h('div', {}, h('h1', { class: 'view-title' }, name), h('div', { class: 'muted' }, kind === 'model' ? 'model' : 'connection')),
+        ),
+        body,
+      ),
+    )
     const path = node(kind === 'model' ? 'models' : 'connections', name)
     void api.get<Record<string, unknown>>(path).then(
       (doc) => replace(body, kind === 'model' ? modelBody(doc) : connectionBody(doc)),
@@ -38,18 +49,37 @@ export class DetailView implements View {
 
 function modelBody(doc: Record<string, unknown>): HTMLElement {
   const instances = Array.isArray(doc.instances) ? (doc.instances as string[]) : []
-  return h('div', {},
-    h('dl', { class: 'facts' }, h('dt', {}, 'Instances'), h('dd', {}, instances.length
-      ? instances.map((i, k) => [k ? ', ' : '', h('a', { href: `#/instance/${encodeURIComponent(i)}` }, i)])
-      : h('span', { class: 'muted' }, 'none'))),
+  return h(
+    'div',
+    {},
+    h(
+      'dl',
+      { class: 'facts' },
+      h('dt', {}, 'Instances'),
+      h(
+        'dd',
+        {},
+        instances.length
+          ? instances.map((i, k) => [k ? ', ' : '', h('a', { href: `#/instance/${encodeURIComponent(i)}` }, i)])
+          : h('span', { class: 'muted' }, 'none'),
+      ),
+    ),
     h('h3', { class: 'sub-heading' }, 'Definition'),
-    h('pre', { class: 'code' }, JSON.stringify(doc.definition, null, 2)))
+    h('pre', { class: 'code' }, JSON.stringify(doc.definition, null, 2)),
+  )
 }
 
 function connectionBody(doc: Record<string, unknown>): HTMLElement {
-  return h('dl', { class: 'facts' },
-    h('dt', {}, 'From'), h('dd', { class: 'mono' }, String(doc.from)),
-    h('dt', {}, 'To'), h('dd', { class: 'mono' }, String(doc.to)),
-    h('dt', {}, 'Transfers'), h('dd', { class: 'num' }, String(doc.transfers ?? 0)),
-    h('dt', {}, 'Last error'), h('dd', { class: doc.last_error ? 'error-text' : 'muted' }, String(doc.last_error ?? 'none')))
+  return h(
+    'dl',
+    { class: 'facts' },
+    h('dt', {}, 'From'),
+    h('dd', { class: 'mono' }, String(doc.from)),
+    h('dt', {}, 'To'),
+    h('dd', { class: 'mono' }, String(doc.to)),
+    h('dt', {}, 'Transfers'),
+    h('dd', { class: 'num' }, String(doc.transfers ?? 0)),
+    h('dt', {}, 'Last error'),
+    h('dd', { class: doc.last_error ? 'error-text' : 'muted' }, String(doc.last_error ?? 'none')),
+  )
 }

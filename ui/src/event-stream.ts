@@ -93,7 +93,12 @@ export class LiveStream {
       } catch {
         fault = undefined
       }
-      const error = new ApiError({ message: fault?.error?.message ?? `Live updates refused: ${res.status} ${res.statusText}`, status: res.status, request: `GET ${url}`, fault })
+      const error = new ApiError({
+        message: fault?.error?.message ?? `Live updates refused: ${res.status} ${res.statusText}`,
+        status: res.status,
+        request: `GET ${url}`,
+        fault,
+      })
       if (res.status >= 500) return error.message
       this.#on.status('stopped', error.message)
       this.#on.refused(error)

@@ -75,9 +75,17 @@ export class InstanceView implements View {
     this.#rows.clear()
     this.#adapters.clear()
     if (!inst) {
-      replace(this.element, store.structure
-        ? h('div', { class: 'panel empty-state' }, h('h2', {}, `No instance '${name}'`), h('p', { class: 'muted' }, 'It was deleted or replaced (for example by loading a snapshot). Pick an instance on the left.'))
-        : h('div', { class: 'panel empty-state' }, 'Loading…'))
+      replace(
+        this.element,
+        store.structure
+          ? h(
+              'div',
+              { class: 'panel empty-state' },
+              h('h2', {}, `No instance '${name}'`),
+              h('p', { class: 'muted' }, 'It was deleted or replaced (for example by loading a snapshot). Pick an instance on the left.'),
+            )
+          : h('div', { class: 'panel empty-state' }, 'Loading…'),
+      )
       return
     }
     const path = node('instances', name)
@@ -91,35 +99,61 @@ export class InstanceView implements View {
       this.#adapters.set(a.name, panel)
       return panel.element
     })
-    replace(this.element,
-      h('div', { class: 'instance-grid' },
-        h('section', { class: 'panel' },
-          h('header', { class: 'panel-header instance-header' },
-            h('div', {},
+    replace(
+      this.element,
+      h(
+        'div',
+        { class: 'instance-grid' },
+        h(
+          'section',
+          { class: 'panel' },
+          h(
+            'header',
+            { class: 'panel-header instance-header' },
+            h(
+              'div',
+              {},
               h('h1', { class: 'view-title' }, name),
-              h('div', { class: 'muted' }, 'model ', h('a', { href: `#/model/${encodeURIComponent(inst.model)}` }, inst.model))),
+              h('div', { class: 'muted' }, 'model ', h('a', { href: `#/model/${encodeURIComponent(inst.model)}` }, inst.model)),
+            ),
             this.#badge,
-            h('div', { class: 'toolbar lifecycle' }, lifecycle)),
+            h('div', { class: 'toolbar lifecycle' }, lifecycle),
+          ),
           this.#error,
           this.#attributeTable(inst.attributes),
-          this.#pollingRow(path)),
-        h('div', { class: 'side-column' },
+          this.#pollingRow(path),
+        ),
+        h(
+          'div',
+          { class: 'side-column' },
           adapters,
           mapped.length ? this.#mappedMethods(path, mapped) : null,
-          !adapters.length && !mapped.length ? h('section', { class: 'panel muted' }, 'No protocol adapters and no model methods.') : null)))
+          !adapters.length && !mapped.length ? h('section', { class: 'panel muted' }, 'No protocol adapters and no model methods.') : null,
+        ),
+      ),
+    )
     this.#update()
   }
 
   #methodButton(path: string, method: string, extra: string): HTMLButtonElement {
     const { api, notices, name } = this.#o
-    return h('button', { class: `btn ${extra}`, 'data-method': method, onclick: (e: Event) => busy(e, async () => {
-      try {
-        await api.call(path, method)
-        notices.info(`${name}: ${method} done`)
-      } catch (err) {
-        notices.error(err, `${method} on ${name} failed`)
-      }
-    }) }, method[0]!.toUpperCase() + method.slice(1))
+    return h(
+      'button',
+      {
+        class: `btn ${extra}`,
+        'data-method': method,
+        onclick: (e: Event) =>
+          busy(e, async () => {
+            try {
+              await api.call(path, method)
+              notices.info(`${name}: ${method} done`)
+            } catch (err) {
+              notices.error(err, `${method} on ${name} failed`)
+            }
+          }),
+      },
+      method[0]!.toUpperCase() + method.slice(1),
+    )
   }
 
   /** Model methods from the `import` block: each takes keyword arguments as a JSON object. */
@@ -127,27 +161,40 @@ export class InstanceView implements View {
     const { api, notices, name } = this.#o
     const result = h('output', { class: 'method-result muted' })
     const rows = methods.map((m) => {
-      const kwargs = h('input', { class: 'input mono', placeholder: 'kwargs as JSON, e.g. {"x": 1}', 'aria-label': `Keyword arguments of ${m}`, 'data-kwargs': m })
-      const call = (e: Event) => busy(e, async () => {
-        let parsed: unknown = {}
-        try {
-          parsed = kwargs.value.trim() ? JSON.parse(kwargs.value) : {}
-          if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('keyword arguments must be a JSON object, e.g. {"offset": 0.5}')
-        } catch (err) {
-          notices.error(err, `Arguments of ${m}`)
-          return
-        }
-        try {
-          const value = await api.call(path, m, parsed as Record<string, unknown>)
-          setText(result, `${m} → ${JSON.stringify(value)}`)
-        } catch (err) {
-          setText(result, '')
-          notices.error(err, `${m} on ${name} failed`)
-        }
+      const kwargs = h('input', {
+        class: 'input mono',
+        placeholder: 'kwargs as JSON, e.g. {"x": 1}',
+        'aria-label': `Keyword arguments of ${m}`,
+        'data-kwargs': m,
       })
+      const call = (e: Event) =>
+        busy(e, async () => {
+          let parsed: unknown = {}
+          try {
+            parsed = kwargs.value.trim() ? JSON.parse(kwargs.value) : {}
+            if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+              throw new Error('keyword arguments must be a JSON object, e.g. {"offset": 0.5}')
+          } catch (err) {
+            notices.error(err, `Arguments of ${m}`)
+            return
+          }
+          try {
+            const value = await api.call(path, m, parsed as Record<string, unknown>)
+            setText(result, `${m} → ${JSON.stringify(value)}`)
+          } catch (err) {
+            setText(result, '')
+            notices.error(err, `${m} on ${name} failed`)
+          }
+        })
       return h('div', { class: 'method-row' }, h('button', { class: 'btn btn-small', 'data-method': m, onclick: call }, m), kwargs)
     })
-    return h('section', { class: 'panel mapped-methods' }, h('header', { class: 'panel-header' }, h('h2', { class: 'panel-title' }, 'Model methods')), rows, result)
+    return h(
+      'section',
+      { class: 'panel mapped-methods' },
+      h('header', { class: 'panel-header' }, h('h2', { class: 'panel-title' }, 'Model methods')),
+      rows,
+      result,
+    )
   }
 
   #attributeTable(attributes: Map<string, LiveAttribute>): HTMLElement {
@@ -157,27 +204,74 @@ export class InstanceView implements View {
       const internal = h('td', { class: 'num value', 'data-cell': 'internal' }, '–')
       const external = h('td', { class: 'num value', 'data-cell': 'external' }, '–')
       const plottable = PLOTTABLE_TYPES.has(attr.type)
-      const plot = plottable ? h('input', { type: 'checkbox', class: 'switch', 'aria-label': `Plot ${attr.name}`, checked: chart.has(name, attr.name), onchange: () => chart.toggle(name, attr.name) }) : null
+      const plot = plottable
+        ? h('input', {
+            type: 'checkbox',
+            class: 'switch',
+            'aria-label': `Plot ${attr.name}`,
+            checked: chart.has(name, attr.name),
+            onchange: () => chart.toggle(name, attr.name),
+          })
+        : null
       this.#rows.set(attr.name, { internal, external, plot })
-      body.append(h('tr', { 'data-attribute': attr.name },
-        h('th', { scope: 'row' }, attr.name),
-        h('td', { class: 'muted' }, attr.type),
-        internal, external,
-        h('td', { class: 'muted' }, attr.unit ?? ''),
-        h('td', { class: 'edit-cell' }, this.#editor(attr)),
-        h('td', { class: 'plot-cell' }, plot ? h('label', { class: 'switch-label' }, plot) : null)))
+      body.append(
+        h(
+          'tr',
+          { 'data-attribute': attr.name },
+          h('th', { scope: 'row' }, attr.name),
+          h('td', { class: 'muted' }, attr.type),
+          internal,
+          external,
+          h('td', { class: 'muted' }, attr.unit ?? ''),
+          h('td', { class: 'edit-cell' }, this.#editor(attr)),
+          h('td', { class: 'plot-cell' }, plot ? h('label', { class: 'switch-label' }, plot) : null),
+        ),
+      )
     }
-    return h('div', { class: 'table-wrap' }, h('table', { class: 'table attributes' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Attribute'), h('th', {}, 'Type'), h('th', { class: 'num' }, 'Internal value'), h('th', { class: 'num' }, 'External value'), h('th', {}, 'Unit'), h('th', {}, 'Set internal value'), h('th', {}, 'Plot'))),
-      body))
+    return h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        { class: 'table attributes' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', {}, 'Attribute'),
+            h('th', {}, 'Type'),
+            h('th', { class: 'num' }, 'Internal value'),
+            h('th', { class: 'num' }, 'External value'),
+            h('th', {}, 'Unit'),
+            h('th', {}, 'Set internal value'),
+            h('th', {}, 'Plot'),
+          ),
+        ),
+        body,
+      ),
+    )
   }
 
   #editor(attr: LiveAttribute): HTMLElement {
     const { api, notices, name } = this.#o
     const path = `${node('instances', name, 'attributes', attr.name)}/attr/internal_value`
-    const input = attr.type === 'bool'
-      ? h('select', { class: 'input input-small', 'aria-label': `New value of ${attr.name}` }, h('option', { value: '', disabled: true, selected: true }, 'bool'), h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'))
-      : h('input', { class: 'input input-small mono', 'aria-label': `New value of ${attr.name}`, placeholder: attr.type, inputmode: attr.type === 'float' || attr.type === 'int' ? 'decimal' : null })
+    const input =
+      attr.type === 'bool'
+        ? h(
+            'select',
+            { class: 'input input-small', 'aria-label': `New value of ${attr.name}` },
+            h('option', { value: '', disabled: true, selected: true }, 'bool'),
+            h('option', { value: 'true' }, 'true'),
+            h('option', { value: 'false' }, 'false'),
+          )
+        : h('input', {
+            class: 'input input-small mono',
+            'aria-label': `New value of ${attr.name}`,
+            placeholder: attr.type,
+            inputmode: attr.type === 'float' || attr.type === 'int' ? 'decimal' : null,
+          })
     const submit = async (e: Event): Promise<void> => {
       e.preventDefault()
       let value: unknown
@@ -223,9 +317,15 @@ export class InstanceView implements View {
         notices.error(err, `Setting the polling interval of ${name} failed`)
       }
     }
-    return h('form', { class: 'polling-row inline-form', onsubmit: submit },
-      h('span', { class: 'muted' }, 'Start runs a step every'), interval, h('span', { class: 'muted' }, 's'), enabled,
-      h('button', { class: 'btn btn-small', type: 'submit' }, 'Set'))
+    return h(
+      'form',
+      { class: 'polling-row inline-form', onsubmit: submit },
+      h('span', { class: 'muted' }, 'Start runs a step every'),
+      interval,
+      h('span', { class: 'muted' }, 's'),
+      enabled,
+      h('button', { class: 'btn btn-small', type: 'submit' }, 'Set'),
+    )
   }
 
   #update(): void {

@@ -59,7 +59,15 @@ export class LiveStore {
       for (const a of inst.attributes) attributes.set(a.name, { ...a, internal: undefined, external: undefined, known: false })
       const adapters = new Map<string, LiveAdapter>()
       for (const name of inst.adapters) adapters.set(name, { name, state: '', port: null, requests: 0, errors: 0, known: false })
-      this.instances.set(inst.name, { name: inst.name, model: inst.model, state: old?.state ?? '', lastError: old?.lastError ?? null, methods: inst.methods, attributes, adapters })
+      this.instances.set(inst.name, {
+        name: inst.name,
+        model: inst.model,
+        state: old?.state ?? '',
+        lastError: old?.lastError ?? null,
+        methods: inst.methods,
+        attributes,
+        adapters,
+      })
     }
     for (const listener of this.#structureListeners) listener(event)
   }

@@ -9,7 +9,15 @@ import { h, setText } from './dom.ts'
  * document.body.append(loginView({ onKey: (key) => start(key) }).element)
  */
 export function loginView(opts: { onKey: (key: string) => void; message?: string }): { element: HTMLElement } {
-  const input = h('input', { class: 'input', type: 'password', name: 'product-key', autocomplete: 'current-password', placeholder: 'Product key', 'aria-label': 'Product key', required: false })
+  const input = h('input', {
+    class: 'input',
+    type: 'password',
+    name: 'product-key',
+    autocomplete: 'current-password',
+    placeholder: 'Product key',
+    'aria-label': 'Product key',
+    required: false,
+  })
   const error = h('div', { class: 'login-error', role: 'alert' }, opts.message ?? '')
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault()
@@ -22,20 +30,29 @@ export function loginView(opts: { onKey: (key: string) => void; message?: string
       opts.onKey(key)
     } catch (err) {
       const status = err instanceof ApiError ? err.status : 0
-      setText(error, status === 401 ? 'The server refused this key. Use the key the server was started with (--product-key or MIMIC_PRODUCT_KEY).' : (err as Error).message)
+      setText(
+        error,
+        status === 401 ? 'The server refused this key. Use the key the server was started with (--product-key or MIMIC_PRODUCT_KEY).' : (err as Error).message,
+      )
       input.select()
     } finally {
       if (button) button.disabled = false
     }
   }
-  const element = h('div', { class: 'login' },
-    h('form', { class: 'login-card panel', onsubmit: submit },
+  const element = h(
+    'div',
+    { class: 'login' },
+    h(
+      'form',
+      { class: 'login-card panel', onsubmit: submit },
       h('div', { class: 'brand brand-large' }, h('span', { class: 'brand-mark' }), 'Mimic'),
       h('p', { class: 'muted' }, 'Device-simulation dashboard. Enter the product key of this server.'),
       input,
       h('button', { class: 'btn btn-primary', type: 'submit', 'data-action': 'login' }, 'Connect'),
       error,
-      h('p', { class: 'muted small' }, 'The key is kept for this browser tab only and sent to this server alone.')))
+      h('p', { class: 'muted small' }, 'The key is kept for this browser tab only and sent to this server alone.'),
+    ),
+  )
   queueMicrotask(() => input.focus())
   return { element }
 }

@@ -43,7 +43,19 @@ export class Notices {
         h('div', { class: 'notice-meta' }, `${status}${where}`),
         h('div', { class: 'notice-message' }, err.message),
         err.details.length
-          ? h('ul', { class: 'notice-details' }, err.details.map((d) => h('li', {}, d.path ? h('code', {}, d.path + (d.line ? ` (${d.line}:${d.column ?? 0})` : '')) : null, d.path ? ' ' : null, h('span', { class: 'detail-text' }, d.message))))
+          ? h(
+              'ul',
+              { class: 'notice-details' },
+              err.details.map((d) =>
+                h(
+                  'li',
+                  {},
+                  d.path ? h('code', {}, d.path + (d.line ? ` (${d.line}:${d.column ?? 0})` : '')) : null,
+                  d.path ? ' ' : null,
+                  h('span', { class: 'detail-text' }, d.message),
+                ),
+              ),
+            )
           : null,
         fault ? h('div', { class: 'notice-meta' }, `correlation id ${fault.correlation_id}`) : h('div', { class: 'notice-meta' }, err.request),
       ])

@@ -31,22 +31,54 @@ export class OverviewView implements View {
     this.#steps = h('dd', { class: 'num' }, '–')
     this.#time = h('dd', { class: 'num' }, '–')
     this.#table = h('div', { class: 'table-wrap' })
-    const button = (method: string, label: string, extra = '') => h('button', { class: `btn ${extra}`, 'data-system-method': method, onclick: (e: Event) => busy(e, async () => {
-      try {
-        await api.call(SYSTEM, method)
-        notices.info(`System: ${method} done`)
-      } catch (err) {
-        notices.error(err, `System ${method} failed`)
-      }
-    }) }, label)
-    this.element = h('div', { class: 'view overview-view' },
-      h('section', { class: 'panel' },
-        h('header', { class: 'panel-header' },
-          h('div', {}, h('h1', { class: 'view-title' }, 'System'), h('div', { class: 'muted' }, 'All instances, stepped together; connections are applied after every step.')),
+    const button = (method: string, label: string, extra = '') =>
+      h(
+        'button',
+        {
+          class: `btn ${extra}`,
+          'data-system-method': method,
+          onclick: (e: Event) =>
+            busy(e, async () => {
+              try {
+                await api.call(SYSTEM, method)
+                notices.info(`System: ${method} done`)
+              } catch (err) {
+                notices.error(err, `System ${method} failed`)
+              }
+            }),
+        },
+        label,
+      )
+    this.element = h(
+      'div',
+      { class: 'view overview-view' },
+      h(
+        'section',
+        { class: 'panel' },
+        h(
+          'header',
+          { class: 'panel-header' },
+          h(
+            'div',
+            {},
+            h('h1', { class: 'view-title' }, 'System'),
+            h('div', { class: 'muted' }, 'All instances, stepped together; connections are applied after every step.'),
+          ),
           this.#badge,
-          h('div', { class: 'toolbar' }, button('prepare', 'Prepare all'), button('run', 'Step once'), button('start', 'Start all', 'btn-primary'), button('stop', 'Stop all'), button('reset', 'Reset all'))),
-        h('dl', { class: 'facts facts-row' }, h('dt', {}, 'System steps'), this.#steps, h('dt', {}, 'Simulated time'), this.#time)),
-      h('section', { class: 'panel' }, h('header', { class: 'panel-header' }, h('h2', { class: 'panel-title' }, 'Instances')), this.#table))
+          h(
+            'div',
+            { class: 'toolbar' },
+            button('prepare', 'Prepare all'),
+            button('run', 'Step once'),
+            button('start', 'Start all', 'btn-primary'),
+            button('stop', 'Stop all'),
+            button('reset', 'Reset all'),
+          ),
+        ),
+        h('dl', { class: 'facts facts-row' }, h('dt', {}, 'System steps'), this.#steps, h('dt', {}, 'Simulated time'), this.#time),
+      ),
+      h('section', { class: 'panel' }, h('header', { class: 'panel-header' }, h('h2', { class: 'panel-title' }, 'Instances')), this.#table),
+    )
     this.#unsubscribe = [store.onStructure(() => this.#render()), store.onFrame(() => this.#update())]
     this.#render()
   }
@@ -63,17 +95,37 @@ export class OverviewView implements View {
     this.#rows.clear()
     const instances = [...this.#store.instances.values()]
     if (!instances.length) {
-      replace(this.#table, h('div', { class: 'empty' }, this.#store.structure ? 'The system has no instances. Load a snapshot or PUT instances through the API.' : 'Loading…'))
+      replace(
+        this.#table,
+        h('div', { class: 'empty' }, this.#store.structure ? 'The system has no instances. Load a snapshot or PUT instances through the API.' : 'Loading…'),
+      )
       return
     }
-    replace(this.#table, h('table', { class: 'table' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Model'), h('th', {}, 'State'), h('th', {}, 'Last error'))),
-      h('tbody', {}, instances.map((i) => {
-        const badge = stateBadge(i.state)
-        const error = h('td', { class: 'error-text' }, i.lastError ?? '')
-        this.#rows.set(i.name, { badge, error })
-        return h('tr', {}, h('th', { scope: 'row' }, h('a', { href: `#/instance/${encodeURIComponent(i.name)}` }, i.name)), h('td', { class: 'muted' }, i.model), h('td', {}, badge), error)
-      }))))
+    replace(
+      this.#table,
+      h(
+        'table',
+        { class: 'table' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Instance'), h('th', {}, 'Model'), h('th', {}, 'State'), h('th', {}, 'Last error'))),
+        h(
+          'tbody',
+          {},
+          instances.map((i) => {
+            const badge = stateBadge(i.state)
+            const error = h('td', { class: 'error-text' }, i.lastError ?? '')
+            this.#rows.set(i.name, { badge, error })
+            return h(
+              'tr',
+              {},
+              h('th', { scope: 'row' }, h('a', { href: `#/instance/${encodeURIComponent(i.name)}` }, i.name)),
+              h('td', { class: 'muted' }, i.model),
+              h('td', {}, badge),
+              error,
+            )
+          }),
+        ),
+      ),
+    )
     this.#update()
   }
 

@@ -60,18 +60,38 @@ export class SnapshotsView implements View {
         if (button) button.disabled = false
       }
     }
-    this.element = h('div', { class: 'view snapshots-view' },
-      h('section', { class: 'panel' },
-        h('header', { class: 'panel-header' }, h('h1', { class: 'view-title' }, 'Snapshots'),
-          h('span', { class: 'muted' }, 'A snapshot holds the structure — models, instances, connections — never runtime values.')),
-        h('form', { class: 'snapshot-form', onsubmit: save },
+    this.element = h(
+      'div',
+      { class: 'view snapshots-view' },
+      h(
+        'section',
+        { class: 'panel' },
+        h(
+          'header',
+          { class: 'panel-header' },
+          h('h1', { class: 'view-title' }, 'Snapshots'),
+          h('span', { class: 'muted' }, 'A snapshot holds the structure — models, instances, connections — never runtime values.'),
+        ),
+        h(
+          'form',
+          { class: 'snapshot-form', onsubmit: save },
           h('label', { class: 'field' }, h('span', {}, 'Label'), label),
           h('label', { class: 'field field-wide' }, h('span', {}, 'Notes'), notes),
-          h('button', { class: 'btn btn-primary', type: 'submit', 'data-action': 'save-snapshot' }, 'Save snapshot'))),
-      h('section', { class: 'panel' },
-        h('header', { class: 'panel-header' }, h('h2', { class: 'panel-title' }, 'Saved'),
-          h('button', { class: 'btn btn-small', onclick: (e: Event) => busy(e, () => this.refresh()) }, 'Refresh')),
-        this.#list))
+          h('button', { class: 'btn btn-primary', type: 'submit', 'data-action': 'save-snapshot' }, 'Save snapshot'),
+        ),
+      ),
+      h(
+        'section',
+        { class: 'panel' },
+        h(
+          'header',
+          { class: 'panel-header' },
+          h('h2', { class: 'panel-title' }, 'Saved'),
+          h('button', { class: 'btn btn-small', onclick: (e: Event) => busy(e, () => this.refresh()) }, 'Refresh'),
+        ),
+        this.#list,
+      ),
+    )
     void this.refresh()
   }
 
@@ -91,7 +111,8 @@ export class SnapshotsView implements View {
       return
     }
     const byId = new Map<string, SnapshotEntry>()
-    for (const s of result.in_memory) byId.set(s.id, { id: s.id, created_at: s.created_at, label: s.label, notes: s.notes, path: s.persisted_path, inMemory: true })
+    for (const s of result.in_memory)
+      byId.set(s.id, { id: s.id, created_at: s.created_at, label: s.label, notes: s.notes, path: s.persisted_path, inMemory: true })
     for (const f of result.files) {
       const known = byId.get(f.id)
       if (known) known.path ||= f.path
@@ -102,16 +123,38 @@ export class SnapshotsView implements View {
       replace(this.#list, h('div', { class: 'empty' }, 'No snapshots yet. Save one above.'))
       return
     }
-    replace(this.#list, h('table', { class: 'table' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'Label'), h('th', {}, 'Saved'), h('th', {}, 'Notes'), h('th', {}, 'Where'), h('th', {}))),
-      h('tbody', {}, entries.map((s) => h('tr', { 'data-snapshot': s.id },
-        h('th', { scope: 'row' }, s.label || h('span', { class: 'muted' }, '(no label)'), h('div', { class: 'muted mono small' }, s.id)),
-        h('td', { title: s.created_at }, formatWhen(s.created_at)),
-        h('td', { class: 'notes' }, s.notes),
-        h('td', { class: 'muted small', title: s.path }, [s.inMemory ? 'memory' : null, s.path ? 'file' : null].filter(Boolean).join(' + ')),
-        h('td', { class: 'row-actions' },
-          h('button', { class: 'btn btn-small', 'data-action': 'load-snapshot', onclick: (e: Event) => busy(e, () => this.#load(s)) }, 'Load'),
-          h('button', { class: 'btn btn-small btn-quiet', 'data-action': 'delete-snapshot', onclick: (e: Event) => busy(e, () => this.#delete(s)) }, 'Delete')))))))
+    replace(
+      this.#list,
+      h(
+        'table',
+        { class: 'table' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Label'), h('th', {}, 'Saved'), h('th', {}, 'Notes'), h('th', {}, 'Where'), h('th', {}))),
+        h(
+          'tbody',
+          {},
+          entries.map((s) =>
+            h(
+              'tr',
+              { 'data-snapshot': s.id },
+              h('th', { scope: 'row' }, s.label || h('span', { class: 'muted' }, '(no label)'), h('div', { class: 'muted mono small' }, s.id)),
+              h('td', { title: s.created_at }, formatWhen(s.created_at)),
+              h('td', { class: 'notes' }, s.notes),
+              h('td', { class: 'muted small', title: s.path }, [s.inMemory ? 'memory' : null, s.path ? 'file' : null].filter(Boolean).join(' + ')),
+              h(
+                'td',
+                { class: 'row-actions' },
+                h('button', { class: 'btn btn-small', 'data-action': 'load-snapshot', onclick: (e: Event) => busy(e, () => this.#load(s)) }, 'Load'),
+                h(
+                  'button',
+                  { class: 'btn btn-small btn-quiet', 'data-action': 'delete-snapshot', onclick: (e: Event) => busy(e, () => this.#delete(s)) },
+                  'Delete',
+                ),
+              ),
+            ),
+          ),
+        ),
+      ),
+    )
   }
 
   /** The selector a method takes: the id, or the file when the snapshot is not held in memory. */
@@ -128,18 +171,28 @@ export class SnapshotsView implements View {
       danger: true,
       body: [
         h('p', {}, 'Loading replaces the whole active system:'),
-        h('ul', {},
-          h('li', {}, `${count(current?.models.length ?? 0, 'model')}, ${count(current?.instances.length ?? 0, 'instance')} and ${count(current?.connections.length ?? 0, 'connection')} now active are removed`,
-            current?.instances.length ? h('span', { class: 'muted' }, ` (${current.instances.map((i) => i.name).join(', ')})`) : null, '.'),
+        h(
+          'ul',
+          {},
+          h(
+            'li',
+            {},
+            `${count(current?.models.length ?? 0, 'model')}, ${count(current?.instances.length ?? 0, 'instance')} and ${count(current?.connections.length ?? 0, 'connection')} now active are removed`,
+            current?.instances.length ? h('span', { class: 'muted' }, ` (${current.instances.map((i) => i.name).join(', ')})`) : null,
+            '.',
+          ),
           h('li', {}, 'Running instances are stopped; every loaded instance starts fresh (INITIALIZED).'),
-          h('li', {}, 'Runtime values are not restored — a snapshot holds structure only.')),
+          h('li', {}, 'Runtime values are not restored — a snapshot holds structure only.'),
+        ),
         h('p', { class: 'muted small' }, `Snapshot ${s.id}, saved ${new Date(s.created_at).toLocaleString()}.`),
       ],
     })
     if (!ok) return
     try {
       const result = await this.#api.call<{ models: number; instances: number; connections: number }>(PATH, 'load', this.#selector(s))
-      this.#notices.info(`Loaded ${s.label || s.id}: ${count(result.models, 'model')}, ${count(result.instances, 'instance')}, ${count(result.connections, 'connection')}`)
+      this.#notices.info(
+        `Loaded ${s.label || s.id}: ${count(result.models, 'model')}, ${count(result.instances, 'instance')}, ${count(result.connections, 'connection')}`,
+      )
     } catch (err) {
       this.#notices.error(err, `Loading snapshot ${s.label || s.id} failed (the active system was left as it was)`)
     }

@@ -42,21 +42,43 @@ export class TreeView {
     this.#badges.clear()
     const link = (href: string, ...content: Array<Node | string>): HTMLElement => h('a', { href, class: 'tree-item' }, ...content)
     const section = (title: string, count: number | null, items: HTMLElement[], emptyText: string): HTMLElement =>
-      h('section', { class: 'tree-section' },
+      h(
+        'section',
+        { class: 'tree-section' },
         h('h3', { class: 'tree-heading' }, title, count === null ? null : h('span', { class: 'count' }, String(count))),
-        items.length ? h('div', { class: 'tree-list' }, items) : h('div', { class: 'tree-empty' }, emptyText))
+        items.length ? h('div', { class: 'tree-list' }, items) : h('div', { class: 'tree-empty' }, emptyText),
+      )
     const instances = (s?.instances ?? []).map((i) => {
       const badge = stateBadge(this.#store.instance(i.name)?.state ?? '')
       this.#badges.set(i.name, badge)
       return link(`#/instance/${encodeURIComponent(i.name)}`, h('span', { class: 'tree-name' }, i.name), h('span', { class: 'tree-sub' }, i.model), badge)
     })
-    const models = (s?.models ?? []).map((m) => link(`#/model/${encodeURIComponent(m.name)}`, h('span', { class: 'tree-name' }, m.name), h('span', { class: 'tree-sub' }, `${m.instances.length} instance${m.instances.length === 1 ? '' : 's'}`)))
-    const connections = (s?.connections ?? []).map((c) => link(`#/connection/${encodeURIComponent(c.name)}`, h('span', { class: 'tree-name' }, c.name), h('span', { class: 'tree-sub' }, `${c.from.replace('.attributes.', '.')} → ${c.to.replace('.attributes.', '.')}`)))
-    replace(this.#body,
-      h('div', { class: 'tree-section tree-top' }, link('#/', h('span', { class: 'tree-name' }, 'Overview')), link('#/snapshots', h('span', { class: 'tree-name' }, 'Snapshots'))),
+    const models = (s?.models ?? []).map((m) =>
+      link(
+        `#/model/${encodeURIComponent(m.name)}`,
+        h('span', { class: 'tree-name' }, m.name),
+        h('span', { class: 'tree-sub' }, `${m.instances.length} instance${m.instances.length === 1 ? '' : 's'}`),
+      ),
+    )
+    const connections = (s?.connections ?? []).map((c) =>
+      link(
+        `#/connection/${encodeURIComponent(c.name)}`,
+        h('span', { class: 'tree-name' }, c.name),
+        h('span', { class: 'tree-sub' }, `${c.from.replace('.attributes.', '.')} → ${c.to.replace('.attributes.', '.')}`),
+      ),
+    )
+    replace(
+      this.#body,
+      h(
+        'div',
+        { class: 'tree-section tree-top' },
+        link('#/', h('span', { class: 'tree-name' }, 'Overview')),
+        link('#/snapshots', h('span', { class: 'tree-name' }, 'Snapshots')),
+      ),
       section('Instances', s ? s.instances.length : null, instances, s ? 'No instances' : 'Loading…'),
       section('Models', s ? s.models.length : null, models, s ? 'No models' : 'Loading…'),
-      section('Connections', s ? s.connections.length : null, connections, s ? 'No connections' : 'Loading…'))
+      section('Connections', s ? s.connections.length : null, connections, s ? 'No connections' : 'Loading…'),
+    )
     this.select(this.#current)
   }
 }

@@ -10,7 +10,13 @@ import type { FrameEvent } from './live-types.ts'
 export const MAX_SAMPLES = 36_000
 
 const COLORS = ['#3fb8d0', '#f0a43a', '#7bc86c', '#e06c75', '#b48ead', '#e5c07b', '#56b6c2', '#d19a66']
-const WINDOWS: Array<[string, number]> = [['30 s', 30], ['1 min', 60], ['5 min', 300], ['15 min', 900], ['All', 0]]
+const WINDOWS: Array<[string, number]> = [
+  ['30 s', 30],
+  ['1 min', 60],
+  ['5 min', 300],
+  ['15 min', 900],
+  ['All', 0],
+]
 
 /** One plotted attribute. */
 interface Series {
@@ -52,22 +58,41 @@ export class TrendChart {
   constructor(store: LiveStore) {
     this.#store = store
     this.#pauseButton = h('button', { class: 'btn btn-small', 'data-action': 'pause', onclick: () => this.setPaused(!this.#paused) }, 'Pause')
-    const windowSelect = h('select', { class: 'input input-small', 'aria-label': 'Time window', onchange: (e: Event) => {
-      this.#window = Number((e.target as HTMLSelectElement).value)
-      this.#draw()
-    } }, WINDOWS.map(([label, s]) => h('option', { value: s, selected: s === this.#window }, label)))
+    const windowSelect = h(
+      'select',
+      {
+        class: 'input input-small',
+        'aria-label': 'Time window',
+        onchange: (e: Event) => {
+          this.#window = Number((e.target as HTMLSelectElement).value)
+          this.#draw()
+        },
+      },
+      WINDOWS.map(([label, s]) => h('option', { value: s, selected: s === this.#window }, label)),
+    )
     this.#status = h('span', { class: 'chart-status muted' })
     this.#legend = h('div', { class: 'chart-legend' })
     this.#plotBox = h('div', { class: 'chart-plot', 'data-points': 0 })
-    this.element = h('section', { class: 'panel chart-panel', 'aria-label': 'Trend' },
-      h('header', { class: 'panel-header' },
+    this.element = h(
+      'section',
+      { class: 'panel chart-panel', 'aria-label': 'Trend' },
+      h(
+        'header',
+        { class: 'panel-header' },
         h('h2', { class: 'panel-title' }, 'Trend'),
         this.#status,
-        h('div', { class: 'toolbar' }, windowSelect, this.#pauseButton,
+        h(
+          'div',
+          { class: 'toolbar' },
+          windowSelect,
+          this.#pauseButton,
           h('button', { class: 'btn btn-small', 'data-action': 'clear', onclick: () => this.clear() }, 'Clear'),
-          h('button', { class: 'btn btn-small', 'data-action': 'export-csv', onclick: () => this.exportCsv() }, 'Export CSV'))),
+          h('button', { class: 'btn btn-small', 'data-action': 'export-csv', onclick: () => this.exportCsv() }, 'Export CSV'),
+        ),
+      ),
       this.#legend,
-      this.#plotBox)
+      this.#plotBox,
+    )
     store.onFrame((frame) => this.#record(frame))
     store.onStructure(() => this.#dropVanished())
     new ResizeObserver(() => this.#resize()).observe(this.#plotBox)
@@ -102,10 +127,14 @@ export class TrendChart {
     const used = new Set(this.#series.map((s) => s.color))
     const color = COLORS.find((c) => !used.has(c)) ?? COLORS[this.#series.length % COLORS.length]!
     const valueEl = h('span', { class: 'series-value' }, '–')
-    const chip = h('span', { class: 'series-chip', 'data-series': key },
+    const chip = h(
+      'span',
+      { class: 'series-chip', 'data-series': key },
       h('span', { class: 'swatch', style: `background:${color}` }),
-      h('span', { class: 'series-name' }, key), valueEl,
-      h('button', { class: 'chip-remove', title: `Stop plotting ${key}`, 'aria-label': `Stop plotting ${key}`, onclick: () => this.remove(key) }, '×'))
+      h('span', { class: 'series-name' }, key),
+      valueEl,
+      h('button', { class: 'chip-remove', title: `Stop plotting ${key}`, 'aria-label': `Stop plotting ${key}`, onclick: () => this.remove(key) }, '×'),
+    )
     this.#series.push({ key, instance, attribute, color, values: this.#times.map(() => null), chip, valueEl })
     this.#rebuild()
   }
@@ -169,21 +198,38 @@ export class TrendChart {
   }
 
   #rebuild(): void {
-    replace(this.#legend, this.#series.map((s) => s.chip))
+    replace(
+      this.#legend,
+      this.#series.map((s) => s.chip),
+    )
     this.#plot?.destroy()
     this.#plot = undefined
     if (this.#series.length) {
       const axisStyle = { stroke: '#8b97a5', grid: { stroke: '#222c38', width: 1 }, ticks: { stroke: '#2a3541', width: 1 }, font: '11px system-ui, sans-serif' }
       replace(this.#plotBox)
-      this.#plot = new uPlot({
-        width: Math.max(200, this.#plotBox.clientWidth),
-        height: 240,
-        legend: { show: false },
-        cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true, range: (_u, min, max) => this.#xRange(min, max) } },
-        axes: [{ ...axisStyle }, { ...axisStyle, size: 56 }],
-        series: [{}, ...this.#series.map((s) => ({ label: s.key, stroke: s.color, width: 1.75, spanGaps: false, paths: uPlot.paths.stepped!({ align: 1 }), points: { show: false } }))],
-      }, this.#data(), this.#plotBox)
+      this.#plot = new uPlot(
+        {
+          width: Math.max(200, this.#plotBox.clientWidth),
+          height: 240,
+          legend: { show: false },
+          cursor: { drag: { x: false, y: false } },
+          scales: { x: { time: true, range: (_u, min, max) => this.#xRange(min, max) } },
+          axes: [{ ...axisStyle }, { ...axisStyle, size: 56 }],
+          series: [
+            {},
+            ...this.#series.map((s) => ({
+              label: s.key,
+              stroke: s.color,
+              width: 1.75,
+              spanGaps: false,
+              paths: uPlot.paths.stepped!({ align: 1 }),
+              points: { show: false },
+            })),
+          ],
+        },
+        this.#data(),
+        this.#plotBox,
+      )
     } else {
       this.#renderEmpty()
     }
@@ -192,7 +238,10 @@ export class TrendChart {
   }
 
   #renderEmpty(): void {
-    replace(this.#plotBox, h('div', { class: 'empty' }, 'Choose attributes to plot with the ', h('span', { class: 'kbd' }, 'Plot'), ' switch in an instance’s attribute list.'))
+    replace(
+      this.#plotBox,
+      h('div', { class: 'empty' }, 'Choose attributes to plot with the ', h('span', { class: 'kbd' }, 'Plot'), ' switch in an instance’s attribute list.'),
+    )
   }
 
   #xRange(min: number, max: number): uPlot.Range.MinMax {

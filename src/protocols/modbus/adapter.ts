@@ -262,7 +262,9 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    */
   set(name: string, value: unknown): void {
     if (name !== 'response_delay') {
-      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [{ path: name, message: 'read-only' }])
+      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [
+        { path: name, message: 'read-only' },
+      ])
     }
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 3600) {
       throw new ValidationError(`'response_delay' must be a number of seconds from 0 to 3600`, [{ path: name, message: 'expected a number from 0 to 3600' }])

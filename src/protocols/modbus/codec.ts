@@ -185,9 +185,12 @@ export function parseRequest(buffer: Buffer, offset: number, length: number): Mo
       const writeQuantity = buffer.readUInt16BE(offset + 7)
       const byteCount = buffer[offset + 9]!
       if (
-        readQuantity < 1 || readQuantity > LIMITS.readWriteRead ||
-        writeQuantity < 1 || writeQuantity > LIMITS.readWriteWrite ||
-        byteCount !== writeQuantity * 2 || length !== 10 + byteCount
+        readQuantity < 1 ||
+        readQuantity > LIMITS.readWriteRead ||
+        writeQuantity < 1 ||
+        writeQuantity > LIMITS.readWriteWrite ||
+        byteCount !== writeQuantity * 2 ||
+        length !== 10 + byteCount
       ) {
         return reject(fc, EXCEPTION_CODES.ILLEGAL_DATA_VALUE)
       }

@@ -1,14 +1,6 @@
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
-import {
-  EXCEPTION_CODES,
-  MAX_ADU_LENGTH,
-  MBAP_LENGTH,
-  buildExceptionResponse,
-  headerProblem,
-  stampHeader,
-  writeException,
-} from './codec.js'
+import { EXCEPTION_CODES, MAX_ADU_LENGTH, MBAP_LENGTH, buildExceptionResponse, headerProblem, stampHeader, writeException } from './codec.js'
 import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.js'
 
 /**
@@ -304,10 +296,7 @@ export class ModbusConnection {
   /** Pauses reading while anything this connection holds is full; resumes when it has drained. */
   #updateFlow(): void {
     if (this.#closed) return
-    const full =
-      this.#inbox.length >= MAX_INBOX ||
-      this.#outbox.length >= MAX_OUTBOX ||
-      this.#socket.writableLength >= MAX_WRITE_BUFFER
+    const full = this.#inbox.length >= MAX_INBOX || this.#outbox.length >= MAX_OUTBOX || this.#socket.writableLength >= MAX_WRITE_BUFFER
     if (full && !this.#paused) {
       this.#paused = true
       this.#socket.pause()

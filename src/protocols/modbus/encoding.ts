@@ -31,8 +31,7 @@ export interface EncodingSpec {
 }
 
 /** The fields of a mapping entry that encoding looks at; orders and scale are optional. */
-export type EncodableEntry = Pick<ModbusMappingEntry, 'address' | 'type'> &
-  Partial<Pick<ModbusMappingEntry, 'byte_order' | 'word_order' | 'scale'>>
+export type EncodableEntry = Pick<ModbusMappingEntry, 'address' | 'type'> & Partial<Pick<ModbusMappingEntry, 'byte_order' | 'word_order' | 'scale'>>
 
 /**
  * Compiles a mapping entry into an encoding spec.

@@ -203,7 +203,5 @@ function listenFailure(host: string, port: number, error: unknown): ConflictErro
         : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
           ? `host ${host} is not an address of this machine`
           : `cannot listen on ${where}: ${(error as Error).message}`
-  return new ConflictError(`Cannot open a Modbus listener: ${message}`, [
-    { path: code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? 'host' : 'port', message },
-  ])
+  return new ConflictError(`Cannot open a Modbus listener: ${message}`, [{ path: code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? 'host' : 'port', message }])
 }

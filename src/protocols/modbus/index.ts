@@ -8,16 +8,7 @@
  * const adapter = new ModbusSlaveAdapter({ hub, logger, accessor, definition: parseModbusSlave(raw) })
  * await adapter.start()
  */
-export {
-  BIT_GROUPS,
-  MODBUS_GROUPS,
-  MODBUS_ORDERS,
-  MODBUS_TYPES,
-  TYPE_WIDTH,
-  addressRange,
-  modbusSlaveSchema,
-  parseModbusSlave,
-} from './schema.js'
+export { BIT_GROUPS, MODBUS_GROUPS, MODBUS_ORDERS, MODBUS_TYPES, TYPE_WIDTH, addressRange, modbusSlaveSchema, parseModbusSlave } from './schema.js'
 export type { ModbusGroup, ModbusMappingEntry, ModbusOrder, ModbusSlaveDefinition, ModbusType } from './schema.js'
 export {
   EXCEPTION_CODES,

@@ -77,7 +77,10 @@ export class ModbusListener {
       let room = this.#connections.size < this.#rules.maxConnections
       while (!room && this.#makeRoom()) room = this.#connections.size < this.#rules.maxConnections
       if (!room) {
-        this.#logger.debug({ remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` }, 'refused a modbus connection: every connection is waiting for an answer')
+        this.#logger.debug(
+          { remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}` },
+          'refused a modbus connection: every connection is waiting for an answer',
+        )
         socket.destroy()
         this.#closedByRule('refused')
         return

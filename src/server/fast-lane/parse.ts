@@ -89,7 +89,14 @@ export function parseRequest(buffer: Buffer, bodyLimit: number): ParsedRequest |
   HEADER_LINES.lastIndex = Math.min(lineEnd + 2, end)
   if (!HEADER_LINES.test(text) || HEADER_LINES.lastIndex !== end) return 'decline'
   // Every field present from the start: one object shape for every request.
-  const headers: LaneHeaders = { host: undefined, authorization: undefined, 'x-correlation-id': undefined, 'content-type': undefined, 'content-length': undefined, connection: undefined }
+  const headers: LaneHeaders = {
+    host: undefined,
+    authorization: undefined,
+    'x-correlation-id': undefined,
+    'content-type': undefined,
+    'content-length': undefined,
+    connection: undefined,
+  }
   for (let pos = lineEnd + 2; pos < end; pos = lineEnd + 2) {
     lineEnd = text.indexOf('\r\n', pos)
     if (lineEnd < 0) lineEnd = end

@@ -46,7 +46,13 @@ describe('batching in a real system', () => {
   after(() => s.close())
 
   const engineOf = (stepBatch: number): Engine<Instance> =>
-    new Engine({ system: s.system, python: s.system.services.python, stepBatch, logger: s.t.server.logger, polling: { interval: () => 1, wanted: () => false, includes: () => true } })
+    new Engine({
+      system: s.system,
+      python: s.system.services.python,
+      stepBatch,
+      logger: s.t.server.logger,
+      polling: { interval: () => 1, wanted: () => false, includes: () => true },
+    })
 
   it('a MimicComponent whose run sees the server time, or a connection, makes every step need the server', async () => {
     const [c1, c2, g, clock, idle] = s.instances('c1', 'c2', 'g', 'clock', 'idle')

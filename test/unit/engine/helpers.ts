@@ -105,5 +105,8 @@ export function valueOf(system: System, instance: string, attribute: string): un
 
 /** Messages the Python workers have answered so far, all workers together. */
 export function workerRequests(system: System): number {
-  return system.services.python().workers().reduce((sum, w) => sum + w.requests, 0)
+  return system.services
+    .python()
+    .workers()
+    .reduce((sum, w) => sum + w.requests, 0)
 }

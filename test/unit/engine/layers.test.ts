@@ -17,7 +17,8 @@ describe('engine layer', () => {
       const source = readFileSync(join(ENGINE, file), 'utf8')
       for (const [, specifier] of source.matchAll(/^\s*(?:import|export)\b[^'"]*from\s+['"]([^'"]+)['"]/gm)) {
         const target = specifier!.replace(/^\.\.\//, '')
-        if (specifier!.startsWith('../') && ABOVE.some((layer) => target === layer.replace(/\.ts$/, '.js') || target.startsWith(`${layer}/`))) offending.push(`${file}: ${specifier}`)
+        if (specifier!.startsWith('../') && ABOVE.some((layer) => target === layer.replace(/\.ts$/, '.js') || target.startsWith(`${layer}/`)))
+          offending.push(`${file}: ${specifier}`)
       }
     }
     assert.deepEqual(offending, [])

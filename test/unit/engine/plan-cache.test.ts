@@ -11,7 +11,10 @@ describe('step plan cache', () => {
   let s: EngineSystem
 
   before(async () => {
-    s = await startEngineSystem({ models: { Counter: COUNTER_MODEL, Faulty: FAULTY_MODEL }, instances: { a: 'Counter', b: 'Counter', c: 'Counter', f: 'Faulty' } })
+    s = await startEngineSystem({
+      models: { Counter: COUNTER_MODEL, Faulty: FAULTY_MODEL },
+      instances: { a: 'Counter', b: 'Counter', c: 'Counter', f: 'Faulty' },
+    })
   })
   after(() => s.close())
 
@@ -69,9 +72,13 @@ describe('step plan cache', () => {
     await plan.run({ dt: 0.5, repeat: 4, failed: report })
     assert.equal(valueOf(s.system, 'a', 'level'), start + 5, 'values of the last of the four steps')
     assert.equal(valueOf(s.system, 'f', 'level'), 5)
-    assert.deepEqual(failed.map(([name, , count]) => [name, count]), [['f', 2]], 'f failed in its 2nd and 4th tick')
+    assert.deepEqual(
+      failed.map(([name, , count]) => [name, count]),
+      [['f', 2]],
+      'f failed in its 2nd and 4th tick',
+    )
     assert.match(failed[0]![1], /even tick/)
     assert.equal(plan.lastBatch, 4)
-    assert.equal(a!.timer.time, time, 'moving time on is the step\'s business, not the plan\'s')
+    assert.equal(a!.timer.time, time, "moving time on is the step's business, not the plan's")
   })
 })

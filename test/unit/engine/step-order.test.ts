@@ -24,7 +24,14 @@ describe('the order of one step', () => {
     const owners = stepped.filter((i) => i.stepsInPython)
     const pool = s.system.services.python()
     const plan = plans.kept(pool, owners) ?? plans.renew(pool, owners)
-    await stepSystem({ system: s.system, stepped, plan, dt, repeat: 1, failed: (instance: Instance, _error: MimicError, count: number) => void failed.push([instance.name, count]) })
+    await stepSystem({
+      system: s.system,
+      stepped,
+      plan,
+      dt,
+      repeat: 1,
+      failed: (instance: Instance, _error: MimicError, count: number) => void failed.push([instance.name, count]),
+    })
   }
 
   /** The holding register the panel's adapter serves `shown` from. */
@@ -50,11 +57,11 @@ describe('the order of one step', () => {
     await s?.close()
   })
 
-  it('behaviour, then connections, then the adapters: a step\'s new value is published by that same step', async () => {
+  it("behaviour, then connections, then the adapters: a step's new value is published by that same step", async () => {
     assert.equal(await published(), 0)
     await step(['source', 'panel'])
     assert.equal(valueOf(s.system, 'source', 'level'), 1)
-    assert.equal(valueOf(s.system, 'panel', 'shown'), 1, 'the connection copied the value this step\'s run left')
+    assert.equal(valueOf(s.system, 'panel', 'shown'), 1, "the connection copied the value this step's run left")
     assert.equal(await published(), 1, 'the adapter serves what the connection wrote')
     for (let i = 0; i < 3; i++) await step(['source', 'panel'])
     assert.equal(valueOf(s.system, 'panel', 'shown'), 4)
@@ -71,7 +78,7 @@ describe('the order of one step', () => {
     assert.equal(await published(), 5)
   })
 
-  it('every instance runs at its timer\'s time, which then moves on by dt, as does the system\'s', async () => {
+  it("every instance runs at its timer's time, which then moves on by dt, as does the system's", async () => {
     const [clock] = s.instances('clock')
     const time = clock!.timer.time
     const systemTime = s.system.timer.time
@@ -94,7 +101,7 @@ describe('the order of one step', () => {
     assert.equal(faulty!.timer.time, time + 1, 'its time moved on in both steps, as for the others')
   })
 
-  it('an instance step alone: its Python run at the timer\'s time, then time moves on; a run that raises leaves time where it was', async () => {
+  it("an instance step alone: its Python run at the timer's time, then time moves on; a run that raises leaves time where it was", async () => {
     const [clock, faulty] = s.instances('clock', 'faulty')
     const time = clock!.timer.time
     await stepInstance(clock!, 2)

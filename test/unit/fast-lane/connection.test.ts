@@ -43,7 +43,14 @@ describe('fast lane connection over a real socket pair', () => {
 
   before(async () => {
     server = createServer((socket) => {
-      new LaneConnection(socket, { handler, bodyLimit: 1 << 20, logger: log.logger, server: { keepAliveTimeout: 5000 }, handOver: (s) => handedOver(s), release: () => {} })
+      new LaneConnection(socket, {
+        handler,
+        bodyLimit: 1 << 20,
+        logger: log.logger,
+        server: { keepAliveTimeout: 5000 },
+        handOver: (s) => handedOver(s),
+        release: () => {},
+      })
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     port = (server.address() as { port: number }).port
@@ -56,14 +63,17 @@ describe('fast lane connection over a real socket pair', () => {
       client.once('error', reject)
     })
 
-  it('answers a request it takes with the handler\'s answer, in node:http\'s form', async () => {
+  it("answers a request it takes with the handler's answer, in node:http's form", async () => {
     log = capturingLogger()
     handler = (req) => ({ status: 200, headers: `x-correlation-id: ${req.headers['x-correlation-id']}\r\n`, body: JSON.stringify({ url: req.url }) })
     const client = await open()
     const text = received(client)
     client.end('GET /api/v3/system/a HTTP/1.1\r\nHost: x\r\nX-Correlation-Id: c1\r\n\r\n')
     const answer = await text
-    assert.match(answer, /^HTTP\/1\.1 200 OK\r\nx-correlation-id: c1\r\ncontent-type: application\/json; charset=utf-8\r\ncontent-length: 26\r\nDate: [^\r]+\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n\{"url":"\/api\/v3\/system\/a"\}$/)
+    assert.match(
+      answer,
+      /^HTTP\/1\.1 200 OK\r\nx-correlation-id: c1\r\ncontent-type: application\/json; charset=utf-8\r\ncontent-length: 26\r\nDate: [^\r]+\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n\{"url":"\/api\/v3\/system\/a"\}$/,
+    )
     assert.deepEqual(log.records, [])
   })
 
@@ -96,9 +106,12 @@ describe('fast lane connection over a real socket pair', () => {
   })
 
   for (const [what, failing] of [
-    ['throws', (): never => {
-      throw new Error('handler on fire')
-    }],
+    [
+      'throws',
+      (): never => {
+        throw new Error('handler on fire')
+      },
+    ],
     ['returns a promise that rejects', (): Promise<never> => Promise.reject(new Error('handler on fire'))],
   ] as const) {
     it(`logs and closes the connection when the handler ${what}`, async () => {

@@ -1,13 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConflictError } from '../../../src/errors.js'
-import {
-  ModbusHub,
-  encodeRequest,
-  ModbusSlaveAdapter,
-  checkMappedValue,
-  parseModbusSlave,
-} from '../../../src/protocols/modbus/index.js'
+import { ModbusHub, encodeRequest, ModbusSlaveAdapter, checkMappedValue, parseModbusSlave } from '../../../src/protocols/modbus/index.js'
 import { MapAccessor, TestClient, exceptionOf, registersOf, silentLogger, startRig, wordsToBuffer } from './helpers.js'
 import type { Rig } from './helpers.js'
 import type { ModbusRequest } from '../../../src/protocols/modbus/index.js'
@@ -33,9 +27,23 @@ const MAPPING = {
 }
 
 const INITIAL = {
-  temperature: 25.0, setpoint: 25.0, counter: -2, level: 21.5, label: 'PT100', total: 2 ** 40,
-  readonly_reg: 7, slow_reg: 0, failing_reg: 0, flag: false,
-  status: 6553.5, energy: 1.0, alarm: true, pump: false, fan: true, door: false, window: true,
+  temperature: 25.0,
+  setpoint: 25.0,
+  counter: -2,
+  level: 21.5,
+  label: 'PT100',
+  total: 2 ** 40,
+  readonly_reg: 7,
+  slow_reg: 0,
+  failing_reg: 0,
+  flag: false,
+  status: 6553.5,
+  energy: 1.0,
+  alarm: true,
+  pump: false,
+  fan: true,
+  door: false,
+  window: true,
 }
 
 describe('ModbusSlaveAdapter over TCP', () => {
@@ -56,9 +64,12 @@ describe('ModbusSlaveAdapter over TCP', () => {
 
   it('FC3 reads registers carrying the current values in each encoding', async () => {
     assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 7 })), [
-      0x41c8, 0x0000, // temperature 25.0
-      0x0000, 0x41c8, // setpoint 25.0, low word first
-      0xffff, 0xfffe, // counter -2
+      0x41c8,
+      0x0000, // temperature 25.0
+      0x0000,
+      0x41c8, // setpoint 25.0, low word first
+      0xffff,
+      0xfffe, // counter -2
       215, // level 21.5 at scale 0.1
     ])
     assert.deepEqual(registersOf(await client.request({ fc: 3, address: 20, quantity: 4 })), [0x5054, 0x3130, 0x3000, 0])
@@ -155,14 +166,20 @@ describe('ModbusSlaveAdapter over TCP', () => {
     assert.equal(rig.accessor.values.get('pump'), true)
     const multi = await client.request({ fc: 15, address: 0, quantity: 3, values: [false, false, false] })
     assert.ok('word' in multi && multi.word === 3)
-    assert.deepEqual(['alarm', 'pump', 'fan'].map((a) => rig.accessor.values.get(a)), [false, false, false])
+    assert.deepEqual(
+      ['alarm', 'pump', 'fan'].map((a) => rig.accessor.values.get(a)),
+      [false, false, false],
+    )
   })
 
   it('FC23 writes then reads in one request', async () => {
     const response = await client.request({ fc: 23, readAddress: 0, readQuantity: 2, writeAddress: 0, writeQuantity: 2, data: wordsToBuffer([0x41c8, 0]) })
     assert.deepEqual(registersOf(response), [0x41c8, 0])
     assert.equal(rig.accessor.values.get('temperature'), 25)
-    assert.equal(exceptionOf(await client.request({ fc: 23, readAddress: 7, readQuantity: 1, writeAddress: 0, writeQuantity: 2, data: wordsToBuffer([0, 0]) })), 2)
+    assert.equal(
+      exceptionOf(await client.request({ fc: 23, readAddress: 7, readQuantity: 1, writeAddress: 0, writeQuantity: 2, data: wordsToBuffer([0, 0]) })),
+      2,
+    )
   })
 
   it('writes to unmapped, read-only or input addresses are refused with 02 and change nothing', async () => {
@@ -226,7 +243,10 @@ describe('ModbusSlaveAdapter over TCP', () => {
     assert.equal(exceptionOf(responses[6]!), 1)
     const bits = responses[7]!
     assert.ok('bits' in bits)
-    assert.deepEqual(bits.bits.slice(0, 3), ['alarm', 'pump', 'fan'].map((a) => rig.accessor.values.get(a) === true))
+    assert.deepEqual(
+      bits.bits.slice(0, 3),
+      ['alarm', 'pump', 'fan'].map((a) => rig.accessor.values.get(a) === true),
+    )
     assert.equal(rig.accessor.values.get('slow_reg'), 6)
   })
 
@@ -289,7 +309,10 @@ describe('ModbusSlaveAdapter lifecycle', () => {
       // Delayed, not serialised: three pipelined requests take one delay, not three.
       assert.ok(elapsed < 400, `answered after ${elapsed} ms`)
       assert.deepEqual(answers.map(registersOf), [[5], [5], [5]])
-      assert.deepEqual(answers.map((a) => a.transactionId), [1, 2, 3])
+      assert.deepEqual(
+        answers.map((a) => a.transactionId),
+        [1, 2, 3],
+      )
     } finally {
       client.close()
       await rig.close()

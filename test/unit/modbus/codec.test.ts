@@ -1,13 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import {
-  MBAP_LENGTH,
-  decodeResponse,
-  encodeRequest,
-  headerProblem,
-  parseRequest,
-  readMbapHeader,
-} from '../../../src/protocols/modbus/index.js'
+import { MBAP_LENGTH, decodeResponse, encodeRequest, headerProblem, parseRequest, readMbapHeader } from '../../../src/protocols/modbus/index.js'
 import type { ModbusRequest } from '../../../src/protocols/modbus/index.js'
 import {
   MAX_ADU_LENGTH,
@@ -50,9 +43,17 @@ describe('codec: requests', () => {
     ['FC5 write coil on', '05 00AC FF00', { fc: 5, address: 172, value: true }],
     ['FC5 write coil off', '05 00AC 0000', { fc: 5, address: 172, value: false }],
     ['FC6 write register', '06 0001 0003', { fc: 6, address: 1, value: 3 }],
-    ['FC15 write coils', '0F 0013 000A 02 CD01', { fc: 15, address: 19, quantity: 10, values: [true, false, true, true, false, false, true, true, true, false] }],
+    [
+      'FC15 write coils',
+      '0F 0013 000A 02 CD01',
+      { fc: 15, address: 19, quantity: 10, values: [true, false, true, true, false, false, true, true, true, false] },
+    ],
     ['FC16 write registers', '10 0001 0002 04 000A 0102', { fc: 16, address: 1, quantity: 2, data: hex('000A0102') }],
-    ['FC23 read/write', '17 0003 0006 000E 0003 06 00FF 00FF 00FF', { fc: 23, readAddress: 3, readQuantity: 6, writeAddress: 14, writeQuantity: 3, data: hex('00FF00FF00FF') }],
+    [
+      'FC23 read/write',
+      '17 0003 0006 000E 0003 06 00FF 00FF 00FF',
+      { fc: 23, readAddress: 3, readQuantity: 6, writeAddress: 14, writeQuantity: 3, data: hex('00FF00FF00FF') },
+    ],
     // refusals
     ['unknown function 0x2B', '2B 0E 01 00', { fc: 0x2b, exception: 1 }],
     ['function 0 ', '00', { fc: 0, exception: 1 }],

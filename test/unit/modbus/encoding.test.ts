@@ -1,11 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import {
-  checkValue,
-  decodeWords,
-  encodeWords,
-  encodingSpec,
-} from '../../../src/protocols/modbus/index.js'
+import { checkValue, decodeWords, encodeWords, encodingSpec } from '../../../src/protocols/modbus/index.js'
 import type { EncodableEntry, ModbusOrder, ModbusType } from '../../../src/protocols/modbus/index.js'
 import { ValidationError } from '../../../src/errors.js'
 
@@ -107,8 +102,12 @@ describe('encoding: known vectors', () => {
       return seed / 0x7fffffff
     }
     const ranges: Partial<Record<ModbusType, [number, number]>> = {
-      int_16: [-32768, 32767], uint_16: [0, 65535], int_32: [-(2 ** 31), 2 ** 31 - 1], uint_32: [0, 2 ** 32 - 1],
-      int_64: [-(2 ** 53) + 1, 2 ** 53 - 1], uint_64: [0, 2 ** 53 - 1],
+      int_16: [-32768, 32767],
+      uint_16: [0, 65535],
+      int_32: [-(2 ** 31), 2 ** 31 - 1],
+      uint_32: [0, 2 ** 32 - 1],
+      int_64: [-(2 ** 53) + 1, 2 ** 53 - 1],
+      uint_64: [0, 2 ** 53 - 1],
     }
     const orders: ModbusOrder[] = ['big', 'little']
     for (const type of ['int_16', 'uint_16', 'int_32', 'uint_32', 'int_64', 'uint_64', 'float', 'float_64', 'str'] as ModbusType[]) {

@@ -42,12 +42,18 @@ export function fuzzer(random: Random, targets: FuzzTargets): { validRequest: ()
     const address = random.pick([...targets.addresses, random.int(65536)])
     const quantity = random.pick([1, 2, 4, 0, 125, 126, 2001, random.int(300)])
     switch (random.pick([1, 2, 3, 4, 5, 6, 15, 16, 23] as const)) {
-      case 1: return { fc: 1, address, quantity }
-      case 2: return { fc: 2, address, quantity }
-      case 3: return { fc: 3, address, quantity }
-      case 4: return { fc: 4, address, quantity }
-      case 5: return { fc: 5, address, value: random.int(2) === 1 }
-      case 6: return { fc: 6, address, value: random.int(65536) }
+      case 1:
+        return { fc: 1, address, quantity }
+      case 2:
+        return { fc: 2, address, quantity }
+      case 3:
+        return { fc: 3, address, quantity }
+      case 4:
+        return { fc: 4, address, quantity }
+      case 5:
+        return { fc: 5, address, value: random.int(2) === 1 }
+      case 6:
+        return { fc: 6, address, value: random.int(65536) }
       case 15: {
         const n = 1 + random.int(targets.maxCoils)
         return { fc: 15, address, quantity: n, values: Array.from({ length: n }, () => random.int(2) === 1) }
@@ -58,7 +64,14 @@ export function fuzzer(random: Random, targets: FuzzTargets): { validRequest: ()
       }
       default: {
         const n = 1 + random.int(4)
-        return { fc: 23, readAddress: address, readQuantity: quantity, writeAddress: random.int(targets.writeAddresses), writeQuantity: n, data: random.bytes(n * 2) }
+        return {
+          fc: 23,
+          readAddress: address,
+          readQuantity: quantity,
+          writeAddress: random.int(targets.writeAddresses),
+          writeQuantity: n,
+          data: random.bytes(n * 2),
+        }
       }
     }
   }

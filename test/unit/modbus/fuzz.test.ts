@@ -39,14 +39,18 @@ describe('codec fuzz', () => {
       const expected: Array<[number, number]> = []
       let answered = 0
       let wake: (() => void) | null = null
-      responseReader(socket, (response) => {
-        const [transactionId, unitId] = expected.shift() ?? [-1, -1]
-        if (response.transactionId !== transactionId || response.unitId !== unitId) {
-          malformed.push(`answer ${response.transactionId}/${response.unitId} where ${transactionId}/${unitId} was due`)
-        }
-        answered++
-        if (expected.length < 16) wake?.()
-      }, malformed)
+      responseReader(
+        socket,
+        (response) => {
+          const [transactionId, unitId] = expected.shift() ?? [-1, -1]
+          if (response.transactionId !== transactionId || response.unitId !== unitId) {
+            malformed.push(`answer ${response.transactionId}/${response.unitId} where ${transactionId}/${unitId} was due`)
+          }
+          answered++
+          if (expected.length < 16) wake?.()
+        },
+        malformed,
+      )
       let sent = 0
       let transactionId = 0
       while (Date.now() < deadline && !socket.destroyed) {
@@ -59,7 +63,7 @@ describe('codec fuzz', () => {
           sent++
         }
         const bytes = Buffer.concat(frames)
-        for (let at = 0; at < bytes.length; ) {
+        for (let at = 0; at < bytes.length;) {
           const piece = 1 + random.int(bytes.length - at)
           socket.write(bytes.subarray(at, at + piece))
           at += piece
@@ -84,10 +88,13 @@ describe('codec fuzz', () => {
           const frame = encodeRequest({ transactionId: random.int(65536), unitId: 1, request: validRequest() })
           const kind = random.int(4)
           const bytes =
-            kind === 0 ? random.bytes(1 + random.int(30))
-            : kind === 1 ? (frame.writeUInt16BE(random.pick([0, 1, 255, 256, 0xffff, random.int(65536)]), 4), frame)
-            : kind === 2 ? ((frame[random.int(7)] = random.int(256)), frame)
-            : frame
+            kind === 0
+              ? random.bytes(1 + random.int(30))
+              : kind === 1
+                ? (frame.writeUInt16BE(random.pick([0, 1, 255, 256, 0xffff, random.int(65536)]), 4), frame)
+                : kind === 2
+                  ? ((frame[random.int(7)] = random.int(256)), frame)
+                  : frame
           socket.write(bytes)
           await sleep(random.int(2))
         }
@@ -112,8 +119,10 @@ describe('codec fuzz', () => {
     try {
       const [pdu, framing, checks] = await Promise.all([pduStream(), framingStream(), witnessStream()])
       const { requests, errors } = rig.adapter.info().counters
-      t.diagnostic(`${pdu.sent} fuzzed requests answered in order; ${framing.connections} connections with broken framing; ` +
-        `${checks} witness checks; unit saw ${requests} requests, ${errors} exception answers`)
+      t.diagnostic(
+        `${pdu.sent} fuzzed requests answered in order; ${framing.connections} connections with broken framing; ` +
+          `${checks} witness checks; unit saw ${requests} requests, ${errors} exception answers`,
+      )
       assert.deepEqual(malformed, [], `malformed answers (seed ${SEED})`)
       assert.ok(pdu.answered > 2000, `only ${pdu.answered} answers (seed ${SEED})`)
       assert.ok(framing.connections > 20, `only ${framing.connections} connections: the framing fuzz did not close many`)

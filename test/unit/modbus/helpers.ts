@@ -3,18 +3,8 @@ import { connect } from 'node:net'
 import type { Socket } from 'node:net'
 import { pino } from 'pino'
 import type { Logger } from 'pino'
-import {
-  ModbusHub,
-  ModbusSlaveAdapter,
-  decodeResponse,
-  encodeRequest,
-  parseModbusSlave,
-} from '../../../src/protocols/modbus/index.js'
-import type {
-  AttributeAccessor,
-  ModbusRequest,
-  ModbusResponse,
-} from '../../../src/protocols/modbus/index.js'
+import { ModbusHub, ModbusSlaveAdapter, decodeResponse, encodeRequest, parseModbusSlave } from '../../../src/protocols/modbus/index.js'
+import type { AttributeAccessor, ModbusRequest, ModbusResponse } from '../../../src/protocols/modbus/index.js'
 import { ForbiddenError } from '../../../src/errors.js'
 
 export const silentLogger: Logger = pino({ level: 'silent' })
@@ -218,7 +208,11 @@ export function peerSkipReason(name: string, probe: { command: string; args: str
 }
 
 /** Runs a command without blocking the event loop (the server under test lives in this process). */
-export function run(command: string, args: string[], options: { input?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function run(
+  command: string,
+  args: string[],
+  options: { input?: string; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''

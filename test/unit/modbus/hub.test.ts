@@ -6,7 +6,10 @@ import { ConflictError, ValidationError } from '../../../src/errors.js'
 import { ModbusHub, ModbusSlaveAdapter, parseModbusSlave } from '../../../src/protocols/modbus/index.js'
 import { MapAccessor, TestClient, exceptionOf, registersOf, silentLogger } from './helpers.js'
 
-function adapterFor(hub: ModbusHub, options: { port?: number; unitId: number; value: number; host?: string; delay?: number; connections?: Record<string, number> }): ModbusSlaveAdapter {
+function adapterFor(
+  hub: ModbusHub,
+  options: { port?: number; unitId: number; value: number; host?: string; delay?: number; connections?: Record<string, number> },
+): ModbusSlaveAdapter {
   return new ModbusSlaveAdapter({
     hub,
     logger: silentLogger,
@@ -43,7 +46,10 @@ describe('ModbusHub', () => {
       const second = adapterFor(hub, { port, unitId: 2, value: 22 })
       await second.start()
       assert.equal(second.info().port, port)
-      assert.deepEqual(hub.listeners().map((l) => [l.port, l.unitIds]), [[port, [1, 2]]])
+      assert.deepEqual(
+        hub.listeners().map((l) => [l.port, l.unitIds]),
+        [[port, [1, 2]]],
+      )
       const client = await TestClient.connect(port)
       assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 }, { unitId: 1 })), [11])
       assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 }, { unitId: 2 })), [22])
@@ -81,8 +87,15 @@ describe('ModbusHub', () => {
         client.request(read, { unitId: 2 }),
         client.request(read, { unitId: 3 }),
       ])
-      assert.deepEqual(answers.map((a) => exceptionOf(a) ?? registersOf(a)[0]), [22, 11, 22, 0x0b])
-      assert.deepEqual(client.arrivals, answers.map((a) => a.transactionId), 'answers arrive in request order')
+      assert.deepEqual(
+        answers.map((a) => exceptionOf(a) ?? registersOf(a)[0]),
+        [22, 11, 22, 0x0b],
+      )
+      assert.deepEqual(
+        client.arrivals,
+        answers.map((a) => a.transactionId),
+        'answers arrive in request order',
+      )
       client.close()
     } finally {
       await hub.close()
@@ -96,7 +109,10 @@ describe('ModbusHub', () => {
       await first.start()
       const port = first.info().port!
       const twin = adapterFor(hub, { port, unitId: 7, value: 2 })
-      const error = await twin.start().then(() => null, (e: unknown) => e)
+      const error = await twin.start().then(
+        () => null,
+        (e: unknown) => e,
+      )
       assert.ok(error instanceof ValidationError, `got ${String(error)}`)
       assert.equal(error.status, 422)
       assert.match(error.message, new RegExp(`unit id 7 is already in use on 127\\.0\\.0\\.1:${port}`))
@@ -115,7 +131,10 @@ describe('ModbusHub', () => {
     const hub = new ModbusHub({ logger: silentLogger })
     try {
       const adapter = adapterFor(hub, { port: portOf(blocker), unitId: 1, value: 1 })
-      const error = await adapter.start().then(() => null, (e: unknown) => e)
+      const error = await adapter.start().then(
+        () => null,
+        (e: unknown) => e,
+      )
       assert.ok(error instanceof ConflictError, `got ${String(error)}`)
       assert.equal(error.status, 409)
       assert.match(error.message, new RegExp(`port 127\\.0\\.0\\.1:${portOf(blocker)} is already in use by another program`))
@@ -141,7 +160,10 @@ describe('ModbusHub', () => {
       const two = adapterFor(hub, { unitId: 1, value: 2 })
       await Promise.all([one.start(), two.start()])
       const ports = [one.info().port!, two.info().port!]
-      assert.ok(ports.every((p) => p > base), `ports ${ports} must skip the taken ${base}`)
+      assert.ok(
+        ports.every((p) => p > base),
+        `ports ${ports} must skip the taken ${base}`,
+      )
       assert.notEqual(ports[0], ports[1])
       const client = await TestClient.connect(ports[1]!)
       assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [2])
@@ -271,7 +293,10 @@ describe('ModbusHub', () => {
     try {
       const unit = { handle: () => 0, responseDelayMs: 0 }
       await assert.rejects(hub.register({ host: '127.0.0.1', port: 0, unitId: 256, unit }), ValidationError)
-      const error = await hub.register({ host: '192.0.2.1', port: 0, unitId: 1, unit }).then(() => null, (e: unknown) => e)
+      const error = await hub.register({ host: '192.0.2.1', port: 0, unitId: 1, unit }).then(
+        () => null,
+        (e: unknown) => e,
+      )
       assert.ok(error instanceof ConflictError)
       assert.match(error.message, /not an address of this machine/)
     } finally {

@@ -22,8 +22,18 @@ const MAPPING = {
   window: { address: 1, group: 'd_i', type: 'bool' },
 }
 const INITIAL = {
-  temperature: 25.5, setpoint: -3.25, level: 21.5, counter: -100000, offset: 123456, locked: 7,
-  status: 42, pressure: 1.25, alarm: true, pump: false, door: false, window: true,
+  temperature: 25.5,
+  setpoint: -3.25,
+  level: 21.5,
+  counter: -100000,
+  offset: 123456,
+  locked: 7,
+  status: 42,
+  pressure: 1.25,
+  alarm: true,
+  pump: false,
+  door: false,
+  window: true,
 }
 
 /** The `[address]: value` lines mbpoll prints for one poll. */

@@ -70,7 +70,13 @@ describe('pymodbus against the server', { skip }, () => {
     const mapping: Record<string, unknown> = {}
     const initial: Record<string, unknown> = {}
     for (const c of CASES) {
-      mapping[c.attr] = { address: c.width === 1 ? c.address : [c.address, c.address + c.width - 1], group: 'h_r', type: c.type, byte_order: c.byte_order, word_order: c.word_order }
+      mapping[c.attr] = {
+        address: c.width === 1 ? c.address : [c.address, c.address + c.width - 1],
+        group: 'h_r',
+        type: c.type,
+        byte_order: c.byte_order,
+        word_order: c.word_order,
+      }
       initial[c.attr] = c.initial
     }
     Object.assign(mapping, {
@@ -149,7 +155,10 @@ describe('pymodbus against the server', { skip }, () => {
     assert.deepEqual(result('read coils').bits, [true, false, true])
     assert.equal(result('write coil').ok, true)
     assert.equal(result('write coils').ok, true)
-    assert.deepEqual(['alarm', 'pump', 'fan'].map((a) => rig.accessor.values.get(a)), [false, true, false])
+    assert.deepEqual(
+      ['alarm', 'pump', 'fan'].map((a) => rig.accessor.values.get(a)),
+      [false, true, false],
+    )
     assert.deepEqual(result('read inputs').bits, [true])
   })
 

@@ -15,8 +15,14 @@ describe('RegisterMap', () => {
 
   it('finds the attribute and word offset of every mapped address, per group', () => {
     const holding = map.group('h_r')
-    assert.deepEqual([100, 101, 102, 103, 106, 107].map((a) => holding.entryAt(a)?.attribute), ['temperature', 'temperature', undefined, 'name', 'name', undefined])
-    assert.deepEqual([100, 101, 103, 104, 106].map((a) => holding.wordOffset(a)), [0, 1, 0, 1, 3])
+    assert.deepEqual(
+      [100, 101, 102, 103, 106, 107].map((a) => holding.entryAt(a)?.attribute),
+      ['temperature', 'temperature', undefined, 'name', 'name', undefined],
+    )
+    assert.deepEqual(
+      [100, 101, 103, 104, 106].map((a) => holding.wordOffset(a)),
+      [0, 1, 0, 1, 3],
+    )
     assert.equal(map.group('i_r').entryAt(100)?.attribute, 'status')
     assert.equal(map.group('i_r').entryAt(101), undefined)
     assert.equal(map.group('c_o').entryAt(7)?.attribute, 'alarm')

@@ -6,8 +6,7 @@ import { encodeRequest } from '../../../src/protocols/modbus/index.js'
 import { TestClient, registersOf, startRig } from './helpers.js'
 import type { Rig } from './helpers.js'
 
-const READ = (transactionId: number): Buffer =>
-  encodeRequest({ transactionId, unitId: 1, request: { fc: 3, address: 0, quantity: 2 } })
+const READ = (transactionId: number): Buffer => encodeRequest({ transactionId, unitId: 1, request: { fc: 3, address: 0, quantity: 2 } })
 
 /** Sends raw bytes on a fresh connection and reports whether the server closed it and what it sent. */
 async function sendRaw(port: number, chunks: Buffer[], waitMs = 300): Promise<{ closed: boolean; received: Buffer }> {
@@ -110,7 +109,11 @@ describe('connection robustness', () => {
       client.send(frames.subarray(30 * 12 + 5))
       const responses = await Promise.all(answers)
       assert.equal(responses.length, 50)
-      assert.deepEqual(received, Array.from({ length: 50 }, (_, i) => i + 1), 'answers arrive in request order')
+      assert.deepEqual(
+        received,
+        Array.from({ length: 50 }, (_, i) => i + 1),
+        'answers arrive in request order',
+      )
     } finally {
       client.close()
     }
@@ -150,17 +153,19 @@ describe('connection robustness', () => {
     const before = rig.hub.listeners()[0]!.connections
     for (let round = 0; round < 10; round++) {
       await Promise.all(
-        Array.from({ length: 200 }, (_, i) =>
-          new Promise<void>((resolve) => {
-            const socket = connect({ host: '127.0.0.1', port: rig.port })
-            socket.on('error', () => resolve())
-            socket.on('close', () => resolve())
-            socket.on('connect', () => {
-              if (i % 3 === 0) socket.write(READ(1).subarray(0, 5))
-              if (i % 3 === 1) socket.resetAndDestroy()
-              else socket.end()
-            })
-          }),
+        Array.from(
+          { length: 200 },
+          (_, i) =>
+            new Promise<void>((resolve) => {
+              const socket = connect({ host: '127.0.0.1', port: rig.port })
+              socket.on('error', () => resolve())
+              socket.on('close', () => resolve())
+              socket.on('connect', () => {
+                if (i % 3 === 0) socket.write(READ(1).subarray(0, 5))
+                if (i % 3 === 1) socket.resetAndDestroy()
+                else socket.end()
+              })
+            }),
         ),
       )
     }

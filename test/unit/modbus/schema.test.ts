@@ -26,7 +26,10 @@ describe('modbusSlaveSchema', () => {
 
   it('accepts the full example of the contract', () => {
     const d = modbusSlaveSchema.parse({
-      host: '127.0.0.1', port: 5020, unit_id: 1, response_delay: 0.25,
+      host: '127.0.0.1',
+      port: 5020,
+      unit_id: 1,
+      response_delay: 0.25,
       mapping: {
         temperature: { address: [0, 1], group: 'h_r', type: 'float' },
         setpoint: { address: [2, 3], group: 'h_r', type: 'float', word_order: 'little' },
@@ -116,10 +119,11 @@ describe('modbusSlaveSchema', () => {
   })
 
   it('refuses unknown groups, types and orders at their fields', () => {
-    assert.deepEqual(
-      pathsOf({ mapping: { a: { address: 0, group: 'x_y', type: 'int_8', byte_order: 'middle' } } }).sort(),
-      ['mapping.a.byte_order', 'mapping.a.group', 'mapping.a.type'],
-    )
+    assert.deepEqual(pathsOf({ mapping: { a: { address: 0, group: 'x_y', type: 'int_8', byte_order: 'middle' } } }).sort(), [
+      'mapping.a.byte_order',
+      'mapping.a.group',
+      'mapping.a.type',
+    ])
   })
 
   it('refuses scale on bool and str, and a scale of 0', () => {

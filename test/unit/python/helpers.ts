@@ -18,9 +18,7 @@ import { PythonPool, buildLoadEntries } from '../../../src/python/index.js'
 import type { ImportBlock, LoadResult, PythonPoolOptions, StepInputs, StepPlan } from '../../../src/python/index.js'
 
 /** The interpreter itself, not a version-manager shim that would slow every worker start. */
-export const PYTHON =
-  process.env.MIMIC_PYTHON ??
-  execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()
+export const PYTHON = process.env.MIMIC_PYTHON ?? execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()
 
 export interface LogRecord {
   level: number
@@ -59,7 +57,12 @@ export interface Fixture {
   logger: Logger
   write(name: string, source: string): Promise<string>
   pool(options?: Partial<PythonPoolOptions>): PythonPool
-  load(pool: PythonPool, instance: string, block: ImportBlock, extra?: { definition?: Record<string, unknown>; attributes?: Record<string, unknown>; time?: number; dt?: number }): Promise<LoadResult>
+  load(
+    pool: PythonPool,
+    instance: string,
+    block: ImportBlock,
+    extra?: { definition?: Record<string, unknown>; attributes?: Record<string, unknown>; time?: number; dt?: number },
+  ): Promise<LoadResult>
   cleanup(): Promise<void>
 }
 

@@ -51,7 +51,10 @@ describe('worker protocol: one description, both sides', () => {
       mapValues(MESSAGE_FIELDS.requests, (op) => ({ fields: sorted(op.fields), answer: sorted(op.answer) })),
       mapValues(schema.requests, (op) => ({ fields: split(op.fields), answer: split(op.answer) })),
     )
-    assert.deepEqual(mapValues(MESSAGE_FIELDS.events, sorted), mapValues(schema.events, (event) => split(event.fields)))
+    assert.deepEqual(
+      mapValues(MESSAGE_FIELDS.events, sorted),
+      mapValues(schema.events, (event) => split(event.fields)),
+    )
     assert.deepEqual(mapValues(MESSAGE_FIELDS.shapes, sorted), mapValues(schema.shapes, split))
     assert.deepEqual(MESSAGE_FIELDS.tuples, schema.tuples)
     assert.deepEqual([...ERROR_KINDS].sort(), Object.keys(schema.error_kinds).sort())
@@ -74,7 +77,10 @@ describe('worker protocol: one description, both sides', () => {
       operations: Record<string, { required: string[]; optional: string[] }>
     }
     assert.equal(python.version, PROTOCOL_VERSION)
-    assert.deepEqual(python.operations, mapValues(MESSAGE_FIELDS.requests, (op) => sorted(op.fields)))
+    assert.deepEqual(
+      python.operations,
+      mapValues(MESSAGE_FIELDS.requests, (op) => sorted(op.fields)),
+    )
     const hello = MESSAGE_FIELDS.events.hello
     assert.deepEqual(python.hello, [...hello.required, ...hello.optional].sort())
   })
@@ -90,14 +96,17 @@ describe('worker protocol: versions', () => {
 
   it('a worker that speaks another version is refused with a message naming both', async () => {
     // The worker of an older Mimic: the real worker, told it speaks the previous version.
-    const script = await fx.write('older_worker.py', [
-      'import sys',
-      `sys.path.insert(0, ${JSON.stringify(SDK)})`,
-      'from mimic_sdk import protocol',
-      `protocol.PROTOCOL_VERSION = ${PROTOCOL_VERSION - 1}`,
-      'from mimic_sdk import worker',
-      'worker.main()',
-    ].join('\n'))
+    const script = await fx.write(
+      'older_worker.py',
+      [
+        'import sys',
+        `sys.path.insert(0, ${JSON.stringify(SDK)})`,
+        'from mimic_sdk import protocol',
+        `protocol.PROTOCOL_VERSION = ${PROTOCOL_VERSION - 1}`,
+        'from mimic_sdk import worker',
+        'worker.main()',
+      ].join('\n'),
+    )
     const pool = fx.pool({ workers: 1, workerScript: script })
     await assert.rejects(pool.start(), (err: unknown) => {
       assert.ok(err instanceof WorkerGoneError)
@@ -106,7 +115,10 @@ describe('worker protocol: versions', () => {
       assert.match(err.message, /come from different versions of Mimic/)
       return true
     })
-    assert.deepEqual(pool.workers().map((w) => w.alive), [false])
+    assert.deepEqual(
+      pool.workers().map((w) => w.alive),
+      [false],
+    )
   })
 
   it('the worker of this server is taken', async () => {

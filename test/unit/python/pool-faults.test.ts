@@ -58,7 +58,10 @@ describe('PythonPool: faults stay local', () => {
     pool.onInstancesLost((instances, reason) => lost.push({ instances: [...instances].sort(), reason }))
     // a and c share worker 0, b is alone on worker 1
     for (const name of ['a', 'b', 'c']) await fx.load(pool, name, BLOCK)
-    assert.deepEqual(['a', 'b', 'c'].map((n) => pool.info(n)?.worker), [0, 1, 0])
+    assert.deepEqual(
+      ['a', 'b', 'c'].map((n) => pool.info(n)?.worker),
+      [0, 1, 0],
+    )
   })
   afterEach(() => fx.cleanup())
 
@@ -124,7 +127,10 @@ describe('PythonPool: faults stay local', () => {
     await fx.load(pool, 'h', { 'fragile.py': { class: 'Fragile', methods: { run: 'hang' } } })
     assert.equal(pool.info('h')?.worker, 1)
     const records = await runStep(pool, pool.plan(['a', 'b', 'c', 'h'], 'run'))
-    assert.deepEqual(records.map((r) => r.error === undefined), [true, false, true, false])
+    assert.deepEqual(
+      records.map((r) => r.error === undefined),
+      [true, false, true, false],
+    )
     for (const r of records) if (r.error) assert.ok(r.error instanceof WorkerTimeoutError)
     await waitFor(() => lost.length === 1)
     assert.deepEqual(lost[0]!.instances, ['b', 'h'])

@@ -42,10 +42,16 @@ describe('PythonPool: batched steps', () => {
 
   it('spreads 200 instances over 2 workers and steps them with one message per worker', async () => {
     const workers = pool.workers()
-    assert.deepEqual(workers.map((w) => w.instances), [100, 100])
+    assert.deepEqual(
+      workers.map((w) => w.instances),
+      [100, 100],
+    )
     const before = workers.map((w) => w.requests)
     const records = await runStep(pool, pool.plan(names, 'run'))
-    assert.deepEqual(pool.workers().map((w, i) => w.requests - before[i]!), [1, 1])
+    assert.deepEqual(
+      pool.workers().map((w, i) => w.requests - before[i]!),
+      [1, 1],
+    )
     assert.equal(records.length, 200)
     records.forEach((record, i) => {
       assert.equal(record.instance, names[i])
@@ -111,13 +117,17 @@ describe('PythonPool: batched steps', () => {
     const values = new Map<string, unknown>()
     const failures: Array<[string, string, number | undefined]> = []
     const plan = pool.plan(names, 'run')
-    await pool.runPlan(plan, { repeat: 5 }, {
-      value: (index, name, value) => {
-        if (name === 'count') values.set(names[index]!, value)
+    await pool.runPlan(
+      plan,
+      { repeat: 5 },
+      {
+        value: (index, name, value) => {
+          if (name === 'count') values.set(names[index]!, value)
+        },
+        done: () => {},
+        fail: (index, error, steps) => failures.push([names[index]!, error.message, steps]),
       },
-      done: () => {},
-      fail: (index, error, steps) => failures.push([names[index]!, error.message, steps]),
-    })
+    )
     assert.deepEqual(Object.fromEntries(values), { multi_a: 5, multi_b: 15 })
     assert.equal(failures.length, 1)
     assert.equal(failures[0]![0], 'multi_b')

@@ -143,7 +143,10 @@ describe('PythonPool: load, call, set', () => {
     // a call issued after the writes, in the same turn, sees them
     const run = pool.call('w1', 'run')
     const results = await Promise.all(writes)
-    assert.deepEqual(results.map((r) => r.values.temperature), [10, 20, 30, 40])
+    assert.deepEqual(
+      results.map((r) => r.values.temperature),
+      [10, 20, 30, 40],
+    )
     await readOnly
     assert.equal((await run).result, 20, 'tick (no drift) returns the temperature just written, not the start value 25')
     assert.equal(requests() - before, 2 + 1, 'one message of writes per worker, then the call')
@@ -210,7 +213,11 @@ describe('PythonPool: load, call, set', () => {
     assert.deepEqual(loaded.values, { temperature: 10 })
     const answer = await pool.call('hall', 'run', { time: 2.5, dt: 1, attributes: { setpoint: 30.0, heating: false } })
     assert.deepEqual(answer.result, {
-      name: 'hall', started_as: 'hall', time: 2.5, dt: 1, model_attributes: ['heating', 'setpoint', 'temperature'],
+      name: 'hall',
+      started_as: 'hall',
+      time: 2.5,
+      dt: 1,
+      model_attributes: ['heating', 'setpoint', 'temperature'],
     })
     assert.deepEqual(answer.values, { temperature: 20 })
     assert.deepEqual(answer.attributes, { heating: true })
@@ -249,7 +256,11 @@ describe('PythonPool: load, call, set', () => {
   it('load problems are 422 naming the exact entry', async () => {
     const cases: Array<[Record<string, unknown>, string, RegExp]> = [
       [{ 'py_temp_sensor.py': { class: 'PyTempSensr' } }, 'import.py_temp_sensor.py.class', /class 'PyTempSensr' not found in py_temp_sensor\.py/],
-      [{ 'py_temp_sensor.py': { class: 'PyTempSensor', init: { kwargs: { strat: 1 } } } }, 'import.py_temp_sensor.py.init', /unexpected keyword argument 'strat'/],
+      [
+        { 'py_temp_sensor.py': { class: 'PyTempSensor', init: { kwargs: { strat: 1 } } } },
+        'import.py_temp_sensor.py.init',
+        /unexpected keyword argument 'strat'/,
+      ],
       [
         { 'pair.py': [{ class: 'Counter' }, { class: 'Greeter', attributes: { greeting: { property: 'greting' } } }] },
         'import.pair.py[1].attributes.greeting.property',

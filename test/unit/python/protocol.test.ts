@@ -16,7 +16,11 @@ describe('frames', () => {
   })
 
   it('frames requests with their id and op first, several in one buffer, as encodeFrame would one by one', () => {
-    const requests: Array<[Operation, Record<string, unknown>]> = [['call', { instance: 'sensor', method: 'run', kwargs: { note: 'grüße ✓' } }], ['ping', {}], ['unload', { instance: 'a' }]]
+    const requests: Array<[Operation, Record<string, unknown>]> = [
+      ['call', { instance: 'sensor', method: 'run', kwargs: { note: 'grüße ✓' } }],
+      ['ping', {}],
+      ['unload', { instance: 'a' }],
+    ]
     const texts = requests.map(([op, fields], i) => requestText(i + 1, op, fields))
     assert.equal(texts[1], '{"id":2,"op":"ping"}')
     assert.ok(texts[0]!.startsWith('{"id":1,"op":"call","instance":"sensor"'))

@@ -83,7 +83,10 @@ describe('resolveImportPath', () => {
     )
     await assert.rejects(buildLoadEntries({ 'a.py': { class: 'A' }, 'b.py': { class: 'B' } }, dirs()), (err: unknown) => {
       assert.ok(err instanceof ValidationError)
-      assert.deepEqual(err.details.map((d) => d.path), ['import.a.py', 'import.b.py'])
+      assert.deepEqual(
+        err.details.map((d) => d.path),
+        ['import.a.py', 'import.b.py'],
+      )
       return true
     })
   })

@@ -107,7 +107,10 @@ test('persistAllInMemory into an unusable directory reports the fault and keeps 
   await writeFile(join(root, 'snapshots'), 'i am a file')
   const saved = await store.save(sampleDefinition())
   await assert.rejects(store.persistAllInMemory(), ConflictError)
-  assert.deepEqual((await store.list()).in_memory.map((e) => [e.id, e.persisted_path]), [[saved.id, '']])
+  assert.deepEqual(
+    (await store.list()).in_memory.map((e) => [e.id, e.persisted_path]),
+    [[saved.id, '']],
+  )
   assert.deepEqual(await allFiles(root), ['snapshots'])
 })
 
@@ -125,7 +128,10 @@ test('a read-only snapshots directory: 403 with the OS reason, nothing written',
 async function checkReadOnly(t: TestContext, store: SnapshotStore, dir: string): Promise<void> {
   // Root (CI containers) ignores the mode bits, so this case can only be observed as a normal user.
   const probe = join(dir, 'probe')
-  const writable = await writeFile(probe, '').then(() => true, () => false)
+  const writable = await writeFile(probe, '').then(
+    () => true,
+    () => false,
+  )
   if (writable) {
     t.skip('running with privileges that ignore directory permissions (root); covered by the parent-is-a-file case')
     return

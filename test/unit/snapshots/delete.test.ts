@@ -14,7 +14,10 @@ test('delete by id removes the snapshot from memory and its file', async (t) => 
   assert.deepEqual(await store.delete({ id: gone.id }), { id: gone.id, deleted: true })
   assert.equal(existsSync(gone.persisted_path), false)
   assert.deepEqual(await allFiles(dir), [`${keep.id}.json`])
-  assert.deepEqual((await store.list()).in_memory.map((e) => e.id), [keep.id])
+  assert.deepEqual(
+    (await store.list()).in_memory.map((e) => e.id),
+    [keep.id],
+  )
   await assert.rejects(store.read({ id: gone.id }), NotFoundError)
   await assert.rejects(store.delete({ id: gone.id }), NotFoundError, 'a second delete finds nothing')
 })

@@ -13,10 +13,7 @@ export async function tempDir(t: TestContext): Promise<string> {
 }
 
 /** A store over `<temp>/snapshots` (not created yet) plus the temp root. */
-export async function makeStore(
-  t: TestContext,
-  options: Partial<SnapshotStoreOptions> = {},
-): Promise<{ store: SnapshotStore; root: string; dir: string }> {
+export async function makeStore(t: TestContext, options: Partial<SnapshotStoreOptions> = {}): Promise<{ store: SnapshotStore; root: string; dir: string }> {
   const root = await tempDir(t)
   const dir = join(root, 'snapshots')
   const store = new SnapshotStore({ dir, mode: 'durable', serverVersion: '9.9.9-test', ...options })

@@ -15,9 +15,7 @@ function largeDefinition(count: number): SystemDefinition {
       Valve: { attributes: { open: 0.0 } },
     },
     instances: Array.from({ length: count }, (_, i) => ({ [`device_${i}`]: i % 3 === 0 ? 'Valve' : 'PySensorModel' })),
-    connections: Object.fromEntries(
-      Array.from({ length: count - 1 }, (_, i) => [`link_${i}`, { from: `device_${i}`, to: `device_${i + 1}` }]),
-    ),
+    connections: Object.fromEntries(Array.from({ length: count - 1 }, (_, i) => [`link_${i}`, { from: `device_${i}`, to: `device_${i + 1}` }])),
   }
 }
 
@@ -38,7 +36,9 @@ test('a 10,000-instance system saves and reads back intact (timings reported)', 
   const fromMemory = await store.read({ id: saved.id })
   const memoryMs = performance.now() - started
 
-  t.diagnostic(`save ${saveMs.toFixed(0)} ms, read from file ${readMs.toFixed(0)} ms, read from memory ${memoryMs.toFixed(0)} ms, file ${((await stat(saved.persisted_path)).size / 1e6).toFixed(2)} MB`)
+  t.diagnostic(
+    `save ${saveMs.toFixed(0)} ms, read from file ${readMs.toFixed(0)} ms, read from memory ${memoryMs.toFixed(0)} ms, file ${((await stat(saved.persisted_path)).size / 1e6).toFixed(2)} MB`,
+  )
   assert.deepEqual(record.definition, definition)
   assert.deepEqual(fromMemory.definition, definition)
   // Timing is reported above, not asserted: speed is measured by bench/, not by tests.

@@ -8,8 +8,14 @@ import { makeStore, sampleDefinition } from './helpers.js'
 
 function fileText(fields: Record<string, unknown>): string {
   return JSON.stringify({
-    schema_version: 1, id: 'hand-made', created_at: '2026-01-01T00:00:00Z', label: 'l', notes: 'n',
-    server_version: '0.0.1', definition: sampleDefinition(), ...fields,
+    schema_version: 1,
+    id: 'hand-made',
+    created_at: '2026-01-01T00:00:00Z',
+    label: 'l',
+    notes: 'n',
+    server_version: '0.0.1',
+    definition: sampleDefinition(),
+    ...fields,
   })
 }
 
@@ -18,7 +24,12 @@ function isValidation(pattern: RegExp, paths?: string[]) {
     assert.ok(err instanceof ValidationError, `expected ValidationError, got ${String(err)}`)
     assert.equal(err.status, 422)
     assert.match(err.message, pattern)
-    if (paths) for (const p of paths) assert.ok(err.details.some((d) => d.path === p), `details name ${p}: ${JSON.stringify(err.details)}`)
+    if (paths)
+      for (const p of paths)
+        assert.ok(
+          err.details.some((d) => d.path === p),
+          `details name ${p}: ${JSON.stringify(err.details)}`,
+        )
     return true
   }
 }
@@ -28,8 +39,14 @@ test('read by id returns the in-memory snapshot, a fresh copy each time', async 
   const saved = await store.save(sampleDefinition(), { label: 'L', notes: 'N' })
   const record = await store.read({ id: saved.id })
   assert.deepEqual(record, {
-    id: saved.id, path: '', created_at: saved.created_at, label: 'L', notes: 'N',
-    schema_version: 1, server_version: '9.9.9-test', definition: sampleDefinition(),
+    id: saved.id,
+    path: '',
+    created_at: saved.created_at,
+    label: 'L',
+    notes: 'N',
+    schema_version: 1,
+    server_version: '9.9.9-test',
+    definition: sampleDefinition(),
   })
   record.definition.instances.push({ mutated: 'Valve' })
   assert.deepEqual((await store.read({ id: saved.id })).definition, sampleDefinition())

@@ -21,9 +21,7 @@ test('durable save with no arguments keeps it in memory and writes <dir>/<id>.js
   assert.ok(Date.parse(saved.created_at) >= before - 1000)
 
   const file = JSON.parse(await readFile(saved.persisted_path, 'utf8'))
-  assert.deepEqual(Object.keys(file).sort(), [
-    'created_at', 'definition', 'id', 'label', 'notes', 'schema_version', 'server_version',
-  ])
+  assert.deepEqual(Object.keys(file).sort(), ['created_at', 'definition', 'id', 'label', 'notes', 'schema_version', 'server_version'])
   assert.equal(file.schema_version, 1)
   assert.equal(file.id, saved.id)
   assert.equal(file.created_at, saved.created_at)
@@ -31,12 +29,15 @@ test('durable save with no arguments keeps it in memory and writes <dir>/<id>.js
   assert.deepEqual(file.definition, sampleDefinition())
 
   const listed = await store.list()
-  assert.deepEqual(listed.in_memory, [
-    { id: saved.id, created_at: saved.created_at, label: '', notes: '', persisted_path: saved.persisted_path },
-  ])
+  assert.deepEqual(listed.in_memory, [{ id: saved.id, created_at: saved.created_at, label: '', notes: '', persisted_path: saved.persisted_path }])
   assert.equal(listed.files.length, 1)
   assert.deepEqual(listed.files[0], {
-    path: saved.persisted_path, id: saved.id, created_at: saved.created_at, label: '', notes: '', schema_version: 1,
+    path: saved.persisted_path,
+    id: saved.id,
+    created_at: saved.created_at,
+    label: '',
+    notes: '',
+    schema_version: 1,
   })
 })
 
@@ -112,18 +113,16 @@ test('list shows foreign, corrupt, truncated and newer files with an error and n
   await writeFile(join(dir, 'array.json'), '[1, 2, 3]')
   await writeFile(join(dir, 'deep', 'truncated.json'), (await readFile(good.persisted_path, 'utf8')).slice(0, 200))
   await writeFile(join(dir, 'deep', 'er', 'empty.json'), '')
-  await writeFile(
-    join(dir, 'newer.json'),
-    JSON.stringify({ schema_version: 99, id: 'from-the-future', created_at: '2030-01-01T00:00:00Z', definition: {} }),
-  )
+  await writeFile(join(dir, 'newer.json'), JSON.stringify({ schema_version: 99, id: 'from-the-future', created_at: '2030-01-01T00:00:00Z', definition: {} }))
   await writeFile(join(dir, 'notes.txt'), 'not json and not *.json: ignored')
   await writeFile(join(dir, '.good.json.abc123.tmp'), '{"trunc')
 
   const { files } = await store.list()
   const byName = new Map(files.map((f) => [f.path.slice(dir.length + 1), f]))
-  assert.deepEqual([...byName.keys()].sort(), [
-    `${good.id}.json`, 'array.json', 'deep/er/empty.json', 'deep/truncated.json', 'foreign.json', 'newer.json',
-  ].sort())
+  assert.deepEqual(
+    [...byName.keys()].sort(),
+    [`${good.id}.json`, 'array.json', 'deep/er/empty.json', 'deep/truncated.json', 'foreign.json', 'newer.json'].sort(),
+  )
   assert.equal(byName.get(`${good.id}.json`)?.error, undefined)
   assert.equal(byName.get(`${good.id}.json`)?.label, 'good')
   assert.match(byName.get('foreign.json')?.error ?? '', /not a valid Mimic snapshot.*id: required/)
@@ -135,7 +134,10 @@ test('list shows foreign, corrupt, truncated and newer files with an error and n
   assert.equal(newer?.id, 'from-the-future')
   assert.equal(newer?.schema_version, 99)
   // Files with a created_at come first, oldest first; the rest follow by path.
-  assert.deepEqual(files.slice(0, 2).map((f) => f.id), [good.id, 'from-the-future'])
+  assert.deepEqual(
+    files.slice(0, 2).map((f) => f.id),
+    [good.id, 'from-the-future'],
+  )
 })
 
 test('list sorts by created_at, not by file name', async (t) => {
@@ -147,7 +149,10 @@ test('list sorts by created_at, not by file name', async (t) => {
   await writeFile(join(dir, 'b.json'), snapshot('early', '2026-01-01T00:00:00Z'))
   await writeFile(join(dir, 'c.json'), snapshot('middle', '2026-02-01T00:00:00Z'))
   const { files } = await store.list()
-  assert.deepEqual(files.map((f) => f.id), ['early', 'middle', 'late'])
+  assert.deepEqual(
+    files.map((f) => f.id),
+    ['early', 'middle', 'late'],
+  )
 })
 
 test('list of a store whose directory does not exist yet is empty', async (t) => {
@@ -181,19 +186,19 @@ test('save refuses a definition of the wrong shape, listing every problem with i
     instances: [{ a: 'M', b: 'M' }, { c: 3 }, 'd'],
     connections: { x: { from: 'a' } },
   }
-  await assert.rejects(
-    store.save(bad as never),
-    (err: unknown) => {
-      assert.ok(err instanceof ValidationError)
-      assert.equal(err.status, 422)
-      const paths = err.details.map((d) => d.path)
-      assert.deepEqual(paths.sort(), [
-        'definition.connections.x.to', 'definition.instances.0', 'definition.instances.1.c',
-        'definition.instances.2', 'definition.models',
-      ])
-      return true
-    },
-  )
+  await assert.rejects(store.save(bad as never), (err: unknown) => {
+    assert.ok(err instanceof ValidationError)
+    assert.equal(err.status, 422)
+    const paths = err.details.map((d) => d.path)
+    assert.deepEqual(paths.sort(), [
+      'definition.connections.x.to',
+      'definition.instances.0',
+      'definition.instances.1.c',
+      'definition.instances.2',
+      'definition.models',
+    ])
+    return true
+  })
   assert.equal(existsSync(dir), false)
   assert.deepEqual((await store.list()).in_memory, [])
 })
@@ -218,7 +223,10 @@ test('concurrent saves are serialized: every one lands complete', async (t) => {
   assert.ok(files.every((f) => f.error === undefined))
   const shared = JSON.parse(await readFile(join(dir, 'shared.json'), 'utf8'))
   assert.ok(results.some((r) => r.id === shared.id))
-  assert.deepEqual((await allFiles(dir)).filter((f) => f.endsWith('.tmp')), [])
+  assert.deepEqual(
+    (await allFiles(dir)).filter((f) => f.endsWith('.tmp')),
+    [],
+  )
 })
 
 test('only the structure is stored: extra top-level keys are dropped, extra connection keys kept', async (t) => {
