@@ -113,6 +113,7 @@ export class PythonWorker {
   #watchdog: NodeJS.Timeout | undefined
   #helloTimer: NodeJS.Timeout | undefined
   #killed: WorkerExit | undefined
+  #reported = false
   #exit: WorkerExit | undefined
   #onExit: PythonWorkerOptions['onExit']
   #settleReady: { resolve: () => void; reject: (error: MimicError) => void } | undefined
@@ -219,6 +220,7 @@ export class PythonWorker {
     if (!this.alive) return
     this.#killed = { reason, timedOut: false }
     this.#child.kill('SIGKILL')
+    this.#report(this.#killed)
     this.#rejectAll((p) => new WorkerGoneError(reason, [{ path: p.path, message: reason }]))
   }
 
@@ -248,6 +250,7 @@ export class PythonWorker {
     const reason = `Python worker ${this.id} (pid ${this.pid}) did not finish ${oldest.label} within ` + `${this.#timeoutMs} ms and was killed`
     this.#killed = { reason, timedOut: true }
     this.#child.kill('SIGKILL')
+    this.#report(this.#killed)
     this.#rejectAll((p) => new WorkerTimeoutError(reason, [{ path: p.path, message: reason }]))
   }
 
@@ -320,6 +323,17 @@ export class PythonWorker {
     this.#settleReady?.reject(new WorkerGoneError(exit.reason))
     this.#settleReady = undefined
     this.#resolveExited()
+    this.#report(exit)
+  }
+
+  /**
+   * Tells the pool the worker is gone, once: at the kill itself for a worker killed on purpose,
+   * so its instances are in ERROR before the caller hears the 504 or 503, rather than whenever
+   * the process's exit is seen (later on a loaded machine); otherwise at the exit.
+   */
+  #report(exit: WorkerExit): void {
+    if (this.#reported) return
+    this.#reported = true
     this.#onExit(this, exit)
   }
 }
