@@ -451,6 +451,27 @@ describe('HTTP fast lane: indistinguishable from fastify', () => {
     }
   })
 
+  it('hands a megabyte of pipelined requests over to node:http, which answers every one in order', async () => {
+    const value = `${TEMP}/attr/internal_value`
+    const count = 8000 // about 1.3 MB: the lane holds up to 1 MiB of them while Python answers the first
+    const many = Array.from({ length: count }, (_, i) => request('GET', value, { headers: [['x-correlation-id', `h${i}`]] })).join('')
+    const conn = await laneConnection()
+    try {
+      // The lane answers the call, then declines /health and hands everything after it over.
+      await conn.write(request('POST', `${PY}/method/bump`, { body: { kwargs: {} } }) + HEALTH + many)
+      const answers = await conn.read(count + 2)
+      assert.equal(answers[0]!.status, 200)
+      assert.equal(json(answers[1]!).status, 'ok')
+      assert.deepEqual(
+        answers.slice(2).map((r) => header(r, 'x-correlation-id')),
+        Array.from({ length: count }, (_, i) => `h${i}`),
+      )
+      assert.ok(answers.slice(2).every((r) => r.status === 200))
+    } finally {
+      conn.close()
+    }
+  })
+
   it('hands a connection over mid-way: answers before and after, and tree requests keep working', async () => {
     for (const declined of [HEALTH, request('GET', `${TEMP}?x=1`), request('GET', `${TEMP}/`)]) {
       const conn = await laneConnection()

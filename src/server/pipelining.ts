@@ -32,6 +32,26 @@ export const MAX_WAITING_REQUESTS = 32_768
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void
 
+/** What node:http keeps on a socket it serves: the flag its own backpressure pauses reading with, and the parser. */
+type HttpSocket = Socket & { _paused?: boolean; parser?: { resume(): void } | null }
+
+/**
+ * Stops reading the socket. A plain `pause()` is undone by node:http itself, synchronously, as
+ * soon as it reads the next request from data already read (the lane hands a connection over
+ * with up to a megabyte of it): node:http's own flag for a paused connection keeps it paused.
+ */
+function stopReading(socket: HttpSocket): void {
+  socket._paused = true
+  socket.pause()
+}
+
+/** Reads the socket again, as node:http does when its own pause ends (its socketOnDrain). */
+function startReading(socket: HttpSocket): void {
+  socket._paused = false
+  socket.parser?.resume()
+  socket.resume()
+}
+
 interface ConnectionQueue {
   busy: boolean
   /** Reading was paused here (READ_AHEAD_REQUESTS). */
@@ -66,7 +86,7 @@ export function serveInTurn(server: Server, opts: { logger: Pick<Logger, 'debug'
       }
       if (queue.paused && queue.waiting.length < READ_AHEAD_REQUESTS) {
         queue.paused = false
-        socket.resume()
+        startReading(socket)
       }
       const following = queue.waiting.shift()
       if (following) start(queue, following[0], following[1])
@@ -96,10 +116,10 @@ export function serveInTurn(server: Server, opts: { logger: Pick<Logger, 'debug'
       socket.once('close', () => {
         created.waiting.length = 0
       })
-      // node:http resumes the socket on its own (an IncomingMessage read, an answer flushed):
-      // while this connection has its fill of requests waiting, it stays paused.
+      // node:http ends its own pauses when the answers written so far have drained: while this
+      // connection has its fill of requests waiting, it stays paused.
       socket.on('resume', () => {
-        if (created.paused) socket.pause()
+        if (created.paused) stopReading(socket)
       })
     }
     if (!queue.busy) return start(queue, req, res)
@@ -112,7 +132,7 @@ export function serveInTurn(server: Server, opts: { logger: Pick<Logger, 'debug'
     queue.waiting.push([req, res])
     if (!queue.paused && queue.waiting.length >= READ_AHEAD_REQUESTS) {
       queue.paused = true
-      socket.pause()
+      stopReading(socket)
     }
   })
 }

@@ -42,6 +42,12 @@ export interface LaneConnectionOptions {
 /** Unanswered request bytes a connection may send ahead before the lane stops reading it. */
 const MAX_BACKLOG_BYTES = 1 << 20
 /**
+ * Bytes handed over go back into the socket in pieces of this size, what node:http reads at a
+ * time: it stops reading with requests waiting (pipelining.ts), and a megabyte in one piece would
+ * give it every request in it at once, more than it lets wait.
+ */
+const HAND_OVER_PIECE = 64 * 1024
+/**
  * Requests answered in one turn of the event loop before the lane lets other connections and
  * timers run, and the answer bytes one turn may hold: a buffer full of pipelined requests for
  * large documents must not freeze the server while it answers them all.
@@ -262,7 +268,9 @@ export class LaneConnection {
     socket.off('error', this.#onError)
     socket.off('close', this.#onClose)
     socket.off('end', this.#onEnd)
-    if (this.#buffer) socket.unshift(this.#buffer)
+    // Last piece first: each goes in front of the ones before it.
+    const buffer = this.#buffer
+    if (buffer) for (let end = buffer.length; end > 0; end -= HAND_OVER_PIECE) socket.unshift(buffer.subarray(Math.max(0, end - HAND_OVER_PIECE), end))
     this.#buffer = undefined
     this.#options.handOver(socket)
     socket.resume()

@@ -27,7 +27,7 @@ import { LaneConnection, type LaneConnectionOptions, type LaneHandler } from './
 
 export { LaneConnection, type LaneConnectionOptions, type LaneHandler } from './connection.js'
 export { treeLaneHandler, type TreeLaneOptions } from './handler.js'
-export { MAX_HEAD_BYTES, parseRequest, type LaneHeaders, type LaneRequest, type ParsedRequest } from './parse.js'
+export { parseRequest, type LaneHeaders, type LaneRequest, type ParsedRequest } from './parse.js'
 export { serializeResponse, type LaneResponse } from './response.js'
 
 /** How often idle keep-alive connections are looked for. */

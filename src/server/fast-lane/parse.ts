@@ -5,12 +5,13 @@
  *
  * - only complete requests: a request whose head or body has not fully arrived is declined;
  * - only `HTTP/1.1` with a Host header and one of the tree's five methods;
- * - only `Content-Length` bodies (no chunked transfer, no `Expect`, no `Upgrade`, no `Connection`
- *   other than keep-alive), each header the lane reads at most once;
+ * - only `Content-Length` bodies of JSON (no chunked transfer, no `Expect`, no `Upgrade`, no `Connection`
+ *   other than keep-alive), each header the lane reads at most once, at most MAX_HEADER_LINES
+ *   header lines;
  * - every header line is checked as node's parser would check it (a token, a colon, a value
  *   without control characters but tab, CRLF), so nothing the lane takes is refused by node.
  *
- * test/unit/http-parse-differential.test.ts feeds the same bytes to this parser and to node's and
+ * test/reliability/http-parse-differential.test.ts feeds the same bytes to this parser and to node's and
  * holds the rule: whatever the lane takes, node parses as the same request.
  */
 
@@ -40,6 +41,12 @@ export interface ParsedRequest {
 
 /** Longest request head the lane reads; longer ones are node:http's (which answers 431). */
 export const MAX_HEAD_BYTES = 8 * 1024
+/**
+ * Most header lines the lane reads. node:http keeps the first 2,000 headers of a request and
+ * drops the others (`server.maxHeadersCount`), and 8 KiB hold more: past this many, a header the
+ * lane reads might be one node never sees, so node:http decides.
+ */
+export const MAX_HEADER_LINES = 100
 const HEAD_END = Buffer.from('\r\n\r\n')
 const REQUEST_LINE = /^(GET|POST|PUT|PATCH|DELETE) (\/[!-~]*) HTTP\/1\.1$/
 // Header lines after the request line, to the end of the head: `token ":" value`, CRLF between.
@@ -97,7 +104,9 @@ export function parseRequest(buffer: Buffer, bodyLimit: number): ParsedRequest |
     'content-length': undefined,
     connection: undefined,
   }
+  let lines = 0
   for (let pos = lineEnd + 2; pos < end; pos = lineEnd + 2) {
+    if (++lines > MAX_HEADER_LINES) return 'decline'
     lineEnd = text.indexOf('\r\n', pos)
     if (lineEnd < 0) lineEnd = end
     const colon = text.indexOf(':', pos)
@@ -116,7 +125,10 @@ export function parseRequest(buffer: Buffer, bodyLimit: number): ParsedRequest |
   const lengthHeader = headers['content-length']
   if (lengthHeader !== undefined && !DIGITS.test(lengthHeader)) return 'decline'
   const bodyLength = lengthHeader === undefined ? 0 : Number(lengthHeader)
-  if (bodyLength > 0 && (!BODY_METHODS.has(method) || !JSON_TYPE.test(headers['content-type'] ?? '') || bodyLength > bodyLimit)) return 'decline'
+  // fastify checks the Content-Type of every request but a GET, with a body or not.
+  const contentType = headers['content-type']
+  if (contentType !== undefined && method !== 'GET' && !JSON_TYPE.test(contentType)) return 'decline'
+  if (bodyLength > 0 && (!BODY_METHODS.has(method) || contentType === undefined || bodyLength > bodyLimit)) return 'decline'
   const length = end + 4 + bodyLength
   if (buffer.length < length) return 'decline'
   const body = bodyLength > 0 ? buffer.toString('utf8', end + 4, length) : ''
