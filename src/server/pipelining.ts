@@ -24,9 +24,10 @@ import { spendInTurn, turnBudgetSpent } from './turn-budget.js'
 /** Requests waiting behind an unfinished one at which a connection is no longer read. */
 export const READ_AHEAD_REQUESTS = 16
 /**
- * Requests waiting behind an unfinished one beyond which the connection is closed. Large enough
- * for what the fast lane hands over at once (up to its 1 MiB read-ahead, about 20,000 small
- * requests); a connection read by node:http itself stops at about 1,300 (one 64 KiB read).
+ * Requests waiting behind an unfinished one beyond which the connection is closed. Reading stops
+ * at READ_AHEAD_REQUESTS, but node's parser still hands over every request of the piece it has
+ * read: up to about 2,400 of the smallest requests per 64 KiB (the fast lane hands its backlog
+ * over in pieces of that size too). Well above that, so only a broken pause closes a connection.
  */
 export const MAX_WAITING_REQUESTS = 32_768
 
