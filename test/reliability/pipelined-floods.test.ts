@@ -85,6 +85,23 @@ function report(t: TestContext, name: string, figures: Record<string, number | s
   )
 }
 
+/** The figures a memory case reports: RSS before, at its peak and after, descriptors, /health. */
+function memoryFigures(
+  start: { rssKb: number; fds: number },
+  seen: { peakRssKb: number; slowestHealthMs: number },
+  end: { rssKb: number },
+  fds: number,
+): Record<string, number> {
+  return {
+    'RSS MB before': start.rssKb / 1024,
+    'RSS MB peak': seen.peakRssKb / 1024,
+    'RSS MB after': end.rssKb / 1024,
+    'fds before': start.fds,
+    'fds after': fds,
+    'slowest /health ms': seen.slowestHealthMs,
+  }
+}
+
 describe('pipelined floods from clients that never read', () => {
   let dir: string
   let server: ServedMimic
@@ -142,14 +159,7 @@ describe('pipelined floods from clients that never read', () => {
     await sleep(500)
     const end = procStats(server.pid)
     const seen = await watcher.stop()
-    report(t, 'dashboard script', {
-      'RSS MB before': start.rssKb / 1024,
-      'RSS MB peak': seen.peakRssKb / 1024,
-      'RSS MB after': end.rssKb / 1024,
-      'fds before': start.fds,
-      'fds after': fds,
-      'slowest /health ms': seen.slowestHealthMs,
-    })
+    report(t, 'dashboard script', memoryFigures(start, seen, end, fds))
     // Before, about 90 KB per request were held: 1.8 GB for this flood.
     assert.ok(during.rssKb - start.rssKb < 64 * 1024, `RSS grew from ${start.rssKb} to ${during.rssKb} KiB while the client did not read`)
     assert.ok(fds <= start.fds + 2, `descriptors went from ${start.fds} to ${fds}`)
@@ -170,14 +180,7 @@ describe('pipelined floods from clients that never read', () => {
       await sleep(1000)
       const end = procStats(server.pid)
       const seen = await watcher.stop()
-      report(t, `6 MB documents, ${path}`, {
-        'RSS MB before': start.rssKb / 1024,
-        'RSS MB peak': seen.peakRssKb / 1024,
-        'RSS MB after': end.rssKb / 1024,
-        'fds before': start.fds,
-        'fds after': fds,
-        'slowest /health ms': seen.slowestHealthMs,
-      })
+      report(t, `6 MB documents, ${path}`, memoryFigures(start, seen, end, fds))
       // Before, 1.6 GB (lane) and 2.3 GB (fastify) for this flood: each connection now holds
       // about one answer (the document and its encoding on the way out).
       assert.ok(seen.peakRssKb - start.rssKb < 512 * 1024, `RSS peaked at ${seen.peakRssKb} KiB from ${start.rssKb} KiB`)
