@@ -31,6 +31,7 @@ import { connect, type Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { parseRequest, type LaneRequest } from '../../src/server/fast-lane/index.js'
 import { startTestServer, TEST_KEY, type TestServer } from '../helpers/server.js'
+import { generator } from '../helpers/seeded-random.js'
 
 const SEED = Number(process.env.MIMIC_FUZZ_SEED ?? Date.now() % 1_000_000)
 const COUNT = Number(process.env.MIMIC_FUZZ_COUNT ?? 400)
@@ -40,19 +41,6 @@ const BODY_LIMIT = 16 * 1024 * 1024
 const SYS = '/api/v3/system'
 const TEMP = `${SYS}/instances/dev/attributes/temperature`
 const AUTH = `Authorization: Bearer ${TEST_KEY}`
-
-/** A small xorshift generator, so a run can be replayed from its seed. */
-function generator(seed: number): { int(n: number): number; pick<T>(xs: readonly T[]): T } {
-  let state = seed >>> 0 || 1
-  const next = (): number => {
-    state ^= state << 13
-    state ^= state >>> 17
-    state ^= state << 5
-    return (state >>> 0) / 0x100000000
-  }
-  const int = (n: number): number => Math.floor(next() * n)
-  return { int, pick: (xs) => xs[int(xs.length)]! }
-}
 
 /** A request head from its lines, CRLF-terminated, with an optional body. */
 function http(lines: string[], body = ''): string {

@@ -1,28 +1,11 @@
 import { connect, type Socket } from 'node:net'
 import { decodeResponse, encodeRequest, type ModbusRequest, type ModbusResponse } from '../../../src/protocols/modbus/index.js'
+import type { Random } from '../../helpers/seeded-random.js'
 
-/** A seeded random source, so a failing fuzz run can be replayed with MODBUS_FUZZ_SEED. */
-export interface Random {
-  int(n: number): number
-  bytes(n: number): Buffer
-  pick<T>(xs: readonly T[]): T
-}
+export { generator, type Random } from '../../helpers/seeded-random.js'
 
 /** The seed of this run: MODBUS_FUZZ_SEED when given, else one derived from the clock. */
 export const FUZZ_SEED = Number(process.env.MODBUS_FUZZ_SEED ?? Date.now() % 1_000_000)
-
-/** A small xorshift generator. */
-export function generator(seed: number): Random {
-  let state = seed >>> 0 || 1
-  const next = (): number => {
-    state ^= state << 13
-    state ^= state >>> 17
-    state ^= state << 5
-    return (state >>> 0) / 0x100000000
-  }
-  const int = (n: number): number => Math.floor(next() * n)
-  return { int, bytes: (n) => Buffer.from(Array.from({ length: n }, () => int(256))), pick: (xs) => xs[int(xs.length)]! }
-}
 
 /** What a fuzzer aims at: addresses near the mapped ones, and how many items a write carries. */
 export interface FuzzTargets {
