@@ -29,7 +29,7 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
     info: {
       title: 'Mimic HTTP API',
       version: SERVER_VERSION,
-      description: `Mimic device-simulation server, API ${API_VERSION}. Everything lives in one component tree under /api/v3/system; every /api/v3 request carries Authorization: Bearer <product key>.`,
+      description: `Mimic device-simulation server, API ${API_VERSION}. Everything lives in one component tree under /api/v3/system; every /api/v3 request carries \`Authorization: Bearer <product key>\`.`,
     },
     components: {
       securitySchemes: { productKey: { type: 'http', scheme: 'bearer', description: 'The server product key (--product-key / MIMIC_PRODUCT_KEY)' } },
