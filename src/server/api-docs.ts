@@ -76,7 +76,11 @@ export function registerApiDocs(app: FastifyInstance): void {
     return loaded
   }
   const serve = async (name: string, req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
-    files ??= load()
+    // A failed load (a broken install) is not kept: the next request tries again.
+    files ??= load().catch((err: unknown) => {
+      files = undefined
+      throw err
+    })
     const file = (await files).get(name)
     if (!file) throw new NotFoundError(`No API docs file '/docs/static/${name}'`, [{ path: `docs/static/${name}`, message: 'not found' }])
     return file.send(req, reply)
