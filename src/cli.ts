@@ -70,7 +70,8 @@ export async function runCli(argv: string[]): Promise<void> {
     .description('check a system or model definition file offline; prints every problem with its path and line:column')
     .argument('<file>', 'YAML or JSON file')
     .action(async (file: string) => {
-      const result = await loadDefinitionFile(file)
+      const { modelBehaviourProblems } = await import('./language/model/index.js')
+      const result = await loadDefinitionFile(file, modelBehaviourProblems)
       if (!result.details.length) {
         console.log(`${file}: valid ${result.kind} definition`)
         return

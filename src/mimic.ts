@@ -3,6 +3,7 @@ import pino, { type Logger } from 'pino'
 import { checkExposure, type Config } from './config.js'
 import { ConflictError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
+import { modelBehaviourProblems } from './language/model/index.js'
 import { ProtocolContexts } from './protocols/index.js'
 import { PythonPool, resolveInterpreter } from './python/index.js'
 import { buildApp } from './server/app.js'
@@ -85,7 +86,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
   let app: FastifyInstance | undefined
   try {
     if (config.system) {
-      const loaded = await loadDefinitionFile(config.system)
+      const loaded = await loadDefinitionFile(config.system, modelBehaviourProblems)
       if (loaded.details.length) {
         throw new ValidationError(
           `System file ${config.system} is invalid:\n${loaded.details.map((d) => `  ${d.line ? `${d.line}:${d.column} ` : ''}${d.path || '(root)'}: ${d.message}`).join('\n')}`,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
 import type { ErrorDetail } from '../errors.js'
-import { validateModel, validateSystem, type SystemDefinition } from './validate.js'
+import { validateModel, validateSystem, type ModelCheck, type SystemDefinition } from './validate.js'
 
 /** A definition file read from disk, with what it holds and every problem located by line:column. */
 export interface LoadedDefinition {
@@ -91,23 +91,23 @@ export function looksLikeModel(data: unknown): boolean {
  * @example
  * const { kind, details } = await loadDefinitionFile('examples/pt100/system.yaml')
  */
-export async function loadDefinitionFile(file: string): Promise<LoadedDefinition> {
+export async function loadDefinitionFile(file: string, check?: ModelCheck): Promise<LoadedDefinition> {
   let text: string
   try {
     text = await readFile(file, 'utf8')
   } catch (err) {
     return { kind: 'system', data: undefined, details: [{ path: '', message: `cannot read ${file}: ${(err as Error).message}` }] }
   }
-  return checkDefinitionText(text)
+  return checkDefinitionText(text, check)
 }
 
 /** Validates definition text as a system (or a single model when it looks like one). */
-export function checkDefinitionText(text: string): LoadedDefinition {
+export function checkDefinitionText(text: string, check?: ModelCheck): LoadedDefinition {
   const parsed = parseDefinitionText(text)
   if (parsed.details.length || !parsed.doc) return { kind: 'system', data: undefined, details: parsed.details }
   const data = parsed.data ?? {}
   const kind = looksLikeModel(data) ? 'model' : 'system'
-  const result = kind === 'model' ? validateModel(data) : validateSystem(data)
+  const result = kind === 'model' ? validateModel(data, check) : validateSystem(data, check)
   const details = result.ok ? [] : result.details.map((d) => ({ ...d, ...locate(parsed.doc!, parsed.lines, d.path) }))
   return { kind, data, details }
 }

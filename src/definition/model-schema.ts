@@ -56,6 +56,49 @@ const importKeySchema = z
 export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema } as const
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 
+/** A per-instance parameter of a model (`meta_parameters`); `string` is accepted for `str`. */
+const metaParameterSchema = z.strictObject({
+  type: z.enum(['int', 'float', 'bool', 'str', 'string', 'list', 'dict', 'any']).default('any'),
+  default: z.unknown().optional(),
+  required: z.boolean().optional(),
+  description: z.string().max(1024).optional(),
+})
+export type MetaParameter = z.output<typeof metaParameterSchema>
+
+function checkParameterNames(params: Record<string, unknown> | undefined, ctx: z.core.$RefinementCtx): void {
+  for (const name of Object.keys(params ?? {})) {
+    if (!/^[A-Za-z][A-Za-z0-9_]{0,127}$/.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: `'${name}' is not a valid parameter name` })
+  }
+}
+
+const seconds = z.number().finite()
+/** The instance timer (MODEL_LANGUAGE.md section 4). */
+const timerSchema = z
+  .strictObject({
+    time_step: seconds.positive().optional(),
+    step: seconds.positive().optional(),
+    initial_time: seconds.optional(),
+    max_duration: seconds.positive().optional(),
+    auto_reset: z.boolean().optional(),
+    resolution: seconds.positive().optional(),
+    decimal_places: z.number().int().min(0).max(15).optional(),
+    real_time: z.boolean().optional(),
+  })
+  .superRefine((t, ctx) => {
+    if (t.time_step !== undefined && t.step !== undefined && t.time_step !== t.step)
+      ctx.addIssue({ code: 'custom', path: ['step'], message: 'step is an alias of time_step: give one of them' })
+  })
+export type TimerSettings = z.output<typeof timerSchema>
+
+/** Background polling of an instance. */
+const pollingSchema = z.strictObject({
+  interval: seconds.min(0.001).optional(),
+  jitter: seconds.min(0).optional(),
+  max_iterations: z.number().int().positive().optional(),
+  enabled: z.boolean().optional(),
+})
+export type PollingSettings = z.output<typeof pollingSchema>
+
 const communicationEntrySchema = z.record(z.string(), z.unknown()).superRefine((entry, ctx) => {
   const keys = Object.keys(entry)
   if (keys.length !== 1) {
@@ -68,11 +111,41 @@ const communicationEntrySchema = z.record(z.string(), z.unknown()).superRefine((
     ctx.addIssue({ code: 'custom', path: [kind], message: `unknown adapter kind '${kind}' (known: ${Object.keys(ADAPTER_SCHEMAS).join(', ')})` })
     return
   }
-  const result = schema.safeParse(entry[kind])
+  // Settings given as `$param(name)` are checked per instance, with its parameters (see parameters.ts).
+  const { value, deferred } = withoutParameters(entry[kind])
+  const result = schema.safeParse(value)
   if (!result.success) {
-    for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: [kind, ...issue.path] } as z.core.$ZodRawIssue)
+    for (const issue of result.error.issues) {
+      if (deferred.has(issue.path.join('.'))) continue
+      ctx.addIssue({ ...issue, path: [kind, ...issue.path] } as z.core.$ZodRawIssue)
+    }
   }
 })
+
+/** Settings with every `$param(...)` value left out, and the paths left out. */
+function withoutParameters(settings: unknown): { value: unknown; deferred: Set<string> } {
+  const deferred = new Set<string>()
+  const walk = (v: unknown, path: string[]): unknown => {
+    if (typeof v === 'string' && PARAM_REFERENCE.test(v)) {
+      deferred.add(path.join('.'))
+      return undefined
+    }
+    if (Array.isArray(v)) return v.map((x, i) => walk(x, [...path, String(i)]))
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, unknown> = {}
+      for (const [k, x] of Object.entries(v)) {
+        const w = walk(x, [...path, k])
+        if (w !== undefined) out[k] = w
+      }
+      return out
+    }
+    return v
+  }
+  return { value: walk(settings, []), deferred }
+}
+
+/** A setting that names an instance parameter. */
+export const PARAM_REFERENCE = /\$param\(\s*[A-Za-z][A-Za-z0-9_]*\s*\)/
 
 /**
  * A model template: its attributes, optional Python behaviour (`import`) and protocol adapters
@@ -84,20 +157,35 @@ const communicationEntrySchema = z.record(z.string(), z.unknown()).superRefine((
  */
 export const modelDefinitionSchema = z
   .strictObject({
+    /** Informational, as in the reference product's models. */
+    name: z.string().max(256).optional(),
     description: z.string().max(4096).optional(),
+    meta_parameters: z.record(z.string(), metaParameterSchema).optional().superRefine(checkParameterNames),
     attributes: z.record(z.string(), z.unknown()).default({}).superRefine(checkAttributes),
+    timer: timerSchema.optional(),
+    polling: pollingSchema.optional(),
+    /** The model language (MODEL_LANGUAGE.md sections 3 and 5): checked by src/language, which compiles them. */
+    actions: z.array(z.unknown()).optional(),
+    conditions: z.array(z.unknown()).optional(),
+    if_chain: z.array(z.unknown()).optional(),
     import: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),
+    /** `python_file` is the reference product's name for `import`. */
+    python_file: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),
     /** A list of single-entry maps, or one such map when the model has one adapter. */
     communication: z.union([z.array(communicationEntrySchema), communicationEntrySchema]).optional(),
   })
   .superRefine((model, ctx) => {
+    if (model.python_file !== undefined && model.import !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['python_file'], message: 'python_file is another name for import: give one of them' })
+    }
     const declared = new Set(Object.keys(model.attributes))
     const bound = new Map<string, string>()
     const methods = new Map<string, string>()
-    for (const [key, value] of Object.entries(model.import ?? {})) {
+    const importKey = model.import === undefined && model.python_file !== undefined ? 'python_file' : 'import'
+    for (const [key, value] of Object.entries(model.import ?? model.python_file ?? {})) {
       const entries = Array.isArray(value) ? value : [value]
       entries.forEach((entry, index) => {
-        const base: (string | number)[] = Array.isArray(value) ? ['import', key, index] : ['import', key]
+        const base: (string | number)[] = Array.isArray(value) ? [importKey, key, index] : [importKey, key]
         for (const attr of Object.keys(entry.attributes ?? {})) {
           const at = [...base, 'attributes', attr]
           if (!declared.has(attr))
@@ -136,6 +224,7 @@ export const modelDefinitionSchema = z
       }
     })
   })
+  .transform(({ python_file: pythonFile, ...model }) => (pythonFile !== undefined && model.import === undefined ? { ...model, import: pythonFile } : model))
 
 /** A model definition as written by the user (input shape). */
 export type ModelDefinition = z.input<typeof modelDefinitionSchema>
@@ -163,6 +252,8 @@ export const LIFECYCLE_METHODS = new Set(['run', 'prepare', 'start', 'stop', 're
 /** Names an instance uses for its children and properties, so a mapped method may not take them. */
 const INSTANCE_NAMES = new Set([
   'attributes',
+  'actions',
+  'parameters',
   'timer',
   'polling',
   'communication',

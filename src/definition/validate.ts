@@ -2,20 +2,44 @@ import type { z } from 'zod'
 import type { ErrorDetail } from '../errors.js'
 import { nameProblem } from './names.js'
 import { attributeDeclarations, formatPath, modelDefinitionSchema, type ParsedModelDefinition } from './model-schema.js'
+import { checkInstance } from './parameters.js'
+
+/** An instance entry's value: the model's name, or the model with parameters. */
+export type InstanceEntry = string | { type: string; parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
+
+/** A connection as a system definition writes it. */
+export interface ConnectionEntry {
+  from: string
+  to: string
+  enabled?: boolean
+}
 
 /** A system's structure: the shape of a system file and of a snapshot's `definition`. */
 export interface SystemDefinition {
   models: Record<string, unknown>
-  instances: Array<Record<string, string>>
-  connections: Record<string, { from: string; to: string }>
+  instances: Array<Record<string, InstanceEntry>>
+  connections: Record<string, ConnectionEntry>
+}
+
+/** An instance of a validated system, its parameters resolved. */
+export interface ParsedInstance {
+  name: string
+  model: string
+  /** Given in the definition (kept to write the definition back). */
+  given?: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
+  parameters: Record<string, unknown>
+  initValues: Record<string, unknown>
 }
 
 /** A validated system: parsed models and the instance/connection lists in order. */
 export interface ParsedSystem {
   models: Map<string, { raw: unknown; parsed: ParsedModelDefinition }>
-  instances: Array<{ name: string; model: string }>
-  connections: Array<{ name: string; from: string; to: string }>
+  instances: ParsedInstance[]
+  connections: Array<{ name: string; from: string; to: string; enabled: boolean }>
 }
+
+/** A check of a parsed model beyond its schema (the model language's, which compiles its behaviour). */
+export type ModelCheck = (model: ParsedModelDefinition) => ErrorDetail[]
 
 /** Turns zod issues into error details, each path prefixed with `prefix`. */
 export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[] = []): ErrorDetail[] {
@@ -45,29 +69,37 @@ function closestBranch(branches: readonly (readonly z.core.$ZodIssue[])[]): read
  * @example
  * validateModel({ attributes: { t: 0 } }) // { ok: true, model: {...} }
  */
-export function validateModel(raw: unknown): { ok: true; model: ParsedModelDefinition } | { ok: false; details: ErrorDetail[] } {
+export function validateModel(raw: unknown, check?: ModelCheck): { ok: true; model: ParsedModelDefinition } | { ok: false; details: ErrorDetail[] } {
   const result = modelDefinitionSchema.safeParse(raw)
-  if (result.success) return { ok: true, model: result.data }
-  return { ok: false, details: issuesToDetails(result.error.issues) }
+  if (!result.success) return { ok: false, details: issuesToDetails(result.error.issues) }
+  const more = check?.(result.data) ?? []
+  return more.length ? { ok: false, details: more } : { ok: true, model: result.data }
 }
 
 /** A reference to an attribute: `<instance>.attributes.<attribute>`. */
 export interface AttributeRef {
   instance: string
   attribute: string
+  /** Which value a `from` end reads: the presented one (default, and `#ext`) or the internal one (`#attr`, `#in`). */
+  side: 'external' | 'internal'
 }
 
 /**
- * Parses a connection end such as `sensor.attributes.temperature`.
+ * Parses a connection end: `sensor.attributes.temperature`, or the model language's
+ * `#attr(sensor.temperature)`, `#in(...)`, `#internal(...)`, `#ext(...)`, `#external(...)`, `#out(...)`.
  *
  * @example
- * parseAttributeRef('sensor.attributes.temperature') // { instance: 'sensor', attribute: 'temperature' }
+ * parseAttributeRef('sensor.attributes.temperature') // { instance: 'sensor', attribute: 'temperature', side: 'external' }
+ * parseAttributeRef('#attr(sensor.temperature)')     // { instance: 'sensor', attribute: 'temperature', side: 'internal' }
  */
 export function parseAttributeRef(ref: unknown): AttributeRef | string {
-  if (typeof ref !== 'string') return 'must be a string like <instance>.attributes.<attribute>'
+  const shape = 'must look like <instance>.attributes.<attribute> or #attr(<instance>.<attribute>)'
+  if (typeof ref !== 'string') return `${shape.replace('must look like', 'must be a string like')}`
+  const m = /^\s*[#$](attr|in|internal|ext|external|out)\(\s*([^.()\s]+)\.([^.()\s]+)\s*\)\s*$/.exec(ref)
+  if (m !== null) return { instance: m[2]!, attribute: m[3]!, side: ['attr', 'in', 'internal'].includes(m[1]!) ? 'internal' : 'external' }
   const parts = ref.split('.')
-  if (parts.length !== 3 || parts[1] !== 'attributes') return `'${ref}' must look like <instance>.attributes.<attribute>`
-  return { instance: parts[0]!, attribute: parts[2]! }
+  if (parts.length !== 3 || parts[1] !== 'attributes') return `'${ref}' ${shape}`
+  return { instance: parts[0]!, attribute: parts[2]!, side: 'external' }
 }
 
 /**
@@ -77,7 +109,7 @@ export function parseAttributeRef(ref: unknown): AttributeRef | string {
  * @example
  * validateSystem({ models: { m: { attributes: { t: 0 } } }, instances: [{ s: 'm' }] }).ok // true
  */
-export function validateSystem(raw: unknown): { ok: true; system: ParsedSystem } | { ok: false; details: ErrorDetail[] } {
+export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; system: ParsedSystem } | { ok: false; details: ErrorDetail[] } {
   const details: ErrorDetail[] = []
   const system: ParsedSystem = { models: new Map(), instances: [], connections: [] }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
@@ -96,16 +128,16 @@ export function validateSystem(raw: unknown): { ok: true; system: ParsedSystem }
     for (const [name, def] of Object.entries(models)) {
       const problem = nameProblem(name)
       if (problem) details.push({ path: `models.${name}`, message: problem })
-      const result = validateModel(def)
+      const result = validateModel(def, check)
       if (result.ok) system.models.set(name, { raw: def, parsed: result.model })
       else details.push(...result.details.map((d) => ({ ...d, path: joinPath(`models.${name}`, d.path) })))
     }
   }
+  // Instances: a list of single-entry maps (or one map), each `<name>: <model>` or
+  // `<name>: {type: <model>, parameters: {...}, init_parameters: {...}}`.
   const instances = top.instances ?? []
-  if (!Array.isArray(instances)) {
-    details.push({ path: 'instances', message: 'must be a list of single-entry maps: - <instance>: <model>' })
-  } else {
-    const seen = new Set<string>()
+  const instanceEntries: Array<[string, unknown, string]> = []
+  if (Array.isArray(instances)) {
     instances.forEach((entry: unknown, index) => {
       const at = `instances[${index}]`
       if (entry === null || typeof entry !== 'object' || Array.isArray(entry) || Object.keys(entry).length !== 1) {
@@ -113,34 +145,89 @@ export function validateSystem(raw: unknown): { ok: true; system: ParsedSystem }
         return
       }
       const [name, model] = Object.entries(entry)[0]!
-      const problem = nameProblem(name)
-      if (problem) details.push({ path: `${at}.${name}`, message: problem })
-      else if (seen.has(name)) details.push({ path: `${at}.${name}`, message: `duplicate instance name '${name}'` })
-      seen.add(name)
-      if (typeof model !== 'string') details.push({ path: `${at}.${name}`, message: 'the model name must be a string' })
-      else if (!(models && typeof models === 'object' && Object.hasOwn(models, model))) {
-        details.push({ path: `${at}.${name}`, message: `unknown model '${model}'` })
-      } else system.instances.push({ name, model })
+      instanceEntries.push([name, model, `${at}.${name}`])
     })
+  } else if (instances !== null && typeof instances === 'object') {
+    for (const [name, model] of Object.entries(instances)) instanceEntries.push([name, model, `instances.${name}`])
+  } else details.push({ path: 'instances', message: 'must be a list of single-entry maps: - <instance>: <model>' })
+  const seen = new Set<string>()
+  for (const [name, value, at] of instanceEntries) {
+    const problem = nameProblem(name)
+    if (problem) details.push({ path: at, message: problem })
+    else if (seen.has(name)) details.push({ path: at, message: `duplicate instance name '${name}'` })
+    seen.add(name)
+    const entry = instanceEntry(value)
+    if (typeof entry === 'string') {
+      details.push({ path: at, message: entry })
+      continue
+    }
+    const model = entry.type
+    if (!(models && typeof models === 'object' && Object.hasOwn(models, model))) {
+      details.push({ path: at, message: `unknown model '${model}'` })
+      continue
+    }
+    const parsed = system.models.get(model)
+    if (!parsed) continue // its own problems are reported under models
+    const checked = checkInstance(parsed.parsed, entry)
+    details.push(...checked.problems.map((d) => ({ ...d, path: joinPath(at, d.path) })))
+    const given =
+      entry.parameters !== undefined || entry.init_parameters !== undefined
+        ? { parameters: entry.parameters, init_parameters: entry.init_parameters }
+        : undefined
+    system.instances.push({ name, model, given, parameters: checked.parameters, initValues: checked.initValues })
   }
+  // Connections: a map of name -> {from, to, enabled}, or a list of {name, from, to, enabled}.
   const connections = top.connections ?? {}
-  if (connections === null || typeof connections !== 'object' || Array.isArray(connections)) {
-    details.push({ path: 'connections', message: 'must be a map of connection name -> {from, to}' })
-  } else {
-    const attrsOf = (instance: string): Set<string> | undefined => {
-      const inst = system.instances.find((i) => i.name === instance)
-      const model = inst && system.models.get(inst.model)
-      return model ? new Set(attributeDeclarations(model.parsed).map((a) => a.name)) : undefined
-    }
-    for (const [name, conn] of Object.entries(connections)) {
-      details.push(...checkConnection(name, conn, attrsOf).map((d) => ({ ...d, path: joinPath('connections', d.path) })))
-      if (!nameProblem(name) && isConnectionShape(conn)) system.connections.push({ name, from: conn.from, to: conn.to })
-    }
+  const connectionEntries: Array<[string, unknown, string]> = []
+  if (Array.isArray(connections)) {
+    connections.forEach((conn: unknown, index) => {
+      const named = conn !== null && typeof conn === 'object' && typeof (conn as { name?: unknown }).name === 'string'
+      const name = named ? (conn as { name: string }).name : `connection_${index}`
+      const rest = named ? Object.fromEntries(Object.entries(conn as object).filter(([k]) => k !== 'name')) : conn
+      connectionEntries.push([name, rest, `[${index}]`])
+    })
+  } else if (connections !== null && typeof connections === 'object') {
+    for (const [name, conn] of Object.entries(connections)) connectionEntries.push([name, conn, name])
+  } else details.push({ path: 'connections', message: 'must be a map of connection name -> {from, to}, or a list of {name, from, to}' })
+  const attrsOf = (instance: string): Set<string> | undefined => {
+    const inst = system.instances.find((i) => i.name === instance)
+    const model = inst && system.models.get(inst.model)
+    return model ? new Set(attributeDeclarations(model.parsed).map((a) => a.name)) : undefined
+  }
+  const names = new Set<string>()
+  for (const [name, conn, at] of connectionEntries) {
+    details.push(...checkConnection(name, conn, attrsOf).map((d) => ({ ...d, path: joinPath('connections', d.path.replace(name, at)) })))
+    if (names.has(name)) details.push({ path: joinPath('connections', at), message: `duplicate connection name '${name}'` })
+    names.add(name)
+    if (!nameProblem(name) && isConnectionShape(conn)) system.connections.push({ name, from: conn.from, to: conn.to, enabled: conn.enabled !== false })
   }
   return details.length ? { ok: false, details } : { ok: true, system }
 }
 
-function isConnectionShape(value: unknown): value is { from: string; to: string } {
+/** An instance entry's value as `{type, parameters, init_parameters}`, or why it is none. */
+function instanceEntry(value: unknown): { type: string; parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> } | string {
+  if (typeof value === 'string') return { type: value }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'the value is the name of a model, or {type: <model>, parameters: {...}}'
+  const entry = value as Record<string, unknown>
+  for (const key of Object.keys(entry)) {
+    if (!['type', 'model', 'parameters', 'init_parameters'].includes(key)) return `unknown key '${key}' (expected type, parameters, init_parameters)`
+  }
+  const type = entry.type ?? entry.model
+  if (typeof type !== 'string') return 'type: required, the name of a model'
+  for (const key of ['parameters', 'init_parameters'] as const) {
+    const v = entry[key]
+    if (v !== undefined && (v === null || typeof v !== 'object' || Array.isArray(v))) return `${key}: expected a map of name -> value`
+  }
+  return {
+    type,
+    parameters: entry.parameters as Record<string, unknown> | undefined,
+    init_parameters: entry.init_parameters as Record<string, unknown> | undefined,
+  }
+}
+
+export { instanceEntry }
+
+function isConnectionShape(value: unknown): value is { from: string; to: string; enabled?: boolean } {
   return (
     value !== null && typeof value === 'object' && typeof (value as { from?: unknown }).from === 'string' && typeof (value as { to?: unknown }).to === 'string'
   )
@@ -158,8 +245,11 @@ export function checkConnection(name: string, conn: unknown, attrsOf: (instance:
     return [...details, { path: name, message: 'a connection is {from: <instance>.attributes.<attr>, to: <instance>.attributes.<attr>}' }]
   }
   for (const key of Object.keys(conn)) {
-    if (key !== 'from' && key !== 'to') details.push({ path: `${name}.${key}`, message: `unknown key '${key}' (expected from, to)` })
+    if (key !== 'from' && key !== 'to' && key !== 'enabled')
+      details.push({ path: `${name}.${key}`, message: `unknown key '${key}' (expected from, to, enabled)` })
   }
+  const enabled = (conn as { enabled?: unknown }).enabled
+  if (enabled !== undefined && typeof enabled !== 'boolean') details.push({ path: `${name}.enabled`, message: 'expected true or false' })
   const ends: Record<string, AttributeRef> = {}
   for (const end of ['from', 'to'] as const) {
     const ref = parseAttributeRef((conn as Record<string, unknown>)[end])

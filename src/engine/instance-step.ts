@@ -1,3 +1,4 @@
+import { InternalError, MimicError } from '../errors.js'
 import type { Steppable } from './steppable.js'
 
 /** The dt of an instance step and how many steps are taken at once. */
@@ -19,7 +20,17 @@ export interface InstanceSteps {
 export async function stepInstance(instance: Steppable, dt: number): Promise<void> {
   // Behaviour, first its Python `run` mapping: one round trip.
   if (instance.stepsInPython) await instance.runPython(dt)
-  finishInstanceStep(instance, { dt, steps: 1 })
+  const failure = finishInstanceStep(instance, { dt, steps: 1 })
+  if (failure) {
+    instance.stepFailed(failure.error)
+    throw failure.error
+  }
+}
+
+/** A step that failed in its declarative behaviour, and how many of its steps it missed. */
+export interface StepFailure {
+  error: MimicError
+  steps: number
 }
 
 /**
@@ -28,16 +39,31 @@ export async function stepInstance(instance: Steppable, dt: number): Promise<voi
  * is the same step either way; it is synchronous, so that a step of a thousand instances costs
  * no promise per instance.
  *
+ * A step whose actions or conditions fail keeps none of their writes and ends there: time does
+ * not move, and the failure comes back (with the steps missed, when several were asked for).
+ *
  * @example
- * finishInstanceStep(instance, { dt: 0.5, steps: 1 })
+ * finishInstanceStep(instance, { dt: 0.5, steps: 1 }) // undefined: the step went through
  */
-export function finishInstanceStep(instance: Steppable, { dt, steps }: InstanceSteps): void {
-  // The model's declarative behaviour belongs here, after the Python `run` and at the step's
-  // time: actions in list order, then conditions, active scenarios, overrides re-applied and the
-  // `on_run` hooks. An instance that has any must say `needsServerEachStep`, so that its `steps`
-  // is always 1.
-
-  // Time moves on (a pinned timer stays put) and presentation overrides end.
-  for (let i = 0; i < steps; i++) instance.timer.advance(dt)
-  instance.attributes.clearOverrides()
+export function finishInstanceStep(instance: Steppable, { dt, steps }: InstanceSteps): StepFailure | undefined {
+  const { timer, attributes, behaviour } = instance
+  for (let i = 0; i < steps; i++) {
+    // Presentation overrides last until the next step: what a client or an action presented
+    // in the last one ends here.
+    attributes.clearOverrides()
+    // The model's declarative behaviour, at the step's time: actions in list order, then
+    // conditions, then held overrides (language/model/behaviour.ts).
+    if (behaviour !== undefined) {
+      try {
+        behaviour.step(timer.time, dt ?? timer.dt)
+      } catch (err) {
+        const error =
+          err instanceof MimicError ? err : new InternalError(`Instance '${instance.name}': step failed: ${(err as Error).message}`, [], { cause: err })
+        return { error, steps: steps - i }
+      }
+    }
+    // Time moves on (a pinned timer stays put).
+    timer.advance(dt)
+  }
+  return undefined
 }

@@ -16,7 +16,12 @@ export interface Steppable {
    * server's time and values in every `run`): then its steps are never batched.
    */
   readonly needsServerEachStep: boolean
-  readonly timer: { readonly dt: number; advance(dt?: number): void }
+  readonly timer: { readonly time: number; readonly dt: number; advance(dt?: number): void }
+  /**
+   * Its declarative behaviour (actions, conditions), if any: one step at `time` with step `dt`,
+   * all or nothing (it throws, and keeps none of the step's writes, when something fails).
+   */
+  readonly behaviour?: { step(time: number, dt: number): void } | undefined
   readonly attributes: {
     /** Where a value reported by its Python objects lands. */
     get(name: string): ValueTarget | undefined

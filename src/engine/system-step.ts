@@ -46,7 +46,13 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
 
   // The rest of each instance's step, as when it steps alone (instance-step.ts).
   const steps = { dt, steps: repeat }
-  for (const instance of stepped) finishInstanceStep(instance, steps)
+  for (const instance of stepped) {
+    const failure = finishInstanceStep(instance, steps)
+    if (failure) {
+      instance.stepFailed(failure.error)
+      step.failed(instance, failure.error, failure.steps)
+    }
+  }
 
   // Connections: each `to` takes the `from` value the instance steps left.
   await system.connections.propagate()

@@ -24,8 +24,9 @@ export const CURRENT_SCHEMA_VERSION = 1
  */
 export interface SystemDefinition {
   models: Record<string, unknown>
-  instances: Array<Record<string, string>>
-  connections: Record<string, { from: string; to: string }>
+  /** `{"<instance>": "<model>"}`, or with parameters `{"<instance>": {"type": "<model>", "parameters": {...}}}`. */
+  instances: Array<Record<string, string | { type: string; parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }>>
+  connections: Record<string, { from: string; to: string; enabled?: boolean }>
 }
 
 /**
@@ -51,8 +52,14 @@ function text(expected = 'a string'): z.ZodString {
   })
 }
 
+const instanceSpecSchema = z.strictObject({
+  type: text('the model name (a string)'),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+  init_parameters: z.record(z.string(), z.unknown()).optional(),
+})
+
 const instanceEntrySchema = z
-  .record(text('the model name (a string)'), text('the model name (a string)'), {
+  .record(text('the model name (a string)'), z.union([text('the model name (a string)'), instanceSpecSchema]), {
     error: (issue) => (issue.input === undefined ? 'required' : 'expected a single-entry map {"<instance>": "<model>"}'),
   })
   .refine((entry) => Object.keys(entry).length === 1, {

@@ -77,6 +77,27 @@ export class Attribute extends Component {
     this.#internal = value
   }
 
+  /** The presentation override, if one is set (declarative behaviour reads and restores it). */
+  get presented(): { value: unknown } | undefined {
+    return this.#override
+  }
+
+  /** Sets the model state to a value computed by declarative behaviour, already of this attribute's type. */
+  setComputed(value: unknown): void {
+    this.#internal = value
+  }
+
+  /** Sets (or ends, with undefined) the presentation override from declarative behaviour. */
+  setPresented(value: { value: unknown } | undefined): void {
+    this.#override = value
+    if (value) this.#container.overridden.add(this)
+  }
+
+  /** Why a protocol mapping cannot carry `value` for this attribute, or null. */
+  mappingProblem(value: unknown): string | null {
+    return this.#owner.mappedValueProblem(this.name, value)
+  }
+
   /** Why `value` may not be written to this attribute, or null. */
   valueProblem(value: unknown): string | null {
     return typeProblem(this.valueType, value) ?? this.#owner.mappedValueProblem(this.name, value)

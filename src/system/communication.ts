@@ -1,4 +1,5 @@
 import { NotFoundError } from '../errors.js'
+import { substituteParameters } from '../definition/parameters.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
 import type { Instance } from './instance.js'
@@ -17,7 +18,7 @@ export class Communication extends Component {
   readonly type = 'Communication'
   readonly #adapters = new Map<string, AdapterNode>()
 
-  constructor(instance: Instance, model: Model, services: SystemServices) {
+  constructor(instance: Instance, model: Model, services: SystemServices, parameters: Record<string, unknown> = {}) {
     super('communication', instance)
     const counts = new Map<string, number>()
     for (const entry of communicationEntries(model.parsed.communication)) {
@@ -28,7 +29,10 @@ export class Communication extends Component {
       const n = counts.get(kind.name) ?? 0
       counts.set(kind.name, n + 1)
       const key = n === 0 ? kind.name : `${kind.name}_${n}`
-      this.#adapters.set(key, new AdapterNode({ name: key, parent: this, instance, kind, settings: kind.schema.parse(entry[written]), services }))
+      this.#adapters.set(
+        key,
+        new AdapterNode({ name: key, parent: this, instance, kind, settings: kind.schema.parse(substituteParameters(entry[written], parameters)), services }),
+      )
     }
   }
 

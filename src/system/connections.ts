@@ -4,26 +4,39 @@ import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import type { System } from './system.js'
 
-/** A wire from one attribute to another: after every system step `to` takes the value of `from`. */
+/**
+ * A wire from one attribute to another: after every system step `to` takes the value of `from`
+ * (its presented value; its internal one when written `#attr(inst.a)`/`#in(...)`). A disabled
+ * connection stays in the system and carries nothing until enabled.
+ */
 export class Connection extends Component {
   readonly type = 'Connection'
   readonly from: string
   readonly to: string
   readonly fromRef: AttributeRef
   readonly toRef: AttributeRef
+  enabled: boolean
   lastError: string | null = null
   transfers = 0
 
-  constructor(name: string, parent: Connections, from: string, to: string) {
+  constructor(name: string, parent: Connections, from: string, to: string, enabled = true) {
     super(name, parent)
     this.from = from
     this.to = to
+    this.enabled = enabled
     this.fromRef = parseAttributeRef(from) as AttributeRef
     this.toRef = parseAttributeRef(to) as AttributeRef
   }
 
   override properties(): Record<string, unknown> {
-    return { from: this.from, to: this.to, transfers: this.transfers, last_error: this.lastError }
+    return { from: this.from, to: this.to, enabled: this.enabled, transfers: this.transfers, last_error: this.lastError }
+  }
+
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (name !== 'enabled') return await super.setProperty(name, value)
+    if (typeof value !== 'boolean')
+      throw new ValidationError("Connection 'enabled' must be true or false", [{ path: 'enabled', message: 'expected a boolean' }])
+    this.enabled = value
   }
 }
 
@@ -50,13 +63,14 @@ export class Connections extends KeyedContainer<Connection> {
       for (const [name, conn] of Object.entries(body)) details.push(...checkConnection(name, conn, attrsOf))
       if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<name>": {"from": ..., "to": ...}}' })
       if (details.length) throw new ValidationError(summarize('Connections', details), details)
-      for (const [name, conn] of Object.entries(body) as [string, { from: string; to: string }][]) this.add(name, conn.from, conn.to)
+      for (const [name, conn] of Object.entries(body) as [string, { from: string; to: string; enabled?: boolean }][])
+        this.add(name, conn.from, conn.to, conn.enabled !== false)
     })
   }
 
   /** Adds a checked connection. */
-  add(name: string, from: string, to: string): void {
-    this.items.set(name, new Connection(name, this, from, to))
+  add(name: string, from: string, to: string, enabled = true): void {
+    this.items.set(name, new Connection(name, this, from, to, enabled))
   }
 
   clear(): void {
@@ -76,6 +90,7 @@ export class Connections extends KeyedContainer<Connection> {
   async propagate(): Promise<void> {
     const pending: Promise<void>[] = []
     for (const conn of this.items.values()) {
+      if (!conn.enabled) continue
       const from = this.#system.instances.get(conn.fromRef.instance)?.attributes.get(conn.fromRef.attribute)
       const to = this.#system.instances.get(conn.toRef.instance)?.attributes.get(conn.toRef.attribute)
       if (!from || !to) continue
@@ -87,7 +102,7 @@ export class Connections extends KeyedContainer<Connection> {
         conn.lastError = (err as Error).message
       }
       try {
-        const write = to.setInternal(from.externalValue)
+        const write = to.setInternal(conn.fromRef.side === 'internal' ? from.internalValue : from.externalValue)
         pending.push(write.then(done, failed))
       } catch (err) {
         failed(err)

@@ -1,9 +1,11 @@
 import { ConflictError, MimicError, NotFoundError, ValidationError, WorkerGoneError } from '../errors.js'
 import { attributeDeclarations } from '../definition/model-schema.js'
 import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
+import { modelBehaviour, type InstanceBehaviour } from '../language/model/index.js'
 import { buildLoadEntries } from '../python/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
+import { ActionsNode, InstanceHost } from './behaviour-host.js'
 import { Communication } from './communication.js'
 import type { Model } from './models.js'
 import { Polling } from './polling.js'
@@ -36,6 +38,13 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   readonly polling: Polling
   readonly communication: Communication
   readonly importNode: ImportStatus | undefined
+  /** The model's actions and conditions bound to this instance; undefined when it has none. */
+  readonly behaviour: InstanceBehaviour | undefined
+  readonly actionsNode: ActionsNode | undefined
+  /** Its parameters (`meta_parameters` defaults with what the instance gave). */
+  readonly parameters: Readonly<Record<string, unknown>>
+  /** Parameters and start values as the instance entry gave them (written back in the system's definition). */
+  readonly given: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> } | undefined
   readonly #services: SystemServices
   readonly #exclusive: <T>(fn: () => Promise<T>) => Promise<T>
   #state: InstanceState = 'INITIALIZED'
@@ -45,21 +54,52 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   #inFlight: Promise<unknown> | undefined
   #ownLoop = false
 
-  constructor(opts: { name: string; parent: Component; model: Model; services: SystemServices; exclusive: <T>(fn: () => Promise<T>) => Promise<T> }) {
+  constructor(opts: {
+    name: string
+    parent: Component
+    model: Model
+    services: SystemServices
+    exclusive: <T>(fn: () => Promise<T>) => Promise<T>
+    /** Resolved parameters and attribute start values (the caller checked them, see Instances). */
+    given?: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
+    parameters?: Record<string, unknown>
+    initValues?: Record<string, unknown>
+  }) {
     super(opts.name, opts.parent)
     this.model = opts.model
     this.#services = opts.services
     this.#exclusive = opts.exclusive
-    this.attributes = new Attributes(this, attributeDeclarations(opts.model.parsed))
-    this.timer = new Timer(this)
+    this.parameters = opts.parameters ?? {}
+    this.given = opts.given
+    const parsed = opts.model.parsed
+    const declarations = attributeDeclarations(parsed).map((d) =>
+      opts.initValues && Object.hasOwn(opts.initValues, d.name) ? { ...d, default: opts.initValues[d.name] } : d,
+    )
+    this.attributes = new Attributes(this, declarations)
+    const polling = parsed.polling ?? {}
+    this.timer = new Timer(this, polling.interval ?? 1.0, parsed.timer)
     this.#loop = new PollLoop({
-      interval: () => this.polling.interval,
+      interval: () => this.polling.nextInterval(),
       wanted: () => this.#state === 'RUNNING' && this.#ownLoop && this.polling.enabled,
       tick: () => this.#pollTick(),
     })
-    this.polling = new Polling(this, { onChange: () => this.#loop.update() })
-    this.communication = new Communication(this, opts.model, opts.services)
-    this.importNode = opts.model.parsed.import ? new ImportStatus(this) : undefined
+    this.polling = new Polling(this, {
+      interval: polling.interval,
+      jitter: polling.jitter,
+      maxIterations: polling.max_iterations,
+      enabled: polling.enabled,
+      onChange: () => this.#loop.update(),
+    })
+    this.communication = new Communication(this, opts.model, opts.services, this.parameters)
+    this.importNode = parsed.import ? new ImportStatus(this) : undefined
+    const behaviour = modelBehaviour(parsed)
+    this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this))
+    this.actionsNode = this.behaviour && this.behaviour.actions.length > 0 ? new ActionsNode(this, this.behaviour) : undefined
+  }
+
+  /** Logs a warning about this instance (behaviour that could not do something it was asked to). */
+  warn(message: string, context: Record<string, unknown>): void {
+    this.#services.logger.warn({ instance: this.name, ...context }, message)
   }
 
   override get state(): InstanceState {
@@ -81,12 +121,15 @@ export class Instance extends Component implements AttributeOwner, Steppable {
 
   override children(): Component[] {
     const list: Component[] = [this.attributes, this.timer, this.polling, this.communication]
+    if (this.actionsNode) list.push(this.actionsNode)
     if (this.importNode) list.push(this.importNode)
     return list
   }
 
   override properties(): Record<string, unknown> {
-    return { state: this.#state, model: this.model.name, last_error: this.#lastError }
+    const props: Record<string, unknown> = { state: this.#state, model: this.model.name, last_error: this.#lastError }
+    if (Object.keys(this.parameters).length > 0) props.parameters = this.parameters
+    return props
   }
 
   override async put(body: Record<string, unknown>): Promise<void> {
@@ -140,6 +183,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       this.#state = 'PREPARED'
       this.#lastError = null
       if (this.#binding?.methods.has('prepare')) await this.callMapped('prepare', { args: [], kwargs: {} })
+      await this.behaviour?.activate()
     } catch (err) {
       this.#fail(err)
       throw err
@@ -225,9 +269,12 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     return context
   }
 
-  /** Whether its step runs Python code that sees the server's time and values (a MimicComponent's `run`). */
+  /**
+   * Whether its step runs Python code that sees the server's time and values (a MimicComponent's
+   * `run`), or Python code and declarative behaviour that must take turns in every step.
+   */
   get needsServerEachStep(): boolean {
-    return (this.#binding?.component ?? false) && this.stepsInPython
+    return this.stepsInPython && ((this.#binding?.component ?? false) || this.behaviour !== undefined)
   }
 
   /** Records a failure reported for this instance by a batched step. */
@@ -285,12 +332,14 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     if (this.#state === 'INITIALIZED' || this.#state === 'ERROR' || (this.codeDefined && !this.#binding)) await this.prepare()
     await this.communication.startAll()
     if (this.#binding?.methods.has('start')) await this.callMapped('start', { args: [], kwargs: {} })
+    await this.behaviour?.activate()
     this.#state = 'RUNNING'
     this.#ownLoop = opts.ownLoop
     this.#loop.start()
   }
 
   async #pollTick(): Promise<void> {
+    this.polling.counted()
     const task = this.run().catch((err: unknown) => {
       this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'polling run failed')
     })
@@ -313,6 +362,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
         this.#services.logger.warn({ instance: this.name, err: (err as Error).message }, 'stop method failed'),
       )
     }
+    await this.#deactivate()
     await this.communication.stopAll()
     if (this.#state === 'RUNNING' || this.#state === 'PREPARED') this.#state = 'STOPPED'
   }
@@ -322,8 +372,10 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.#loop.stop()
     this.#ownLoop = false
     await this.#waitIdle()
+    await this.#deactivate()
     this.timer.reset()
     for (const attr of this.attributes.all()) attr.resetValue()
+    this.behaviour?.reset()
     if (this.#binding?.methods.has('reset') && this.#state !== 'ERROR') await this.callMapped('reset', { args: [], kwargs: {} })
     if (this.#state === 'RUNNING' || this.#state === 'STOPPED') this.#state = this.#binding || !this.codeDefined ? 'PREPARED' : 'INITIALIZED'
   }
@@ -351,9 +403,15 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     }
   }
 
+  /** Ends what held actions hold (overrides restored, suspended components back); a failure is logged. */
+  async #deactivate(): Promise<void> {
+    await this.behaviour?.deactivate().catch((err: unknown) => this.warn('ending held actions failed', { err: (err as Error).message }))
+  }
+
   override async destroy(): Promise<void> {
     this.#loop.stop()
     await this.#waitIdle()
+    await this.#deactivate()
     await this.communication.stopAll()
     if (this.#binding) {
       this.#binding = undefined

@@ -1,12 +1,22 @@
 import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { nameProblem } from '../definition/names.js'
+import { checkInstance } from '../definition/parameters.js'
+import { instanceEntry } from '../definition/validate.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { Instance } from './instance.js'
 import type { System } from './system.js'
 
+/** How an instance was given: its parameters and attribute start values, resolved, and as written. */
+export interface InstanceSetup {
+  given?: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
+  parameters: Record<string, unknown>
+  initValues: Record<string, unknown>
+}
+
 /**
- * The instances. `PUT` with `{"<instance>": "<model>"}` creates instances (an instance that
- * already exists with that model is left as it is; with another model it is rebuilt).
+ * The instances. `PUT` with `{"<instance>": "<model>"}` (or `{"<instance>": {"type": "<model>",
+ * "parameters": {...}, "init_parameters": {...}}}`) creates instances (an instance that already
+ * exists with that model and parameters is left as it is; otherwise it is rebuilt).
  */
 export class Instances extends KeyedContainer<Instance> {
   readonly type = 'Instances'
@@ -21,12 +31,24 @@ export class Instances extends KeyedContainer<Instance> {
     await this.#system.exclusive(async () => {
       const details: ErrorDetail[] = []
       const unknownModels: string[] = []
-      for (const [name, model] of Object.entries(body)) {
+      const setups = new Map<string, { model: string; setup: InstanceSetup }>()
+      for (const [name, value] of Object.entries(body)) {
         const problem = nameProblem(name)
+        const entry = instanceEntry(value)
+        const model = typeof entry === 'string' ? undefined : entry.type
         if (problem) details.push({ path: name, message: problem })
-        else if (typeof model !== 'string') details.push({ path: name, message: 'the value is the name of a model (a string)' })
-        else if (!this.#system.models.get(model)) unknownModels.push(model)
+        else if (typeof entry === 'string') details.push({ path: name, message: entry })
+        else if (!this.#system.models.get(entry.type)) unknownModels.push(entry.type)
         else {
+          const checked = checkInstance(this.#system.models.get(entry.type)!.parsed, entry)
+          details.push(...checked.problems.map((d) => ({ ...d, path: `${name}.${d.path}` })))
+          const given =
+            entry.parameters !== undefined || entry.init_parameters !== undefined
+              ? { parameters: entry.parameters, init_parameters: entry.init_parameters }
+              : undefined
+          setups.set(name, { model: entry.type, setup: { given, parameters: checked.parameters, initValues: checked.initValues } })
+        }
+        if (model !== undefined && !problem && this.#system.models.get(model)) {
           const existing = this.items.get(name)
           if (existing && existing.model.name !== model) {
             const attrs = this.#system.models.get(model)!.attributeNames()
@@ -47,23 +69,26 @@ export class Instances extends KeyedContainer<Instance> {
           unknownModels.map((m) => ({ path: `models.${m}`, message: 'not found' })),
         )
       }
-      for (const [name, model] of Object.entries(body) as [string, string][]) {
+      for (const [name, { model, setup }] of setups) {
         const existing = this.items.get(name)
-        if (existing?.model.name === model) continue
+        if (existing?.model.name === model && JSON.stringify(existing.given) === JSON.stringify(setup.given)) continue
         if (existing) await existing.destroy()
-        this.add(name, model)
+        this.add(name, model, setup)
       }
     })
   }
 
-  /** Creates an instance of an existing model (the caller checked both names). */
-  add(name: string, model: string): Instance {
+  /** Creates an instance of an existing model (the caller checked both names and the setup). */
+  add(name: string, model: string, setup?: InstanceSetup): Instance {
     const instance = new Instance({
       name,
       parent: this,
       model: this.#system.models.get(model)!,
       services: this.#system.services,
       exclusive: (fn) => this.#system.exclusive(fn),
+      given: setup?.given,
+      parameters: setup?.parameters,
+      initValues: setup?.initValues,
     })
     this.items.set(name, instance)
     return instance
@@ -74,7 +99,8 @@ export class Instances extends KeyedContainer<Instance> {
     for (const instance of [...this.items.values()]) {
       if (instance.model.name !== model) continue
       await instance.destroy()
-      this.add(instance.name, model)
+      const checked = checkInstance(this.#system.models.get(model)!.parsed, instance.given ?? {})
+      this.add(instance.name, model, { given: instance.given, parameters: checked.parameters, initValues: checked.initValues })
     }
   }
 

@@ -2,6 +2,8 @@ import { ConflictError, ValidationError, summarize, type ErrorDetail } from '../
 import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { joinPath, validateModel } from '../definition/validate.js'
+import { checkInstance } from '../definition/parameters.js'
+import { modelBehaviourProblems } from '../language/model/index.js'
 import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { mappedDefaultProblems } from './mapping-check.js'
@@ -72,7 +74,7 @@ export class Models extends KeyedContainer<Model> {
         details.push({ path: prefix, message: problem })
         continue
       }
-      const result = validateModel(body[name])
+      const result = validateModel(body[name], modelBehaviourProblems)
       if (!result.ok) {
         details.push(...result.details.map((d) => ({ ...d, path: joinPath(prefix, d.path) })))
         continue
@@ -93,6 +95,10 @@ export class Models extends KeyedContainer<Model> {
             })
           }
         }
+      }
+      for (const inst of this.#system.instancesOf(name)) {
+        const problems = checkInstance(result.model, inst.given ?? {}).problems
+        for (const p of problems) details.push({ path: joinPath(prefix, 'meta_parameters'), message: `instance '${inst.name}': ${p.path}: ${p.message}` })
       }
       parsed.set(name, { raw: body[name], parsed: result.model })
     }

@@ -6,7 +6,8 @@ export const MIN_INTERVAL = 0.001
 
 /**
  * Background polling settings: `start()` on the owner calls `run()` every `interval` seconds
- * while polling is enabled; `disable()` keeps `start()` from looping.
+ * (plus a random `jitter` of up to that many seconds either way, when set) while polling is
+ * enabled, at most `max_iterations` times when set; `disable()` keeps `start()` from looping.
  *
  * @example
  * await polling.call('disable', { args: [], kwargs: {} })
@@ -15,24 +16,44 @@ export class Polling extends Component {
   readonly type = 'Polling'
   #enabled = true
   #interval: number
+  readonly #jitter: number
+  readonly #maxIterations: number | undefined
+  #iterations = 0
   readonly #onChange: () => void
 
-  constructor(parent: Component, opts: { interval?: number; onChange?: () => void } = {}) {
+  constructor(parent: Component, opts: { interval?: number; jitter?: number; maxIterations?: number; enabled?: boolean; onChange?: () => void } = {}) {
     super('polling', parent)
     this.#interval = opts.interval ?? 1.0
+    this.#jitter = opts.jitter ?? 0
+    this.#maxIterations = opts.maxIterations
+    this.#enabled = opts.enabled ?? true
     this.#onChange = opts.onChange ?? (() => {})
   }
 
   get enabled(): boolean {
-    return this.#enabled
+    return this.#enabled && (this.#maxIterations === undefined || this.#iterations < this.#maxIterations)
   }
 
   get interval(): number {
     return this.#interval
   }
 
+  /** The wait before the next background run: the interval, moved by up to `jitter` either way. */
+  nextInterval(): number {
+    if (this.#jitter === 0) return this.#interval
+    return Math.max(MIN_INTERVAL, this.#interval + (Math.random() * 2 - 1) * this.#jitter)
+  }
+
+  /** Counts one background run (for `max_iterations`). */
+  counted(): void {
+    this.#iterations++
+  }
+
   override properties(): Record<string, unknown> {
-    return { enabled: this.#enabled, interval: this.#interval }
+    const props: Record<string, unknown> = { enabled: this.#enabled, interval: this.#interval }
+    if (this.#jitter !== 0) props.jitter = this.#jitter
+    if (this.#maxIterations !== undefined) Object.assign(props, { max_iterations: this.#maxIterations, iterations: this.#iterations })
+    return props
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {
@@ -56,6 +77,7 @@ export class Polling extends Component {
 
   #set(enabled: boolean): void {
     this.#enabled = enabled
+    if (enabled) this.#iterations = 0
     this.#onChange()
   }
 

@@ -1,6 +1,7 @@
 import { Mutex } from 'async-mutex'
 import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
-import { validateSystem, type SystemDefinition } from '../definition/validate.js'
+import { validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
+import { modelBehaviourProblems } from '../language/model/index.js'
 import { combinedFault, Engine } from '../engine/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Connections } from './connections.js'
@@ -190,9 +191,10 @@ export class System extends Component {
   structure(): SystemDefinition {
     const models: Record<string, unknown> = {}
     for (const model of this.models.all()) models[model.name] = model.definition
-    const instances = [...this.instances.all()].map((i) => ({ [i.name]: i.model.name }))
-    const connections: Record<string, { from: string; to: string }> = {}
-    for (const conn of this.connections.all()) connections[conn.name] = { from: conn.from, to: conn.to }
+    const instances = [...this.instances.all()].map((i) => ({ [i.name]: i.given ? { type: i.model.name, ...i.given } : i.model.name }))
+    const connections: Record<string, ConnectionEntry> = {}
+    for (const conn of this.connections.all())
+      connections[conn.name] = conn.enabled ? { from: conn.from, to: conn.to } : { from: conn.from, to: conn.to, enabled: false }
     return { models, instances, connections }
   }
 
@@ -202,7 +204,7 @@ export class System extends Component {
    * The caller holds the structure lock.
    */
   async replaceStructure(definition: unknown, subject = 'System definition'): Promise<{ models: number; instances: number; connections: number }> {
-    const result = validateSystem(definition)
+    const result = validateSystem(definition, modelBehaviourProblems)
     if (!result.ok) throw new ValidationError(summarize(subject, result.details), result.details)
     const unmappable = [...result.system.models].flatMap(([name, model]) =>
       mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` })),
@@ -213,8 +215,8 @@ export class System extends Component {
     this.connections.clear()
     this.models.clear()
     for (const [name, model] of result.system.models) this.models.install(name, model.raw, model.parsed)
-    for (const inst of result.system.instances) this.instances.add(inst.name, inst.model)
-    for (const conn of result.system.connections) this.connections.add(conn.name, conn.from, conn.to)
+    for (const inst of result.system.instances) this.instances.add(inst.name, inst.model, inst)
+    for (const conn of result.system.connections) this.connections.add(conn.name, conn.from, conn.to, conn.enabled)
     this.timer.reset()
     this.#engine.resetCount()
     this.#state = 'INITIALIZED'

@@ -1,25 +1,33 @@
 import { ValidationError } from '../errors.js'
+import type { TimerSettings } from '../definition/model-schema.js'
 import { Component, type MethodHandler } from '../tree/component.js'
 
 /**
  * Simulated time of an instance (or of the whole system). Each run advances `time` by `dt`;
  * setting `time` pins it, so every later run sees exactly that time until it is set again or
- * `reset()` unpins it — the way to step a model deterministically from a test.
+ * `reset()` unpins it — the way to step a model deterministically from a test. A model's `timer`
+ * settings (MODEL_LANGUAGE.md section 4) give the first time, the step, a limit that clamps or
+ * wraps, rounding of the time, and wall-clock time for live demos.
  *
  * @example
  * timer.setProperty('time', 1.5) // pinned: run() keeps time at 1.5
  */
 export class Timer extends Component {
   readonly type = 'Timer'
-  #time = 0
+  #time: number
   #dt: number
   #pinned = false
   readonly #defaultDt: number
+  readonly #settings: TimerSettings
+  /** With `real_time`: the wall-clock milliseconds at which simulated time was `initial_time`. */
+  #wallStart: number | undefined
 
-  constructor(parent: Component, dt = 1.0) {
+  constructor(parent: Component, dt = 1.0, settings: TimerSettings = {}) {
     super('timer', parent)
-    this.#dt = dt
-    this.#defaultDt = dt
+    this.#settings = settings
+    this.#defaultDt = settings.time_step ?? settings.step ?? dt
+    this.#dt = this.#defaultDt
+    this.#time = settings.initial_time ?? 0
   }
 
   get time(): number {
@@ -36,11 +44,43 @@ export class Timer extends Component {
 
   /** Moves time on after a step (unless pinned); `dt` overrides the timer's own step once. */
   advance(dt = this.#dt): void {
-    if (!this.#pinned) this.#time += dt
+    if (this.#pinned) return
+    const s = this.#settings
+    const initial = s.initial_time ?? 0
+    let time: number
+    if (s.real_time) {
+      this.#wallStart ??= performance.now() - (this.#time - initial) * 1000
+      time = initial + (performance.now() - this.#wallStart) / 1000
+    } else time = this.#time + dt
+    if (s.max_duration !== undefined && time - initial > s.max_duration) {
+      if (s.auto_reset) {
+        time = initial + ((time - initial) % s.max_duration)
+        this.#wallStart = undefined
+      } else time = initial + s.max_duration
+    }
+    this.#time = this.#quantize(time)
+  }
+
+  /** `resolution` (a multiple of it) and `decimal_places`, so 0.1 + 0.2 steps read 0.3. */
+  #quantize(time: number): number {
+    const { resolution, decimal_places: places } = this.#settings
+    let t = time
+    if (resolution !== undefined) {
+      const perUnit = 1 / resolution
+      t = Math.abs(perUnit - Math.round(perUnit)) < 1e-9 ? Math.round(t * Math.round(perUnit)) / Math.round(perUnit) : Math.round(t / resolution) * resolution
+    }
+    if (places !== undefined) t = Number(t.toFixed(places))
+    return t
   }
 
   override properties(): Record<string, unknown> {
-    return { time: this.#time, dt: this.#dt, pinned: this.#pinned }
+    const props: Record<string, unknown> = { time: this.#time, dt: this.#dt, pinned: this.#pinned }
+    const s = this.#settings
+    if (s.initial_time !== undefined) props.initial_time = s.initial_time
+    if (s.max_duration !== undefined) props.max_duration = s.max_duration
+    if (s.auto_reset !== undefined) props.auto_reset = s.auto_reset
+    if (s.real_time !== undefined) props.real_time = s.real_time
+    return props
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {
@@ -48,10 +88,8 @@ export class Timer extends Component {
       if (typeof value !== 'number' || !Number.isFinite(value))
         throw new ValidationError(`Timer '${name}' must be a finite number`, [{ path: name, message: 'expected a finite number' }])
       if (name === 'dt' && value <= 0) throw new ValidationError("Timer 'dt' must be greater than 0", [{ path: 'dt', message: 'must be > 0' }])
-      if (name === 'time') {
-        this.#time = value
-        this.#pinned = true
-      } else this.#dt = value
+      if (name === 'time') this.pin(value)
+      else this.#dt = value
       return
     }
     if (name === 'pinned') {
@@ -62,11 +100,18 @@ export class Timer extends Component {
     await super.setProperty(name, value)
   }
 
+  /** Sets the time and pins it there (a write of `time`, or of `__timer` by an action). */
+  pin(time: number): void {
+    this.#time = time
+    this.#pinned = true
+  }
+
   /** Back to time 0, unpinned, with the original dt. */
   reset(): void {
-    this.#time = 0
+    this.#time = this.#settings.initial_time ?? 0
     this.#dt = this.#defaultDt
     this.#pinned = false
+    this.#wallStart = undefined
   }
 
   override methods(): Record<string, MethodHandler> {

@@ -1,0 +1,655 @@
+/**
+ * The action kinds of MODEL_LANGUAGE.md section 3, each compiled once per model into an
+ * {@link ActionPlan} and bound once per instance into an {@link ActionRuntime} whose `run` is
+ * one step of it. docs/actions.md describes every kind with an example.
+ *
+ * @example
+ * const plan = compileAction({ function: '$out(power)', call: 'V * I' }, 'actions[0]', context, 0)
+ */
+import { NotFoundError } from '../../errors.js'
+import { PyException, type PyValue } from '../expression/index.js'
+import { pyRound } from '../expression/builtins.js'
+import { fromPy, toPy } from './convert.js'
+import { ActionEnvironment, describe, writeFailure, type ActionScope, type BindContext, type CompileContext } from './compile-context.js'
+import { interpolator, Noise, Pid, rampValue, sawValue, textSeed } from './signals.js'
+import { isReference, type Target } from './targets.js'
+
+/** The kinds, in the order an entry is recognised by (`call` last: it is also a field of `function`). */
+export const ACTION_KINDS = ['function', 'set', 'noise', 'ramp', 'saw', 'interpolate', 'pid', 'suspend', 'override', 'overrides', 'call'] as const
+export type ActionKind = (typeof ACTION_KINDS)[number]
+
+const COMMON = ['name', 'description', 'params', 'imports', 'enabled', 'output']
+
+/** The fields each kind defines; any other key of an action is a named constant for its expressions. */
+const FIELDS: Record<ActionKind, readonly string[]> = {
+  function: ['call'],
+  set: ['value'],
+  noise: ['type', 'mean', 'std', 'mode', 'output_type', 'seed'],
+  ramp: ['start_value', 'stop_value', 'duration', 'type', 'overshoot', 'stabilization_time', 'output_type'],
+  saw: ['start_value', 'stop_value', 'period', 'type', 'output_type'],
+  interpolate: ['points', 'method', 'fill_value', 'output_type'],
+  pid: ['setpoint', 'input', 'feedback', 'kp', 'ki', 'kd', 'sample_time', 'output_min', 'output_max'],
+  call: ['path', 'args', 'kwargs', 'stop_path', 'stop_args', 'stop_kwargs'],
+  suspend: ['paths', 'targets', 'fail_on_missing'],
+  override: ['fail_on_missing'],
+  overrides: ['fail_on_missing'],
+}
+
+/** An action compiled for a model: shared by every instance of it. */
+export interface ActionPlan {
+  readonly name: string
+  readonly kind: ActionKind
+  /** Where it is in the model (`actions[2]`, `conditions[0].actions[1]`). */
+  readonly path: string
+  readonly description: string | undefined
+  readonly enabled: boolean
+  /** Its targets as written. */
+  readonly targets: readonly string[]
+  bind(ctx: BindContext): ActionRuntime
+}
+
+/** An action bound to one instance. */
+export interface ActionRuntime {
+  readonly plan: ActionPlan
+  enabled: boolean
+  /** One step of it. */
+  run(): void
+  /** Back to its first state (a PID's integral, a noise generator's seed). */
+  reset(): void
+  /** Lifecycle kinds (`call`, `suspend`, `override`): when the instance is prepared or started. */
+  activate?(): Promise<void>
+  /** ... and when it stops. */
+  deactivate?(): Promise<void>
+  /** `override`: its values written again after the conditions of each step. */
+  reapply?(): void
+}
+
+/** The kind an entry is, or null. */
+function kindOf(entry: Record<string, unknown>): ActionKind | null {
+  for (const kind of ACTION_KINDS) if (Object.hasOwn(entry, kind)) return kind
+  return null
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/**
+ * Compiles one action entry; problems go to `context` (and null comes back).
+ */
+export function compileAction(raw: unknown, path: string, context: CompileContext, index: number): ActionPlan | null {
+  if (!isMap(raw)) {
+    context.problem(path, `an action is a map such as {function: $out(x), call: "..."}, got ${describe(raw)}`)
+    return null
+  }
+  const kind = kindOf(raw)
+  if (kind === null) {
+    context.problem(path, `unknown action kind: one of ${ACTION_KINDS.join(', ')} is required (keys: ${Object.keys(raw).join(', ') || 'none'})`)
+    return null
+  }
+  // Two entry shapes: {kind: target, ...fields} and {kind: {output: target, ...fields}}.
+  const head = raw[kind]
+  const lifecycle = kind === 'call' || kind === 'suspend' || kind === 'override' || kind === 'overrides'
+  const nested = isMap(head) && !lifecycle
+  const fields: Record<string, unknown> = nested ? { ...head, ...raw } : { ...raw }
+  delete fields[kind]
+  const target: unknown = nested ? head.output : head
+  const fieldPath = (key: string): string => (nested && Object.hasOwn(head, key) ? `${path}.${kind}.${key}` : `${path}.${key}`)
+
+  const name = fields.name ?? `${kind}_${index}`
+  if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_-]{0,127}$/.test(name)) {
+    context.problem(fieldPath('name'), 'a name is letters, digits, _ and - (at most 128), starting with a letter or _')
+  }
+  if (fields.description !== undefined && typeof fields.description !== 'string') context.problem(fieldPath('description'), 'expected a string')
+  if (fields.enabled !== undefined && typeof fields.enabled !== 'boolean') context.problem(fieldPath('enabled'), 'expected true or false')
+
+  // Extra keys are named constants; `params` too, unless a string (an expression).
+  const constants = new Map<string, PyValue>()
+  for (const [key, value] of Object.entries(fields)) {
+    if (COMMON.includes(key) || FIELDS[kind].includes(key)) continue
+    if (key.startsWith('_') || !/^[A-Za-z][A-Za-z0-9_]*$/.test(key)) {
+      context.problem(fieldPath(key), `'${key}' is not a field of ${kind} and not a valid constant name`)
+      continue
+    }
+    constants.set(key, toPy(value, 'any'))
+  }
+  const imports = compileImports(fields.imports, fieldPath('imports'), context)
+  const parameters: string[] = []
+  const paramExpressions: Array<{ name: string; source: string }> = []
+  if (fields.params !== undefined) {
+    if (!isMap(fields.params)) context.problem(fieldPath('params'), 'expected a map of name -> value or expression')
+    else {
+      for (const [key, value] of Object.entries(fields.params)) {
+        if (key.startsWith('_') || !/^[A-Za-z][A-Za-z0-9_]*$/.test(key)) context.problem(`${fieldPath('params')}.${key}`, `'${key}' is not a valid name`)
+        else if (typeof value === 'string') {
+          parameters.push(key)
+          paramExpressions.push({ name: key, source: value })
+        } else constants.set(key, toPy(value, 'any'))
+      }
+    }
+  }
+  const scope: ActionScope = { constants, parameters, imports }
+  const params = paramExpressions.map((p) => ({ name: p.name, expression: context.expression(p.source, `${fieldPath('params')}.${p.name}`, scope) }))
+  const before = context.problems.length
+
+  const info = {
+    name: typeof name === 'string' ? name : `${kind}_${index}`,
+    kind,
+    path,
+    description: typeof fields.description === 'string' ? fields.description : undefined,
+    enabled: fields.enabled !== false,
+    targets: lifecycle ? [] : (Array.isArray(target) ? target : [target]).filter((t): t is string => typeof t === 'string'),
+  }
+  const compile = KIND_COMPILERS[kind]
+  const make = compile({ target, fields, fieldPath, scope, context, path, kind, targetAt: nested ? `${path}.${kind}.output` : `${path}.${kind}` })
+  if (make === null || context.problems.length > before || params.some((p) => p.expression === null)) return null
+  const paramList = params as Array<{ name: string; expression: NonNullable<(typeof params)[number]['expression']> }>
+
+  const plan: ActionPlan = {
+    ...info,
+    bind(ctx) {
+      const env = new ActionEnvironment(ctx, `action '${info.name}' (${path})`)
+      const paramEvaluators = paramList.map((p) => ({ name: p.name, evaluate: env.evaluator({ expression: p.expression }) }))
+      const runtime = make(env, plan)
+      if (paramEvaluators.length === 0) return runtime
+      // Params first, each step, so the action's expressions see this step's values.
+      const run = runtime.run.bind(runtime)
+      runtime.run = () => {
+        for (const p of paramEvaluators) env.params.set(p.name, p.evaluate())
+        run()
+      }
+      return runtime
+    },
+  }
+  return plan
+}
+
+function compileImports(raw: unknown, path: string, context: CompileContext): Record<string, string> {
+  if (raw === undefined) return {}
+  const out: Record<string, string> = {}
+  const add = (alias: string, module: unknown, at: string): void => {
+    if (typeof module !== 'string' || !/^[A-Za-z_][A-Za-z0-9_.]*$/.test(module)) return context.problem(at, 'expected a module name such as math')
+    if (alias.startsWith('_') || !/^[A-Za-z][A-Za-z0-9_]*$/.test(alias)) return context.problem(at, `'${alias}' is not a valid name`)
+    out[alias] = module
+  }
+  if (typeof raw === 'string') add(raw.split('.').pop() ?? raw, raw, path)
+  else if (Array.isArray(raw))
+    raw.forEach((m, i) =>
+      typeof m === 'string' ? add(m.split('.').pop() ?? m, m, `${path}[${i}]`) : context.problem(`${path}[${i}]`, 'expected a module name'),
+    )
+  else if (isMap(raw)) for (const [alias, module] of Object.entries(raw)) add(alias, module, `${path}.${alias}`)
+  else context.problem(path, 'expected a map of alias -> module ({m: math}), a module name or a list of them')
+  return out
+}
+
+/** What a kind's compiler gets. */
+interface KindInput {
+  target: unknown
+  fields: Record<string, unknown>
+  fieldPath: (key: string) => string
+  scope: ActionScope
+  context: CompileContext
+  path: string
+  kind: ActionKind
+  /** Where the target is written in the entry. */
+  targetAt: string
+}
+
+/** A kind's compiler: checks its fields and returns how to make the runtime on an instance. */
+type KindCompiler = (input: KindInput) => ((env: ActionEnvironment, plan: ActionPlan) => ActionRuntime) | null
+
+function choice<T extends string>(input: KindInput, key: string, allowed: readonly T[], fallback: T): T {
+  const raw = input.fields[key]
+  if (raw === undefined) return fallback
+  if (typeof raw === 'string' && (allowed as readonly string[]).includes(raw)) return raw as T
+  input.context.problem(input.fieldPath(key), `expected one of ${allowed.join(', ')}`)
+  return fallback
+}
+
+/** Writes a result to every target of an action, each converted to its attribute's type. */
+function targetWriter(env: ActionEnvironment, targets: readonly Target[], label: string, path: string): (value: PyValue) => void {
+  const writers = targets.map((t) => env.writer(t))
+  const host = env.ctx.host
+  if (writers.length === 1) {
+    const write = writers[0] as (value: PyValue) => void
+    return (value) => {
+      try {
+        write(value)
+      } catch (err) {
+        throw writeFailure(host.name, label, path, err)
+      }
+    }
+  }
+  return (value) => {
+    try {
+      for (const write of writers) write(value)
+    } catch (err) {
+      throw writeFailure(host.name, label, path, err)
+    }
+  }
+}
+
+/** A runtime for an action that computes a value each step and writes it to its targets. */
+function valueAction(
+  plan: ActionPlan,
+  env: ActionEnvironment,
+  targets: readonly Target[],
+  compute: () => PyValue,
+  reset: () => void = () => {},
+): ActionRuntime {
+  const label = `action '${plan.name}' (${plan.path})`
+  const write = targetWriter(env, targets, label, plan.path)
+  const host = env.ctx.host
+  return {
+    plan,
+    enabled: plan.enabled,
+    run: () => {
+      let value: PyValue
+      try {
+        value = compute()
+      } catch (err) {
+        throw writeFailure(host.name, label, plan.path, err)
+      }
+      write(value)
+    },
+    reset,
+  }
+}
+
+/** `output_type`: float (default) or int (rounded half to even, as Python's round). */
+function outputType(input: KindInput): (v: number) => PyValue {
+  const type = choice(input, 'output_type', ['float', 'int'] as const, 'float')
+  return type === 'int' ? (v) => pyRound(v) : (v) => v
+}
+
+/** A value as a float, as Python's float() would take it (a str or None is Python's error). */
+function asNumber(value: PyValue): number {
+  if (typeof value === 'number') return value
+  if (typeof value === 'bigint' || typeof value === 'boolean') return Number(value)
+  return fromPy(value, 'float') as number
+}
+
+const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
+  function(input) {
+    const { context, fields, fieldPath, scope } = input
+    const targets = context.targets(input.target, targetPath(input))
+    if (fields.call === undefined) context.problem(fieldPath('call'), 'required: the expression whose value the targets take')
+    const call = fields.call === undefined ? null : context.value(fields.call, fieldPath('call'), scope)
+    if (!targets || !call) return null
+    return (env, plan) => valueAction(plan, env, targets, env.evaluator(call))
+  },
+
+  set(input) {
+    const { context, fields, fieldPath, scope } = input
+    const targets = context.targets(input.target, targetPath(input))
+    if (!Object.hasOwn(fields, 'value')) context.problem(fieldPath('value'), 'required')
+    const value = Object.hasOwn(fields, 'value') ? context.value(fields.value, fieldPath('value'), scope) : null
+    if (!targets || !value) return null
+    return (env, plan) => valueAction(plan, env, targets, env.evaluator(value))
+  },
+
+  noise(input) {
+    const { context, fields, fieldPath, scope } = input
+    const targets = context.targets(input.target, targetPath(input))
+    const type = choice(input, 'type', ['white', 'pink', 'brownian'] as const, 'white')
+    const mode = choice(input, 'mode', ['additive', 'proportional'] as const, 'additive')
+    const mean = constantNumber(input, 'mean', 0)
+    const std = constantNumber(input, 'std', 1)
+    if (std < 0) context.problem(fieldPath('std'), 'must be >= 0')
+    const out = outputType(input)
+    let seed: bigint | undefined
+    if (fields.seed !== undefined && fields.seed !== null) {
+      if (typeof fields.seed === 'number' && Number.isSafeInteger(fields.seed)) seed = BigInt(fields.seed)
+      else if (typeof fields.seed === 'string') seed = textSeed(fields.seed)
+      else context.problem(fieldPath('seed'), 'expected an integer or a string')
+    }
+    void scope
+    if (!targets) return null
+    const first = targets[0] as Target
+    return (env, plan) => {
+      const noise = new Noise({ type, mean, std, seed: seed ?? textSeed(`${env.ctx.host.name}/${plan.name}`) })
+      const attr = first.attribute === '__timer' ? undefined : env.ctx.host.attribute(first.attribute)
+      // The value the noise rides on: the target's value, unless it still holds what this action
+      // wrote last step (nothing else wrote it since): then the clean value under that noise.
+      let lastBase = 0
+      let lastWritten: unknown = Symbol('none')
+      const read = (): number => {
+        if (attr === undefined) return env.ctx.frame.time
+        const current = first.side === 'external' ? attr.externalValue : attr.internalValue
+        if (current === lastWritten) return lastBase
+        return asNumber(toPy(current, attr.valueType))
+      }
+      const write = targetWriter(env, targets, `action '${plan.name}' (${plan.path})`, plan.path)
+      const runtime: ActionRuntime = {
+        plan,
+        enabled: plan.enabled,
+        run() {
+          const base = read()
+          const n = noise.sample()
+          const value = out(mode === 'proportional' ? base * (1 + n) : base + n)
+          write(value)
+          lastBase = base
+          lastWritten = attr === undefined ? undefined : first.side === 'external' ? attr.externalValue : attr.internalValue
+        },
+        reset() {
+          noise.reset()
+          lastWritten = Symbol('none')
+        },
+      }
+      return runtime
+    }
+  },
+
+  ramp(input) {
+    const { context, fieldPath } = input
+    const targets = context.targets(input.target, targetPath(input))
+    const start = context.number(input.fields.start_value, fieldPath('start_value'), 0, input.scope)
+    const stop = context.number(input.fields.stop_value, fieldPath('stop_value'), undefined, input.scope)
+    const duration = context.number(input.fields.duration, fieldPath('duration'), undefined, input.scope)
+    const type = choice(input, 'type', ['linear', 'spline'] as const, 'linear')
+    const overshoot = constantNumber(input, 'overshoot', 0)
+    const stabilization = constantNumber(input, 'stabilization_time', 0)
+    if (stabilization < 0) context.problem(fieldPath('stabilization_time'), 'must be >= 0')
+    const out = outputType(input)
+    if (!targets || !start || !stop || !duration) return null
+    return (env, plan) => {
+      const [s0, s1, d] = [env.evaluator(start), env.evaluator(stop), env.evaluator(duration)]
+      return valueAction(plan, env, targets, () => {
+        const length = asNumber(d())
+        return out(
+          rampValue(
+            { start: asNumber(s0()), stop: asNumber(s1()), duration: length > 0 ? length : Number.MIN_VALUE, type, overshoot, stabilization },
+            env.ctx.frame.time,
+          ),
+        )
+      })
+    }
+  },
+
+  saw(input) {
+    const { context, fieldPath } = input
+    const targets = context.targets(input.target, targetPath(input))
+    const start = context.number(input.fields.start_value, fieldPath('start_value'), 0, input.scope)
+    const stop = context.number(input.fields.stop_value, fieldPath('stop_value'), undefined, input.scope)
+    const period = context.number(input.fields.period, fieldPath('period'), undefined, input.scope)
+    if (period && 'constant' in period && !(asNumber(period.constant) > 0)) context.problem(fieldPath('period'), 'must be > 0')
+    const type = choice(input, 'type', ['regular', 'reverse'] as const, 'regular')
+    const out = outputType(input)
+    if (!targets || !start || !stop || !period) return null
+    return (env, plan) => {
+      const [s0, s1, p] = [env.evaluator(start), env.evaluator(stop), env.evaluator(period)]
+      return valueAction(plan, env, targets, () => {
+        const length = asNumber(p())
+        if (!(length > 0)) throw new PyException('ValueError', `saw period must be > 0, got ${length}`)
+        return out(sawValue({ start: asNumber(s0()), stop: asNumber(s1()), period: length, type }, env.ctx.frame.time))
+      })
+    }
+  },
+
+  interpolate(input) {
+    const { context, fields, fieldPath } = input
+    const targets = context.targets(input.target, targetPath(input))
+    const method = choice(input, 'method', ['linear', 'step', 'spline'] as const, 'linear')
+    const points: Array<[number, number]> = []
+    if (!Array.isArray(fields.points) || fields.points.length === 0) context.problem(fieldPath('points'), 'required: a list of [time, value] pairs')
+    else {
+      fields.points.forEach((p, i) => {
+        if (!Array.isArray(p) || p.length !== 2 || !p.every((x) => typeof x === 'number' && Number.isFinite(x))) {
+          return context.problem(`${fieldPath('points')}[${i}]`, 'expected [time, value], two finite numbers')
+        }
+        const last = points[points.length - 1]
+        if (last !== undefined && (p[0] as number) <= last[0]) return context.problem(`${fieldPath('points')}[${i}]`, 'times must increase strictly')
+        points.push([p[0] as number, p[1] as number])
+      })
+    }
+    let fill: 'extrapolate' | number = 'extrapolate'
+    if (fields.fill_value !== undefined && fields.fill_value !== 'extrapolate') {
+      if (typeof fields.fill_value === 'number' && Number.isFinite(fields.fill_value)) fill = fields.fill_value
+      else context.problem(fieldPath('fill_value'), "expected 'extrapolate' or a number")
+    }
+    const out = outputType(input)
+    if (!targets || points.length === 0) return null
+    const at = interpolator({ points, method, fill })
+    return (env, plan) => valueAction(plan, env, targets, () => out(at(env.ctx.frame.time)))
+  },
+
+  pid(input) {
+    const { context, fields, fieldPath, scope } = input
+    const targets = context.targets(input.target, targetPath(input))
+    if (fields.setpoint === undefined) context.problem(fieldPath('setpoint'), 'required')
+    const feedbackKey = fields.input !== undefined ? 'input' : 'feedback'
+    if (fields[feedbackKey] === undefined) context.problem(fieldPath('input'), 'required (or its alias feedback)')
+    const setpoint = fields.setpoint === undefined ? null : context.number(fields.setpoint, fieldPath('setpoint'), undefined, scope)
+    const feedback = fields[feedbackKey] === undefined ? null : context.number(fields[feedbackKey], fieldPath(feedbackKey), undefined, scope)
+    const kp = constantNumber(input, 'kp', 1)
+    const ki = constantNumber(input, 'ki', 0)
+    const kd = constantNumber(input, 'kd', 0)
+    const sampleTime = constantNumber(input, 'sample_time', 0)
+    const min = constantNumber(input, 'output_min', -Infinity)
+    const max = constantNumber(input, 'output_max', Infinity)
+    if (sampleTime < 0) context.problem(fieldPath('sample_time'), 'must be >= 0')
+    if (min > max) context.problem(fieldPath('output_min'), 'must not be above output_max')
+    if (!targets || !setpoint || !feedback) return null
+    return (env, plan) => {
+      const pid = new Pid({ kp, ki, kd, sampleTime, min, max })
+      const [sp, pv] = [env.evaluator(setpoint), env.evaluator(feedback)]
+      const frame = env.ctx.frame
+      return valueAction(
+        plan,
+        env,
+        targets,
+        () => pid.update(asNumber(sp()), asNumber(pv()), frame.time, frame.dt),
+        () => pid.reset(),
+      )
+    }
+  },
+
+  call(input) {
+    const { context, fields, fieldPath } = input
+    const spec: Record<string, unknown> = isMap(input.target) ? { ...input.target, ...fields } : { ...fields, path: input.target }
+    const at = (key: string): string =>
+      isMap(input.target) && Object.hasOwn(input.target, key) ? `${input.path}.call.${key}` : key === 'path' ? `${input.path}.call` : fieldPath(key)
+    const path = pathField(context, spec.path, at('path'), true)
+    const stopPath = pathField(context, spec.stop_path, at('stop_path'), false)
+    const args = listField(context, spec.args, at('args'))
+    const kwargs = mapField(context, spec.kwargs, at('kwargs'))
+    const stopArgs = listField(context, spec.stop_args, at('stop_args'))
+    const stopKwargs = mapField(context, spec.stop_kwargs, at('stop_kwargs'))
+    if (path === null) return null
+    return (env, plan) => {
+      const host = env.ctx.host
+      return {
+        plan,
+        enabled: plan.enabled,
+        run() {},
+        reset() {},
+        async activate() {
+          await host.callPath(path, args, kwargs)
+        },
+        async deactivate() {
+          if (stopPath !== null && stopPath !== undefined) await host.callPath(stopPath, stopArgs, stopKwargs)
+        },
+      }
+    }
+  },
+
+  suspend(input) {
+    const { context, fields } = input
+    const raw = isMap(input.target) ? (input.target.paths ?? input.target.targets) : (input.target ?? fields.paths ?? fields.targets)
+    const base = isMap(input.target) ? `${input.path}.suspend.${input.target.paths !== undefined ? 'paths' : 'targets'}` : `${input.path}.suspend`
+    const failOnMissing = booleanField(input, 'fail_on_missing', false)
+    const list = typeof raw === 'string' ? [raw] : raw
+    if (!Array.isArray(list) || list.length === 0) {
+      context.problem(base, 'expected a dotted path or a list of them (communication.modbus_slave, actions.noise_0, ...)')
+      return null
+    }
+    const paths: string[] = []
+    list.forEach((p, i) => {
+      const checked = pathField(context, p, Array.isArray(raw) ? `${base}[${i}]` : base, true)
+      if (checked) paths.push(checked)
+    })
+    if (paths.length !== list.length) return null
+    return (env, plan) => {
+      const host = env.ctx.host
+      let restore: Array<() => Promise<void>> = []
+      return {
+        plan,
+        enabled: plan.enabled,
+        run() {},
+        reset() {},
+        async activate() {
+          for (const path of paths) {
+            const undo = await host.suspendPath(path)
+            if (undo) restore.push(undo)
+            else if (failOnMissing)
+              throw new NotFoundError(`action '${plan.name}': '${path}' names nothing on instance '${host.name}'`, [
+                { path: plan.path, message: `'${path}' not found` },
+              ])
+            else host.warn(`suspend: '${path}' names nothing`, { action: plan.name })
+          }
+        },
+        async deactivate() {
+          const undo = restore.reverse()
+          restore = []
+          for (const fn of undo) await fn()
+        },
+      }
+    }
+  },
+
+  override: compileOverride,
+  overrides: compileOverride,
+}
+
+function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: ActionPlan) => ActionRuntime) | null {
+  const { context } = input
+  const failOnMissing = booleanField(input, 'fail_on_missing', false)
+  if (!isMap(input.target) || Object.keys(input.target).length === 0) {
+    context.problem(`${input.path}.${input.kind}`, 'expected a map of {reference or dotted path: value}')
+    return null
+  }
+  const attributeOverrides: Array<{ target: Target; value: unknown }> = []
+  const pathOverrides: Array<{ path: string; value: unknown }> = []
+  for (const [key, value] of Object.entries(input.target)) {
+    const at = `${input.path}.${input.kind}.${key}`
+    if (isReference(key) || !key.includes('.')) {
+      const targets = context.targets(key, at)
+      if (targets) attributeOverrides.push({ target: targets[0] as Target, value })
+    } else {
+      const path = pathField(context, key, at, true)
+      if (path) pathOverrides.push({ path, value })
+    }
+  }
+  return (env, plan) => {
+    const host = env.ctx.host
+    const label = `action '${plan.name}' (${plan.path})`
+    const held = attributeOverrides.map(({ target, value }) => ({ target, value: toPy(value, 'any'), write: env.writer(target) }))
+    let saved: Array<() => Promise<void> | void> = []
+    let active = false
+    const apply = (): void => {
+      for (const h of held) {
+        try {
+          h.write(h.value)
+        } catch (err) {
+          throw writeFailure(host.name, label, plan.path, err)
+        }
+      }
+    }
+    return {
+      plan,
+      enabled: plan.enabled,
+      run() {},
+      reset() {},
+      reapply() {
+        if (active) apply()
+      },
+      async activate() {
+        for (const { target } of held) {
+          const attr = host.attribute(target.attribute)
+          if (!attr) continue
+          if (target.side === 'external') {
+            const before = attr.presented
+            saved.push(() => attr.setPresented(before))
+          } else {
+            const before = attr.internalValue
+            saved.push(() => attr.setComputed(before))
+          }
+        }
+        apply()
+        env.ctx.undo.commit()
+        for (const { path, value } of pathOverrides) {
+          const before = await host.readPath(path)
+          if (before === undefined) {
+            if (failOnMissing)
+              throw new NotFoundError(`action '${plan.name}': '${path}' names nothing on instance '${host.name}'`, [
+                { path: plan.path, message: `'${path}' not found` },
+              ])
+            host.warn(`override: '${path}' names nothing`, { action: plan.name })
+            continue
+          }
+          await host.writePath(path, value)
+          saved.push(() => host.writePath(path, before.value))
+        }
+        active = true
+      },
+      async deactivate() {
+        active = false
+        const undo = saved.reverse()
+        saved = []
+        for (const fn of undo) await fn()
+      },
+    }
+  }
+}
+
+function targetPath(input: KindInput): string {
+  return input.targetAt
+}
+
+function constantNumber(input: KindInput, key: string, fallback: number): number {
+  const raw = input.fields[key]
+  if (raw === undefined || raw === null) return fallback
+  if (typeof raw === 'number' && !Number.isNaN(raw)) return raw
+  input.context.problem(input.fieldPath(key), `expected a number, got ${describe(raw)}`)
+  return fallback
+}
+
+function booleanField(input: KindInput, key: string, fallback: boolean): boolean {
+  const raw = input.fields[key]
+  if (raw === undefined) return fallback
+  if (typeof raw === 'boolean') return raw
+  input.context.problem(input.fieldPath(key), 'expected true or false')
+  return fallback
+}
+
+/** A dotted component path (`communication.modbus_slave.detach`, `~.polling`), or null after a problem. */
+function pathField(context: CompileContext, raw: unknown, path: string, required: true): string | null
+function pathField(context: CompileContext, raw: unknown, path: string, required: false): string | null | undefined
+function pathField(context: CompileContext, raw: unknown, path: string, required: boolean): string | null | undefined {
+  if (raw === undefined || raw === null) {
+    if (required) context.problem(path, 'required: a dotted path such as communication.modbus_slave.detach')
+    return required ? null : undefined
+  }
+  if (typeof raw !== 'string' || !/^(~\.|\.+)?[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$/.test(raw.trim())) {
+    context.problem(path, `expected a dotted path such as communication.modbus_slave.detach, got ${describe(raw)}`)
+    return null
+  }
+  const text = raw.trim().replace(/^\.+/, '')
+  if (text.split('.').some((part) => part.startsWith('_'))) {
+    context.problem(path, 'path parts starting with _ are not allowed')
+    return null
+  }
+  return text
+}
+
+function listField(context: CompileContext, raw: unknown, path: string): unknown[] {
+  if (raw === undefined || raw === null) return []
+  if (Array.isArray(raw)) return raw
+  context.problem(path, 'expected a list')
+  return []
+}
+
+function mapField(context: CompileContext, raw: unknown, path: string): Record<string, unknown> {
+  if (raw === undefined || raw === null) return {}
+  if (isMap(raw)) return raw
+  context.problem(path, 'expected a map')
+  return {}
+}

@@ -1,0 +1,310 @@
+/**
+ * What compiling one model's behaviour shares across its actions and conditions: the model's
+ * attributes and parameters, the list of problems (each with its path in the model), and the
+ * helpers that turn an action's fields into expressions, constants and write targets.
+ */
+import type { ErrorDetail } from '../../errors.js'
+import type { AttributeDeclaration, AttributeType } from '../../definition/model-schema.js'
+import {
+  compileExpression,
+  NotNativeError,
+  PyException,
+  type CompiledExpression,
+  type ExpressionScope,
+  type PyValue,
+  type Reference,
+} from '../expression/index.js'
+import { MimicError } from '../../errors.js'
+import { fromPy, toPy } from './convert.js'
+import { ActionError, type BehaviourHost, type HostAttribute, type StepFrame, type UndoLog } from './runtime.js'
+import { parseTarget, type Target } from './targets.js'
+
+/** The model facts behaviour is compiled against. */
+export interface BehaviourSource {
+  attributes: readonly AttributeDeclaration[]
+  /** Attributes bound to Python objects: behaviour may read them but not write them. */
+  bound: ReadonlySet<string>
+  /** Names declared under `meta_parameters`; undefined when the model declares none. */
+  parameters: ReadonlySet<string> | undefined
+}
+
+/** Per instance: what an action binds its expressions and targets to. */
+export interface BindContext {
+  host: BehaviourHost
+  frame: StepFrame
+  undo: UndoLog
+}
+
+/** A value field of an action: a constant, or an expression evaluated each step. */
+export type ValueSource = { constant: PyValue } | { expression: CompiledExpression }
+
+/** The expression-valued `params` of an action, evaluated before its own expressions each step. */
+export interface ActionParams {
+  constants: Map<string, PyValue>
+  expressions: Array<{ name: string; expression: CompiledExpression }>
+}
+
+/**
+ * Collects problems and compiles the parts of actions. One per model.
+ */
+export class CompileContext {
+  readonly problems: ErrorDetail[] = []
+  readonly types = new Map<string, AttributeType>()
+  /** `$param(...)` names the behaviour reads (checked against each instance's parameters). */
+  readonly usedParameters = new Set<string>()
+  readonly #source: BehaviourSource
+
+  constructor(source: BehaviourSource) {
+    this.#source = source
+    for (const attr of source.attributes) this.types.set(attr.name, attr.type)
+  }
+
+  problem(path: string, message: string): void {
+    this.problems.push({ path, message })
+  }
+
+  /** Compiles an expression with the action's constants and params; problems are recorded, null returned. */
+  expression(
+    source: string,
+    path: string,
+    scope: { constants: Map<string, PyValue>; parameters: readonly string[]; imports: Record<string, string> },
+  ): CompiledExpression | null {
+    try {
+      const compiled = compileExpression(source, {
+        path,
+        constants: scope.constants,
+        parameters: scope.parameters,
+        imports: scope.imports,
+        attributes: this.types.keys(),
+      })
+      this.#checkReferences(compiled)
+      return compiled
+    } catch (err) {
+      if (err instanceof NotNativeError) {
+        for (const d of err.details)
+          this.problems.push({ ...d, message: `${d.message} (imports other than math and random are not supported in declarative actions yet)` })
+        return null
+      }
+      if (err instanceof MimicError) {
+        this.problems.push(...err.details)
+        return null
+      }
+      throw err
+    }
+  }
+
+  #checkReferences(compiled: CompiledExpression): void {
+    for (const ref of compiled.references) {
+      const name = ref.target.replace(/^\.+/, '')
+      switch (ref.kind) {
+        case 'internal':
+        case 'external':
+        case 'output':
+          if (!this.types.has(name)) this.problem(compiled.path, `${ref.text}: '${name}' is not an attribute of this model`)
+          break
+        case 'param':
+          if (this.#source.parameters !== undefined && !this.#source.parameters.has(name)) {
+            this.problem(compiled.path, `${ref.text}: '${name}' is not declared under meta_parameters`)
+          }
+          this.usedParameters.add(name)
+          break
+        case 'property':
+          if (!name.includes('.') && !name.startsWith('~') && !this.types.has(name) && !['timer', 'polling'].includes(name)) {
+            this.problem(compiled.path, `${ref.text}: '${name}' is not an attribute of this model`)
+          }
+          break
+        default:
+          break
+      }
+    }
+  }
+
+  /** A value field: a string is an expression, anything else a constant. */
+  value(
+    raw: unknown,
+    path: string,
+    scope: { constants: Map<string, PyValue>; parameters: readonly string[]; imports: Record<string, string> },
+  ): ValueSource | null {
+    if (typeof raw === 'string') {
+      const expression = this.expression(raw, path, scope)
+      return expression && { expression }
+    }
+    return { constant: toPy(raw, 'any') }
+  }
+
+  /** A number field: a number, or an expression that must give one at run time. */
+  number(raw: unknown, path: string, fallback: number | undefined, scope: ActionScope): ValueSource | null {
+    if (raw === undefined) {
+      if (fallback === undefined) this.problem(path, 'required')
+      return fallback === undefined ? null : { constant: fallback }
+    }
+    if (typeof raw === 'number') return Number.isFinite(raw) ? { constant: raw } : (this.problem(path, 'expected a finite number'), null)
+    if (typeof raw === 'string') return this.value(raw, path, scope)
+    this.problem(path, `expected a number or an expression, got ${describe(raw)}`)
+    return null
+  }
+
+  /** One target or a list of them: each must name a writable attribute of the model. */
+  targets(raw: unknown, path: string): Target[] | null {
+    const list = Array.isArray(raw) ? raw : [raw]
+    if (raw === undefined || raw === null || list.length === 0) {
+      this.problem(path, 'a target is required ($out(attribute), #attr(attribute), or a list of them)')
+      return null
+    }
+    const out: Target[] = []
+    list.forEach((item, i) => {
+      const at = Array.isArray(raw) ? `${path}[${i}]` : path
+      if (typeof item !== 'string') return this.problem(at, `a target is a reference such as $out(attribute), got ${describe(item)}`)
+      const target = parseTarget(item)
+      if (typeof target === 'string') return this.problem(at, target)
+      if (target.attribute === '__timer') return out.push(target)
+      if (!this.types.has(target.attribute)) return this.problem(at, `'${target.attribute}' is not an attribute of this model`)
+      if (this.#source.bound.has(target.attribute)) {
+        return this.problem(at, `'${target.attribute}' is bound to a Python object (import); its class owns its value, so an action cannot write it`)
+      }
+      out.push(target)
+    })
+    return out.length === list.length ? out : null
+  }
+}
+
+/** Names an action's expressions see besides builtins and attributes. */
+export interface ActionScope {
+  constants: Map<string, PyValue>
+  parameters: readonly string[]
+  imports: Record<string, string>
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'a list'
+  if (typeof value === 'object') return 'a map'
+  return `${typeof value} ${JSON.stringify(value)}`
+}
+
+/** What the expressions of one action (on one instance) evaluate against. */
+export class ActionEnvironment {
+  readonly params = new Map<string, PyValue>()
+  readonly ctx: BindContext
+  readonly #label: string
+
+  constructor(ctx: BindContext, label: string) {
+    this.ctx = ctx
+    this.#label = label
+  }
+
+  /** A function that evaluates `source` on this instance; a Python error becomes an {@link ActionError}. */
+  evaluator(source: ValueSource): () => PyValue {
+    if ('constant' in source) {
+      const value = source.constant
+      return () => value
+    }
+    const expression = source.expression
+    const scope = this.#scope(expression)
+    const label = this.#label
+    const host = this.ctx.host
+    return () => {
+      try {
+        return expression.evaluate(scope)
+      } catch (err) {
+        throw failure(host.name, label, expression, err)
+      }
+    }
+  }
+
+  #scope(expression: CompiledExpression): ExpressionScope {
+    const readers = expression.references.map((ref) => reader(ref, this.ctx))
+    const params = this.params
+    return {
+      reference: (_ref, index) => (readers[index] as () => PyValue)(),
+      parameter: (name) => params.get(name) ?? null,
+    }
+  }
+
+  /** A function that writes a value to one target, logged for undo. */
+  writer(target: Target): (value: PyValue) => void {
+    const { host, undo } = this.ctx
+    if (target.attribute === '__timer') {
+      return (value) => host.pinTime(fromPy(value, 'float') as number)
+    }
+    const attr = host.attribute(target.attribute) as HostAttribute
+    const type = attr.valueType
+    if (target.side === 'external') {
+      return (value) => {
+        const json = fromPy(value, type)
+        checkMapping(attr, json)
+        undo.external(attr)
+        attr.setPresented({ value: json })
+      }
+    }
+    return (value) => {
+      const json = fromPy(value, type)
+      checkMapping(attr, json)
+      undo.internal(attr)
+      attr.setComputed(json)
+    }
+  }
+}
+
+function checkMapping(attr: HostAttribute, value: unknown): void {
+  const problem = attr.mappingProblem(value)
+  if (problem !== null) throw new PyException('ValueError', `${attr.name}: ${problem}`)
+}
+
+/** How one reference of an expression is read on an instance. */
+function reader(ref: Reference, ctx: BindContext): () => PyValue {
+  const { host, frame } = ctx
+  const name = ref.target.replace(/^\.+/, '')
+  switch (ref.kind) {
+    case 'timer':
+      return () => frame.time
+    case 'internal':
+    case 'output': {
+      const attr = host.attribute(name) as HostAttribute
+      const type = attr.valueType
+      if (type === 'float') return () => attr.internalValue as number
+      return () => toPy(attr.internalValue, type)
+    }
+    case 'external': {
+      const attr = host.attribute(name) as HostAttribute
+      const type = attr.valueType
+      return () => toPy(attr.externalValue, type)
+    }
+    case 'param':
+      return () => {
+        const value = host.parameter(name)
+        if (value === undefined) throw new PyException('KeyError', `parameter '${name}' is not set on instance '${host.name}'`)
+        return toPy(value, 'any')
+      }
+    case 'property':
+    case 'lookup': {
+      const missing = ref.kind === 'lookup'
+      if (name === 'timer.time') return () => frame.time
+      if (name === 'timer.dt') return () => frame.dt
+      const attr = host.attribute(name)
+      if (attr !== undefined) return () => toPy(attr.internalValue, attr.valueType)
+      return () => {
+        const found = host.lookup(name)
+        if (found !== undefined && found.value !== undefined) return toPy(found.value, 'any')
+        if (missing) return null
+        throw new PyException('LookupError', `${ref.text}: '${name}' names nothing on instance '${host.name}'`)
+      }
+    }
+  }
+}
+
+/** The fault of a failed expression: instance, action, expression and Python's error. */
+export function failure(instance: string, label: string, expression: CompiledExpression, err: unknown): unknown {
+  if (err instanceof ActionError) return err
+  if (!(err instanceof MimicError)) return err
+  const source = expression.source.trim().replace(/\s+/g, ' ')
+  const shown = source.length > 120 ? `${source.slice(0, 117)}...` : source
+  const message = `Instance '${instance}': ${label} failed: ${err.message} in \`${shown}\``
+  return new ActionError(message, [{ path: expression.path, message: err.message }], { cause: err })
+}
+
+/** The fault of a failed write (a value that does not fit its attribute). */
+export function writeFailure(instance: string, label: string, path: string, err: unknown): unknown {
+  if (err instanceof ActionError || !(err instanceof MimicError)) return err
+  return new ActionError(`Instance '${instance}': ${label} failed: ${err.message}`, [{ path, message: err.message }], { cause: err })
+}

@@ -1,0 +1,103 @@
+/**
+ * What declarative behaviour runs against: the instance it belongs to (a {@link BehaviourHost},
+ * implemented by the tree's Instance), the step's time, and the log that makes a step
+ * all-or-nothing (MODEL_LANGUAGE.md section 4).
+ */
+import { MimicError, type ErrorDetail } from '../../errors.js'
+import type { AttributeType } from '../../definition/model-schema.js'
+
+/** An attribute as behaviour reads and writes it. */
+export interface HostAttribute {
+  readonly name: string
+  readonly valueType: AttributeType
+  readonly internalValue: unknown
+  readonly externalValue: unknown
+  /** The presentation override, if one is set. */
+  readonly presented: { value: unknown } | undefined
+  /** Sets the internal value; `value` is already of the attribute's type. */
+  setComputed(value: unknown): void
+  /** Sets (or, with undefined, ends) the presentation override. */
+  setPresented(value: { value: unknown } | undefined): void
+  /** Why a protocol mapping cannot carry `value`, or null. */
+  mappingProblem(value: unknown): string | null
+}
+
+/** The instance behaviour belongs to, as behaviour sees it. */
+export interface BehaviourHost {
+  readonly name: string
+  attribute(name: string): HostAttribute | undefined
+  /** An instance parameter (`$param(p)`), undefined when not set. */
+  parameter(name: string): unknown
+  /**
+   * The value at a dotted path from the instance (`$attr(path)`, `$(path)`): `polling.interval`,
+   * `~.timer.dt` (the system root), an attribute name; undefined when it names nothing.
+   */
+  lookup(path: string): { value: unknown } | undefined
+  /** Pins the instance timer at `time` (a write to `__timer`). */
+  pinTime(time: number): void
+  /** Calls the method a dotted path ends in (`communication.modbus_slave.detach`). */
+  callPath(path: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown>
+  /** The property a dotted path names (`communication.modbus_slave.response_delay`), undefined if none. */
+  readPath(path: string): Promise<{ value: unknown } | undefined>
+  /** Sets the property a dotted path names. */
+  writePath(path: string, value: unknown): Promise<void>
+  /** Disables the component at a path; resolves to what re-enables it, or undefined when the path names nothing. */
+  suspendPath(path: string): Promise<(() => Promise<void>) | undefined>
+  warn(message: string, context: Record<string, unknown>): void
+}
+
+/** The time of the step under way, shared by every action of one instance. */
+export interface StepFrame {
+  time: number
+  dt: number
+}
+
+/**
+ * The writes of one instance step, to take back if the step fails. Each entry is the attribute,
+ * which value was written and what it held before; undone newest first.
+ */
+export class UndoLog {
+  readonly #attrs: HostAttribute[] = []
+  readonly #sides: number[] = []
+  readonly #before: unknown[] = []
+
+  internal(attr: HostAttribute): void {
+    this.#attrs.push(attr)
+    this.#sides.push(0)
+    this.#before.push(attr.internalValue)
+  }
+
+  external(attr: HostAttribute): void {
+    this.#attrs.push(attr)
+    this.#sides.push(1)
+    this.#before.push(attr.presented)
+  }
+
+  commit(): void {
+    this.#attrs.length = 0
+    this.#sides.length = 0
+    this.#before.length = 0
+  }
+
+  rollback(): void {
+    for (let i = this.#attrs.length - 1; i >= 0; i--) {
+      const attr = this.#attrs[i] as HostAttribute
+      if (this.#sides[i] === 0) attr.setComputed(this.#before[i])
+      else attr.setPresented(this.#before[i] as { value: unknown } | undefined)
+    }
+    this.commit()
+  }
+}
+
+/**
+ * A step of declarative behaviour failed: which instance, which action (its name and path in the
+ * model) and which expression, and Python's error.
+ *
+ * @example
+ * err.message // "Instance 'meter_1': action 'power' (actions[2].call) failed: ZeroDivisionError: float division by zero in `p / i`"
+ */
+export class ActionError extends MimicError {
+  constructor(message: string, details: ErrorDetail[], options?: ErrorOptions) {
+    super('USER_CODE', message, details, options)
+  }
+}

@@ -1,0 +1,179 @@
+import { NotFoundError, ValidationError } from '../errors.js'
+import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour } from '../language/model/index.js'
+import { Component, type MethodHandler } from '../tree/component.js'
+import type { Attribute } from './attributes.js'
+
+/** What the host needs of its instance. */
+export interface HostInstance extends Component {
+  readonly attributes: { get(name: string): Attribute | undefined }
+  readonly parameters: Readonly<Record<string, unknown>>
+  readonly timer: { pin(time: number): void }
+  warn(message: string, context: Record<string, unknown>): void
+}
+
+/**
+ * An instance as its declarative behaviour sees it (src/language/model/runtime.ts): attributes
+ * by name, parameters, and dotted paths from the instance (`communication.modbus_slave.detach`,
+ * `polling.interval`) or from the system root (`~.timer.dt`).
+ *
+ * @example
+ * const host = new InstanceHost(instance)
+ * host.lookup('timer.dt') // { value: 1 }
+ */
+export class InstanceHost implements BehaviourHost {
+  readonly #instance: HostInstance
+
+  constructor(instance: HostInstance) {
+    this.#instance = instance
+  }
+
+  get name(): string {
+    return this.#instance.name
+  }
+
+  attribute(name: string): HostAttribute | undefined {
+    return this.#instance.attributes.get(name)
+  }
+
+  parameter(name: string): unknown {
+    return this.#instance.parameters[name]
+  }
+
+  lookup(path: string): { value: unknown } | undefined {
+    const parts = this.#split(path)
+    if (!parts) return undefined
+    const { node, last } = parts
+    if (last === undefined) return undefined
+    const child = node.child(last)
+    if (child?.type === 'Attribute') return { value: (child as Attribute).internalValue }
+    const props = node.properties()
+    const name = last === 'default_step' && node.type === 'Timer' ? 'dt' : last
+    return Object.hasOwn(props, name) ? { value: props[name] } : undefined
+  }
+
+  pinTime(time: number): void {
+    this.#instance.timer.pin(time)
+  }
+
+  async callPath(path: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {
+    const parts = this.#split(path)
+    if (!parts || parts.last === undefined) throw new NotFoundError(`'${path}' names no method on instance '${this.name}'`, [{ path, message: 'not found' }])
+    return await parts.node.call(parts.last, { args, kwargs })
+  }
+
+  async readPath(path: string): Promise<{ value: unknown } | undefined> {
+    return this.lookup(path)
+  }
+
+  async writePath(path: string, value: unknown): Promise<void> {
+    const parts = this.#split(path)
+    if (!parts || parts.last === undefined) throw new NotFoundError(`'${path}' names no property on instance '${this.name}'`, [{ path, message: 'not found' }])
+    await parts.node.setProperty(parts.last, value)
+  }
+
+  async suspendPath(path: string): Promise<(() => Promise<void>) | undefined> {
+    const node = this.#node(path)
+    if (!node) return undefined
+    const methods = node.methods()
+    const props = node.properties()
+    const none = { args: [], kwargs: {} }
+    if (typeof props.enabled === 'boolean') {
+      const before = props.enabled
+      await node.setProperty('enabled', false)
+      return async () => node.setProperty('enabled', before)
+    }
+    if (methods.disable && methods.enable) {
+      await node.call('disable', none)
+      return async () => void (await node.call('enable', none))
+    }
+    if (methods.detach && methods.attach) {
+      await node.call('detach', none)
+      return async () => void (await node.call('attach', none))
+    }
+    throw new ValidationError(`'${path}' on instance '${this.name}' cannot be suspended (it has no enabled property, disable or detach)`, [
+      { path, message: 'cannot be suspended' },
+    ])
+  }
+
+  warn(message: string, context: Record<string, unknown>): void {
+    this.#instance.warn(message, context)
+  }
+
+  /** The node a whole path names, or undefined. */
+  #node(path: string): Component | undefined {
+    const parts = this.#split(path)
+    if (!parts) return undefined
+    return parts.last === undefined ? parts.node : parts.node.child(parts.last)
+  }
+
+  /** The node of every part but the last, and the last part. */
+  #split(path: string): { node: Component; last: string | undefined } | undefined {
+    let node: Component = this.#instance
+    let text = path
+    if (text.startsWith('~')) {
+      while (node.parent) node = node.parent
+      text = text.replace(/^~\.?/, '')
+    }
+    const segments = text.split('.').filter((s) => s !== '')
+    const last = segments.pop()
+    for (const segment of segments) {
+      const next = node.child(segment)
+      if (!next) return undefined
+      node = next
+    }
+    return { node, last }
+  }
+}
+
+/**
+ * `instances/<i>/actions`: the model's actions on this instance, each a node whose `enabled`
+ * can be switched while it runs (the dashboard's toggle).
+ */
+export class ActionsNode extends Component {
+  readonly type = 'Actions'
+  readonly #nodes: Map<string, ActionNode>
+
+  constructor(parent: Component, behaviour: InstanceBehaviour) {
+    super('actions', parent)
+    this.#nodes = new Map(behaviour.actions.map((a) => [a.plan.name, new ActionNode(this, a)]))
+  }
+
+  override children(): Component[] {
+    return [...this.#nodes.values()]
+  }
+
+  override child(name: string): Component | undefined {
+    return this.#nodes.get(name)
+  }
+}
+
+/** One action of an instance: its kind, targets and where it sits in the model; `enabled` is settable. */
+export class ActionNode extends Component {
+  readonly type = 'Action'
+  readonly #runtime: ActionRuntime
+
+  constructor(parent: Component, runtime: ActionRuntime) {
+    super(runtime.plan.name, parent)
+    this.#runtime = runtime
+  }
+
+  override properties(): Record<string, unknown> {
+    const plan = this.#runtime.plan
+    const props: Record<string, unknown> = { kind: plan.kind, enabled: this.#runtime.enabled, targets: [...plan.targets], model_path: plan.path }
+    if (plan.description !== undefined) props.description = plan.description
+    return props
+  }
+
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (name !== 'enabled') return await super.setProperty(name, value)
+    if (typeof value !== 'boolean') throw new ValidationError("Action 'enabled' must be true or false", [{ path: 'enabled', message: 'expected a boolean' }])
+    this.#runtime.enabled = value
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    return {
+      enable: () => ((this.#runtime.enabled = true), true),
+      disable: () => ((this.#runtime.enabled = false), true),
+    }
+  }
+}
