@@ -96,6 +96,7 @@ export function interpolator(s: InterpolateSettings): (t: number) => number {
     if ((t < first || t > last) && s.fill !== 'extrapolate') return s.fill
     if (s.method === 'step') {
       if (t < first) return ys[0] as number
+      if (t >= last) return ys[n - 1] as number
       return ys[segment(t)] as number
     }
     const i = segment(t)
@@ -240,10 +241,10 @@ export class Noise {
 }
 
 /**
- * Kellet's filter amplifies unit white noise to a standard deviation of about 3.7 (measured over
- * 10^6 samples); dividing by it keeps `std` meaning the spread of the output.
+ * Kellet's filter amplifies unit white noise to a standard deviation of about 2.97 (measured over
+ * 2·10^6 samples); dividing by it keeps `std` meaning the spread of the output.
  */
-const PINK_SCALE = 1 / 3.7
+const PINK_SCALE = 1 / 2.97
 
 /**
  * A stable 64-bit seed from text (FNV-1a), for noise seeded by instance and action name.
