@@ -11,6 +11,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ServerResponse } from 'node:http'
 import { nameProblem } from '../definition/names.js'
+import { typed, typedJson } from '../definition/typed-json.js'
 import { ValidationError, type ErrorDetail } from '../errors.js'
 import type { Instance } from '../system/instance.js'
 import type { System } from '../system/system.js'
@@ -152,7 +153,7 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
         send(stream, `event: structure\ndata: ${JSON.stringify(structureOf(system, stream))}\n\n`)
       }
       const frame = diffFrame(system, stream)
-      if (frame) send(stream, `event: frame\ndata: ${JSON.stringify(frame)}\n\n`)
+      if (frame) send(stream, `event: frame\ndata: ${typedJson(frame)}\n\n`)
       else if (Date.now() - stream.lastWrite >= keepaliveMs) send(stream, ': keep-alive\n\n')
     } catch (err) {
       app.log.warn({ err }, 'event stream sample failed')
@@ -299,8 +300,9 @@ function diffInstance(instance: Instance, stream: Stream, withValues: boolean): 
     const prev = memo.attributes.get(attr.name)
     if (prev && prev[0] === internal && prev[1] === external) continue
     const entry: { internal_value?: unknown; external_value?: unknown } = {}
-    if (!prev || prev[0] !== internal) entry.internal_value = attr.internalValue
-    if (!prev || prev[1] !== external) entry.external_value = attr.externalValue
+    // Marked with the attribute's type: a float's 30 goes out as 30.0 (typedJson in tick).
+    if (!prev || prev[0] !== internal) entry.internal_value = typed(attr.internalValue, attr.valueType)
+    if (!prev || prev[1] !== external) entry.external_value = typed(attr.externalValue, attr.valueType)
     memo.attributes.set(attr.name, [internal, external])
     ;(delta.attributes ??= {})[attr.name] = entry
     changed = true
@@ -321,8 +323,9 @@ function diffInstance(instance: Instance, stream: Stream, withValues: boolean): 
   return changed ? delta : undefined
 }
 
-/** A comparable form of a value: primitives as themselves, structured values as JSON. */
+/** A comparable form of a value: primitives as themselves (-0 apart from 0: a float writes -0.0), structured values as JSON. */
 function encode(value: unknown): string {
+  if (value === 0 && 1 / value < 0) return 'p-0'
   if (value === null || typeof value !== 'object') return typeof value === 'string' ? `s${value}` : `p${String(value)}`
   return `j${JSON.stringify(value)}`
 }

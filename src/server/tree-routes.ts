@@ -55,7 +55,8 @@ export function treeFaultContext(method: string): RequestFaultContext {
  *
  * A read is answered synchronously (a GET is most of what a polling client sends, and each
  * promise costs); anything that changes the system returns a promise. Either way it may throw.
- * A GET of a node gives its document as a JsonText.
+ * A document or `{"value": v}` comes as a JsonText, written by the node itself, so a float
+ * attribute's `30.0` keeps its `.0` (src/definition/typed-json.ts).
  *
  * @example
  * const doc = await answerTree(system, 'GET', '/api/v3/system/instances/sensor', undefined, treeFaultContext('GET')) // a JsonText
@@ -131,7 +132,7 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
       if (verb !== 'POST') throw new BadRequestError(`Methods are called with POST (got ${verb} on .../method/${target.method})`)
       return callMethod(node, target.method, body)
     case 'property':
-      if (verb === 'GET') return { value: node.getProperty(target.property) }
+      if (verb === 'GET') return propertyDocument(node, target.property)
       if (verb === 'PUT' || verb === 'PATCH') return setProperty(node, target.property, body)
       throw new BadRequestError(`${verb} is not allowed on a property (use GET or PUT with {"value": v})`)
     case 'node':
@@ -146,13 +147,19 @@ async function callMethod(node: Component, method: string, body: unknown): Promi
 
 async function setProperty(node: Component, property: string, body: unknown): Promise<unknown> {
   await node.setProperty(property, valueEnvelope(body))
-  return { value: node.getProperty(property) }
+  return propertyDocument(node, property)
+}
+
+/** `{"value": v}` for one property, with the value written by the node (a float as `30.0`). */
+function propertyDocument(node: Component, property: string): JsonText {
+  const json = node.propertyJson(property)
+  return new JsonText(json === undefined ? '{}' : `{"value":${json}}`)
 }
 
 async function dispatchNode(verb: Verb, node: Component, body: unknown, system: System): Promise<unknown> {
   switch (verb) {
     case 'GET':
-      return node.document()
+      return new JsonText(node.documentJson())
     case 'PUT':
       await node.put(objectEnvelope(body, 'PUT'))
       return currentDocument(node, system)
@@ -170,14 +177,15 @@ async function dispatchNode(verb: Verb, node: Component, body: unknown, system: 
 }
 
 /** After a write the node may have been rebuilt (a model replaced): answer with the live one. */
-function currentDocument(node: Component, system: System): unknown {
-  if (!node.path) return system.document()
+function currentDocument(node: Component, system: System): JsonText {
+  if (!node.path) return new JsonText(system.documentJson())
+  let live = node
   try {
-    const live = resolvePath(system, node.path.split('.'))
-    return live.node.document()
+    live = resolvePath(system, node.path.split('.')).node
   } catch {
-    return node.document()
+    // The node is gone: its last document is the answer.
   }
+  return new JsonText(live.documentJson())
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

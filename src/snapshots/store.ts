@@ -7,12 +7,16 @@
  * in version control by people, and one line per instance keeps diffs small; compared with no
  * indentation it costs a few percent of size and time (a 10,000-instance system serializes in
  * under 10 ms either way, see test/unit/snapshots/large-system.test.ts).
+ *
+ * The default of a `float` attribute is written as a float (`25.0`, src/definition/typed-json.ts):
+ * parsed JSON has lost the `.0`, and the attribute's type brings it back.
  */
 import { randomUUID } from 'node:crypto'
 import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises'
 import { dirname, extname, join, resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
 import type { Logger } from 'pino'
+import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
 import { ConflictError, ForbiddenError, NotFoundError, summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { writeFileAtomic } from './atomic-write.js'
 import { errnoCode, toMimicError } from './fs-error.js'
@@ -384,8 +388,9 @@ function optionalText(value: unknown, field: string): string {
 }
 
 function serialize(file: SnapshotFile): string {
+  const models = Object.fromEntries(Object.entries(file.definition.models).map(([name, model]) => [name, typedModelDefinition(model)]))
   try {
-    return `${JSON.stringify(file, null, 1)}\n`
+    return `${typedJson({ ...file, definition: { ...file.definition, models } }, 1)}\n`
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err)
     throw new ValidationError(`Cannot save the system definition: not serializable as JSON: ${reason}`, [{ path: 'definition', message: reason }])

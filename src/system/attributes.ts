@@ -1,6 +1,7 @@
 import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { nameProblem } from '../definition/names.js'
+import { floatJson, valueJson } from '../definition/typed-json.js'
 import { Component, DOCUMENT_KEYS, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 
@@ -19,6 +20,9 @@ export interface AttributeBinding {
 
 /** Strings longer than this are encoded once per attribute document (see documentJson). */
 const LONG_STRING = 4096
+
+/** The properties that hold a value of the attribute's type (written with valueJson). */
+const VALUE_PROPERTIES: ReadonlySet<string> = new Set(['internal_value', 'external_value', 'default'])
 
 /**
  * One attribute of an instance. `internal_value` is the model state (a Python property when
@@ -161,12 +165,12 @@ export class Attribute extends Component {
   }
 
   /**
-   * The same bytes as `JSON.stringify(this.document())`, written directly: a GET of an attribute
-   * is what polling clients send most, and building the document's nine objects only to
-   * serialize them took almost twice as long (5.5 against 3.1 us). The property names are this
-   * class's own (no integer keys, no duplicates), an attribute has no state and no children, and
-   * a value JSON leaves out (undefined) is left out here too. test/unit/attribute-json.test.ts
-   * holds the two equal.
+   * The document as `typedJson` writes it with the values typed (`typed(v, valueType)`: a float
+   * attribute's `30` is `30.0`), written directly: a GET of an attribute is what polling clients
+   * send most, and building the document's nine objects only to serialize them took almost twice
+   * as long (5.5 against 3.1 us). The property names are this class's own (no integer keys, no
+   * duplicates), an attribute has no state and no children, and a value JSON leaves out
+   * (undefined) is left out here too. test/unit/attribute-json.test.ts holds the two equal.
    */
   override documentJson(): string {
     const props = this.properties()
@@ -175,10 +179,13 @@ export class Attribute extends Component {
     // The internal, external and default values are often equal: a long string among them (a
     // document of megabytes) is encoded once, not three times.
     let long: [string, string] | undefined
+    const float = this.valueType === 'float'
     for (const key in props) {
       const value = props[key]
       let json: string | undefined
-      if (typeof value === 'string' && value.length > LONG_STRING) {
+      if (typeof value === 'number' && float && VALUE_PROPERTIES.has(key)) {
+        json = floatJson(value)
+      } else if (typeof value === 'string' && value.length > LONG_STRING) {
         if (long?.[0] !== value) long = [value, JSON.stringify(value)]
         json = long[1]
       } else {
@@ -189,6 +196,12 @@ export class Attribute extends Component {
     }
     const methods = JSON.stringify(Object.keys(this.methods()))
     return `{"name":${JSON.stringify(this.name)},"type":${JSON.stringify(this.valueType)},"path":${JSON.stringify(this.path)},"attr":{${attr}},"children":[],"methods":${methods}${top}}`
+  }
+
+  /** A value property as its type writes it (`{"value": 30.0}` for a float), others as JSON. */
+  override propertyJson(name: string): string | undefined {
+    const value = this.getProperty(name)
+    return VALUE_PROPERTIES.has(name) ? valueJson(value, this.valueType) : JSON.stringify(value)
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {

@@ -1,6 +1,7 @@
 import { ConflictError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
+import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
 import { joinPath, validateModel } from '../definition/validate.js'
 import { checkInstance } from '../definition/parameters.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
@@ -30,6 +31,22 @@ export class Model extends Component {
 
   override properties(): Record<string, unknown> {
     return { definition: this.definition, instances: this.#system.instancesOf(this.name).map((i) => i.name) }
+  }
+
+  /**
+   * The document with the definition's float attribute defaults written as floats: a JSON body
+   * has lost the `.0` of `25.0` by the time it is parsed, so it comes back from the type.
+   */
+  override documentJson(): string {
+    const doc = this.document()
+    const definition = typedModelDefinition(this.definition)
+    doc.attr.definition = { value: definition }
+    doc.definition = definition
+    return typedJson(doc)
+  }
+
+  override propertyJson(name: string): string | undefined {
+    return name === 'definition' ? typedJson(typedModelDefinition(this.definition)) : super.propertyJson(name)
   }
 
   /** `PUT models/<m>` with `{"definition": {...}}` replaces the model. */

@@ -89,6 +89,15 @@ export abstract class Component {
     return props[name]
   }
 
+  /**
+   * One property as JSON text (undefined when its value is undefined): what `GET .../attr/<name>`
+   * answers inside `{"value": ...}`. Components whose values carry a type JSON cannot tell (a
+   * float attribute's `30.0`) write them here.
+   */
+  propertyJson(name: string): string | undefined {
+    return JSON.stringify(this.getProperty(name))
+  }
+
   /** Sets one property; the default refuses every name (read-only component). */
   async setProperty(name: string, _value: unknown): Promise<void> {
     if (Object.hasOwn(this.properties(), name))

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { AttributeDeclaration } from '../../src/definition/model-schema.js'
+import { typed, typedJson } from '../../src/definition/typed-json.js'
 import { type Attribute, Attributes, type AttributeOwner } from '../../src/system/attributes.js'
 import { Component } from '../../src/tree/component.js'
 
@@ -18,6 +19,10 @@ const DECLARATIONS: AttributeDeclaration[] = [
   { name: 'count', default: 3, type: 'int' },
   { name: 'big', default: 2 ** 53 + 2, type: 'int' },
   { name: 'tiny', default: 1e-300, type: 'float', unit: '' },
+  { name: 'setpoint', default: 30, type: 'float' },
+  { name: 'negative_zero', default: -0, type: 'float' },
+  { name: 'huge', default: 1e21, type: 'float' },
+  { name: 'level', default: 4096, type: 'int' },
   { name: 'flag', default: false, type: 'bool', description: 'Schalter für Pumpe ✓ \u2028' },
   { name: 'label', default: 'PT100 – 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 "quoted" </script>', type: 'str' },
   { name: 'items', default: [1, 'two', { three: [3] }, null], type: 'list' },
@@ -26,14 +31,50 @@ const DECLARATIONS: AttributeDeclaration[] = [
   { name: 'unset', default: undefined, type: 'any' },
 ]
 
+/**
+ * The document the slow way: `document()`, its values marked with the attribute's type, written
+ * by typedJson (which is JSON.stringify for everything unmarked, test/unit/typed-json.test.ts).
+ */
+function reference(attr: Attribute): string {
+  const doc = attr.document()
+  for (const key of ['internal_value', 'external_value', 'default']) {
+    if (!Object.hasOwn(doc.attr, key)) continue
+    const value = typed(doc.attr[key]!.value, attr.valueType)
+    doc.attr[key] = { value }
+    if (Object.hasOwn(doc, key)) doc[key] = value
+  }
+  return typedJson(doc)
+}
+
 describe('Attribute.documentJson', () => {
   const owner = new Owner('sensor', null)
   const attributes = new Attributes(owner, DECLARATIONS)
 
-  it('writes the bytes JSON.stringify(document()) writes, for every kind of value', () => {
+  it('writes the bytes of the document with its values typed, for every kind of value', () => {
     for (const attr of attributes.children()) {
-      assert.equal(attr.documentJson(), JSON.stringify(attr.document()), attr.name)
+      assert.equal(attr.documentJson(), reference(attr as Attribute), attr.name)
     }
+  })
+
+  it('writes the values of a float attribute as floats (30.0, -0.0) and those of an int as integers', () => {
+    const setpoint = JSON.stringify(attributes.child('setpoint')!.document())
+    assert.equal(setpoint.includes('"internal_value":30,'), true, 'the plain document has lost the .0')
+    const text = attributes.child('setpoint')!.documentJson()
+    assert.match(text, /"attr":\{"internal_value":\{"value":30\.0\},"external_value":\{"value":30\.0\},/)
+    assert.match(text, /,"internal_value":30\.0,"external_value":30\.0,"default":30\.0,/)
+    assert.match(attributes.child('negative_zero')!.documentJson(), /,"internal_value":-0\.0,"external_value":-0\.0,"default":-0\.0,/)
+    assert.match(attributes.child('huge')!.documentJson(), /,"internal_value":1e\+21,/)
+    assert.match(attributes.child('level')!.documentJson(), /,"internal_value":4096,"external_value":4096,"default":4096,/)
+    assert.match(attributes.child('items')!.documentJson(), /,"internal_value":\[1,"two",\{"three":\[3\]\},null\],/)
+  })
+
+  it('writes one value property the same way (GET .../attr/<name>)', async () => {
+    const setpoint = attributes.child('setpoint') as Attribute
+    assert.equal(setpoint.propertyJson('internal_value'), '30.0')
+    assert.equal(setpoint.propertyJson('default'), '30.0')
+    assert.equal(setpoint.propertyJson('type'), '"float"')
+    assert.equal(attributes.child('level')!.propertyJson('internal_value'), '4096')
+    assert.throws(() => setpoint.propertyJson('nope'), /has no property 'nope'/)
   })
 
   it('stays equal with an override presented, when bound and read-only, and after the type changes', async () => {
@@ -45,7 +86,7 @@ describe('Attribute.documentJson', () => {
     nothing.adopt('now a string')
     for (const attr of attributes.children()) {
       const text = attr.documentJson()
-      assert.equal(text, JSON.stringify(attr.document()), attr.name)
+      assert.equal(text, reference(attr as Attribute), attr.name)
       assert.doesNotThrow(() => JSON.parse(text), attr.name)
     }
     assert.equal(JSON.parse(temperature.documentJson()).external_value, 99.25)
