@@ -52,6 +52,19 @@ describe('the model language on a running server', () => {
         ],
       },
     })
+    await define({
+      lookups: {
+        attributes: { out: 0.0, fallback: 0.0 },
+        actions: [
+          { function: '$out(out)', params: { k: '$in(out) + 1', base: 10 }, call: 'k * base' },
+          { function: '$out(fallback)', params: { step: '$(nothing.here) or $(~.polling.interval) or 0.25' }, call: 'step' },
+        ],
+      },
+    })
+    await create({ l1: 'lookups' })
+    await steps('l1', 2)
+    assert.equal(await value('l1', 'out'), 110, 'params are evaluated each step, before the call')
+    assert.equal(await value('l1', 'fallback'), 1, '$(path) of nothing is None, so `or` falls through to the root polling interval')
     await create({ c1: 'calc' })
     await steps('c1', 1)
     assert.equal(await value('c1', 'half'), 3.5)

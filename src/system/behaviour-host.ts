@@ -131,19 +131,26 @@ export class InstanceHost implements BehaviourHost {
  */
 export class ActionsNode extends Component {
   readonly type = 'Actions'
-  readonly #nodes: Map<string, ActionNode>
+  readonly #behaviour: InstanceBehaviour
+  /** Made when first asked for: ten thousand instances stepping need no nodes. */
+  #nodes: Map<string, ActionNode> | undefined
 
   constructor(parent: Component, behaviour: InstanceBehaviour) {
     super('actions', parent)
-    this.#nodes = new Map(behaviour.actions.map((a) => [a.plan.name, new ActionNode(this, a)]))
+    this.#behaviour = behaviour
+  }
+
+  #all(): Map<string, ActionNode> {
+    this.#nodes ??= new Map(this.#behaviour.actions.map((a) => [a.plan.name, new ActionNode(this, a)]))
+    return this.#nodes
   }
 
   override children(): Component[] {
-    return [...this.#nodes.values()]
+    return [...this.#all().values()]
   }
 
   override child(name: string): Component | undefined {
-    return this.#nodes.get(name)
+    return this.#all().get(name)
   }
 }
 

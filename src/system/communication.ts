@@ -17,6 +17,7 @@ import type { SystemServices } from './services.js'
 export class Communication extends Component {
   readonly type = 'Communication'
   readonly #adapters = new Map<string, AdapterNode>()
+  #names: Set<string> | undefined
 
   constructor(instance: Instance, model: Model, services: SystemServices, parameters: Record<string, unknown> = {}) {
     super('communication', instance)
@@ -64,6 +65,28 @@ export class Communication extends Component {
 
   async stopAll(): Promise<void> {
     for (const node of this.#adapters.values()) await node.adapter.stop().catch(() => {})
+  }
+
+  /**
+   * Whether any adapter's settings name `attr` (as a key or in a string, references included):
+   * a superset of what adapters publish, so that behaviour can skip value checks for the rest.
+   */
+  mentions(attr: string): boolean {
+    if (this.#names === undefined) {
+      this.#names = new Set()
+      const walk = (v: unknown): void => {
+        if (typeof v === 'string') for (const word of v.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) this.#names!.add(word)
+        else if (Array.isArray(v)) v.forEach(walk)
+        else if (v !== null && typeof v === 'object') {
+          for (const [k, x] of Object.entries(v)) {
+            walk(k)
+            walk(x)
+          }
+        }
+      }
+      for (const node of this.#adapters.values()) walk(node.adapter.settings())
+    }
+    return this.#names.has(attr)
   }
 
   valueProblem(attr: string, value: unknown): string | null {

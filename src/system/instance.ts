@@ -323,6 +323,10 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     return this.communication.valueProblem(attr, value)
   }
 
+  mayPublish(attr: string): boolean {
+    return this.communication.mentions(attr)
+  }
+
   /**
    * Starts the instance: prepares it if needed, then (with `ownLoop`, and polling enabled)
    * calls run() every `polling.interval` seconds. The system's start drives instances from its

@@ -12,6 +12,9 @@ class Owner extends Component implements AttributeOwner {
   mappedValueProblem(): string | null {
     return null
   }
+  mayPublish(): boolean {
+    return false
+  }
 }
 
 const DECLARATIONS: AttributeDeclaration[] = [

@@ -45,6 +45,8 @@ export interface ActionPlan {
   readonly enabled: boolean
   /** Its targets as written. */
   readonly targets: readonly string[]
+  /** How faults name it: `action 'power' (actions[2])`. */
+  readonly label: string
   bind(ctx: BindContext): ActionRuntime
 }
 
@@ -136,6 +138,7 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
     path,
     description: typeof fields.description === 'string' ? fields.description : undefined,
     enabled: fields.enabled !== false,
+    label: `action '${typeof name === 'string' ? name : `${kind}_${index}`}' (${path})`,
     targets: lifecycle ? [] : (Array.isArray(target) ? target : [target]).filter((t): t is string => typeof t === 'string'),
   }
   const compile = KIND_COMPILERS[kind]
@@ -146,14 +149,15 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
   const plan: ActionPlan = {
     ...info,
     bind(ctx) {
-      const env = new ActionEnvironment(ctx, `action '${info.name}' (${path})`)
+      const env = new ActionEnvironment(ctx, info.label)
+      if (paramList.length === 0) return make(env, plan)
+      const values = (env.params = new Map())
       const paramEvaluators = paramList.map((p) => ({ name: p.name, evaluate: env.evaluator({ expression: p.expression }) }))
       const runtime = make(env, plan)
-      if (paramEvaluators.length === 0) return runtime
       // Params first, each step, so the action's expressions see this step's values.
       const run = runtime.run.bind(runtime)
       runtime.run = () => {
-        for (const p of paramEvaluators) env.params.set(p.name, p.evaluate())
+        for (const p of paramEvaluators) values.set(p.name, p.evaluate())
         run()
       }
       return runtime
@@ -227,17 +231,14 @@ function targetWriter(env: ActionEnvironment, targets: readonly Target[], label:
   }
 }
 
+const NOTHING = (): void => {}
+
 /** A runtime for an action that computes a value each step and writes it to its targets. */
-function valueAction(
-  plan: ActionPlan,
-  env: ActionEnvironment,
-  targets: readonly Target[],
-  compute: () => PyValue,
-  reset: () => void = () => {},
-): ActionRuntime {
-  const label = `action '${plan.name}' (${plan.path})`
-  const write = targetWriter(env, targets, label, plan.path)
+function valueAction(plan: ActionPlan, env: ActionEnvironment, targets: readonly Target[], compute: () => PyValue, reset: () => void = NOTHING): ActionRuntime {
+  const label = plan.label
   const host = env.ctx.host
+  const writers = targets.map((t) => env.writer(t))
+  const single = writers.length === 1 ? (writers[0] as (value: PyValue) => void) : undefined
   return {
     plan,
     enabled: plan.enabled,
@@ -245,10 +246,11 @@ function valueAction(
       let value: PyValue
       try {
         value = compute()
+        if (single !== undefined) single(value)
+        else for (const write of writers) write(value)
       } catch (err) {
         throw writeFailure(host.name, label, plan.path, err)
       }
-      write(value)
     },
     reset,
   }
@@ -317,7 +319,7 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
         if (current === lastWritten) return lastBase
         return asNumber(toPy(current, attr.valueType))
       }
-      const write = targetWriter(env, targets, `action '${plan.name}' (${plan.path})`, plan.path)
+      const write = targetWriter(env, targets, plan.label, plan.path)
       const runtime: ActionRuntime = {
         plan,
         enabled: plan.enabled,
@@ -540,7 +542,7 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
   }
   return (env, plan) => {
     const host = env.ctx.host
-    const label = `action '${plan.name}' (${plan.path})`
+    const label = plan.label
     const held = attributeOverrides.map(({ target, value }) => ({ target, value: toPy(value, 'any'), write: env.writer(target) }))
     let saved: Array<() => Promise<void> | void> = []
     let active = false

@@ -184,7 +184,8 @@ export function describe(value: unknown): string {
 
 /** What the expressions of one action (on one instance) evaluate against. */
 export class ActionEnvironment {
-  readonly params = new Map<string, PyValue>()
+  /** This step's values of the action's expression `params` (made only for actions that have some). */
+  params: Map<string, PyValue> | undefined
   readonly ctx: BindContext
   readonly #label: string
 
@@ -213,12 +214,16 @@ export class ActionEnvironment {
   }
 
   #scope(expression: CompiledExpression): ExpressionScope {
-    const readers = expression.references.map((ref) => reader(ref, this.ctx))
-    const params = this.params
-    return {
-      reference: (_ref, index) => (readers[index] as () => PyValue)(),
-      parameter: (name) => params.get(name) ?? null,
+    const parameter = (name: string): PyValue => this.params?.get(name) ?? null
+    // The common case, every reference the internal value of a float attribute: read straight
+    // from the attributes, without a reader function per reference.
+    const floats = expression.references.map((ref) => floatAttribute(ref, this.ctx.host))
+    if (floats.every((a) => a !== undefined)) {
+      const attrs = floats as HostAttribute[]
+      return { reference: (_ref, index) => (attrs[index] as HostAttribute).internalValue as number, parameter }
     }
+    const readers = expression.references.map((ref) => reader(ref, this.ctx))
+    return { reference: (_ref, index) => (readers[index] as () => PyValue)(), parameter }
   }
 
   /** A function that writes a value to one target, logged for undo. */
@@ -229,17 +234,27 @@ export class ActionEnvironment {
     }
     const attr = host.attribute(target.attribute) as HostAttribute
     const type = attr.valueType
+    const mapped = attr.mapped
     if (target.side === 'external') {
       return (value) => {
         const json = fromPy(value, type)
-        checkMapping(attr, json)
+        if (mapped) checkMapping(attr, json)
         undo.external(attr)
         attr.setPresented({ value: json })
       }
     }
+    if (type === 'float') {
+      // The common case: a float result into a float attribute, no conversion.
+      return (value) => {
+        const json = typeof value === 'number' && value - value === 0 ? value : (fromPy(value, type) as number)
+        if (mapped) checkMapping(attr, json)
+        undo.internal(attr)
+        attr.setComputed(json)
+      }
+    }
     return (value) => {
       const json = fromPy(value, type)
-      checkMapping(attr, json)
+      if (mapped) checkMapping(attr, json)
       undo.internal(attr)
       attr.setComputed(json)
     }
@@ -249,6 +264,13 @@ export class ActionEnvironment {
 function checkMapping(attr: HostAttribute, value: unknown): void {
   const problem = attr.mappingProblem(value)
   if (problem !== null) throw new PyException('ValueError', `${attr.name}: ${problem}`)
+}
+
+/** The attribute a reference reads the internal value of, when that attribute is a float. */
+function floatAttribute(ref: Reference, host: BehaviourHost): HostAttribute | undefined {
+  if (ref.kind !== 'internal' && ref.kind !== 'output') return undefined
+  const attr = host.attribute(ref.target.replace(/^\.+/, ''))
+  return attr?.valueType === 'float' ? attr : undefined
 }
 
 /** How one reference of an expression is read on an instance. */

@@ -20,6 +20,8 @@ export interface HostAttribute {
   setPresented(value: { value: unknown } | undefined): void
   /** Why a protocol mapping cannot carry `value`, or null. */
   mappingProblem(value: unknown): string | null
+  /** Whether a protocol adapter publishes it (only then `mappingProblem` can find one). */
+  readonly mapped: boolean
 }
 
 /** The instance behaviour belongs to, as behaviour sees it. */
@@ -57,35 +59,38 @@ export interface StepFrame {
  * which value was written and what it held before; undone newest first.
  */
 export class UndoLog {
+  // Entries are kept and overwritten step after step (only `#size` goes back to 0), so a step
+  // allocates nothing here once the arrays have grown to its number of writes.
   readonly #attrs: HostAttribute[] = []
-  readonly #sides: number[] = []
+  readonly #external: boolean[] = []
   readonly #before: unknown[] = []
+  #size = 0
 
   internal(attr: HostAttribute): void {
-    this.#attrs.push(attr)
-    this.#sides.push(0)
-    this.#before.push(attr.internalValue)
+    const i = this.#size++
+    this.#attrs[i] = attr
+    this.#external[i] = false
+    this.#before[i] = attr.internalValue
   }
 
   external(attr: HostAttribute): void {
-    this.#attrs.push(attr)
-    this.#sides.push(1)
-    this.#before.push(attr.presented)
+    const i = this.#size++
+    this.#attrs[i] = attr
+    this.#external[i] = true
+    this.#before[i] = attr.presented
   }
 
   commit(): void {
-    this.#attrs.length = 0
-    this.#sides.length = 0
-    this.#before.length = 0
+    this.#size = 0
   }
 
   rollback(): void {
-    for (let i = this.#attrs.length - 1; i >= 0; i--) {
+    for (let i = this.#size - 1; i >= 0; i--) {
       const attr = this.#attrs[i] as HostAttribute
-      if (this.#sides[i] === 0) attr.setComputed(this.#before[i])
-      else attr.setPresented(this.#before[i] as { value: unknown } | undefined)
+      if (this.#external[i]) attr.setPresented(this.#before[i] as { value: unknown } | undefined)
+      else attr.setComputed(this.#before[i])
     }
-    this.commit()
+    this.#size = 0
   }
 }
 

@@ -1,0 +1,156 @@
+/**
+ * Benchmark 7: declarative stepping. 10,000 instances of a three-phase meter model with 16
+ * `function` actions, `system/method/run {"steps": 100}`, against CPython evaluating the same 16
+ * formulas per instance and step, each compiled once with compile() (the reference product's
+ * architecture at its most optimistic: no server, no I/O, one dict per instance). Also reports
+ * the share of one core needed to step all instances at 10 Hz and the memory per instance.
+ *
+ * @example
+ * const result = await declarativeStep.run(ctx)
+ */
+import { spawnSync } from 'node:child_process'
+import { startMimicProcess } from '../lib/mimic-process.mjs'
+import { instanceMap } from '../lib/models.mjs'
+import { processTree } from '../lib/proc-stats.mjs'
+import { bytes, median, sig } from '../lib/stats.mjs'
+
+/** The meter's 16 formulas: [target, expression]; `t` is the instance time, `dt` its step. */
+const FORMULAS = [
+  ['v1', '230.0 + 2.0 * math.sin(t * 0.1)'],
+  ['v2', '230.0 + 2.0 * math.sin(t * 0.1 + 2.0944)'],
+  ['v3', '230.0 + 2.0 * math.sin(t * 0.1 + 4.1888)'],
+  ['i1', '10.0 + 0.5 * math.cos(t * 0.05)'],
+  ['i2', 'i1 * 1.01'],
+  ['i3', 'i1 * 0.99'],
+  ['p1', 'v1 * i1 * pf'],
+  ['p2', 'v2 * i2 * pf'],
+  ['p3', 'v3 * i3 * pf'],
+  ['p', 'p1 + p2 + p3'],
+  ['s', 'v1 * i1 + v2 * i2 + v3 * i3'],
+  ['q', 'math.sqrt(max(0.0, s * s - p * p))'],
+  ['e', 'e + p * dt / 3600000'],
+  ['f', '50.0 + 0.01 * math.sin(t)'],
+  ['pf_calc', 'p / s if s > 0 else 1.0'],
+  ['overload', '1.0 if p > 7000 else 0.0'],
+]
+const ATTRIBUTES = ['v1', 'v2', 'v3', 'i1', 'i2', 'i3', 'pf', 'p1', 'p2', 'p3', 'p', 's', 'q', 'e', 'f', 'pf_calc', 'overload']
+
+/** The model in the model language: time and dt through `$attr(timer...)`, attributes by name. */
+export function meterModel() {
+  const attributes = Object.fromEntries(ATTRIBUTES.map((a) => [a, { default: a === 'pf' ? 0.95 : 0.0, type: 'float' }]))
+  const actions = FORMULAS.map(([target, call]) => ({
+    function: `$out(${target})`,
+    call: call.replace(/\bdt\b/g, '$attr(timer.dt)').replace(/\bt\b/g, '$attr(timer.time)'),
+  }))
+  return { attributes, actions }
+}
+
+/** CPython: the formulas compiled once, evaluated per instance and step in a dict per instance. */
+const PEER = `
+import json, math, sys, time
+formulas = json.loads(sys.argv[1])
+instances, steps = int(sys.argv[2]), int(sys.argv[3])
+codes = [(target, compile(src, target, 'eval')) for target, src in formulas]
+spaces = []
+for _ in range(instances):
+    ns = {name: 0.0 for name in ${JSON.stringify(ATTRIBUTES)}}
+    ns['pf'] = 0.95
+    ns['math'] = math
+    ns['t'] = 0.0
+    ns['dt'] = 1.0
+    spaces.append(ns)
+best = None
+for _round in range(2):
+    t0 = time.perf_counter()
+    for step in range(steps):
+        for ns in spaces:
+            for target, code in codes:
+                ns[target] = eval(code, ns)
+            ns['t'] += ns['dt']
+    elapsed = time.perf_counter() - t0
+    best = elapsed if best is None else min(best, elapsed)
+sys.stdout.write(json.dumps({"seconds": best}))
+`
+
+/** @type {import('../lib/benchmark.mjs').Benchmark} */
+export const declarativeStep = {
+  id: '7',
+  key: 'declarative',
+  title: 'Declarative stepping',
+  async run(ctx) {
+    const instances = ctx.smoke ? 200 : 10_000
+    const steps = ctx.smoke ? 5 : 100
+    const rounds = ctx.smoke ? 1 : 3
+    const peerSteps = ctx.smoke ? 2 : 10
+
+    const dir = await ctx.tmpDir()
+    const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
+    ctx.onCleanup(() => mimic.stop())
+    await mimic.api('PUT', '/api/v3/system/models', { Meter: meterModel() })
+    await mimic.api('PUT', '/api/v3/system/instances', { warm: 'Meter' })
+    await mimic.call('/api/v3/system', 'run', { steps: 2 })
+    await new Promise((r) => setTimeout(r, 300))
+    const base = processTree(mimic.pid)
+    for (let from = 0; from < instances; from += 5000) {
+      await mimic.api('PUT', '/api/v3/system/instances', instanceMap({ prefix: 'm', from, to: Math.min(instances, from + 5000), model: () => 'Meter' }))
+    }
+    await mimic.call('/api/v3/system', 'run', { steps: 1 })
+    await new Promise((r) => setTimeout(r, 300))
+    const loaded = processTree(mimic.pid)
+    const perInstance = (loaded.main.rssBytes - base.main.rssBytes) / instances
+    ctx.log(`  declarative: ${instances} instances, ${bytes(perInstance)} each`)
+
+    const seconds = []
+    for (let round = 0; round < rounds; round++) {
+      const t0 = performance.now()
+      await mimic.call('/api/v3/system', 'run', { steps })
+      seconds.push((performance.now() - t0) / 1000)
+      ctx.log(`  declarative round ${round + 1}: ${sig(seconds[round])} s for ${steps} steps`)
+    }
+    const mimicRate = ((instances + 1) * steps) / median(seconds)
+
+    const peer = spawnSync(ctx.python, ['-c', PEER, JSON.stringify(FORMULAS), String(instances), String(peerSteps)], { encoding: 'utf8', timeout: 80_000 })
+    if (peer.status !== 0) throw new Error(`CPython peer failed: ${peer.stderr}`)
+    const peerSeconds = JSON.parse(peer.stdout).seconds
+    const peerRate = (instances * peerSteps) / peerSeconds
+    const ratio = mimicRate / peerRate
+    const coreAt10Hz = (instances * 10) / mimicRate
+
+    const rows = [
+      {
+        case: `${instances.toLocaleString('en-US')} meters x 16 function actions, run(steps=${steps})`,
+        mimic: `${sig(mimicRate / 1e6)} M instance-steps/s (${sig(median(seconds))} s per run)`,
+        peer: `${sig(peerRate / 1e6)} M instance-steps/s (CPython ${peerSteps} steps, compile() once, eval per instance)`,
+        ratio: `${sig(ratio)}x`,
+        target: '>= 10x CPython',
+        verdict: ctx.smoke ? 'smoke' : ratio >= 10 ? 'met' : 'missed',
+      },
+      {
+        case: `share of one core to step ${instances.toLocaleString('en-US')} meters at 10 Hz`,
+        mimic: `${sig(coreAt10Hz * 100)} %`,
+        peer: '—',
+        ratio: '—',
+        target: '< 50 %',
+        verdict: ctx.smoke ? 'smoke' : coreAt10Hz < 0.5 ? 'met' : 'missed',
+      },
+      {
+        case: 'memory per declarative instance with 16 actions',
+        mimic: `${bytes(perInstance)} (server RSS ${bytes(base.main.rssBytes)} -> ${bytes(loaded.main.rssBytes)})`,
+        peer: '—',
+        ratio: `${sig(perInstance / (20 * 1024))} of the target`,
+        target: '<= 20 KiB',
+        verdict: ctx.smoke ? 'smoke' : perInstance <= 20 * 1024 ? 'met' : 'missed',
+      },
+    ]
+    const details = [
+      `Each round is one \`POST /api/v3/system/method/run {"kwargs": {"steps": ${steps}}}\` over HTTP, timed from the client (so the HTTP round trip is included).`,
+      `The peer is ${ctx.python} running the same 16 formulas (plain names instead of references), best of 2 rounds of ${peerSteps} steps.`,
+      '',
+      '| round | seconds |',
+      '|---|---|',
+      ...seconds.map((s, i) => `| ${i + 1} | ${sig(s)} |`),
+      `| CPython (${peerSteps} steps) | ${sig(peerSeconds)} |`,
+    ]
+    return { rows, details: details.join('\n') }
+  },
+}
