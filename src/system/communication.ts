@@ -1,3 +1,4 @@
+import { attributeDeclarations } from '../definition/model-schema.js'
 import { NotFoundError } from '../errors.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
@@ -110,6 +111,12 @@ export class AdapterNode extends Component {
       context: opts.services.protocols.get(kind),
       logger: opts.services.logger,
       name: `${instance.name}.${opts.name}`,
+      subject: {
+        instance: instance.name,
+        model: instance.model.name,
+        description: instance.model.parsed.description,
+        attributes: attributeDeclarations(instance.model.parsed).map((a) => ({ name: a.name, type: a.type, default: a.default })),
+      },
       accessor: {
         read: (attr) => instance.attributes.get(attr)?.externalValue,
         write: (attr, value) => {
@@ -118,6 +125,10 @@ export class AdapterNode extends Component {
           return target.setInternal(value)
         },
         writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
+        valueProblem: (attr, value) => {
+          const target = instance.attributes.get(attr)
+          return target ? target.valueProblem(value) : `attribute '${attr}' not found`
+        },
       },
     })
   }
