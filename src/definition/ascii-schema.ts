@@ -71,33 +71,76 @@ const writeValueSchema = z.union([z.string().max(4096), z.number(), z.boolean()]
 export type AsciiWriteValue = z.output<typeof writeValueSchema>
 
 /** What a mapping maps a pattern to: a reference (the reply is its value) or writes plus an optional reply. */
-const mappingTargetSchema = z.union([
-  z.string().max(1024),
-  z.record(z.string().max(1024), z.union([writeValueSchema, z.null()])).superRefine((writes, ctx) => {
-    for (const [key, value] of Object.entries(writes)) {
-      if (key === 'response') {
-        if (typeof value !== 'string' && value !== null) ctx.addIssue({ code: 'custom', path: [key], message: 'response is a reply template (a string)' })
-      } else if (referencedAttribute(key) === null) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `'${key}' is neither 'response' nor a reference to an attribute (#attr(x), $in(x), a name)` })
-      } else if (value === null) {
-        ctx.addIssue({ code: 'custom', path: [key], message: 'a write needs a value: a placeholder name, a literal or a template' })
-      }
-    }
-  }),
-])
+const mappingTargetSchema = z.union([z.string().max(1024), z.record(z.string().max(1024), z.union([writeValueSchema, z.null()]))])
 
-const bindingSchema = z.strictObject({
-  name: z.string().max(128).optional(),
-  description: z.string().max(1024).optional(),
-  command: z.string().min(1).max(1024),
-  /** Read (command without placeholders, or `value` absent and one placeholder written to it) or write target. */
-  attribute: z.string().max(1024).optional(),
-  /** What to write to `attribute`: a placeholder name, a literal or a template. */
-  value: writeValueSchema.optional(),
-  /** Further writes, as in a mapping. */
-  writes: z.record(z.string().max(1024), writeValueSchema).optional(),
-  response: z.string().max(4096).optional(),
+/** Command patterns to what they do; each pattern checked with what it maps to. */
+const mappingsSchema = z.record(z.string().min(1).max(1024), mappingTargetSchema).superRefine((mappings, ctx) => {
+  for (const [pattern, target] of Object.entries(mappings)) {
+    checkPattern(pattern, [pattern], ctx)
+    const captures = new Set(placeholders(pattern))
+    if (typeof target === 'string') {
+      if (referencedAttribute(target) === null) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [pattern],
+          message: `'${target}' is not a reference to an attribute (#out(x), $in(x), a name); a fixed reply is {response: "..."}`,
+        })
+      }
+      continue
+    }
+    for (const [key, value] of Object.entries(target)) {
+      if (key === 'response') {
+        if (typeof value !== 'string' && value !== null)
+          ctx.addIssue({ code: 'custom', path: [pattern, key], message: 'response is a reply template (a string)' })
+      } else if (referencedAttribute(key) === null) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [pattern, key],
+          message: `'${key}' is neither 'response' nor a reference to an attribute (#attr(x), $in(x), a name)`,
+        })
+      } else if (value === null) {
+        ctx.addIssue({ code: 'custom', path: [pattern, key], message: 'a write needs a value: a placeholder name, a literal or a template' })
+      }
+      if (typeof value === 'string') checkTemplate(value, captures, [pattern, key], ctx)
+    }
+  }
 })
+
+const bindingSchema = z
+  .strictObject({
+    name: z.string().max(128).optional(),
+    description: z.string().max(1024).optional(),
+    command: z.string().min(1).max(1024),
+    /** Read (command without placeholders, or `value` absent and one placeholder written to it) or write target. */
+    attribute: z.string().max(1024).optional(),
+    /** What to write to `attribute`: a placeholder name, a literal or a template. */
+    value: writeValueSchema.optional(),
+    /** Further writes, as in a mapping. */
+    writes: z.record(z.string().max(1024), writeValueSchema).optional(),
+    response: z.string().max(4096).optional(),
+  })
+  .superRefine((binding, ctx) => {
+    checkPattern(binding.command, ['command'], ctx)
+    const captures = bindingCaptures(binding)
+    if (binding.attribute !== undefined && referencedAttribute(binding.attribute) === null) {
+      ctx.addIssue({ code: 'custom', path: ['attribute'], message: `'${binding.attribute}' is not a reference to an attribute` })
+    }
+    if (binding.value !== undefined && binding.attribute === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['value'], message: 'a value is written to an attribute: give attribute too' })
+    }
+    if (binding.attribute !== undefined && binding.value === undefined && placeholders(binding.command).length > 1) {
+      ctx.addIssue({ code: 'custom', path: ['value'], message: 'the command has several placeholders: say which one is written (value)' })
+    }
+    if (typeof binding.value === 'string') checkTemplate(binding.value, captures, ['value'], ctx)
+    for (const [ref, value] of Object.entries(binding.writes ?? {})) {
+      if (referencedAttribute(ref) === null) ctx.addIssue({ code: 'custom', path: ['writes', ref], message: `'${ref}' is not a reference to an attribute` })
+      if (typeof value === 'string') checkTemplate(value, captures, ['writes', ref], ctx)
+    }
+    if (binding.response !== undefined) checkTemplate(binding.response, captures, ['response'], ctx)
+    if (binding.attribute === undefined && binding.writes === undefined && binding.response === undefined) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'a binding reads or writes an attribute, or replies: give attribute, writes or response' })
+    }
+  })
 /** @example const b: AsciiBinding = { command: 'MEAS:VOLT?', attribute: '#out(voltage)' } */
 export type AsciiBinding = z.output<typeof bindingSchema>
 
@@ -141,56 +184,14 @@ export const asciiSchema = z
     max_line_length: z.number().int().min(16).max(16_777_216).default(ASCII_DEFAULTS.max_line_length),
     /** Clients a TCP listener holds at once; one more is refused. */
     max_connections: z.number().int().min(1).max(65_535).default(ASCII_DEFAULTS.max_connections),
-    mappings: z.record(z.string().min(1).max(1024), mappingTargetSchema).optional(),
-    mapping: z.record(z.string().min(1).max(1024), mappingTargetSchema).optional(),
+    mappings: mappingsSchema.optional(),
+    mapping: mappingsSchema.optional(),
     bindings: z.array(bindingSchema).default([]),
   })
   .superRefine((definition, ctx) => {
     if (definition.mappings !== undefined && definition.mapping !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['mapping'], message: "give 'mappings' or its other name 'mapping', not both" })
     }
-    for (const [pattern, target] of Object.entries(definition.mappings ?? definition.mapping ?? {})) {
-      const key = definition.mappings !== undefined ? 'mappings' : 'mapping'
-      checkPattern(pattern, [key, pattern], ctx)
-      const captures = new Set(placeholders(pattern))
-      if (typeof target === 'string') {
-        if (referencedAttribute(target) === null) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [key, pattern],
-            message: `'${target}' is not a reference to an attribute (#out(x), $in(x), a name); a fixed reply is {response: "..."}`,
-          })
-        }
-        continue
-      }
-      for (const [ref, value] of Object.entries(target)) {
-        if (typeof value === 'string') checkTemplate(value, captures, [key, pattern, ref], ctx)
-      }
-    }
-    definition.bindings.forEach((binding, index) => {
-      const at = ['bindings', index]
-      checkPattern(binding.command, [...at, 'command'], ctx)
-      const captures = bindingCaptures(binding)
-      if (binding.attribute !== undefined && referencedAttribute(binding.attribute) === null) {
-        ctx.addIssue({ code: 'custom', path: [...at, 'attribute'], message: `'${binding.attribute}' is not a reference to an attribute` })
-      }
-      if (binding.value !== undefined && binding.attribute === undefined) {
-        ctx.addIssue({ code: 'custom', path: [...at, 'value'], message: 'a value is written to an attribute: give attribute too' })
-      }
-      if (binding.attribute !== undefined && binding.value === undefined && placeholders(binding.command).length > 1) {
-        ctx.addIssue({ code: 'custom', path: [...at, 'value'], message: 'the command has several placeholders: say which one is written (value)' })
-      }
-      if (typeof binding.value === 'string') checkTemplate(binding.value, captures, [...at, 'value'], ctx)
-      for (const [ref, value] of Object.entries(binding.writes ?? {})) {
-        if (referencedAttribute(ref) === null)
-          ctx.addIssue({ code: 'custom', path: [...at, 'writes', ref], message: `'${ref}' is not a reference to an attribute` })
-        if (typeof value === 'string') checkTemplate(value, captures, [...at, 'writes', ref], ctx)
-      }
-      if (binding.response !== undefined) checkTemplate(binding.response, captures, [...at, 'response'], ctx)
-      if (binding.attribute === undefined && binding.writes === undefined && binding.response === undefined) {
-        ctx.addIssue({ code: 'custom', path: at, message: 'a binding reads or writes an attribute, or replies: give attribute, writes or response' })
-      }
-    })
   })
 
 /**
@@ -221,7 +222,7 @@ function checkPattern(pattern: string, path: (string | number)[], ctx: z.core.$R
     else if (seen.has(name)) ctx.addIssue({ code: 'custom', path, message: `placeholder {${name}} appears twice` })
     seen.add(name)
   }
-  if (/\}\s*\{/.test(pattern.replaceAll('{{', '').replaceAll('}}', ''))) {
+  if (/\}\{/.test(pattern.replaceAll('{{', '').replaceAll('}}', ''))) {
     ctx.addIssue({ code: 'custom', path, message: 'two placeholders need text between them to tell where one ends' })
   }
 }
