@@ -75,6 +75,10 @@ describe('ascii schema', () => {
       /bindings.1: a binding reads or writes an attribute, or replies/,
       /bindings.2.value: a value is written to an attribute: give attribute too/,
     ]
-    for (const pattern of expect) assert.ok(found.some((f) => pattern.test(f)), `${pattern} in ${found.join('\n')}`)
+    for (const pattern of expect)
+      assert.ok(
+        found.some((f) => pattern.test(f)),
+        `${pattern} in ${found.join('\n')}`,
+      )
   })
 })

@@ -31,7 +31,8 @@ describe('ascii values: text to attribute types as Python constructors convert',
     assert.deepEqual(convertValue('float', '-inf'), { value: -Infinity })
     assert.ok(Number.isNaN(convertValue('float', 'NaN').value))
     assert.deepEqual(convertValue('float', false), { value: 0 })
-    for (const text of ['abc', '1.2.3', '', '1e', 'e5', '5V']) assert.match(convertValue('float', text).problem ?? '', /could not convert string to float/, text)
+    for (const text of ['abc', '1.2.3', '', '1e', 'e5', '5V'])
+      assert.match(convertValue('float', text).problem ?? '', /could not convert string to float/, text)
   })
 
   it('bool reads ON/OFF, 1/0 and true/false in any case, and nothing else', () => {
@@ -53,7 +54,26 @@ describe('ascii values: text to attribute types as Python constructors convert',
 
 describe('ascii values: replies', () => {
   it('answers floats as Python str(float) does, checked against python3', () => {
-    const samples = [2, 0.1, 1 / 3, -0.0, 0, 1e16, 1e15, 123456789012345680, 1e-4, 1e-5, 1.5e-5, 2.5e-7, 1e22, 1.7976931348623157e308, 5e-324, -42.125, 100, 0.30000000000000004]
+    const samples = [
+      2,
+      0.1,
+      1 / 3,
+      -0.0,
+      0,
+      1e16,
+      1e15,
+      123456789012345680,
+      1e-4,
+      1e-5,
+      1.5e-5,
+      2.5e-7,
+      1e22,
+      1.7976931348623157e308,
+      5e-324,
+      -42.125,
+      100,
+      0.30000000000000004,
+    ]
     // As text, since JSON has no -0; Python's float() reads JavaScript's shortest form exactly.
     const texts = samples.map((n) => (Object.is(n, -0) ? '-0' : String(n)))
     const script = 'import json,sys; print(json.dumps([str(float(x)) for x in json.loads(sys.argv[1])]))'
