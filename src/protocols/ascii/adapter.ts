@@ -4,7 +4,7 @@ import type { AsciiDefinition } from '../../definition/ascii-schema.js'
 import { ConflictError, ValidationError } from '../../errors.js'
 import { SERVER_VERSION } from '../../version.js'
 import type { AdapterStats, AdapterSubject, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
-import type { Endpoint, LineHandler } from './endpoint.js'
+import type { DropKind, Endpoint, LineHandler } from './endpoint.js'
 import type { AsciiHub } from './hub.js'
 import { Instrument } from './instrument.js'
 import type { InstrumentCounters } from './instrument.js'
@@ -71,7 +71,7 @@ export class AsciiAdapter implements ProtocolAdapter {
   #ignored = 0
   #dropped = 0
   #recent: AsciiExchange[] = []
-  #lastWarning = 0
+  readonly #lastWarning = new Map<DropKind, number>()
 
   constructor(options: AsciiAdapterOptions) {
     this.#hub = options.hub
@@ -92,9 +92,9 @@ export class AsciiAdapter implements ProtocolAdapter {
       maxLineLength: definition.max_line_length,
       maxConnections: definition.max_connections,
       replyDelayMs: () => (definition.response_delay + Math.random() * definition.response_jitter) * 1000,
-      dropped: (reason, client) => {
+      dropped: (kind, reason, client) => {
         this.#dropped++
-        this.#warn({ client, reason }, 'closed an ascii client')
+        this.#warn(kind, { client, reason }, kind === 'refused' ? 'refused an ascii client' : 'closed an ascii client')
       },
     }
   }
@@ -235,11 +235,11 @@ export class AsciiAdapter implements ProtocolAdapter {
     return result
   }
 
-  /** Logs at warn level at most once a second (a flood of bad clients would flood the log), else debug. */
-  #warn(fields: Record<string, unknown>, message: string): void {
+  /** Logs at warn level at most once a second for each kind (a flood of bad clients would flood the log), else debug. */
+  #warn(kind: DropKind, fields: Record<string, unknown>, message: string): void {
     const now = Date.now()
-    if (now - this.#lastWarning >= WARN_INTERVAL_MS) {
-      this.#lastWarning = now
+    if (now - (this.#lastWarning.get(kind) ?? 0) >= WARN_INTERVAL_MS) {
+      this.#lastWarning.set(kind, now)
       this.#logger.warn(fields, message)
     } else {
       this.#logger.debug(fields, message)

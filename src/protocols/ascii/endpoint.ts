@@ -32,9 +32,12 @@ export interface LineHandler {
   readonly maxConnections: number
   /** Milliseconds before each reply, read for every reply. */
   replyDelayMs(): number
-  /** A client closed or refused, and why. */
-  dropped(reason: string, client: string): void
+  /** A client closed (or a datagram ignored) for bad input, or a client refused, and why. */
+  dropped(kind: DropKind, reason: string, client: string): void
 }
+
+/** Why a client was dropped: input that is not text, a line too long, no room for it. */
+export type DropKind = 'binary' | 'overlong' | 'refused'
 
 /** One open endpoint. */
 export interface Endpoint {
@@ -96,7 +99,7 @@ export class TcpEndpoint implements Endpoint {
       }
       if (this.#connections.size >= handler.maxConnections) {
         socket.destroy()
-        handler.dropped(`refused: ${handler.maxConnections} clients are connected (max_connections)`, client)
+        handler.dropped('refused', `refused: ${handler.maxConnections} clients are connected (max_connections)`, client)
         return
       }
       const connection = new LineConnection({ socket, client, handler, allowed, onClose: (c) => this.#connections.delete(c) })
@@ -186,29 +189,29 @@ class LineConnection {
     this.#onClose(this)
   }
 
-  #drop(reason: string): void {
+  #drop(kind: DropKind, reason: string): void {
     if (this.#closed) return
-    this.#handler.dropped(reason, this.#client)
+    this.#handler.dropped(kind, reason, this.#client)
     this.destroy()
   }
 
   #onData(chunk: Buffer): void {
     if (this.#closed) return
     const bad = badByte(chunk, this.#allowed)
-    if (bad !== -1) return this.#drop(`binary data: byte 0x${chunk[bad]!.toString(16).padStart(2, '0')} is not text`)
+    if (bad !== -1) return this.#drop('binary', `binary data: byte 0x${chunk[bad]!.toString(16).padStart(2, '0')} is not text`)
     const data = this.#partial === null ? chunk : Buffer.concat([this.#partial, chunk])
     let start = 0
     for (;;) {
       const end = data.indexOf(this.#separator, start)
       if (end === -1) break
       if (end - start > this.#handler.maxLineLength)
-        return this.#drop(`a line of ${end - start} bytes is longer than max_line_length (${this.#handler.maxLineLength})`)
+        return this.#drop('overlong', `a line of ${end - start} bytes is longer than max_line_length (${this.#handler.maxLineLength})`)
       this.#lines.push(data.toString('utf8', start, end))
       start = end + 1
     }
     const rest = data.length - start
     if (rest > this.#handler.maxLineLength) {
-      return this.#drop(`${rest} bytes without a terminator: longer than max_line_length (${this.#handler.maxLineLength})`)
+      return this.#drop('overlong', `${rest} bytes without a terminator: longer than max_line_length (${this.#handler.maxLineLength})`)
     }
     // A copy, so that a small remainder does not keep a large chunk alive.
     this.#partial = rest === 0 ? null : Buffer.from(data.subarray(start))
@@ -320,9 +323,9 @@ export class UdpEndpoint implements Endpoint {
   async #datagram(message: Buffer, address: string, port: number, client: string): Promise<void> {
     if (this.#closing !== null) return
     const bad = badByte(message, this.#allowed)
-    if (bad !== -1) return this.#handler.dropped(`binary data: byte 0x${message[bad]!.toString(16).padStart(2, '0')} is not text`, client)
+    if (bad !== -1) return this.#handler.dropped('binary', `binary data: byte 0x${message[bad]!.toString(16).padStart(2, '0')} is not text`, client)
     if (message.length > this.#handler.maxLineLength) {
-      return this.#handler.dropped(`a datagram of ${message.length} bytes is longer than max_line_length (${this.#handler.maxLineLength})`, client)
+      return this.#handler.dropped('overlong', `a datagram of ${message.length} bytes is longer than max_line_length (${this.#handler.maxLineLength})`, client)
     }
     const terminator = this.#handler.terminator
     const separator = terminator[terminator.length - 1]!
