@@ -28,10 +28,11 @@ import { modbusRead } from './benchmarks/modbus-read.mjs'
 import { snapshots } from './benchmarks/snapshots.mjs'
 import { memory } from './benchmarks/memory.mjs'
 import { modbusScale } from './benchmarks/modbus-scale.mjs'
+import { asciiQuery } from './benchmarks/ascii-query.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** @type {import('./lib/benchmark.mjs').Benchmark[]} */
-const BENCHMARKS = [pythonStep, httpRoundTrip, modbusRead, snapshots, memory, modbusScale]
+const BENCHMARKS = [pythonStep, httpRoundTrip, modbusRead, snapshots, memory, modbusScale, asciiQuery]
 const LIMIT_MS = { full: 90_000, smoke: 15_000 }
 
 const argv = process.argv.slice(2)
