@@ -29,10 +29,11 @@ import { snapshots } from './benchmarks/snapshots.mjs'
 import { memory } from './benchmarks/memory.mjs'
 import { modbusScale } from './benchmarks/modbus-scale.mjs'
 import { declarativeStep } from './benchmarks/declarative-step.mjs'
+import { asciiQuery } from './benchmarks/ascii-query.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** @type {import('./lib/benchmark.mjs').Benchmark[]} */
-const BENCHMARKS = [pythonStep, httpRoundTrip, modbusRead, snapshots, memory, modbusScale, declarativeStep]
+const BENCHMARKS = [pythonStep, httpRoundTrip, modbusRead, snapshots, memory, modbusScale, declarativeStep, asciiQuery]
 const LIMIT_MS = { full: 90_000, smoke: 15_000 }
 
 const argv = process.argv.slice(2)

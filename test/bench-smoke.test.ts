@@ -34,12 +34,12 @@ describe('benchmarks (smoke run)', () => {
       const { code, stdout, stderr } = await runBench(['--smoke', '--no-install', '--out', out], 90_000)
       assert.equal(code, 0, `bench/run.mjs --smoke failed:\n${stderr.slice(-4000)}`)
       assert.doesNotMatch(stdout, /FAILED/)
-      for (const id of ['1', '2', '3', '4', '5', '6']) {
+      for (const id of ['1', '2', '3', '4', '5', '6', '7', '8']) {
         assert.match(stdout, new RegExp(`^${id} \\| .+\\| smoke\\s*$`, 'm'), `no smoke row for benchmark ${id}:\n${stdout}`)
       }
       const report = await readFile(out, 'utf8')
       assert.match(report, /Smoke run/)
-      for (const id of ['1', '2', '3', '4', '5', '6']) assert.match(report, new RegExp(`^## ${id}\\. `, 'm'))
+      for (const id of ['1', '2', '3', '4', '5', '6', '7', '8']) assert.match(report, new RegExp(`^## ${id}\\. `, 'm'))
       assert.match(report, /\| cores \| \d+ \|/)
     } finally {
       await rm(dir, { recursive: true, force: true })

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { nameProblem, nameSchema, pythonIdentifier } from './names.js'
 import { modbusSlaveSchema } from './modbus-schema.js'
+import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 
 /** Value types an attribute may declare; `any` accepts every JSON value. */
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
@@ -53,7 +54,11 @@ const importKeySchema = z
   .refine((k) => !/[\0-\x1f]/.test(k), 'control characters are not allowed in a path')
 
 /** Adapter kinds a model may declare under `communication`, each with its schema. */
-export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema } as const
+export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema, ascii: asciiSchema } as const
+/** Kinds whose `mapping` is not keyed by attribute name say where their settings reference attributes. */
+const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ path: (string | number)[]; attribute: string }>>> = {
+  ascii: asciiAttributeReferences,
+}
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 
 /** A per-instance parameter of a model (`meta_parameters`); `string` is accepted for `str`. */
@@ -211,13 +216,14 @@ export const modelDefinitionSchema = z
       const kind = Object.keys(entry)[0]
       if (kind === undefined) return
       counts.set(kind, (counts.get(kind) ?? 0) + 1)
-      // Every adapter kind publishes attributes through a `mapping` keyed by attribute name.
+      // An adapter kind publishes attributes through a `mapping` keyed by attribute name, unless it says otherwise.
       const mapping = (entry[kind] as { mapping?: Record<string, unknown> } | undefined)?.mapping ?? {}
-      for (const attr of Object.keys(mapping)) {
+      const references = ADAPTER_REFERENCES[kind]?.(entry[kind]) ?? Object.keys(mapping).map((attr) => ({ path: ['mapping', attr], attribute: attr }))
+      for (const { path, attribute: attr } of references) {
         if (!declared.has(attr)) {
           ctx.addIssue({
             code: 'custom',
-            path: ['communication', ...(list ? [index] : []), kind, 'mapping', attr],
+            path: ['communication', ...(list ? [index] : []), kind, ...path],
             message: `'${attr}' is not an attribute of this model`,
           })
         }

@@ -21,6 +21,23 @@ export interface AttributeAccessor {
   write(attr: string, value: unknown): void | Promise<void>
   /** False when the attribute cannot be written (e.g. bound to a getter without setter). */
   writable(attr: string): boolean
+  /** Why `value` cannot be written to the attribute (its type, other adapters' ranges), or null; lets an adapter check every write of a request before applying any. */
+  valueProblem?(attr: string, value: unknown): string | null
+}
+
+/**
+ * What an adapter may know of its instance and model besides the attributes' values: names for
+ * identity answers, and each attribute's declared type and default (for converting text to values
+ * and for resets).
+ *
+ * @example
+ * const subject: AdapterSubject = { instance: 'dmm', model: 'Multimeter', attributes: [{ name: 'voltage', type: 'float', default: 0 }] }
+ */
+export interface AdapterSubject {
+  instance: string
+  model: string
+  description?: string
+  attributes: ReadonlyArray<{ name: string; type: string; default: unknown }>
 }
 
 /** Lifecycle state of an adapter: 'DETACHED' is started but silent (clients time out). */
@@ -84,6 +101,8 @@ export interface AdapterCreateOptions<Settings, Context> {
   name: string
   /** The kind's shared per-server context (e.g. listeners shared by adapters on one port). */
   context: Context
+  /** The instance and model the adapter serves. */
+  subject?: AdapterSubject
 }
 
 /** What a kind's shared context must offer: closing it when the server stops. */

@@ -1,3 +1,4 @@
+import { attributeDeclarations } from '../definition/model-schema.js'
 import { NotFoundError } from '../errors.js'
 import { substituteParameters } from '../definition/parameters.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
@@ -137,6 +138,12 @@ export class AdapterNode extends Component {
       context: opts.services.protocols.get(kind),
       logger: opts.services.logger,
       name: `${instance.name}.${opts.name}`,
+      subject: {
+        instance: instance.name,
+        model: instance.model.name,
+        description: instance.model.parsed.description,
+        attributes: attributeDeclarations(instance.model.parsed).map((a) => ({ name: a.name, type: a.type, default: a.default })),
+      },
       accessor: {
         read: (attr) => instance.attributes.get(attr)?.externalValue,
         write: (attr, value) => {
@@ -145,6 +152,10 @@ export class AdapterNode extends Component {
           return target.setInternal(value)
         },
         writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
+        valueProblem: (attr, value) => {
+          const target = instance.attributes.get(attr)
+          return target ? target.valueProblem(value) : `attribute '${attr}' not found`
+        },
       },
     })
   }

@@ -5,10 +5,27 @@ import type { Notices } from './notices.ts'
 import { stateBadge, updateBadge } from './state-badge.ts'
 import { busy } from './view.ts'
 
+/** What the panel reads from the adapter node once (and its latest exchanges when it has them). */
+interface AdapterDocument {
+  type?: string
+  host?: string
+  port?: number | null
+  unit_id?: number
+  transport?: string
+  recent?: Array<{ at: string; client: string; command: string; reply: string | null }>
+}
+
+/** Stream entries shown in their own places rather than as protocol counters. */
+const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport'])
+/** The latest exchanges are fetched at most this often while requests come in. */
+const RECENT_REFRESH_MS = 1000
+
 /**
- * One protocol adapter of an instance (a Modbus slave): where it listens, its live state and
- * request/error counters, and detach/attach (a detached slave keeps its port open but answers
- * nothing, so clients time out) and stop/start.
+ * One protocol adapter of an instance, whatever its kind: where it listens, its live state, its
+ * request and error counters and whatever other counters the protocol reports (a text instrument's
+ * queries and clients, say), the latest commands and replies when the adapter keeps them, and
+ * detach/attach (a detached adapter keeps its port open but answers nothing, so clients time out)
+ * and stop/start.
  *
  * @example
  * const panel = new AdapterPanel({ api, notices, instance: 'tank_sensor', adapter: live })
@@ -16,16 +33,28 @@ import { busy } from './view.ts'
  */
 export class AdapterPanel {
   readonly element: HTMLElement
+  readonly #api: ApiClient
+  readonly #path: string
   readonly #badge: HTMLElement
+  readonly #kind: HTMLElement
   readonly #port: HTMLElement
   readonly #host: HTMLElement
+  readonly #unitTerm: HTMLElement
   readonly #unit: HTMLElement
   readonly #requests: HTMLElement
   readonly #errors: HTMLElement
+  readonly #facts: HTMLElement
+  readonly #counters = new Map<string, HTMLElement>()
+  readonly #recent: HTMLElement
+  #hasRecent = false
+  #lastRequests = -1
+  #recentTimer: ReturnType<typeof setTimeout> | null = null
+  #lastRecentFetch = 0
 
   constructor(opts: { api: ApiClient; notices: Notices; instance: string; adapter: LiveAdapter }) {
     const { api, notices, instance, adapter } = opts
-    const path = node('instances', instance, 'communication', adapter.name)
+    this.#api = api
+    const path = (this.#path = node('instances', instance, 'communication', adapter.name))
     const method = (m: string) => (e: Event) =>
       busy(e, async () => {
         try {
@@ -36,34 +65,38 @@ export class AdapterPanel {
         }
       })
     this.#badge = stateBadge(adapter.state)
+    this.#kind = h('div', { class: 'muted small' }, 'Protocol adapter')
     this.#host = h('dd', {}, '–')
     this.#port = h('dd', { class: 'num' }, '–')
-    this.#unit = h('dd', { class: 'num' }, '–')
+    this.#unitTerm = h('dt', { hidden: true }, 'Unit id')
+    this.#unit = h('dd', { class: 'num', hidden: true }, '–')
     this.#requests = h('dd', { class: 'num', 'data-counter': 'requests' }, '0')
     this.#errors = h('dd', { class: 'num', 'data-counter': 'errors' }, '0')
+    this.#facts = h(
+      'dl',
+      { class: 'facts' },
+      h('dt', {}, 'Host'),
+      this.#host,
+      h('dt', {}, 'Port'),
+      this.#port,
+      this.#unitTerm,
+      this.#unit,
+      h('dt', {}, 'Requests'),
+      this.#requests,
+      h('dt', {}, 'Errors'),
+      this.#errors,
+    )
+    this.#recent = h('div', { class: 'table-wrap adapter-recent', hidden: true })
     this.element = h(
       'section',
       { class: 'panel adapter-panel', 'data-adapter': adapter.name },
       h(
         'header',
         { class: 'panel-header' },
-        h('div', {}, h('h2', { class: 'panel-title' }, adapter.name), h('div', { class: 'muted small' }, 'Modbus TCP slave')),
+        h('div', {}, h('h2', { class: 'panel-title' }, adapter.name), this.#kind),
         h('div', { class: 'toolbar' }, this.#badge),
       ),
-      h(
-        'dl',
-        { class: 'facts' },
-        h('dt', {}, 'Host'),
-        this.#host,
-        h('dt', {}, 'Port'),
-        this.#port,
-        h('dt', {}, 'Unit id'),
-        this.#unit,
-        h('dt', {}, 'Requests'),
-        this.#requests,
-        h('dt', {}, 'Errors'),
-        this.#errors,
-      ),
+      this.#facts,
       h(
         'div',
         { class: 'toolbar' },
@@ -72,13 +105,24 @@ export class AdapterPanel {
         h('button', { class: 'btn btn-small', 'data-action': 'adapter-stop', onclick: method('stop') }, 'Stop'),
         h('button', { class: 'btn btn-small', 'data-action': 'adapter-start', onclick: method('start') }, 'Start'),
       ),
+      this.#recent,
     )
     this.update(adapter)
-    void api.get<{ host?: string; port?: number | null; unit_id?: number }>(path).then(
+    void api.get<AdapterDocument>(path).then(
       (doc) => {
+        setText(this.#kind, [doc.type ?? 'Protocol adapter', doc.transport?.toUpperCase()].filter(Boolean).join(' · '))
         setText(this.#host, doc.host ?? '–')
-        setText(this.#unit, doc.unit_id === undefined ? '–' : String(doc.unit_id))
+        if (doc.unit_id !== undefined) {
+          this.#unitTerm.hidden = false
+          this.#unit.hidden = false
+          setText(this.#unit, String(doc.unit_id))
+        }
         if (!adapter.known) setText(this.#port, doc.port == null ? 'not listening' : String(doc.port))
+        if (Array.isArray(doc.recent)) {
+          this.#hasRecent = true
+          this.#recent.hidden = false
+          this.#showRecent(doc.recent)
+        }
       },
       (err: unknown) => notices.error(err, `Reading ${instance}.${adapter.name} failed`),
     )
@@ -91,5 +135,65 @@ export class AdapterPanel {
     setText(this.#requests, String(adapter.requests))
     setText(this.#errors, String(adapter.errors))
     this.#errors.classList.toggle('warn', adapter.errors > 0)
+    for (const [key, value] of Object.entries(adapter)) {
+      if (SHOWN_APART.has(key) || typeof value === 'object') continue
+      let cell = this.#counters.get(key)
+      if (cell === undefined) {
+        cell = h('dd', { class: typeof value === 'number' ? 'num' : '', 'data-counter': key })
+        this.#counters.set(key, cell)
+        this.#facts.append(
+          h(
+            'dt',
+            {},
+            key.replaceAll('_', ' ').replace(/^./, (c) => c.toUpperCase()),
+          ),
+          cell,
+        )
+      }
+      setText(cell, String(value))
+    }
+    if (this.#hasRecent && adapter.requests !== this.#lastRequests) {
+      this.#lastRequests = adapter.requests
+      this.#scheduleRecent()
+    }
+  }
+
+  /** Fetches the latest exchanges, at most once a second however fast requests come. */
+  #scheduleRecent(): void {
+    if (this.#recentTimer !== null) return
+    const wait = Math.max(0, this.#lastRecentFetch + RECENT_REFRESH_MS - Date.now())
+    this.#recentTimer = setTimeout(() => {
+      this.#lastRecentFetch = Date.now()
+      void this.#api.get<AdapterDocument>(this.#path).then(
+        (doc) => {
+          this.#recentTimer = null
+          if (Array.isArray(doc.recent)) this.#showRecent(doc.recent)
+        },
+        () => (this.#recentTimer = null),
+      )
+    }, wait)
+  }
+
+  #showRecent(recent: NonNullable<AdapterDocument['recent']>): void {
+    const rows = [...recent]
+      .reverse()
+      .map((e) =>
+        h(
+          'tr',
+          {},
+          h('td', { class: 'muted small' }, e.at.slice(11, 23)),
+          h('td', { class: 'muted small' }, e.client),
+          h('td', {}, h('code', {}, e.command)),
+          h('td', {}, e.reply === null ? h('span', { class: 'muted' }, '(no reply)') : h('code', {}, e.reply)),
+        ),
+      )
+    this.#recent.replaceChildren(
+      h(
+        'table',
+        { class: 'table' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Time'), h('th', {}, 'Client'), h('th', {}, 'Command'), h('th', {}, 'Reply'))),
+        h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No commands yet.'))),
+      ),
+    )
   }
 }

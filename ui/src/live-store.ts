@@ -16,6 +16,8 @@ export interface LiveAdapter {
   requests: number
   errors: number
   known: boolean
+  /** The protocol's own counters, as the stream sends them (e.g. `queries`, `clients`). */
+  [counter: string]: string | number | boolean | null
 }
 
 /** The live view of one instance. */

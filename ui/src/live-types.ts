@@ -33,6 +33,8 @@ export interface AdapterDelta {
   port?: number | null
   requests?: number
   errors?: number
+  /** The protocol's own counters (e.g. `queries`, `clients`). */
+  [counter: string]: string | number | boolean | null | undefined
 }
 
 /** Changed parts of one instance. */

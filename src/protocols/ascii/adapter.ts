@@ -1,0 +1,262 @@
+import type { Logger } from 'pino'
+import { asciiAttributeReferences } from '../../definition/ascii-schema.js'
+import type { AsciiDefinition } from '../../definition/ascii-schema.js'
+import { ConflictError, ValidationError } from '../../errors.js'
+import { SERVER_VERSION } from '../../version.js'
+import type { AdapterStats, AdapterSubject, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
+import type { DropKind, Endpoint, LineHandler } from './endpoint.js'
+import type { AsciiHub } from './hub.js'
+import { Instrument } from './instrument.js'
+import type { InstrumentCounters } from './instrument.js'
+import { splitCommands } from './patterns.js'
+
+/**
+ * The `ascii` adapter of one instance: an instrument that answers text commands (SCPI and the
+ * like) on a TCP or UDP port of its own, reading and writing the instance's attributes through
+ * its mappings and bindings (instrument.ts), with the lifecycle, detach/attach, counters and
+ * settable reply delay every adapter has.
+ *
+ * @example
+ * const adapter = new AsciiAdapter({ hub, definition: asciiSchema.parse({ port: 0, mappings: { 'MEAS:VOLT?': 'voltage' } }), accessor, logger, name: 'dmm.ascii' })
+ * await adapter.start()
+ * adapter.stats() // { state: 'RUNNING', port: 40123, transport: 'tcp', requests: 0, ... }
+ * await adapter.stop()
+ */
+
+/** Options of an adapter. */
+export interface AsciiAdapterOptions {
+  hub: AsciiHub
+  definition: AsciiDefinition
+  accessor: AttributeAccessor
+  logger: Logger
+  /** Shown in log lines, e.g. 'dmm.ascii'. */
+  name?: string
+  subject?: AdapterSubject
+}
+
+/** One line and its reply, as the adapter node shows the latest ones. */
+export interface AsciiExchange {
+  /** ISO 8601 time the line arrived. */
+  at: string
+  client: string
+  command: string
+  /** The reply without terminator; null when the line had none. */
+  reply: string | null
+}
+
+/** Lines and replies the adapter node shows. */
+const RECENT = 20
+const WARN_INTERVAL_MS = 1000
+const SETTABLE = ['response_delay', 'response_jitter'] as const
+
+/**
+ * One instance's `ascii` adapter (see the module comment).
+ *
+ * @example
+ * adapter.detach() // clients now time out
+ * adapter.attach()
+ * adapter.set('response_delay', 0.2)
+ */
+export class AsciiAdapter implements ProtocolAdapter {
+  readonly name: string
+  readonly settable = SETTABLE
+  readonly #hub: AsciiHub
+  readonly #definition: AsciiDefinition
+  readonly #logger: Logger
+  readonly #instrument: Instrument
+  readonly #handler: LineHandler
+  #endpoint: Endpoint | null = null
+  #lifecycle: Promise<void> = Promise.resolve()
+  #detached = false
+  #ignored = 0
+  #dropped = 0
+  #recent: AsciiExchange[] = []
+  readonly #lastWarning = new Map<DropKind, number>()
+
+  constructor(options: AsciiAdapterOptions) {
+    this.#hub = options.hub
+    this.#definition = { ...options.definition }
+    this.name = options.name ?? 'ascii'
+    this.#logger = options.logger.child({ adapter: this.name })
+    this.#instrument = new Instrument({
+      definition: this.#definition,
+      accessor: options.accessor,
+      subject: options.subject,
+      version: SERVER_VERSION,
+      onError: (error) => this.#logger.debug({ error }, 'scpi error'),
+    })
+    const definition = this.#definition
+    this.#handler = {
+      line: (text, client) => this.#line(text, client),
+      terminator: definition.terminator,
+      maxLineLength: definition.max_line_length,
+      maxConnections: definition.max_connections,
+      replyDelayMs: () => (definition.response_delay + Math.random() * definition.response_jitter) * 1000,
+      dropped: (kind, reason, client) => {
+        this.#dropped++
+        this.#warn(kind, { client, reason }, kind === 'refused' ? 'refused an ascii client' : 'closed an ascii client')
+      },
+    }
+  }
+
+  /** 'STOPPED', 'RUNNING', or 'DETACHED' (listening but silent). */
+  get state(): AdapterStats['state'] {
+    if (this.#endpoint === null) return 'STOPPED'
+    return this.#detached ? 'DETACHED' : 'RUNNING'
+  }
+
+  /** Opens the port; resolves once clients can connect. Idempotent. Throws ConflictError (409) when the port cannot be had. */
+  start(): Promise<void> {
+    return this.#serialize(async () => {
+      if (this.#endpoint !== null) return
+      const d = this.#definition
+      this.#endpoint = await this.#hub.open({ transport: d.transport, host: d.host, port: d.port, owner: this.name, handler: this.#handler })
+      this.#detached = false
+      this.#logger.info({ transport: d.transport, host: d.host, port: this.#endpoint.port }, 'ascii instrument started')
+    })
+  }
+
+  /** Closes the port and every client. Idempotent. */
+  stop(): Promise<void> {
+    return this.#serialize(async () => {
+      const endpoint = this.#endpoint
+      if (endpoint === null) return
+      this.#endpoint = null
+      this.#detached = false
+      await this.#hub.release(endpoint)
+      this.#logger.info({ transport: endpoint.transport, host: endpoint.host, port: endpoint.port }, 'ascii instrument stopped')
+    })
+  }
+
+  #serialize(step: () => Promise<void>): Promise<void> {
+    const result = this.#lifecycle.then(step)
+    this.#lifecycle = result.catch(() => undefined)
+    return result
+  }
+
+  /** Keeps the port and clients open but answers nothing and runs no command: clients time out. */
+  detach(): void {
+    if (this.#endpoint === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
+    this.#detached = true
+  }
+
+  /** Answers again after detach. */
+  attach(): void {
+    if (this.#endpoint === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
+    this.#detached = false
+  }
+
+  /**
+   * Live state, port and counters: `requests` (commands received, each `;`-separated part),
+   * `commands` and `queries` (those run, by kind), `errors` (SCPI errors raised), `clients`
+   * (connected, or UDP peers heard from), `dropped` (clients closed for bad input or refused).
+   *
+   * @example
+   * adapter.stats() // { state: 'RUNNING', port: 5025, transport: 'tcp', requests: 3, errors: 0, commands: 1, queries: 2, clients: 1, dropped: 0 }
+   */
+  stats(): AdapterStats {
+    const c = this.#instrument.counters
+    return {
+      state: this.state,
+      port: this.#endpoint?.port ?? this.#definition.port ?? null,
+      transport: this.#definition.transport,
+      requests: c.requests + this.#ignored,
+      errors: c.errors,
+      commands: c.commands,
+      queries: c.queries,
+      clients: this.#endpoint?.clients ?? 0,
+      dropped: this.#dropped,
+    }
+  }
+
+  /** What the adapter node shows: the settings (the effective port), counters, pending SCPI errors and the latest exchanges. */
+  settings(): Record<string, unknown> {
+    const d = this.#definition
+    const { state: _state, port, ...counters } = this.stats()
+    return {
+      host: d.host,
+      port,
+      transport: d.transport,
+      terminator: d.terminator,
+      response_delay: d.response_delay,
+      response_jitter: d.response_jitter,
+      case_sensitive: d.case_sensitive,
+      unknown_response: d.unknown_response ?? null,
+      identity: this.#instrument.identity(),
+      max_line_length: d.max_line_length,
+      max_connections: d.max_connections,
+      mappings: structuredClone(d.mappings ?? d.mapping ?? {}),
+      bindings: structuredClone(d.bindings),
+      counters,
+      error_queue: [...this.#instrument.pendingErrors],
+      recent: this.#recent.map((e) => ({ ...e })),
+    }
+  }
+
+  /**
+   * Changes `response_delay` or `response_jitter` (seconds, 0..3600) while running; anything else is refused.
+   *
+   * @example
+   * adapter.set('response_delay', 0.5)
+   */
+  set(name: string, value: unknown): void {
+    if (name !== 'response_delay' && name !== 'response_jitter') {
+      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [
+        { path: name, message: 'read-only' },
+      ])
+    }
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 3600) {
+      throw new ValidationError(`'${name}' must be a number of seconds from 0 to 3600`, [{ path: name, message: 'expected a number from 0 to 3600' }])
+    }
+    this.#definition[name] = value
+  }
+
+  /** Why `value` cannot be answered for `attr` (see checkAsciiValue), or null. */
+  valueProblem(attr: string, value: unknown): string | null {
+    return checkAsciiValue(this.#definition, attr, value)
+  }
+
+  /** The counters of the interpreter (requests, commands, queries, errors). */
+  get counters(): Readonly<InstrumentCounters> {
+    return this.#instrument.counters
+  }
+
+  #line(text: string, client: string): string | null | Promise<string | null> {
+    if (this.#detached) {
+      this.#ignored += splitCommands(text).length
+      return null
+    }
+    const result = this.#instrument.execute(text)
+    const exchange: AsciiExchange = { at: new Date().toISOString(), client, command: text.trim(), reply: null }
+    if (this.#recent.length >= RECENT) this.#recent.shift()
+    this.#recent.push(exchange)
+    if (result instanceof Promise) return result.then((reply) => ((exchange.reply = reply), reply))
+    exchange.reply = result
+    return result
+  }
+
+  /** Logs at warn level at most once a second for each kind (a flood of bad clients would flood the log), else debug. */
+  #warn(kind: DropKind, fields: Record<string, unknown>, message: string): void {
+    const now = Date.now()
+    if (now - (this.#lastWarning.get(kind) ?? 0) >= WARN_INTERVAL_MS) {
+      this.#lastWarning.set(kind, now)
+      this.#logger.warn(fields, message)
+    } else {
+      this.#logger.debug(fields, message)
+    }
+  }
+}
+
+/**
+ * Why `value` cannot be carried by an `ascii` definition for `attr`, or null: text an adapter
+ * answers may not hold a line end (it would end the reply early). Null for attributes the
+ * definition does not reference.
+ *
+ * @example
+ * checkAsciiValue(definition, 'label', 'a\nb') // 'a line end inside a value would cut the reply short'
+ */
+export function checkAsciiValue(definition: AsciiDefinition, attr: string, value: unknown): string | null {
+  if (typeof value !== 'string' || (!/[\r\n]/.test(value) && !value.includes(definition.terminator))) return null
+  if (!asciiAttributeReferences(definition).some((r) => r.attribute === attr)) return null
+  return 'a line end inside a value would cut the reply short'
+}
