@@ -218,7 +218,8 @@ export const modelDefinitionSchema = z
       counts.set(kind, (counts.get(kind) ?? 0) + 1)
       // An adapter kind publishes attributes through a `mapping` keyed by attribute name, unless it says otherwise.
       const mapping = (entry[kind] as { mapping?: Record<string, unknown> } | undefined)?.mapping ?? {}
-      const references = ADAPTER_REFERENCES[kind]?.(entry[kind]) ?? Object.keys(mapping).map((attr) => ({ path: ['mapping', attr], attribute: attr }))
+      const references =
+        ADAPTER_REFERENCES[kind]?.(withoutParameters(entry[kind]).value) ?? Object.keys(mapping).map((attr) => ({ path: ['mapping', attr], attribute: attr }))
       for (const { path, attribute: attr } of references) {
         if (!declared.has(attr)) {
           ctx.addIssue({

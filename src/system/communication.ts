@@ -140,7 +140,7 @@ export class AdapterNode extends Component {
       name: `${instance.name}.${opts.name}`,
       subject: {
         instance: instance.name,
-        model: instance.model.name,
+        model: instance.model.parsed.name ?? instance.model.name,
         description: instance.model.parsed.description,
         attributes: attributeDeclarations(instance.model.parsed).map((a) => ({ name: a.name, type: a.type, default: a.default })),
       },
