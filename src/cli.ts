@@ -48,6 +48,8 @@ export async function runCli(argv: string[]): Promise<void> {
       ).choices(['on', 'off']),
     )
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
+    .option('--log-buffer <entries>', 'recent log records kept in memory for the logs nodes [MIMIC_LOG_BUFFER] (default 10000)')
+    .option('--mcp-allow-write', 'let MCP clients at /mcp change the system (define models, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (flags: Record<string, unknown>) => {
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')

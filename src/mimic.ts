@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify'
-import pino, { type Logger } from 'pino'
+import type { DestinationStream, Logger } from 'pino'
 import { checkExposure, type Config } from './config.js'
 import { ConflictError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
+import { createServerLogger, LogBuffer } from './logs/index.js'
 import { ProtocolContexts } from './protocols/index.js'
 import { PythonPool, resolveInterpreter } from './python/index.js'
 import { buildApp } from './server/app.js'
@@ -21,8 +22,21 @@ export interface MimicServer {
   system: System
   app: FastifyInstance
   logger: Logger
+  /** The recent log records (what the `logs` nodes read). */
+  logs: LogBuffer
   /** Stops HTTP, the simulation, protocol listeners and Python workers. */
   close(): Promise<void>
+}
+
+/** Options of {@link startMimic} beyond the configuration. */
+export interface StartOptions {
+  /** Where the JSON log lines go (default stdout); the log buffer gets every record as well. */
+  logStream?: DestinationStream
+  /**
+   * A logger of the caller's own, used as it is: its records do not reach the log buffer, so
+   * the `logs` nodes stay empty. Prefer `logStream`.
+   */
+  logger?: Logger
 }
 
 /**
@@ -34,9 +48,10 @@ export interface MimicServer {
  * console.log(server.url)
  * await server.close()
  */
-export async function startMimic(config: Config, opts: { logger?: Logger } = {}): Promise<MimicServer> {
+export async function startMimic(config: Config, opts: StartOptions = {}): Promise<MimicServer> {
   checkExposure(config)
-  const logger = opts.logger ?? pino({ level: config.logLevel, base: { service: 'mimic' } })
+  const logs = new LogBuffer(config.logBuffer)
+  const logger = opts.logger ?? createServerLogger({ level: config.logLevel, buffer: logs, ...(opts.logStream ? { destination: opts.logStream } : {}) })
   const interpreter = await resolveInterpreter(config.python ?? 'python3')
   let pool: PythonPool | undefined
   const lostHandlers: Array<(names: string[], reason: string) => void> = []
@@ -68,6 +83,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
   })
   const services: SystemServices = {
     logger,
+    logs,
     serverVersion: SERVER_VERSION,
     extensions: config.extensions,
     python: pythonAccess,
@@ -133,6 +149,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
     system,
     app: server,
     logger,
+    logs,
     close: () => {
       closing ??= (async () => {
         await server.close().catch(() => {})

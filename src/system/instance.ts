@@ -5,6 +5,7 @@ import { buildLoadEntries } from '../python/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
 import { Communication } from './communication.js'
+import { Logs } from './logs.js'
 import type { Model } from './models.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
@@ -36,6 +37,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   readonly polling: Polling
   readonly communication: Communication
   readonly importNode: ImportStatus | undefined
+  readonly logs: Logs
   readonly #services: SystemServices
   readonly #exclusive: <T>(fn: () => Promise<T>) => Promise<T>
   #state: InstanceState = 'INITIALIZED'
@@ -60,6 +62,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.polling = new Polling(this, { onChange: () => this.#loop.update() })
     this.communication = new Communication(this, opts.model, opts.services)
     this.importNode = opts.model.parsed.import ? new ImportStatus(this) : undefined
+    this.logs = new Logs(this, { buffer: opts.services.logs, instance: opts.name })
   }
 
   override get state(): InstanceState {
@@ -80,7 +83,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   }
 
   override children(): Component[] {
-    const list: Component[] = [this.attributes, this.timer, this.polling, this.communication]
+    const list: Component[] = [this.attributes, this.timer, this.polling, this.communication, this.logs]
     if (this.importNode) list.push(this.importNode)
     return list
   }
