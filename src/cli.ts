@@ -133,6 +133,14 @@ export async function runCli(argv: string[]): Promise<void> {
       for await (const entry of logs.follow({ ...filter, limit: limit ?? 20, signal: stop.signal })) print(entry)
     })
 
+  remote(program.command('mcp').description('an MCP server on stdin/stdout that lets an AI assistant build and drive simulations on a running server'))
+    .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
+    .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {
+      const { runStdioMcp } = await import('./mcp/index.js')
+      const allowWrite = opts.mcpAllowWrite ?? ['1', 'true', 'yes'].includes((process.env.MIMIC_MCP_ALLOW_WRITE ?? '').toLowerCase())
+      await runStdioMcp({ url: opts.url, productKey: opts.productKey, allowWrite })
+    })
+
   await program.parseAsync(argv)
 }
 

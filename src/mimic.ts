@@ -9,6 +9,7 @@ import { PythonPool, resolveInterpreter } from './python/index.js'
 import { buildApp } from './server/app.js'
 import { registerDashboard } from './server/dashboard.js'
 import { registerEvents } from './server/events.js'
+import { registerMcp } from './server/mcp-route.js'
 import { SnapshotStore } from './snapshots/index.js'
 import type { SystemServices } from './system/services.js'
 import { System } from './system/system.js'
@@ -123,7 +124,11 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       productKey: config.productKey,
       bodyLimit: config.bodyLimit,
       fastLane: config.fastLane === 'on',
-      plugins: [(a) => void registerEvents(a, system), (a) => registerDashboard(a)],
+      plugins: [
+        (a) => void registerEvents(a, system),
+        (a) => registerDashboard(a),
+        (a) => registerMcp(a, { productKey: config.productKey, allowWrite: config.mcpAllowWrite }),
+      ],
     })
     await app.listen({ host: config.host, port: config.port }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE')
