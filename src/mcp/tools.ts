@@ -155,7 +155,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Validate a model definition',
       description:
-        'Checks a model definition without defining it: answers {valid: true} or every problem with the path where it is (e.g. communication.0.modbus_slave.mapping.temp.type), so a draft can be fixed before define_model. Python classes are only checked when the model is prepared.',
+        'Checks a model definition without defining it: answers {valid: true} or every problem with the path where it is (e.g. communication[0].modbus_slave.mapping.temp.type), so a draft can be fixed before define_model. Python classes are only checked when the model is prepared.',
       inputSchema: { definition: modelDefinition },
       annotations: READ_ONLY,
     },
