@@ -48,6 +48,8 @@ export async function runCli(argv: string[]): Promise<void> {
       ).choices(['on', 'off']),
     )
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
+    .option('--log-buffer <entries>', 'recent log records kept in memory for the logs nodes [MIMIC_LOG_BUFFER] (default 10000)')
+    .option('--mcp-allow-write', 'let MCP clients at /mcp change the system (define models, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (flags: Record<string, unknown>) => {
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')
@@ -106,7 +108,52 @@ export async function runCli(argv: string[]): Promise<void> {
     call(opts, 'delete', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }),
   )
 
+  remote(program.command('logs').description("print a running server's recent log records (all, or one instance's)"))
+    .option('--instance <name>', "only this instance's records")
+    .option('--level <level>', 'only records at this level or above: trace|debug|info|warn|error|fatal')
+    .option('--since <when>', 'a sequence number, an ISO 8601 time or a duration back from now (30s, 5m, 2h)')
+    .option('--contains <text>', 'only records holding this text (case-insensitive), e.g. a correlation id')
+    .option('--limit <n>', 'at most this many of the newest records (default 100)')
+    .option('-f, --follow', 'keep printing new records until interrupted')
+    .option('--json', 'one JSON object per line instead of text')
+    .action(async (opts) => {
+      const { connect } = await import('./client/index.js')
+      const sim = connect({ address: opts.url, productKey: opts.productKey })
+      const logs = opts.instance ? sim.instances.at(opts.instance).logs : sim.logs
+      const filter = pickDefined({ level: opts.level, contains: opts.contains }, ['level', 'contains'])
+      const limit = opts.limit === undefined ? undefined : Number(opts.limit)
+      const print = (entry: Record<string, unknown>): void => console.log(opts.json ? JSON.stringify(entry) : formatLogEntry(entry))
+      if (!opts.follow) {
+        for (const entry of await logs.tail({ ...filter, ...(limit !== undefined ? { limit } : {}), ...(opts.since ? { since: opts.since } : {}) }))
+          print(entry)
+        return
+      }
+      const stop = new AbortController()
+      process.once('SIGINT', () => stop.abort())
+      process.once('SIGTERM', () => stop.abort())
+      for await (const entry of logs.follow({ ...filter, limit: limit ?? 20, signal: stop.signal })) print(entry)
+    })
+
+  remote(program.command('mcp').description('an MCP server on stdin/stdout that lets an AI assistant build and drive simulations on a running server'))
+    .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
+    .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {
+      const { runStdioMcp } = await import('./mcp/index.js')
+      const allowWrite = opts.mcpAllowWrite ?? ['1', 'true', 'yes'].includes((process.env.MIMIC_MCP_ALLOW_WRITE ?? '').toLowerCase())
+      await runStdioMcp({ url: opts.url, productKey: opts.productKey, allowWrite })
+    })
+
   await program.parseAsync(argv)
+}
+
+/** One log record as a line of text: time, level, instance, message and the useful fields. */
+export function formatLogEntry(entry: Record<string, unknown>): string {
+  const { seq: _seq, time, level, msg, instance, correlation_id: correlationId, stream, ...rest } = entry
+  const extra = Object.entries(rest)
+    .filter(([key]) => !['worker', 'worker_pid', 'component', 'event', 'action', 'err', 'details'].includes(key))
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+  const where = instance ? ` [${String(instance)}${stream ? ` ${String(stream)}` : ''}]` : ''
+  const id = correlationId ? ` (correlation id ${String(correlationId)})` : ''
+  return `${String(time)} ${String(level).toUpperCase().padEnd(5)}${where} ${String(msg)}${id}${extra.length ? `  ${extra.join(' ')}` : ''}`
 }
 
 function pickDefined(opts: Record<string, unknown>, keys: string[]): Record<string, unknown> {

@@ -30,6 +30,8 @@ export const configSchema = z.strictObject({
     .default(16 * 1024 * 1024),
   fastLane: z.enum(['on', 'off']).default('on'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  logBuffer: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  mcpAllowWrite: z.boolean().default(false),
 })
 
 export type Config = z.output<typeof configSchema>
@@ -53,6 +55,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   bodyLimit: 'MIMIC_BODY_LIMIT',
   fastLane: 'MIMIC_FAST_LANE',
   logLevel: 'MIMIC_LOG_LEVEL',
+  logBuffer: 'MIMIC_LOG_BUFFER',
+  mcpAllowWrite: 'MIMIC_MCP_ALLOW_WRITE',
 }
 
 /** A configuration problem, reported by the CLI before anything starts. */
@@ -70,7 +74,7 @@ export function parseConfig(flags: Partial<Record<keyof Config, unknown>>, env: 
     if (fromFlag !== undefined && !(Array.isArray(fromFlag) && fromFlag.length === 0)) merged[key] = fromFlag
     else if (fromEnv !== undefined && fromEnv !== '') {
       if (key === 'extensions') merged[key] = fromEnv.split(delimiter).filter(Boolean)
-      else if (key === 'insecure') merged[key] = ['1', 'true', 'yes'].includes(fromEnv.toLowerCase())
+      else if (key === 'insecure' || key === 'mcpAllowWrite') merged[key] = ['1', 'true', 'yes'].includes(fromEnv.toLowerCase())
       else merged[key] = fromEnv
     }
   }

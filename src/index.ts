@@ -9,7 +9,7 @@
  * console.log(server.url)
  * await server.close()
  */
-export { startMimic, type MimicServer } from './mimic.js'
+export { startMimic, type MimicServer, type StartOptions } from './mimic.js'
 export { parseConfig, checkExposure, ConfigError, ENV_NAMES, type Config, type ConfigInput } from './config.js'
 export { loadDefinitionFile, checkDefinitionText, type LoadedDefinition } from './definition/load-file.js'
 export { validateModel, validateSystem, type SystemDefinition } from './definition/validate.js'

@@ -1,14 +1,16 @@
 import type { FastifyInstance } from 'fastify'
-import pino, { type Logger } from 'pino'
+import type { DestinationStream, Logger } from 'pino'
 import { checkExposure, type Config } from './config.js'
 import { ConflictError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
 import { modelBehaviourProblems } from './language/model/index.js'
+import { createServerLogger, LogBuffer } from './logs/index.js'
 import { ProtocolContexts } from './protocols/index.js'
 import { PythonPool, resolveInterpreter } from './python/index.js'
 import { buildApp } from './server/app.js'
 import { registerDashboard } from './server/dashboard.js'
 import { registerEvents } from './server/events.js'
+import { registerMcp } from './server/mcp-route.js'
 import { SnapshotStore } from './snapshots/index.js'
 import type { SystemServices } from './system/services.js'
 import { System } from './system/system.js'
@@ -22,8 +24,21 @@ export interface MimicServer {
   system: System
   app: FastifyInstance
   logger: Logger
+  /** The recent log records (what the `logs` nodes read). */
+  logs: LogBuffer
   /** Stops HTTP, the simulation, protocol listeners and Python workers. */
   close(): Promise<void>
+}
+
+/** Options of {@link startMimic} beyond the configuration. */
+export interface StartOptions {
+  /** Where the JSON log lines go (default stdout); the log buffer gets every record as well. */
+  logStream?: DestinationStream
+  /**
+   * A logger of the caller's own, used as it is: its records do not reach the log buffer, so
+   * the `logs` nodes stay empty. Prefer `logStream`.
+   */
+  logger?: Logger
 }
 
 /**
@@ -35,9 +50,10 @@ export interface MimicServer {
  * console.log(server.url)
  * await server.close()
  */
-export async function startMimic(config: Config, opts: { logger?: Logger } = {}): Promise<MimicServer> {
+export async function startMimic(config: Config, opts: StartOptions = {}): Promise<MimicServer> {
   checkExposure(config)
-  const logger = opts.logger ?? pino({ level: config.logLevel, base: { service: 'mimic' } })
+  const logs = new LogBuffer(config.logBuffer)
+  const logger = opts.logger ?? createServerLogger({ level: config.logLevel, buffer: logs, ...(opts.logStream ? { destination: opts.logStream } : {}) })
   const interpreter = await resolveInterpreter(config.python ?? 'python3')
   let pool: PythonPool | undefined
   const lostHandlers: Array<(names: string[], reason: string) => void> = []
@@ -69,6 +85,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
   })
   const services: SystemServices = {
     logger,
+    logs,
     serverVersion: SERVER_VERSION,
     extensions: config.extensions,
     python: pythonAccess,
@@ -108,7 +125,11 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
       productKey: config.productKey,
       bodyLimit: config.bodyLimit,
       fastLane: config.fastLane === 'on',
-      plugins: [(a) => void registerEvents(a, system), (a) => registerDashboard(a)],
+      plugins: [
+        (a) => void registerEvents(a, system),
+        (a) => registerDashboard(a),
+        (a) => registerMcp(a, { productKey: config.productKey, allowWrite: config.mcpAllowWrite }),
+      ],
     })
     await app.listen({ host: config.host, port: config.port }).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE')
@@ -134,6 +155,7 @@ export async function startMimic(config: Config, opts: { logger?: Logger } = {})
     system,
     app: server,
     logger,
+    logs,
     close: () => {
       closing ??= (async () => {
         await server.close().catch(() => {})

@@ -60,7 +60,7 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
     assert.equal(status, 200)
     assert.deepEqual(
       body.children.map((c: { name: string }) => c.name),
-      ['models', 'instances', 'connections', 'timer', 'polling', 'snapshots'],
+      ['models', 'instances', 'connections', 'timer', 'polling', 'snapshots', 'logs'],
     )
     assert.equal(body.value, undefined)
     assert.equal(body.state, 'INITIALIZED')

@@ -16,6 +16,8 @@ method, attribute assignment sets a property, item assignment creates children::
     inst.calibrate(offset=0.5)                   # POST .../method/calibrate {"kwargs": {"offset": 0.5}}
     snap = sim["snapshots"].save(label="x")
     sim["snapshots"].load(id=snap["id"])
+    inst["logs"].tail(limit=20, level="warn", since="5m")   # the instance's recent log records
+    for entry in mimic.follow(sim["logs"], level="warn"): ...  # new records as they come
     list(sim["instances"].keys()); del sim["instances"]["s1"]
 
 Every failure raises :class:`MimicApiError` (``.status``, ``.fault``, ``.correlation_id``); a
@@ -34,6 +36,7 @@ import json
 import os
 import socket
 import threading
+import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
@@ -46,6 +49,7 @@ __all__ = [
     "Node",
     "Transport",
     "error_from_response",
+    "follow",
     "init",
     "parse_address",
 ]
@@ -62,6 +66,7 @@ KNOWN_METHODS = frozenset(
         "enable", "disable",
         "save", "list", "load", "persist_all_in_memory", "delete",
         "attach", "detach",
+        "tail", "clear",
     }
 )
 
@@ -447,3 +452,35 @@ def init(address: str = DEFAULT_ADDRESS, product_key: Optional[str] = None, time
     if product_key is None:
         product_key = os.environ.get("MIMIC_PRODUCT_KEY")
     return Client(address, product_key, timeout)
+
+
+def follow(logs: Node, level: Optional[str] = None, contains: Optional[str] = None, limit: int = 20, interval: float = 0.5) -> Iterator[Dict[str, Any]]:
+    """Yields the records of a ``logs`` node as they come: first the newest ``limit`` that match
+    (0 for new ones only), then every new one, polling every ``interval`` seconds. Stop by
+    leaving the loop.
+
+    Example::
+
+        for entry in mimic.follow(sim["instances"]["pump"]["logs"], level="warn"):
+            print(entry["time"], entry["level"], entry["msg"])
+    """
+    filters: Dict[str, Any] = {}
+    if level is not None:
+        filters["level"] = level
+    if contains is not None:
+        filters["contains"] = contains
+    if limit > 0:
+        first = logs.call("tail", limit=limit, **filters)
+        for entry in first:
+            yield entry
+        # Nothing matched so far, so every later match is newer than any record now.
+        cursor = first[-1]["seq"] if first else 0
+    else:
+        cursor = logs.last_seq
+    while True:
+        time.sleep(interval)
+        entries = logs.call("tail", limit=10000, since=cursor, **filters)
+        for entry in entries:
+            yield entry
+        if entries:
+            cursor = entries[-1]["seq"]

@@ -1,5 +1,6 @@
 import { ConnectionsCollection } from './connections-collection.js'
 import { InstancesCollection } from './instances-collection.js'
+import { LogsHandle } from './logs.js'
 import { ModelsCollection } from './models-collection.js'
 import { MimicNode, type CallOptions } from './node.js'
 import { PollingHandle } from './polling.js'
@@ -55,6 +56,8 @@ export class MimicClient {
   readonly polling: PollingHandle
   /** The system timer (properties `time`, `dt`; method `reset`). */
   readonly timer: MimicNode
+  /** The server's recent log records (`tail`, `clear`, `follow`). */
+  readonly logs: LogsHandle
   #transport: Transport
   #root: MimicNode
 
@@ -67,6 +70,7 @@ export class MimicClient {
     this.snapshots = new SnapshotsHandle(this.#transport)
     this.polling = new PollingHandle(this.#transport, ['polling'])
     this.timer = new MimicNode(this.#transport, ['timer'])
+    this.logs = new LogsHandle(this.#transport, ['logs'])
   }
 
   /** The server's base address, normalised (no trailing slash). */

@@ -1,4 +1,5 @@
 import { AttributesHandle } from './attribute.js'
+import { LogsHandle } from './logs.js'
 import { MimicNode } from './node.js'
 import { PollingHandle } from './polling.js'
 import type { MimicState } from './types.js'
@@ -31,6 +32,8 @@ export class InstanceHandle extends MimicNode {
   readonly timer: MimicNode
   /** Protocol adapters by key, e.g. `communication.node('modbus_slave')`. */
   readonly communication: MimicNode
+  /** The log records about this instance (its Python output, its faults). */
+  readonly logs: LogsHandle
 
   constructor(...args: ConstructorParameters<typeof MimicNode>) {
     super(...args)
@@ -38,6 +41,7 @@ export class InstanceHandle extends MimicNode {
     this.attributes = new AttributesHandle(this.transport, [...this.segments, 'attributes'])
     this.timer = this.node('timer')
     this.communication = this.node('communication')
+    this.logs = new LogsHandle(this.transport, [...this.segments, 'logs'])
   }
 
   /** The instance's name. */

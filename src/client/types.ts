@@ -268,3 +268,45 @@ export interface SnapshotDeleteResult {
   id: string
   deleted: boolean
 }
+
+/**
+ * Log levels, from the least to the most severe.
+ *
+ * @example
+ * const level: LogLevel = 'warn'
+ */
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'
+
+/**
+ * One log record from a `logs` node: sequence number, time (ISO 8601 UTC), level, message and
+ * the record's own fields (`instance`, `correlation_id`, `stream` for Python output, ...).
+ *
+ * @example
+ * const [last]: LogEntry[] = await sim.logs.tail({ limit: 1 })
+ */
+export interface LogEntry {
+  seq: number
+  time: string
+  level: LogLevel
+  msg: string
+  instance?: string
+  correlation_id?: string
+  [field: string]: JsonValue | undefined
+}
+
+/**
+ * Filters of `logs.tail()`.
+ *
+ * @example
+ * await sim.logs.tail({ limit: 50, level: 'warn', since: '5m', contains: 'pump' })
+ */
+export interface TailOptions {
+  /** At most this many records, the newest (default 100). */
+  limit?: number
+  /** Only records at this level or above. */
+  level?: LogLevel
+  /** A `seq` (records after it), an ISO 8601 time (at or after it) or a duration back from now (`30s`, `5m`, `2h`). */
+  since?: number | string
+  /** Only records whose message or a field holds this text (case-insensitive). */
+  contains?: string
+}

@@ -6,7 +6,7 @@ import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { bearerCheck } from './auth.js'
 import { attachFastLane, treeLaneHandler } from './fast-lane/index.js'
-import { buildFault, correlationIdOf, faultFor } from './faults.js'
+import { buildFault, correlationIdOf, faultFor, logFault } from './faults.js'
 import { parseJsonBody } from './json-body.js'
 import { serveInTurn } from './pipelining.js'
 import { registerApiDocs } from './api-docs.js'
@@ -82,7 +82,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.setNotFoundHandler((req, reply) => {
     const err = new NotFoundError(`No route ${req.method} ${req.url.split('?')[0]} (the API lives under /api/${API_VERSION}/system)`)
-    void reply.status(404).send(buildFault(err, { action: req.method.toLowerCase(), component: null, correlationId: req.id }))
+    const fault = buildFault(err, { action: req.method.toLowerCase(), component: null, correlationId: req.id })
+    logFault(opts.logger, fault)
+    void reply.status(404).send(fault)
   })
 
   registerApiDocs(app)

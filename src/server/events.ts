@@ -13,6 +13,7 @@ import type { ServerResponse } from 'node:http'
 import { nameProblem } from '../definition/names.js'
 import { typed, typedJson } from '../definition/typed-json.js'
 import { ValidationError, type ErrorDetail } from '../errors.js'
+import { LOG_LEVELS, type LogEntry, type LogLevelName } from '../logs/index.js'
 import type { Instance } from '../system/instance.js'
 import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
@@ -21,6 +22,8 @@ import { API_VERSION, SERVER_VERSION } from '../version.js'
 export const DEFAULT_EVENTS_HZ = 10
 /** Frame rates a client may ask for with `?hz=`. */
 export const EVENTS_HZ_RANGE = { min: 1, max: 50 } as const
+/** Most `log` events one tick sends a stream; a stream further behind gets the newest ones. */
+export const MAX_LOG_EVENTS_PER_TICK = 1000
 
 /** Options of the event stream. */
 export interface EventsOptions {
@@ -92,6 +95,10 @@ interface Stream {
   blocked: boolean
   lastWrite: number
   timer: NodeJS.Timeout
+  /** `?logs=<level>`: log lines at that level or above are sent; absent, none. */
+  logLevel: LogLevelName | null
+  /** Sequence number of the last log record this stream has looked at. */
+  logSeq: number
 }
 
 /**
@@ -154,7 +161,9 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
       }
       const frame = diffFrame(system, stream)
       if (frame) send(stream, `event: frame\ndata: ${typedJson(frame)}\n\n`)
-      else if (Date.now() - stream.lastWrite >= keepaliveMs) send(stream, ': keep-alive\n\n')
+      const lines = stream.logLevel ? newLogLines(system, stream) : []
+      if (lines.length) send(stream, lines.map((entry) => `event: log\ndata: ${JSON.stringify(entry)}\n\n`).join(''))
+      if (!frame && !lines.length && Date.now() - stream.lastWrite >= keepaliveMs) send(stream, ': keep-alive\n\n')
     } catch (err) {
       app.log.warn({ err }, 'event stream sample failed')
     }
@@ -162,7 +171,7 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
 
   // No HEAD twin: a HEAD request would open a stream that sends nothing.
   app.get('/api/v3/events', { exposeHeadRoute: false }, async (req: FastifyRequest, reply: FastifyReply) => {
-    const { hz, filter } = parseQuery(req.query as Record<string, unknown>)
+    const { hz, filter, logLevel } = parseQuery(req.query as Record<string, unknown>)
     reply.hijack()
     const res = reply.raw
     res.writeHead(200, {
@@ -182,6 +191,9 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
       blocked: false,
       lastWrite: Date.now(),
       timer: setInterval(() => tick(stream), Math.round(1000 / hz)),
+      logLevel,
+      // Live lines only: what was logged before the stream opened is in the logs nodes.
+      logSeq: system.services.logs.lastSeq,
     }
     streams.add(stream)
     res.on('close', () => close(stream))
@@ -201,7 +213,18 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
   }
 }
 
-function parseQuery(query: Record<string, unknown>): { hz: number; filter: Set<string> | null } {
+/** The log records a stream has not seen yet, at its level, of its instances; moves its mark on. */
+function newLogLines(system: System, stream: Stream): LogEntry[] {
+  const buffer = system.services.logs
+  if (buffer.lastSeq === stream.logSeq) return []
+  let lines = buffer.query({ afterSeq: stream.logSeq, minLevel: stream.logLevel ?? undefined })
+  stream.logSeq = buffer.lastSeq
+  const filter = stream.filter
+  if (filter) lines = lines.filter((entry) => entry.instance !== undefined && filter.has(entry.instance))
+  return lines.length > MAX_LOG_EVENTS_PER_TICK ? lines.slice(-MAX_LOG_EVENTS_PER_TICK) : lines
+}
+
+function parseQuery(query: Record<string, unknown>): { hz: number; filter: Set<string> | null; logLevel: LogLevelName | null } {
   const details: ErrorDetail[] = []
   let hz = DEFAULT_EVENTS_HZ
   if (query.hz !== undefined) {
@@ -226,8 +249,13 @@ function parseQuery(query: Record<string, unknown>): { hz: number; filter: Set<s
       }
     }
   }
+  let logLevel: LogLevelName | null = null
+  if (query.logs !== undefined) {
+    if (typeof query.logs === 'string' && Object.hasOwn(LOG_LEVELS, query.logs)) logLevel = query.logs as LogLevelName
+    else details.push({ path: 'query.logs', message: `expected one of ${Object.keys(LOG_LEVELS).join(', ')} (the lowest level of log lines to send)` })
+  }
   if (details.length) throw new ValidationError(`Event stream: ${details.map((d) => d.message).join('; ')}`, details)
-  return { hz, filter }
+  return { hz, filter, logLevel }
 }
 
 function structureOf(system: System, stream: Stream): StructureEvent {

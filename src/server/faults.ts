@@ -61,17 +61,46 @@ export function correlationIdOf(header: string | string[] | undefined): string {
  * @example
  * const { status, fault } = faultFor(err, treeFaultContext('GET'), correlationId, logger)
  */
-export function faultFor(
-  error: unknown,
-  base: RequestFaultContext,
-  correlationId: string,
-  log: Pick<Logger, 'error'>,
-): { status: number; fault: FaultDocument } {
+export function faultFor(error: unknown, base: RequestFaultContext, correlationId: string, log: FaultLog): { status: number; fault: FaultDocument } {
   const err = fastifyToMimic(error)
-  if (err.status >= 500) log.error({ err: error, correlationId }, err.message)
   // The state as it is now: a failed prepare has just moved the instance to ERROR.
   const component = err.component ?? base.node?.faultInfo() ?? base.component ?? (base.segments ? guessComponent(base.segments) : null)
-  return { status: err.status, fault: buildFault(err, { action: base.action, component, correlationId }) }
+  const fault = buildFault(err, { action: base.action, component, correlationId })
+  logFault(log, fault, error)
+  return { status: err.status, fault }
+}
+
+/** What a fault is logged to. */
+export type FaultLog = Pick<Logger, 'error' | 'warn'>
+
+/**
+ * Logs a fault the server answered, with its correlation id and, when it is about an instance or
+ * something inside one, the instance's name (so the instance's `logs` node shows it): the
+ * server's own failures (5xx) as errors with the underlying error, the client's (4xx) as warnings.
+ *
+ * @example
+ * logFault(logger, fault, err)
+ */
+export function logFault(log: FaultLog, fault: FaultDocument, cause?: unknown): void {
+  const fields: Record<string, unknown> = {
+    correlation_id: fault.correlation_id,
+    status: fault.http_status,
+    event: fault.event,
+    action: fault.action,
+    component: fault.component?.path ?? null,
+  }
+  const instance = instanceOfPath(fault.component?.path)
+  if (instance !== undefined) fields.instance = instance
+  if (fault.error.details.length) fields.details = fault.error.details.slice(0, 20)
+  if (fault.http_status >= 500) log.error({ ...fields, err: cause }, fault.error.message)
+  else log.warn(fields, fault.error.message)
+}
+
+/** `pump` for `instances.pump` and anything below it. */
+function instanceOfPath(path: string | undefined): string | undefined {
+  if (!path?.startsWith('instances.')) return undefined
+  const name = path.split('.')[1]
+  return name || undefined
 }
 
 /** Maps fastify's own errors (body too large, bad content) onto the fault catalogue. */

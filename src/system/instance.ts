@@ -7,6 +7,7 @@ import { Component, type CallArgs, type MethodHandler } from '../tree/component.
 import { Attributes, type AttributeOwner } from './attributes.js'
 import { ActionsNode, InstanceHost } from './behaviour-host.js'
 import { Communication } from './communication.js'
+import { Logs } from './logs.js'
 import type { Model } from './models.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
@@ -45,6 +46,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   readonly parameters: Readonly<Record<string, unknown>>
   /** Parameters and start values as the instance entry gave them (written back in the system's definition). */
   readonly given: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> } | undefined
+  readonly logs: Logs
   readonly #services: SystemServices
   readonly #exclusive: <T>(fn: () => Promise<T>) => Promise<T>
   #state: InstanceState = 'INITIALIZED'
@@ -95,6 +97,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     const behaviour = modelBehaviour(parsed)
     this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this))
     this.actionsNode = this.behaviour && this.behaviour.actions.length > 0 ? new ActionsNode(this, this.behaviour) : undefined
+    this.logs = new Logs(this, { buffer: opts.services.logs, instance: opts.name })
   }
 
   /** Logs a warning about this instance (behaviour that could not do something it was asked to). */
@@ -120,7 +123,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   }
 
   override children(): Component[] {
-    const list: Component[] = [this.attributes, this.timer, this.polling, this.communication]
+    const list: Component[] = [this.attributes, this.timer, this.polling, this.communication, this.logs]
     if (this.actionsNode) list.push(this.actionsNode)
     if (this.importNode) list.push(this.importNode)
     return list

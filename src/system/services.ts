@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import type { LogBuffer } from '../logs/index.js'
 import type { ProtocolContexts } from '../protocols/index.js'
 import type { PythonPool } from '../python/index.js'
 import type { SnapshotStore } from '../snapshots/index.js'
@@ -6,6 +7,8 @@ import type { SnapshotStore } from '../snapshots/index.js'
 /** What the system tree needs from the outside world, handed in once by the server. */
 export interface SystemServices {
   logger: Logger
+  /** The recent log records the `logs` nodes read (fed by `logger`). */
+  logs: LogBuffer
   serverVersion: string
   /** Directories an `import` key may resolve into. */
   extensions: string[]

@@ -7,6 +7,7 @@ import { Component, type CallArgs, type MethodHandler } from '../tree/component.
 import { Connections } from './connections.js'
 import type { Instance } from './instance.js'
 import { Instances } from './instances.js'
+import { Logs } from './logs.js'
 import { mappedDefaultProblems } from './mapping-check.js'
 import { Models } from './models.js'
 import { Polling } from './polling.js'
@@ -20,8 +21,8 @@ export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 export const MAX_STEPS_PER_CALL = 100_000
 
 /**
- * The root of the tree: models, instances, connections, the system timer and polling, and
- * snapshots. Stepping is the engine's (src/engine): a system step runs every runnable instance
+ * The root of the tree: models, instances, connections, the system timer and polling,
+ * snapshots and the logs. Stepping is the engine's (src/engine): a system step runs every runnable instance
  * once — all Python-backed instances in one batched message per worker, workers in parallel —
  * and then applies the connections. Structural changes are serialized by one mutex so that no
  * request sees a half-built system.
@@ -39,6 +40,7 @@ export class System extends Component {
   readonly timer: Timer
   readonly polling: Polling
   readonly snapshots: SnapshotsNode
+  readonly logs: Logs
   readonly #mutex = new Mutex()
   #state: SystemState = 'INITIALIZED'
   readonly #engine: Engine<Instance>
@@ -63,6 +65,7 @@ export class System extends Component {
     })
     this.polling = new Polling(this, { onChange: () => this.#engine.pollingChanged() })
     this.snapshots = new SnapshotsNode(this)
+    this.logs = new Logs(this, { buffer: services.logs })
     services.python.onLost?.((names, reason) => {
       for (const name of names) this.instances.get(name)?.lost(reason)
       this.#engine.instancesLost(names, reason)
@@ -79,7 +82,7 @@ export class System extends Component {
   }
 
   override children(): Component[] {
-    return [this.models, this.instances, this.connections, this.timer, this.polling, this.snapshots]
+    return [this.models, this.instances, this.connections, this.timer, this.polling, this.snapshots, this.logs]
   }
 
   override properties(): Record<string, unknown> {

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
-import pino from 'pino'
 import { parseConfig, type Config } from '../../src/config.js'
 import { startMimic, type MimicServer } from '../../src/mimic.js'
 
@@ -67,8 +66,7 @@ export async function startTestServer(opts: { files?: Record<string, string>; co
     },
   })
   const config = parseConfig({ port: 0, productKey: TEST_KEY, extensions: [extensions], snapshotsDir: snapshots, pythonWorkers: 2, ...opts.config }, testEnv())
-  const logger = pino({ level: 'info' }, stream)
-  const server = await startMimic(config, { logger })
+  const server = await startMimic(config, { logStream: stream })
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
     const res = await fetch(`${server.url}${path}`, {
       method,

@@ -124,9 +124,15 @@ describe('product key on every /api route', () => {
       const res = await fetch(`${t.url}${SYS}`, { headers: { authorization } })
       assert.equal(res.status, 200, authorization)
     }
-    for (const route of routes.filter((r) => !r.url.startsWith('/api/') && r.methods.includes('GET'))) {
+    // /mcp (the MCP endpoint) asks for the same key as /api; every other route is open.
+    for (const route of routes.filter((r) => !r.url.startsWith('/api/') && r.url !== '/mcp' && r.methods.includes('GET'))) {
       const res = await fetch(`${t.url}${concrete(route.url).replace(/\/instances$/, '/')}`)
       assert.notEqual(res.status, 401, route.url)
     }
+    for (const method of ['GET', 'POST', 'DELETE']) {
+      assert.equal((await fetch(`${t.url}/mcp`, { method })).status, 401, `${method} /mcp without a key`)
+      assert.equal((await fetch(`${t.url}/mcp`, { method, headers: { authorization: 'Bearer wrong' } })).status, 401, `${method} /mcp with a wrong key`)
+    }
+    assert.equal((await fetch(`${t.url}/mcp`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).status, 405, 'GET /mcp with the key: stateless, POST only')
   })
 })

@@ -4,6 +4,7 @@ import { h, replace, setText } from './dom.ts'
 import { LiveStream, type StreamStatus } from './event-stream.ts'
 import { InstanceView } from './instance-view.ts'
 import { LiveStore } from './live-store.ts'
+import { LogsView } from './logs-view.ts'
 import type { Notices } from './notices.ts'
 import { OverviewView } from './overview-view.ts'
 import { SnapshotsView } from './snapshots-view.ts'
@@ -132,11 +133,14 @@ export class AppShell {
       case 'snapshots':
         this.#view = new SnapshotsView(common)
         break
+      case 'logs':
+        this.#view = new LogsView({ ...common, instance: name })
+        break
       default:
         this.#view = new OverviewView(common)
     }
     replace(this.#main, this.#view.element)
-    this.#tree.select(kind ? hash : '#/')
+    this.#tree.select(kind === 'logs' ? '#/logs' : kind ? hash : '#/')
     this.#subscribe()
   }
 

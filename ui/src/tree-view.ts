@@ -74,6 +74,7 @@ export class TreeView {
         { class: 'tree-section tree-top' },
         link('#/', h('span', { class: 'tree-name' }, 'Overview')),
         link('#/snapshots', h('span', { class: 'tree-name' }, 'Snapshots')),
+        link('#/logs', h('span', { class: 'tree-name' }, 'Logs')),
       ),
       section('Instances', s ? s.instances.length : null, instances, s ? 'No instances' : 'Loading…'),
       section('Models', s ? s.models.length : null, models, s ? 'No models' : 'Loading…'),

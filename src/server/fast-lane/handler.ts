@@ -1,6 +1,5 @@
-import type { Logger } from 'pino'
 import type { System } from '../../system/system.js'
-import { correlationIdOf, faultFor } from '../faults.js'
+import { correlationIdOf, faultFor, type FaultLog } from '../faults.js'
 import { parseJsonBody } from '../json-body.js'
 import { JsonText, answerTree, treeFaultContext } from '../tree-routes.js'
 import type { LaneHandler } from './connection.js'
@@ -15,7 +14,7 @@ export interface TreeLaneOptions {
   system: System
   /** The Bearer check of the fastify routes (auth.ts). */
   authorized: (header: string | undefined) => boolean
-  logger: Pick<Logger, 'error'>
+  logger: FaultLog
 }
 
 /**
@@ -42,7 +41,7 @@ export function treeLaneHandler(options: TreeLaneOptions): LaneHandler {
 }
 
 /** The lane's answer to a tree request it took: the route's document, or the fault fastify would send. */
-function answerLane(system: System, req: LaneRequest, body: unknown, log: Pick<Logger, 'error'>): LaneResponse | Promise<LaneResponse> {
+function answerLane(system: System, req: LaneRequest, body: unknown, log: FaultLog): LaneResponse | Promise<LaneResponse> {
   const id = correlationIdOf(req.headers['x-correlation-id'])
   const context = treeFaultContext(req.method)
   const answered = (result: unknown): LaneResponse => ({
