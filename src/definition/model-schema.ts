@@ -1,6 +1,9 @@
 import { z } from 'zod'
 import { nameProblem, nameSchema, pythonIdentifier } from './names.js'
 import { modbusSlaveSchema } from './modbus-schema.js'
+import { mqttSchema } from './mqtt-schema.js'
+import { opcuaServerSchema } from './opcua-schema.js'
+import { referencedAttribute } from './attribute-reference.js'
 
 /** Value types an attribute may declare; `any` accepts every JSON value. */
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
@@ -53,7 +56,7 @@ const importKeySchema = z
   .refine((k) => !/[\0-\x1f]/.test(k), 'control characters are not allowed in a path')
 
 /** Adapter kinds a model may declare under `communication`, each with its schema. */
-export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema } as const
+export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema, mqtt: mqttSchema, opcua_server: opcuaServerSchema } as const
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 
 const communicationEntrySchema = z.record(z.string(), z.unknown()).superRefine((entry, ctx) => {
@@ -133,6 +136,20 @@ export const modelDefinitionSchema = z
             message: `'${attr}' is not an attribute of this model`,
           })
         }
+      }
+      // Kinds that bind by reference list them as `bindings: [{attribute: '#attr(x)'}, ...]`.
+      const bindings = (entry[kind] as { bindings?: unknown } | undefined)?.bindings
+      if (Array.isArray(bindings)) {
+        bindings.forEach((binding: { attribute?: unknown } | null, at) => {
+          const attr = typeof binding?.attribute === 'string' ? referencedAttribute(binding.attribute) : null
+          if (attr !== null && !declared.has(attr)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['communication', ...(list ? [index] : []), kind, 'bindings', at, 'attribute'],
+              message: `'${attr}' is not an attribute of this model`,
+            })
+          }
+        })
       }
     })
   })

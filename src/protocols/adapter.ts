@@ -21,6 +21,19 @@ export interface AttributeAccessor {
   write(attr: string, value: unknown): void | Promise<void>
   /** False when the attribute cannot be written (e.g. bound to a getter without setter). */
   writable(attr: string): boolean
+  /** The attribute's value type (`float`, `int`, `bool`, `str`, `list`, `dict`, `any`) and unit, or undefined when there is no such attribute. */
+  describe?(attr: string): AttributeDescription | undefined
+  /** The instance's model methods other than the lifecycle ones (`prepare`, `run`, `start`, `stop`, `reset`). */
+  methods?(): string[]
+  /** Calls a model method with positional arguments; rejects with a MimicError (e.g. a Python exception is a UserCodeError). */
+  call?(method: string, args: unknown[]): Promise<unknown>
+}
+
+/** What an adapter may know of an attribute beyond its value. */
+export interface AttributeDescription {
+  type: string
+  unit?: string
+  description?: string
 }
 
 /** Lifecycle state of an adapter: 'DETACHED' is started but silent (clients time out). */
@@ -82,6 +95,8 @@ export interface AdapterCreateOptions<Settings, Context> {
   logger: Logger
   /** Shown in log lines, e.g. 'meter.modbus_slave'. */
   name: string
+  /** The instance's name, e.g. 'meter' (protocols that name things after it, such as an OPC UA folder). */
+  instance?: string
   /** The kind's shared per-server context (e.g. listeners shared by adapters on one port). */
   context: Context
 }

@@ -1,8 +1,18 @@
 import type { Logger } from 'pino'
 import type { ProtocolContext, ProtocolKind } from './adapter.js'
 import { modbusSlaveKind } from './modbus/kind.js'
+import { mqttKind } from './mqtt/kind.js'
 
-export type { AdapterCreateOptions, AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter, ProtocolContext, ProtocolKind } from './adapter.js'
+export type {
+  AdapterCreateOptions,
+  AdapterState,
+  AttributeDescription,
+  AdapterStats,
+  AttributeAccessor,
+  ProtocolAdapter,
+  ProtocolContext,
+  ProtocolKind,
+} from './adapter.js'
 
 /**
  * The registry of protocol kinds. Adding a protocol is one folder under src/protocols/ and one
@@ -12,7 +22,7 @@ export type { AdapterCreateOptions, AdapterState, AdapterStats, AttributeAccesso
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, mqttKind]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {

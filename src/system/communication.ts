@@ -1,4 +1,5 @@
 import { NotFoundError } from '../errors.js'
+import { LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
 import type { Instance } from './instance.js'
@@ -110,6 +111,7 @@ export class AdapterNode extends Component {
       context: opts.services.protocols.get(kind),
       logger: opts.services.logger,
       name: `${instance.name}.${opts.name}`,
+      instance: instance.name,
       accessor: {
         read: (attr) => instance.attributes.get(attr)?.externalValue,
         write: (attr, value) => {
@@ -118,6 +120,12 @@ export class AdapterNode extends Component {
           return target.setInternal(value)
         },
         writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
+        describe: (attr) => {
+          const target = instance.attributes.get(attr)
+          return target && { type: target.valueType, unit: target.unit, description: target.description }
+        },
+        methods: () => Object.keys(instance.methods()).filter((m) => !LIFECYCLE_METHODS.has(m)),
+        call: (method, args) => instance.call(method, { args, kwargs: {} }),
       },
     })
   }
