@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import type { ProtocolContext, ProtocolKind } from './adapter.js'
 import { modbusSlaveKind } from './modbus/kind.js'
 import { mqttKind } from './mqtt/kind.js'
+import { opcuaServerKind } from './opcua/kind.js'
 
 export type {
   AdapterCreateOptions,
@@ -22,7 +23,7 @@ export type {
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, mqttKind]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, mqttKind, opcuaServerKind]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {
