@@ -54,7 +54,6 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   readonly #servers: OpcuaServers
   readonly #instance: string
   #lease: EndpointLease | null = null
-  #folder: UAObject | null = null
   #nodes: BaseNode[] = []
   #variables: BoundVariable[] = []
   #methods: string[] = []
@@ -180,7 +179,6 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     }
     const folderId = nodeId(undefined, `s=${this.#instance}`, 'folder')
     const folder = ns.addFolder(addressSpace.rootFolder.objects, { browseName: d.folder ?? this.#instance, nodeId: folderId })
-    this.#folder = folder
     this.#nodes = [folder]
     this.#variables = []
     d.bindings.forEach((binding, index) => {
@@ -336,7 +334,6 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       }
     }
     this.#nodes = []
-    this.#folder = null
   }
 
   #serialize(step: () => Promise<void>): Promise<void> {
