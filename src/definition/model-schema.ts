@@ -2,6 +2,9 @@ import { z } from 'zod'
 import { nameProblem, nameSchema, pythonIdentifier } from './names.js'
 import { modbusSlaveSchema } from './modbus-schema.js'
 import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
+import { mqttSchema } from './mqtt-schema.js'
+import { opcuaServerSchema } from './opcua-schema.js'
+import { referencedAttribute } from './attribute-reference.js'
 
 /** Value types an attribute may declare; `any` accepts every JSON value. */
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
@@ -54,7 +57,13 @@ const importKeySchema = z
   .refine((k) => !/[\0-\x1f]/.test(k), 'control characters are not allowed in a path')
 
 /** Adapter kinds a model may declare under `communication`, each with its schema. */
-export const ADAPTER_SCHEMAS = { modbus_slave: modbusSlaveSchema, modbus_tcp: modbusSlaveSchema, ascii: asciiSchema } as const
+export const ADAPTER_SCHEMAS = {
+  modbus_slave: modbusSlaveSchema,
+  modbus_tcp: modbusSlaveSchema,
+  ascii: asciiSchema,
+  mqtt: mqttSchema,
+  opcua_server: opcuaServerSchema,
+} as const
 /** Kinds whose `mapping` is not keyed by attribute name say where their settings reference attributes. */
 const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ path: (string | number)[]; attribute: string }>>> = {
   ascii: asciiAttributeReferences,
@@ -228,6 +237,20 @@ export const modelDefinitionSchema = z
             message: `'${attr}' is not an attribute of this model`,
           })
         }
+      }
+      // Kinds that bind by reference list them as `bindings: [{attribute: '#attr(x)'}, ...]`.
+      const bindings = (entry[kind] as { bindings?: unknown } | undefined)?.bindings
+      if (Array.isArray(bindings)) {
+        bindings.forEach((binding: { attribute?: unknown } | null, at) => {
+          const attr = typeof binding?.attribute === 'string' ? referencedAttribute(binding.attribute) : null
+          if (attr !== null && !declared.has(attr)) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['communication', ...(list ? [index] : []), kind, 'bindings', at, 'attribute'],
+              message: `'${attr}' is not an attribute of this model`,
+            })
+          }
+        })
       }
     })
   })

@@ -23,6 +23,19 @@ export interface AttributeAccessor {
   writable(attr: string): boolean
   /** Why `value` cannot be written to the attribute (its type, other adapters' ranges), or null; lets an adapter check every write of a request before applying any. */
   valueProblem?(attr: string, value: unknown): string | null
+  /** The attribute's value type (`float`, `int`, `bool`, `str`, `list`, `dict`, `any`) and unit, or undefined when there is no such attribute. */
+  describe?(attr: string): AttributeDescription | undefined
+  /** The instance's model methods other than the lifecycle ones (`prepare`, `run`, `start`, `stop`, `reset`). */
+  methods?(): string[]
+  /** Calls a model method with positional arguments; rejects with a MimicError (e.g. a Python exception is a UserCodeError). */
+  call?(method: string, args: unknown[]): Promise<unknown>
+}
+
+/** What an adapter may know of an attribute beyond its value. */
+export interface AttributeDescription {
+  type: string
+  unit?: string
+  description?: string
 }
 
 /**
@@ -99,6 +112,8 @@ export interface AdapterCreateOptions<Settings, Context> {
   logger: Logger
   /** Shown in log lines, e.g. 'meter.modbus_slave'. */
   name: string
+  /** The instance's name, e.g. 'meter' (protocols that name things after it, such as an OPC UA folder). */
+  instance?: string
   /** The kind's shared per-server context (e.g. listeners shared by adapters on one port). */
   context: Context
   /** The instance and model the adapter serves. */

@@ -2,12 +2,15 @@ import type { Logger } from 'pino'
 import type { ProtocolContext, ProtocolKind } from './adapter.js'
 import { asciiKind } from './ascii/kind.js'
 import { modbusSlaveKind } from './modbus/kind.js'
+import { mqttKind } from './mqtt/kind.js'
+import { opcuaServerKind } from './opcua/kind.js'
 
 export type {
   AdapterCreateOptions,
   AdapterState,
   AdapterStats,
   AdapterSubject,
+  AttributeDescription,
   AttributeAccessor,
   ProtocolAdapter,
   ProtocolContext,
@@ -22,7 +25,7 @@ export type {
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {

@@ -1,6 +1,7 @@
 import { attributeDeclarations } from '../definition/model-schema.js'
 import { NotFoundError } from '../errors.js'
 import { substituteParameters } from '../definition/parameters.js'
+import { LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
 import type { Instance } from './instance.js'
@@ -144,6 +145,7 @@ export class AdapterNode extends Component {
         description: instance.model.parsed.description,
         attributes: attributeDeclarations(instance.model.parsed).map((a) => ({ name: a.name, type: a.type, default: a.default })),
       },
+      instance: instance.name,
       accessor: {
         read: (attr) => instance.attributes.get(attr)?.externalValue,
         write: (attr, value) => {
@@ -156,6 +158,12 @@ export class AdapterNode extends Component {
           const target = instance.attributes.get(attr)
           return target ? target.valueProblem(value) : `attribute '${attr}' not found`
         },
+        describe: (attr) => {
+          const target = instance.attributes.get(attr)
+          return target && { type: target.valueType, unit: target.unit, description: target.description }
+        },
+        methods: () => Object.keys(instance.methods()).filter((m) => !LIFECYCLE_METHODS.has(m)),
+        call: (method, args) => instance.call(method, { args, kwargs: {} }),
       },
     })
   }

@@ -15,6 +15,8 @@ export interface LiveAdapter {
   port: number | null
   requests: number
   errors: number
+  /** Every stats() entry the stream sent, the protocol's own counters included (e.g. MQTT `connection`, `published`). */
+  stats: Record<string, string | number | boolean | null>
   known: boolean
   /** The protocol's own counters, as the stream sends them (e.g. `queries`, `clients`). */
   [counter: string]: string | number | boolean | null
@@ -60,7 +62,7 @@ export class LiveStore {
       const attributes = new Map<string, LiveAttribute>()
       for (const a of inst.attributes) attributes.set(a.name, { ...a, internal: undefined, external: undefined, known: false })
       const adapters = new Map<string, LiveAdapter>()
-      for (const name of inst.adapters) adapters.set(name, { name, state: '', port: null, requests: 0, errors: 0, known: false })
+      for (const name of inst.adapters) adapters.set(name, { name, state: '', port: null, requests: 0, errors: 0, stats: {}, known: false })
       this.instances.set(inst.name, {
         name: inst.name,
         model: inst.model,
@@ -91,7 +93,10 @@ export class LiveStore {
       for (const [adapterName, values] of Object.entries(delta.adapters ?? {})) {
         const adapter = inst.adapters.get(adapterName)
         if (!adapter) continue
-        Object.assign(adapter, values, { known: true })
+        for (const [key, value] of Object.entries(values)) if (value !== undefined) adapter.stats[key] = value
+        Object.assign(adapter, { state: values.state ?? adapter.state, port: values.port !== undefined ? values.port : adapter.port }, { known: true })
+        if (typeof values.requests === 'number') adapter.requests = values.requests
+        if (typeof values.errors === 'number') adapter.errors = values.errors
       }
     }
     for (const listener of this.#frameListeners) listener(frame)

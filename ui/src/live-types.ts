@@ -27,7 +27,7 @@ export interface AttributeDelta {
   external_value?: unknown
 }
 
-/** Changed values of one protocol adapter. */
+/** Changed values of one protocol adapter: state, requests, errors and the protocol's own counters. */
 export interface AdapterDelta {
   state?: string
   port?: number | null

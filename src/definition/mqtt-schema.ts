@@ -1,0 +1,178 @@
+import { z } from 'zod'
+import { attributeReferenceSchema } from './attribute-reference.js'
+
+/**
+ * The `mqtt` adapter definition: a client of an MQTT broker that publishes attributes to topics
+ * and writes attributes from the topics it subscribes to. `broker: embedded` starts a broker
+ * inside the server (on 127.0.0.1), so no broker needs to be installed.
+ *
+ * @example
+ * const definition = mqttSchema.parse({
+ *   broker: 'embedded',
+ *   topic_prefix: 'plant/boiler/',
+ *   bindings: [{ attribute: '#attr(temp)', topic: 'temp', on_change: true }],
+ * })
+ * definition.bindings[0].attribute // 'temp'
+ */
+
+/** How a binding moves values: out to the broker, in from it, or both. @example MQTT_DIRECTIONS.includes('both') */
+export const MQTT_DIRECTIONS = ['publish', 'subscribe', 'both'] as const
+/** Payload formats: `raw` is the value as text, `json` a JSON document. @example MQTT_FORMATS // ['raw', 'json'] */
+export const MQTT_FORMATS = ['raw', 'json'] as const
+
+/** What `broker` names to start a broker inside the server. @example MQTT_EMBEDDED // 'embedded' */
+export const MQTT_EMBEDDED = 'embedded'
+
+const qosSchema = z.union([z.literal(0), z.literal(1), z.literal(2)]).default(0)
+const seconds = (max: number) => z.number().min(0).max(max)
+
+/** A topic to publish to: no wildcards, no NUL, at most 65535 bytes as the protocol allows. */
+const publishTopic = z
+  .string()
+  .max(4096)
+  .refine((t) => !/[+#\0]/.test(t), 'a topic to publish to may not contain + or # (wildcards) or NUL')
+
+const messageSchema = z.strictObject({
+  topic: publishTopic.refine((t) => t.length > 0, 'a topic is required'),
+  payload: z.string().max(65536).default(''),
+  qos: qosSchema,
+  retain: z.boolean().default(false),
+})
+
+const bindingSchema = z
+  .strictObject({
+    /** Shown in logs and counters; the attribute's name when omitted. */
+    name: z.string().min(1).max(128).optional(),
+    attribute: attributeReferenceSchema,
+    /** Appended to `topic_prefix`; subscribe topics may use + and #. */
+    topic: z.string().min(1).max(4096),
+    direction: z.enum(MQTT_DIRECTIONS).default('publish'),
+    qos: qosSchema,
+    retain: z.boolean().default(false),
+    /** Publish as soon as the value changes (checked every `scan_interval`). */
+    on_change: z.boolean().default(false),
+    /** Seconds between publications of this binding; default `publish_interval`. 0: only on change. */
+    interval: seconds(86_400).optional(),
+    format: z.enum(MQTT_FORMATS).default('raw'),
+    /** The payload with `{{value}}` where the value goes (also `{{timestamp}}`, `{{attribute}}`, `{{instance}}`, `{{topic}}`). */
+    template: z.string().max(65536).optional(),
+  })
+  .superRefine((binding, ctx) => {
+    if (binding.direction !== 'subscribe' && /[+#\0]/.test(binding.topic)) {
+      ctx.addIssue({ code: 'custom', path: ['topic'], message: 'a topic to publish to may not contain + or # (wildcards) or NUL' })
+    }
+    if (binding.template !== undefined && !binding.template.includes('{{value}}')) {
+      ctx.addIssue({ code: 'custom', path: ['template'], message: 'a template must contain {{value}}' })
+    }
+    if (binding.template !== undefined && binding.format === 'json' && binding.direction !== 'publish' && templateValuePath(binding.template) === null) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['template'],
+        message: 'a json template read by a subscription must be JSON with "{{value}}" or {{value}} as one of its values',
+      })
+    }
+  })
+
+/** @example const b: MqttBinding = mqttSchema.parse({ bindings: [{ attribute: 't', topic: 't' }] }).bindings[0] */
+export type MqttBinding = z.output<typeof bindingSchema>
+
+/**
+ * The adapter definition, strict: unknown keys are errors.
+ *
+ * @example
+ * mqttSchema.safeParse({ broker: 'embedded', bindings: [{ attribute: 'x', topic: 'a/#' }] }).success // false: wildcard in a publish topic
+ */
+export const mqttSchema = z
+  .strictObject({
+    /** A host name or address, or `embedded` for a broker inside the server on 127.0.0.1. */
+    broker: z.string().min(1).max(253).default(MQTT_EMBEDDED),
+    /** Default 1883 (8883 with tls). With `broker: embedded`: omitted, the first free port from 1883 up; 0, a port the system chooses. */
+    port: z.number().int().min(0).max(65535).optional(),
+    tls: z.boolean().default(false),
+    /** With tls: refuse a broker whose certificate is not trusted (false for self-signed test brokers). */
+    tls_verify: z.boolean().default(true),
+    username: z.string().max(1024).optional(),
+    password: z.string().max(1024).optional(),
+    /** Default `mimic-<instance>-<adapter>`. */
+    client_id: z.string().min(1).max(256).optional(),
+    /** Seconds between keep-alive pings. */
+    keepalive: z.number().int().min(0).max(65535).default(30),
+    clean: z.boolean().default(true),
+    topic_prefix: z.string().max(4096).default(''),
+    /** Seconds between publications of each publish binding (0: only on change and on connect). */
+    publish_interval: seconds(86_400).default(1),
+    /** Seconds between checks of on_change bindings. */
+    scan_interval: z.number().min(0.01).max(60).default(0.1),
+    /** Seconds before the first reconnect attempt; doubled after each failure up to reconnect_max. */
+    reconnect_period: z.number().min(0.05).max(3600).default(1),
+    reconnect_max: z.number().min(0.05).max(3600).default(30),
+    /** Seconds a connection attempt may take. */
+    connect_timeout: z.number().min(0.1).max(300).default(5),
+    /** Last will: published by the broker when the link drops without a goodbye. */
+    will: messageSchema.optional(),
+    /** Birth message: published on every (re)connection. */
+    birth: messageSchema.optional(),
+    bindings: z.array(bindingSchema).max(100_000).default([]),
+  })
+  .superRefine((definition, ctx) => {
+    if (definition.password !== undefined && definition.username === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['password'], message: 'a password needs a username' })
+    }
+    if (definition.broker === MQTT_EMBEDDED && definition.tls) {
+      ctx.addIssue({ code: 'custom', path: ['tls'], message: 'the embedded broker speaks plain MQTT on 127.0.0.1: tls is for external brokers' })
+    }
+    if (definition.broker !== MQTT_EMBEDDED && definition.port === 0) {
+      ctx.addIssue({ code: 'custom', path: ['port'], message: 'port 0 (a port the system chooses) applies to the embedded broker only' })
+    }
+    const names = new Map<string, number>()
+    definition.bindings.forEach((binding, index) => {
+      const name = binding.name ?? binding.attribute
+      const previous = names.get(name)
+      if (previous !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['bindings', index, 'name'], message: `binding name '${name}' is already used by bindings[${previous}]` })
+      else names.set(name, index)
+    })
+  })
+
+/**
+ * An `mqtt` definition after defaults.
+ *
+ * @example
+ * const d: MqttDefinition = mqttSchema.parse({})
+ */
+export type MqttDefinition = z.output<typeof mqttSchema>
+
+const VALUE_MARK = '\u0000mimic-value\u0000'
+
+/**
+ * Where `{{value}}` sits in a JSON template, as a path of keys and indexes, or null when the
+ * template is not JSON with the placeholder as one whole value (`{"v": {{value}}}` or
+ * `{"v": "{{value}}"}`).
+ *
+ * @example
+ * templateValuePath('{"data": {"v": {{value}}}}') // ['data', 'v']
+ */
+export function templateValuePath(template: string): Array<string | number> | null {
+  let doc: unknown
+  try {
+    doc = JSON.parse(template.replaceAll('"{{value}}"', JSON.stringify(VALUE_MARK)).replaceAll('{{value}}', JSON.stringify(VALUE_MARK)))
+  } catch {
+    return null
+  }
+  const find = (node: unknown, path: Array<string | number>): Array<string | number> | null => {
+    if (node === VALUE_MARK) return path
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const found = find(node[i], [...path, i])
+        if (found) return found
+      }
+    } else if (node !== null && typeof node === 'object') {
+      for (const [key, value] of Object.entries(node)) {
+        const found = find(value, [...path, key])
+        if (found) return found
+      }
+    }
+    return null
+  }
+  return find(doc, [])
+}

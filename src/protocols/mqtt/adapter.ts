@@ -1,0 +1,498 @@
+import { connect, type IClientOptions, type MqttClient } from 'mqtt'
+import type { Logger } from 'pino'
+import { ConflictError, ValidationError } from '../../errors.js'
+import { MQTT_EMBEDDED, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
+import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
+import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
+import { PayloadReader, formatPayload, publishProblem, topicMatches } from './payload.js'
+
+/**
+ * The `mqtt` adapter of one instance: a client of a broker (or of the embedded one) that
+ * publishes bound attributes and writes attributes from the topics it subscribes to.
+ *
+ * The link to the broker has its own state, shown as `connection` in stats: `connecting`,
+ * `connected`, `reconnecting` (the broker is down or unreachable: retried with a backoff that
+ * doubles from `reconnect_period` up to `reconnect_max`), `detached`, `down` (stopped). A broker
+ * that is down never fails the adapter: it keeps retrying and says so.
+ *
+ * Values are checked every `scan_interval`: on_change bindings publish when their value
+ * changed, the others every `interval` (default `publish_interval`); every publish binding is
+ * published once on each (re)connection, so a subscriber sees the current state after an outage.
+ * A received payload that does not fit the attribute's type is refused, counted (`refused`) and
+ * logged; it is never applied in part.
+ *
+ * @example
+ * const adapter = new MqttAdapter({ definition, accessor, logger, brokers, name: 'boiler.mqtt', instance: 'boiler' })
+ * await adapter.start()
+ * adapter.stats() // { state: 'RUNNING', connection: 'connected', published: 3, ... }
+ * await adapter.stop()
+ */
+
+/** Options of an adapter. */
+export interface MqttAdapterOptions {
+  definition: MqttDefinition
+  accessor: AttributeAccessor
+  logger: Logger
+  brokers: EmbeddedBrokers
+  name?: string
+  instance?: string
+}
+
+/** The state of the link to the broker. */
+export type MqttConnection = 'down' | 'connecting' | 'connected' | 'reconnecting' | 'detached'
+
+/** One binding with what the adapter keeps for it. */
+interface LiveBinding {
+  binding: MqttBinding
+  name: string
+  /** The full topic (prefix + topic). */
+  topic: string
+  publishes: boolean
+  subscribes: boolean
+  /** Milliseconds between publications; 0: none but on change and on connect. */
+  periodMs: number
+  reader: PayloadReader
+  lastKey: string | undefined
+  lastSent: number
+  /** The last payload published, to know our own message when a `both` binding hears it back. */
+  lastPayload: string | undefined
+}
+
+const WARN_INTERVAL_MS = 1000
+
+/** See the module comment. */
+export class MqttAdapter implements ProtocolAdapter {
+  readonly name: string
+  readonly settable = ['publish_interval', 'scan_interval'] as const
+  readonly #definition: MqttDefinition
+  readonly #accessor: AttributeAccessor
+  readonly #logger: Logger
+  readonly #brokers: EmbeddedBrokers
+  readonly #instance: string
+  readonly #bindings: LiveBinding[]
+  #client: MqttClient | null = null
+  #lease: BrokerLease | null = null
+  #host = ''
+  #port: number | null = null
+  #running = false
+  #detached = false
+  #connection: MqttConnection = 'down'
+  #backoffMs: number
+  #retryTimer: NodeJS.Timeout | null = null
+  #scanTimer: NodeJS.Timeout | null = null
+  #lifecycle: Promise<void> = Promise.resolve()
+  #lastError: string | null = null
+  #lastWarning = 0
+  #counters = { published: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
+
+  constructor(options: MqttAdapterOptions) {
+    this.name = options.name ?? 'mqtt'
+    this.#instance = options.instance ?? this.name.split('.')[0]!
+    this.#definition = structuredClone(options.definition)
+    this.#accessor = options.accessor
+    this.#logger = options.logger.child({ adapter: this.name })
+    this.#brokers = options.brokers
+    this.#backoffMs = this.#definition.reconnect_period * 1000
+    this.#bindings = this.#definition.bindings.map((binding) => ({
+      binding,
+      name: binding.name ?? binding.attribute,
+      topic: this.#definition.topic_prefix + binding.topic,
+      publishes: binding.direction !== 'subscribe',
+      subscribes: binding.direction !== 'publish',
+      periodMs: 0,
+      reader: PayloadReader.for(binding),
+      lastKey: undefined,
+      lastSent: 0,
+      lastPayload: undefined,
+    }))
+    this.#updatePeriods()
+  }
+
+  get state(): AdapterState {
+    if (!this.#running) return 'STOPPED'
+    return this.#detached ? 'DETACHED' : 'RUNNING'
+  }
+
+  /** The link to the broker (see the module comment). */
+  get connection(): MqttConnection {
+    return this.#connection
+  }
+
+  /**
+   * Connects to the broker (opening the embedded one first when asked) and resolves once the
+   * first attempt has an outcome: connected, refused, or `connect_timeout` passed. A broker that
+   * is down is not an error: the adapter runs and keeps retrying. Throws ConflictError only when
+   * the embedded broker cannot open its port. Idempotent.
+   */
+  start(): Promise<void> {
+    return this.#serialize(async () => {
+      if (this.#running) return
+      const d = this.#definition
+      if (d.broker === MQTT_EMBEDDED) {
+        this.#lease = await this.#brokers.acquire(d.port)
+        this.#host = this.#lease.host
+        this.#port = this.#lease.port
+      } else {
+        this.#host = d.broker
+        this.#port = d.port ?? (d.tls ? 8883 : 1883)
+      }
+      this.#running = true
+      this.#detached = false
+      this.#backoffMs = d.reconnect_period * 1000
+      this.#connection = 'connecting'
+      const client = connect(this.#clientOptions())
+      this.#client = client
+      const firstOutcome = new Promise<void>((resolve) => {
+        const timer = setTimeout(done, d.connect_timeout * 1000)
+        function done() {
+          clearTimeout(timer)
+          client.off('connect', done)
+          client.off('close', done)
+          resolve()
+        }
+        client.on('connect', done)
+        client.on('close', done)
+      })
+      client.on('connect', () => this.#connected())
+      client.on('close', () => this.#closed())
+      client.on('error', (error) => this.#linkError(error))
+      client.on('message', (topic, payload) => this.#message(topic, payload))
+      this.#scanTimer = setInterval(() => this.#scan(), d.scan_interval * 1000)
+      this.#scanTimer.unref()
+      await firstOutcome
+      this.#logger.info({ broker: `${this.#host}:${this.#port}`, connection: this.#connection }, 'mqtt adapter started')
+    })
+  }
+
+  /** Says goodbye to the broker (so no last will is sent) and releases the embedded broker. Idempotent. */
+  stop(): Promise<void> {
+    return this.#serialize(async () => {
+      if (!this.#running) return
+      this.#running = false
+      this.#detached = false
+      this.#clearTimers()
+      const client = this.#client
+      this.#client = null
+      this.#connection = 'down'
+      if (client) {
+        // A connected client sends DISCONNECT; one that is not is closed at once.
+        await client.endAsync(!client.connected).catch(() => undefined)
+        client.removeAllListeners()
+        client.on('error', () => undefined)
+      }
+      const lease = this.#lease
+      this.#lease = null
+      await lease?.release()
+      this.#logger.info('mqtt adapter stopped')
+    })
+  }
+
+  /**
+   * Drops the link without a goodbye and stays away until attach, as a device whose network went
+   * down: the broker notices, publishes the last will, and subscribers stop hearing from it.
+   */
+  detach(): void {
+    if (!this.#running) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
+    if (this.#detached) return
+    this.#detached = true
+    this.#connection = 'detached'
+    if (this.#retryTimer) clearTimeout(this.#retryTimer)
+    this.#retryTimer = null
+    this.#client?.stream?.destroy()
+  }
+
+  /** Connects again after detach. */
+  attach(): void {
+    if (!this.#running) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
+    if (!this.#detached) return
+    this.#detached = false
+    this.#backoffMs = this.#definition.reconnect_period * 1000
+    this.#reconnect()
+  }
+
+  stats(): AdapterStats {
+    const c = this.#counters
+    return {
+      state: this.state,
+      requests: c.published + c.received,
+      errors: c.errors,
+      connection: this.#connection,
+      broker: this.#port === null ? null : `${this.#host}:${this.#port}`,
+      port: this.#port,
+      published: c.published,
+      received: c.received,
+      refused: c.refused,
+      reconnects: c.reconnects,
+    }
+  }
+
+  settings(): Record<string, unknown> {
+    const d = this.#definition
+    return {
+      broker: d.broker,
+      host: this.#host || (d.broker === MQTT_EMBEDDED ? '127.0.0.1' : d.broker),
+      port: this.#port ?? d.port ?? null,
+      tls: d.tls,
+      tls_verify: d.tls_verify,
+      username: d.username ?? null,
+      password: d.password === undefined ? null : '********',
+      client_id: this.#clientId(),
+      keepalive: d.keepalive,
+      clean: d.clean,
+      topic_prefix: d.topic_prefix,
+      publish_interval: d.publish_interval,
+      scan_interval: d.scan_interval,
+      reconnect_period: d.reconnect_period,
+      reconnect_max: d.reconnect_max,
+      connect_timeout: d.connect_timeout,
+      will: d.will ? structuredClone(d.will) : null,
+      birth: d.birth ? structuredClone(d.birth) : null,
+      bindings: structuredClone(d.bindings),
+      connection: this.#connection,
+      last_error: this.#lastError,
+      counters: { ...this.#counters },
+    }
+  }
+
+  /**
+   * Changes `publish_interval` (seconds, 0..86400) or `scan_interval` (seconds, 0.01..60) while running.
+   *
+   * @example
+   * adapter.set('publish_interval', 5)
+   */
+  set(name: string, value: unknown): void {
+    const limits: Record<string, [number, number]> = { publish_interval: [0, 86_400], scan_interval: [0.01, 60] }
+    const range = limits[name]
+    if (range === undefined) {
+      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [
+        { path: name, message: 'read-only' },
+      ])
+    }
+    const [min, max] = range
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+      throw new ValidationError(`'${name}' must be a number of seconds from ${min} to ${max}`, [
+        { path: name, message: `expected a number from ${min} to ${max}` },
+      ])
+    }
+    ;(this.#definition as Record<string, unknown>)[name] = value
+    this.#updatePeriods()
+    if (name === 'scan_interval' && this.#scanTimer) {
+      clearInterval(this.#scanTimer)
+      this.#scanTimer = setInterval(() => this.#scan(), value * 1000)
+      this.#scanTimer.unref()
+    }
+  }
+
+  valueProblem(attr: string, value: unknown): string | null {
+    return checkPublishedValue(this.#definition, attr, value)
+  }
+
+  #clientId(): string {
+    return this.#definition.client_id ?? `mimic-${this.name.replace(/\./g, '-')}`
+  }
+
+  #clientOptions(): IClientOptions {
+    const d = this.#definition
+    const toMessage = (m: NonNullable<MqttDefinition['will']>) => ({ topic: m.topic, payload: Buffer.from(m.payload), qos: m.qos, retain: m.retain })
+    return {
+      host: this.#host,
+      port: this.#port!,
+      protocol: d.tls ? 'mqtts' : 'mqtt',
+      rejectUnauthorized: d.tls_verify,
+      clientId: this.#clientId(),
+      username: d.username,
+      password: d.password,
+      keepalive: d.keepalive,
+      clean: d.clean,
+      // Reconnects are the adapter's (with a backoff); MQTT.js would retry at a fixed period.
+      reconnectPeriod: 0,
+      connectTimeout: d.connect_timeout * 1000,
+      queueQoSZero: false,
+      will: d.will && toMessage(d.will),
+    }
+  }
+
+  #connected(): void {
+    this.#connection = 'connected'
+    this.#backoffMs = this.#definition.reconnect_period * 1000
+    this.#lastError = null
+    const client = this.#client!
+    const filters = new Map<string, 0 | 1 | 2>()
+    for (const b of this.#bindings) {
+      if (b.subscribes) filters.set(b.topic, Math.max(filters.get(b.topic) ?? 0, b.binding.qos) as 0 | 1 | 2)
+    }
+    if (filters.size > 0) {
+      client.subscribe(Object.fromEntries([...filters].map(([topic, qos]) => [topic, { qos }])), (error) => {
+        if (error) this.#fail('mqtt subscribe failed', error)
+      })
+    }
+    const birth = this.#definition.birth
+    if (birth)
+      client.publish(birth.topic, birth.payload, { qos: birth.qos, retain: birth.retain }, (error) => error && this.#fail('mqtt birth message failed', error))
+    for (const b of this.#bindings) if (b.publishes) this.#publish(b)
+  }
+
+  #closed(): void {
+    if (!this.#running || this.#detached) return
+    if (this.#connection === 'connected') this.#logger.warn({ broker: `${this.#host}:${this.#port}` }, 'mqtt broker connection lost: reconnecting')
+    this.#connection = 'reconnecting'
+    if (this.#retryTimer) return
+    const delay = this.#backoffMs
+    this.#backoffMs = Math.min(this.#backoffMs * 2, this.#definition.reconnect_max * 1000)
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null
+      if (!this.#running || this.#detached) return
+      this.#counters.reconnects++
+      this.#reconnect()
+    }, delay)
+    this.#retryTimer.unref()
+  }
+
+  #reconnect(): void {
+    const client = this.#client
+    if (!client) return
+    if (this.#connection !== 'reconnecting') this.#connection = 'connecting'
+    // The stores go along, so QoS 1 and 2 messages still unacknowledged are sent again.
+    client.reconnect({ incomingStore: client.incomingStore, outgoingStore: client.outgoingStore })
+  }
+
+  #linkError(error: Error): void {
+    this.#lastError = error.message
+    this.#counters.errors++
+    this.#warn({ err: error.message, broker: `${this.#host}:${this.#port}` }, 'mqtt broker connection failed')
+  }
+
+  #scan(): void {
+    if (this.#connection !== 'connected' || this.#detached) return
+    const now = Date.now()
+    for (const b of this.#bindings) {
+      if (!b.publishes) continue
+      const due = b.periodMs > 0 && now - b.lastSent >= b.periodMs
+      if (due || (b.binding.on_change && valueKey(this.#read(b)) !== b.lastKey)) this.#publish(b)
+    }
+  }
+
+  #read(b: LiveBinding): unknown {
+    try {
+      return this.#accessor.read(b.binding.attribute)
+    } catch {
+      return undefined
+    }
+  }
+
+  #publish(b: LiveBinding): void {
+    const client = this.#client
+    if (!client) return
+    const value = this.#read(b)
+    const key = valueKey(value)
+    b.lastKey = key
+    b.lastSent = Date.now()
+    const problem = publishProblem(value)
+    if (problem !== null) {
+      this.#counters.errors++
+      this.#warn({ binding: b.name, attribute: b.binding.attribute, reason: problem }, 'mqtt value not published')
+      return
+    }
+    const payload = formatPayload(b.binding, value, { instance: this.#instance, topic: b.topic })
+    b.lastPayload = payload
+    this.#counters.published++
+    client.publish(b.topic, payload, { qos: b.binding.qos, retain: b.binding.retain }, (error) => {
+      if (error && this.#running) this.#fail('mqtt publish failed', error, { binding: b.name })
+    })
+  }
+
+  #message(topic: string, raw: Buffer): void {
+    if (this.#detached) return
+    const payload = raw.toString('utf8')
+    for (const b of this.#bindings) {
+      if (!b.subscribes || !topicMatches(b.topic, topic)) continue
+      // A `both` binding hears its own publication back: that is not a write.
+      if (b.publishes && topic === b.topic && payload === b.lastPayload) continue
+      this.#counters.received++
+      this.#receive(b, topic, payload)
+    }
+  }
+
+  #receive(b: LiveBinding, topic: string, payload: string): void {
+    const attr = b.binding.attribute
+    const type = this.#accessor.describe?.(attr)?.type ?? inferType(this.#read(b))
+    const result = b.reader.read(payload, type)
+    if ('problem' in result) return this.#refuse(b, topic, payload, result.problem)
+    if (!this.#accessor.writable(attr)) return this.#refuse(b, topic, payload, `attribute '${attr}' is read-only`)
+    try {
+      const pending = this.#accessor.write(attr, result.value)
+      if (pending instanceof Promise) pending.catch((error: unknown) => this.#refuse(b, topic, payload, (error as Error).message))
+    } catch (error) {
+      this.#refuse(b, topic, payload, (error as Error).message)
+    }
+  }
+
+  #refuse(b: LiveBinding, topic: string, payload: string, reason: string): void {
+    this.#counters.refused++
+    this.#counters.errors++
+    const shown = payload.length > 200 ? `${payload.slice(0, 200)}...` : payload
+    this.#warn({ binding: b.name, attribute: b.binding.attribute, topic, payload: shown, reason }, 'mqtt payload refused')
+  }
+
+  #fail(message: string, error: Error, fields: Record<string, unknown> = {}): void {
+    this.#counters.errors++
+    this.#lastError = error.message
+    this.#warn({ ...fields, err: error.message }, message)
+  }
+
+  #updatePeriods(): void {
+    for (const b of this.#bindings) {
+      const seconds = b.binding.interval ?? (b.binding.on_change ? 0 : this.#definition.publish_interval)
+      b.periodMs = seconds * 1000
+    }
+  }
+
+  #clearTimers(): void {
+    if (this.#retryTimer) clearTimeout(this.#retryTimer)
+    if (this.#scanTimer) clearInterval(this.#scanTimer)
+    this.#retryTimer = null
+    this.#scanTimer = null
+  }
+
+  #serialize(step: () => Promise<void>): Promise<void> {
+    const result = this.#lifecycle.then(step)
+    this.#lifecycle = result.catch(() => undefined)
+    return result
+  }
+
+  /** Logs at warn level at most once a second (a chatty topic would flood the log), else debug. */
+  #warn(fields: Record<string, unknown>, message: string): void {
+    const now = Date.now()
+    if (now - this.#lastWarning >= WARN_INTERVAL_MS) {
+      this.#lastWarning = now
+      this.#logger.warn(fields, message)
+    } else {
+      this.#logger.debug(fields, message)
+    }
+  }
+}
+
+/**
+ * Why `value` cannot be published for attribute `attr`, or null (also when no binding publishes it).
+ *
+ * @example
+ * checkPublishedValue(definition, 'temp', NaN) // 'NaN cannot be published (not a finite number)'
+ */
+export function checkPublishedValue(definition: MqttDefinition, attr: string, value: unknown): string | null {
+  for (const binding of definition.bindings) {
+    if (binding.attribute === attr && binding.direction !== 'subscribe') return publishProblem(value)
+  }
+  return null
+}
+
+/** A value as a key that changes when the value does (lists and dicts by content). */
+function valueKey(value: unknown): string {
+  return typeof value === 'string' ? `s${value}` : `j${JSON.stringify(value)}`
+}
+
+function inferType(value: unknown): string {
+  if (typeof value === 'number') return 'float'
+  if (typeof value === 'boolean') return 'bool'
+  if (typeof value === 'string') return 'str'
+  return 'any'
+}

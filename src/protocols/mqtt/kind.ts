@@ -1,0 +1,22 @@
+import type { ProtocolKind } from '../adapter.js'
+import { mqttSchema, type MqttDefinition } from '../../definition/mqtt-schema.js'
+import { MqttAdapter, checkPublishedValue } from './adapter.js'
+import { EmbeddedBrokers } from './embedded-brokers.js'
+
+/**
+ * The `mqtt` protocol kind: an MQTT client per instance; the embedded brokers are the shared context.
+ *
+ * @example
+ * const brokers = mqttKind.createContext({ logger })
+ * const adapter = mqttKind.create({ settings, accessor, logger, name: 'boiler.mqtt', instance: 'boiler', context: brokers })
+ */
+export const mqttKind: ProtocolKind<MqttDefinition, EmbeddedBrokers> = {
+  name: 'mqtt',
+  aliases: [],
+  nodeType: 'MqttClient',
+  schema: mqttSchema,
+  createContext: ({ logger }) => new EmbeddedBrokers({ logger }),
+  valueProblem: checkPublishedValue,
+  create: ({ settings, accessor, logger, name, instance, context }) =>
+    new MqttAdapter({ definition: settings, accessor, logger, name, instance, brokers: context }),
+}

@@ -1,0 +1,387 @@
+import type { BaseNode, Namespace, UAObject, UAVariable } from 'node-opcua-address-space'
+import { StatusCodes, type StatusCode } from 'node-opcua-status-code'
+import { EUInformation } from 'node-opcua-types'
+import { DataType, Variant } from 'node-opcua-variant'
+import type { Logger } from 'pino'
+import { ConflictError, ValidationError } from '../../errors.js'
+import type { OpcuaBinding, OpcuaDataType, OpcuaMethod, OpcuaServerDefinition } from '../../definition/opcua-schema.js'
+import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
+import { DATA_TYPE_IDS, defaultDataType, fromVariantValue, toVariantValue } from './data-types.js'
+import type { EndpointLease, OpcuaServers } from './servers.js'
+
+/**
+ * The `opcua_server` adapter of one instance: a folder under Objects on a (possibly shared) OPC UA
+ * server, with one variable per bound attribute and one method per model method. Reads give the
+ * attribute's presented value at that moment (a monitored item samples it every
+ * `sampling_interval`, so clients see each step's values); client writes set the internal value
+ * and are refused with BadTypeMismatch when the value does not fit; a method call runs the model
+ * method. Detached, the folder stays but every read, write and call answers BadNoCommunication
+ * (the server is shared, so one instance cannot make it silent).
+ *
+ * @example
+ * const adapter = new OpcuaServerAdapter({ definition, accessor, logger, servers, name: 'boiler.opcua_server', instance: 'boiler' })
+ * await adapter.start()
+ * adapter.stats() // { state: 'RUNNING', endpoint: 'opc.tcp://127.0.0.1:4840/mimic', reads: 0, ... }
+ */
+
+/** Options of an adapter. */
+export interface OpcuaServerAdapterOptions {
+  definition: OpcuaServerDefinition
+  accessor: AttributeAccessor
+  logger: Logger
+  servers: OpcuaServers
+  name?: string
+  instance?: string
+}
+
+/** What one variable carries. */
+interface BoundVariable {
+  binding: OpcuaBinding
+  dataType: OpcuaDataType
+  attributeType: string | undefined
+  nodeId: string
+}
+
+const WARN_INTERVAL_MS = 1000
+
+/** See the module comment. */
+export class OpcuaServerAdapter implements ProtocolAdapter {
+  readonly name: string
+  readonly settable = [] as const
+  readonly #definition: OpcuaServerDefinition
+  readonly #accessor: AttributeAccessor
+  readonly #logger: Logger
+  readonly #servers: OpcuaServers
+  readonly #instance: string
+  #lease: EndpointLease | null = null
+  #nodes: BaseNode[] = []
+  #variables: BoundVariable[] = []
+  #methods: string[] = []
+  #detached = false
+  #lifecycle: Promise<void> = Promise.resolve()
+  #lastWarning = 0
+  #counters = { reads: 0, writes: 0, calls: 0, refused: 0, errors: 0 }
+
+  constructor(options: OpcuaServerAdapterOptions) {
+    this.name = options.name ?? 'opcua_server'
+    this.#instance = options.instance ?? this.name.split('.')[0]!
+    this.#definition = structuredClone(options.definition)
+    this.#accessor = options.accessor
+    this.#logger = options.logger.child({ adapter: this.name })
+    this.#servers = options.servers
+  }
+
+  get state(): AdapterState {
+    if (this.#lease === null) return 'STOPPED'
+    return this.#detached ? 'DETACHED' : 'RUNNING'
+  }
+
+  /**
+   * Joins (or starts) the server on the port and adds the instance's folder; resolves once clients
+   * can browse it. Throws ValidationError for a node id already used on the server, a method the
+   * model does not have, or endpoint settings that differ from the server's; ConflictError when
+   * the port is taken. Idempotent.
+   */
+  start(): Promise<void> {
+    return this.#serialize(async () => {
+      if (this.#lease !== null) return
+      const lease = await this.#servers.acquire(this.#definition)
+      try {
+        this.#build(lease)
+      } catch (error) {
+        this.#removeNodes(lease)
+        await lease.release()
+        throw error
+      }
+      this.#lease = lease
+      this.#detached = false
+      this.#logger.info({ url: lease.url, variables: this.#variables.length, methods: this.#methods.length }, 'OPC UA folder added')
+    })
+  }
+
+  /** Removes the folder; the server stops with its last instance. Idempotent. */
+  stop(): Promise<void> {
+    return this.#serialize(async () => {
+      const lease = this.#lease
+      if (lease === null) return
+      this.#lease = null
+      this.#detached = false
+      this.#removeNodes(lease)
+      await lease.release()
+      this.#logger.info('OPC UA folder removed')
+    })
+  }
+
+  detach(): void {
+    if (this.#lease === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
+    this.#detached = true
+  }
+
+  attach(): void {
+    if (this.#lease === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
+    this.#detached = false
+  }
+
+  stats(): AdapterStats {
+    const c = this.#counters
+    return {
+      state: this.state,
+      requests: c.reads + c.writes + c.calls,
+      errors: c.errors,
+      port: this.#lease?.port ?? this.#definition.port,
+      endpoint: this.#lease?.url ?? null,
+      sessions: this.#lease?.sessions() ?? 0,
+      reads: c.reads,
+      writes: c.writes,
+      calls: c.calls,
+      refused: c.refused,
+    }
+  }
+
+  settings(): Record<string, unknown> {
+    const d = this.#definition
+    return {
+      host: d.host,
+      port: this.#lease?.port ?? d.port,
+      endpoint: this.#lease?.url ?? null,
+      endpoint_path: d.endpoint_path,
+      namespace: d.namespace,
+      security: d.security,
+      security_policy: d.security_policy,
+      allow_anonymous: d.allow_anonymous,
+      users: d.users.map((u) => u.username),
+      sampling_interval: d.sampling_interval,
+      folder: d.folder ?? this.#instance,
+      bindings: this.#variables.length ? this.#variables.map((v) => ({ ...v.binding, node_id: v.nodeId, data_type: v.dataType })) : structuredClone(d.bindings),
+      methods: d.methods ? structuredClone(d.methods) : this.#methods,
+      counters: { ...this.#counters },
+    }
+  }
+
+  set(name: string): void {
+    throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only`, [{ path: name, message: 'read-only' }])
+  }
+
+  valueProblem(attr: string, value: unknown): string | null {
+    return checkServedValue(this.#definition, attr, value)
+  }
+
+  #build(lease: EndpointLease): void {
+    const d = this.#definition
+    const ns = lease.namespace(d.namespace)
+    const addressSpace = lease.addressSpace
+    const nodeId = (written: string | undefined, fallback: string, path: string): string => {
+      const id = resolveNodeId(written, fallback, ns, path, this.#instance)
+      if (addressSpace.findNode(id)) {
+        throw new ValidationError(`Node id '${id}' is already in use on ${lease.url}`, [{ path, message: `node id '${id}' is already in use on this server` }])
+      }
+      return id
+    }
+    const folderId = nodeId(undefined, `s=${this.#instance}`, 'folder')
+    const folder = ns.addFolder(addressSpace.rootFolder.objects, { browseName: d.folder ?? this.#instance, nodeId: folderId })
+    this.#nodes = [folder]
+    this.#variables = []
+    d.bindings.forEach((binding, index) => {
+      const description = this.#accessor.describe?.(binding.attribute)
+      const bound: BoundVariable = {
+        binding,
+        dataType: binding.data_type ?? defaultDataType(description?.type),
+        attributeType: description?.type,
+        nodeId: nodeId(binding.node_id, `s=${this.#instance}.${binding.attribute}`, `bindings[${index}].node_id`),
+      }
+      this.#variables.push(bound)
+      this.#nodes.push(this.#addVariable(ns, folder, bound, description?.unit, description?.description))
+    })
+    const available = this.#accessor.methods?.() ?? []
+    const methods: OpcuaMethod[] = d.methods ?? available.map((method) => ({ method, inputs: [], output: 'String' as const }))
+    this.#methods = []
+    methods.forEach((method, index) => {
+      if (!available.includes(method.method)) {
+        const message = `'${method.method}' is not a method of this model${available.length ? ` (methods: ${available.join(', ')})` : ''}`
+        throw new ValidationError(`OPC UA method: ${message}`, [{ path: `methods[${index}].method`, message }])
+      }
+      const id = nodeId(method.node_id, `s=${this.#instance}.${method.method}`, `methods[${index}].node_id`)
+      this.#nodes.push(this.#addMethod(ns, folder, method, id))
+      this.#methods.push(method.method)
+    })
+  }
+
+  #addVariable(ns: Namespace, folder: UAObject, bound: BoundVariable, attributeUnit: string | undefined, attributeDescription: string | undefined): UAVariable {
+    const { binding, dataType } = bound
+    const writable = (binding.writable ?? true) && this.#accessor.writable(binding.attribute)
+    const variable = ns.addVariable({
+      componentOf: folder,
+      browseName: binding.browse_name ?? binding.attribute,
+      nodeId: bound.nodeId,
+      dataType,
+      description: binding.description ?? attributeDescription,
+      minimumSamplingInterval: Math.round(this.#definition.sampling_interval * 1000),
+      accessLevel: writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead',
+      userAccessLevel: writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead',
+      value: {
+        get: () => this.#read(bound),
+        set: writable ? (variant: Variant) => this.#write(bound, variant) : null,
+      },
+    })
+    const unit = binding.unit ?? attributeUnit
+    if (unit !== undefined) {
+      ns.addVariable({
+        propertyOf: variable,
+        browseName: { name: 'EngineeringUnits', namespaceIndex: 0 },
+        dataType: 'EUInformation',
+        value: {
+          dataType: DataType.ExtensionObject,
+          value: new EUInformation({
+            namespaceUri: 'http://www.opcfoundation.org/UA/units/un/cefact',
+            unitId: -1,
+            displayName: { text: unit },
+            description: { text: unit },
+          }),
+        },
+      })
+    }
+    return variable
+  }
+
+  #addMethod(ns: Namespace, folder: UAObject, method: OpcuaMethod, nodeId: string): BaseNode {
+    const node = ns.addMethod(folder, {
+      browseName: method.browse_name ?? method.method,
+      nodeId,
+      inputArguments: method.inputs.map((input) => ({ name: input.name, dataType: DATA_TYPE_IDS[input.data_type] })),
+      outputArguments: [{ name: 'result', dataType: DATA_TYPE_IDS[method.output] }],
+    })
+    // node-opcua tells a promise-returning method from a callback one by its two parameters.
+    node.bindMethod(async (inputs: Variant[], _context: unknown) => {
+      this.#counters.calls++
+      if (this.#detached) return { statusCode: StatusCodes.BadNoCommunication }
+      const args: unknown[] = []
+      for (let i = 0; i < method.inputs.length; i++) {
+        const converted = fromVariantValue(inputs[i]?.value, method.inputs[i]!.data_type, undefined)
+        if ('problem' in converted) return this.#refused(StatusCodes.BadTypeMismatch, { method: method.method, reason: converted.problem })
+        args.push(converted.value)
+      }
+      let result: unknown
+      try {
+        result = await this.#accessor.call!(method.method, args)
+      } catch (error) {
+        this.#counters.errors++
+        this.#warn({ method: method.method, err: (error as Error).message }, 'OPC UA method call failed')
+        return { statusCode: error instanceof ValidationError ? StatusCodes.BadInvalidArgument : StatusCodes.BadInternalError }
+      }
+      const output = toVariantValue(result ?? null, method.output)
+      if ('problem' in output) return this.#refused(StatusCodes.BadOutOfRange, { method: method.method, reason: `result: ${output.problem}` })
+      return { statusCode: StatusCodes.Good, outputArguments: [{ dataType: DATA_TYPE_IDS[method.output], value: output.value }] }
+    })
+    return node
+  }
+
+  #read(bound: BoundVariable): Variant | StatusCode {
+    this.#counters.reads++
+    if (this.#detached) return StatusCodes.BadNoCommunication
+    let value: unknown
+    try {
+      value = this.#accessor.read(bound.binding.attribute)
+    } catch {
+      value = undefined
+    }
+    const converted = toVariantValue(value, bound.dataType)
+    if ('problem' in converted) {
+      this.#counters.errors++
+      this.#warn({ attribute: bound.binding.attribute, reason: converted.problem }, 'OPC UA value cannot be served')
+      return StatusCodes.BadOutOfRange
+    }
+    return new Variant({ dataType: DATA_TYPE_IDS[bound.dataType], value: converted.value })
+  }
+
+  async #write(bound: BoundVariable, variant: Variant): Promise<StatusCode> {
+    this.#counters.writes++
+    if (this.#detached) return StatusCodes.BadNoCommunication
+    const attr = bound.binding.attribute
+    if (variant.dataType !== DATA_TYPE_IDS[bound.dataType]) {
+      return this.#status(StatusCodes.BadTypeMismatch, { attribute: attr, reason: `expected ${bound.dataType}, got ${DataType[variant.dataType]}` })
+    }
+    const converted = fromVariantValue(variant.value, bound.dataType, bound.attributeType)
+    if ('problem' in converted) return this.#status(StatusCodes.BadTypeMismatch, { attribute: attr, reason: converted.problem })
+    try {
+      await this.#accessor.write(attr, converted.value)
+    } catch (error) {
+      const status = error instanceof ValidationError ? StatusCodes.BadOutOfRange : StatusCodes.BadInternalError
+      return this.#status(status, { attribute: attr, reason: (error as Error).message })
+    }
+    return StatusCodes.Good
+  }
+
+  #status(status: StatusCode, fields: Record<string, unknown>): StatusCode {
+    this.#counters.refused++
+    this.#counters.errors++
+    this.#warn({ ...fields, status: status.name }, 'OPC UA write refused')
+    return status
+  }
+
+  #refused(status: StatusCode, fields: Record<string, unknown>): { statusCode: StatusCode } {
+    this.#counters.refused++
+    this.#counters.errors++
+    this.#warn({ ...fields, status: status.name }, 'OPC UA method call refused')
+    return { statusCode: status }
+  }
+
+  #removeNodes(lease: EndpointLease): void {
+    for (const node of this.#nodes.reverse()) {
+      try {
+        lease.addressSpace.deleteNode(node)
+      } catch (error) {
+        this.#logger.debug({ err: error }, 'OPC UA node already gone')
+      }
+    }
+    this.#nodes = []
+  }
+
+  #serialize(step: () => Promise<void>): Promise<void> {
+    const result = this.#lifecycle.then(step)
+    this.#lifecycle = result.catch(() => undefined)
+    return result
+  }
+
+  #warn(fields: Record<string, unknown>, message: string): void {
+    const now = Date.now()
+    if (now - this.#lastWarning >= WARN_INTERVAL_MS) {
+      this.#lastWarning = now
+      this.#logger.warn(fields, message)
+    } else {
+      this.#logger.debug(fields, message)
+    }
+  }
+}
+
+/**
+ * A written node id in the adapter's namespace, `{instance}` replaced by the instance's name (so
+ * one model serves several instances): `s=x` gets the namespace's index, `ns=N;s=x` must name it.
+ * Throws ValidationError when N is another namespace.
+ */
+function resolveNodeId(written: string | undefined, fallback: string, ns: Namespace, path: string, instance: string): string {
+  const id = written === undefined ? fallback : written.replaceAll('{instance}', instance)
+  const match = /^ns=(\d+);(.*)$/s.exec(id)
+  if (match === null) return `ns=${ns.index};${id}`
+  if (Number(match[1]) !== ns.index) {
+    const message = `ns=${match[1]} is not the namespace '${ns.namespaceUri}' of this adapter, which is ns=${ns.index} on this server (or omit ns=)`
+    throw new ValidationError(`OPC UA node id '${id}': ${message}`, [{ path, message }])
+  }
+  return id
+}
+
+/**
+ * Why `value` cannot be served for `attr`, or null (also when no binding names `attr`). Only a
+ * binding with an explicit data_type narrows what fits; the default types take any value of the
+ * attribute's type.
+ *
+ * @example
+ * checkServedValue(definition, 'level', 70000) // '70000 is out of range for UInt16 (0..65535)' when level is bound as UInt16
+ */
+export function checkServedValue(definition: OpcuaServerDefinition, attr: string, value: unknown): string | null {
+  for (const binding of definition.bindings) {
+    if (binding.attribute !== attr || binding.data_type === undefined) continue
+    const converted = toVariantValue(value, binding.data_type)
+    if ('problem' in converted) return converted.problem
+  }
+  return null
+}

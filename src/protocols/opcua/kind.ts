@@ -1,0 +1,22 @@
+import type { ProtocolKind } from '../adapter.js'
+import { opcuaServerSchema, type OpcuaServerDefinition } from '../../definition/opcua-schema.js'
+import { OpcuaServerAdapter, checkServedValue } from './adapter.js'
+import { OpcuaServers } from './servers.js'
+
+/**
+ * The `opcua_server` protocol kind: a folder per instance on OPC UA servers shared by port.
+ *
+ * @example
+ * const servers = opcuaServerKind.createContext({ logger })
+ * const adapter = opcuaServerKind.create({ settings, accessor, logger, name: 'boiler.opcua_server', instance: 'boiler', context: servers })
+ */
+export const opcuaServerKind: ProtocolKind<OpcuaServerDefinition, OpcuaServers> = {
+  name: 'opcua_server',
+  aliases: [],
+  nodeType: 'OpcuaServer',
+  schema: opcuaServerSchema,
+  createContext: ({ logger }) => new OpcuaServers({ logger }),
+  valueProblem: checkServedValue,
+  create: ({ settings, accessor, logger, name, instance, context }) =>
+    new OpcuaServerAdapter({ definition: settings, accessor, logger, name, instance, servers: context }),
+}

@@ -1,0 +1,167 @@
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { AddressSpace, Namespace } from 'node-opcua-address-space'
+import { OPCUACertificateManager } from 'node-opcua-certificate-manager'
+import { SecurityPolicy } from 'node-opcua-secure-channel'
+import { OPCUAServer } from 'node-opcua-server'
+import { MessageSecurityMode } from 'node-opcua-types'
+import type { Logger } from 'pino'
+import { ConflictError, ValidationError } from '../../errors.js'
+import { OPCUA_ENDPOINT_SETTINGS, type OpcuaServerDefinition } from '../../definition/opcua-schema.js'
+import type { ProtocolContext } from '../adapter.js'
+
+/**
+ * The OPC UA servers of one Mimic server, one per host:port, shared by every instance whose
+ * `opcua_server` adapter names that port (each adds its own folder). A server starts with its
+ * first adapter and shuts down with its last. Adapters that share a port must agree on the
+ * endpoint's settings (path, security, users); a difference is a 422 naming the setting. This is
+ * the `opcua_server` kind's shared context.
+ *
+ * @example
+ * const servers = new OpcuaServers({ logger })
+ * const lease = await servers.acquire(definition) // starts the server on definition.port
+ * lease.namespace('urn:mimic').index // 1
+ * await lease.release()
+ */
+
+/** A share of one running server. */
+export interface EndpointLease {
+  readonly port: number
+  /** `opc.tcp://host:port/path`. */
+  readonly url: string
+  readonly addressSpace: AddressSpace
+  /** The namespace of `uri` on this server, registered on first use (the first adapter's is the server's own, ns=1). */
+  namespace(uri: string): Namespace
+  /** Sessions open on the server (all instances on it together). */
+  sessions(): number
+  release(): Promise<void>
+}
+
+interface Endpoint {
+  server: OPCUAServer
+  port: number
+  url: string
+  users: number
+  settings: string
+  own: string
+}
+
+const DEFAULT_PKI = join(tmpdir(), 'mimic-opcua-pki')
+
+/** See the module comment. */
+export class OpcuaServers implements ProtocolContext {
+  readonly #logger: Logger
+  readonly #endpoints = new Map<string, Promise<Endpoint>>()
+  readonly #closing = new Map<string, Promise<void>>()
+
+  constructor(opts: { logger: Logger }) {
+    this.#logger = opts.logger
+  }
+
+  /**
+   * Joins the server on the definition's host:port, starting it first if needed. Throws
+   * ValidationError when it runs with other endpoint settings, ConflictError when the port is
+   * taken by another program.
+   */
+  async acquire(definition: OpcuaServerDefinition): Promise<EndpointLease> {
+    const key = `${definition.host}:${definition.port}`
+    const closing = this.#closing.get(key)
+    if (closing) await closing
+    let starting = this.#endpoints.get(key)
+    if (!starting) {
+      starting = this.#start(definition)
+      this.#endpoints.set(key, starting)
+      starting.catch(() => {
+        if (this.#endpoints.get(key) === starting) this.#endpoints.delete(key)
+      })
+    }
+    const endpoint = await starting
+    const settings = endpointSettings(definition)
+    if (settings !== endpoint.settings) {
+      const theirs = JSON.parse(endpoint.settings) as Record<string, unknown>
+      const ours = JSON.parse(settings) as Record<string, unknown>
+      const details = OPCUA_ENDPOINT_SETTINGS.filter((k) => JSON.stringify(theirs[k]) !== JSON.stringify(ours[k])).map((k) => ({
+        path: k,
+        message: `the OPC UA server on ${key} runs with ${k === 'users' ? 'other users' : `${k} ${JSON.stringify(theirs[k] ?? null)}`}: instances sharing a port must agree`,
+      }))
+      throw new ValidationError(`The OPC UA server on ${key} is shared and runs with other endpoint settings`, details)
+    }
+    endpoint.users++
+    let released = false
+    const addressSpace = endpoint.server.engine.addressSpace!
+    return {
+      port: endpoint.port,
+      url: endpoint.url,
+      addressSpace,
+      namespace: (uri) =>
+        uri === endpoint.own ? addressSpace.getOwnNamespace() : ((addressSpace.getNamespace(uri) as Namespace | null) ?? addressSpace.registerNamespace(uri)),
+      sessions: () => endpoint.server.currentSessionCount,
+      release: async () => {
+        if (released) return
+        released = true
+        if (--endpoint.users > 0) return
+        this.#endpoints.delete(key)
+        const shutdown = endpoint.server.shutdown(0).then(
+          () => this.#logger.info({ port: endpoint.port }, 'OPC UA server stopped'),
+          (error: unknown) => this.#logger.warn({ err: error, port: endpoint.port }, 'OPC UA server shutdown failed'),
+        )
+        this.#closing.set(key, shutdown)
+        await shutdown
+        if (this.#closing.get(key) === shutdown) this.#closing.delete(key)
+      },
+    }
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#endpoints.values()]
+    this.#endpoints.clear()
+    for (const starting of all) await starting.then((e) => e.server.shutdown(0)).catch(() => undefined)
+    await Promise.all(this.#closing.values())
+  }
+
+  async #start(definition: OpcuaServerDefinition): Promise<Endpoint> {
+    const { host, port, namespace } = definition
+    const mode = MessageSecurityMode[definition.security]
+    const policy = definition.security === 'None' ? SecurityPolicy.None : SecurityPolicy[definition.security_policy]
+    const certificates = new OPCUACertificateManager({
+      rootFolder: join(definition.pki_dir ?? DEFAULT_PKI, namespace.replace(/[^A-Za-z0-9._-]+/g, '_')),
+      automaticallyAcceptUnknownCertificate: true,
+    })
+    const users = definition.users
+    const server = new OPCUAServer({
+      host,
+      hostname: host,
+      port,
+      resourcePath: definition.endpoint_path,
+      serverCertificateManager: certificates,
+      securityModes: [mode],
+      securityPolicies: [policy],
+      allowAnonymous: definition.allow_anonymous,
+      userManager: { isValidUser: (name: string, password: string) => users.some((u) => u.username === name && u.password === password) },
+      serverInfo: { applicationUri: namespace, productUri: 'mimic', applicationName: { text: 'Mimic', locale: 'en' } },
+      buildInfo: { productName: 'Mimic', manufacturerName: 'Mimic' },
+    })
+    try {
+      await server.initialize()
+      await server.start()
+    } catch (error) {
+      await server.shutdown(0).catch(() => undefined)
+      throw startFailure(host, port, error)
+    }
+    const bound = server.endpoints[0]?.port ?? port
+    const url = `opc.tcp://${host}:${bound}${definition.endpoint_path}`
+    this.#logger.info({ url, security: definition.security }, 'OPC UA server listening')
+    return { server, port: bound, url, users: 0, settings: endpointSettings(definition), own: namespace }
+  }
+}
+
+function endpointSettings(definition: OpcuaServerDefinition): string {
+  return JSON.stringify(Object.fromEntries(OPCUA_ENDPOINT_SETTINGS.map((k) => [k, definition[k] ?? null])))
+}
+
+function startFailure(host: string, port: number, error: unknown): ConflictError {
+  const text = String((error as Error)?.message ?? error)
+  const where = `${host}:${port}`
+  const message = /EADDRINUSE/.test(text) ? `port ${where} is already in use by another program` : `cannot start on ${where}: ${text}`
+  return new ConflictError(`Cannot start the OPC UA server: ${message}`, [{ path: 'port', message }])
+}

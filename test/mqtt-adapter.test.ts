@@ -1,0 +1,265 @@
+import assert from 'node:assert/strict'
+import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { Aedes } from 'aedes'
+import { connectAsync, type MqttClient } from 'mqtt'
+import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
+
+const SYS = '/api/v3/system'
+
+/** A client of the broker that records every message it hears. */
+async function listener(port: number, filter: string): Promise<{ client: MqttClient; heard: Array<{ topic: string; payload: string; retain: boolean }> }> {
+  const client = await connectAsync({ host: '127.0.0.1', port, clientId: `test-${Math.random().toString(16).slice(2)}`, reconnectPeriod: 0 })
+  const heard: Array<{ topic: string; payload: string; retain: boolean }> = []
+  client.on('message', (topic, payload, packet) => heard.push({ topic, payload: payload.toString(), retain: packet.retain }))
+  await client.subscribeAsync(filter, { qos: 1 })
+  return { client, heard }
+}
+
+/** An independent broker the test starts and stops (the "broker down and back" case). */
+class TestBroker {
+  #server: Server | null = null
+  #aedes: Aedes | null = null
+  #sockets = new Set<Socket>()
+  constructor(readonly port: number) {}
+  async up(): Promise<void> {
+    const aedes = await Aedes.createBroker()
+    const server = createServer((socket) => {
+      this.#sockets.add(socket)
+      socket.on('close', () => this.#sockets.delete(socket))
+      aedes.handle(socket)
+    })
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve))
+    this.#aedes = aedes
+    this.#server = server
+  }
+  async down(): Promise<void> {
+    const server = this.#server
+    if (!server) return
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+    for (const socket of this.#sockets) socket.destroy()
+    await closed
+    await new Promise<void>((resolve) => this.#aedes!.close(() => resolve()))
+    this.#server = null
+  }
+}
+
+const BOILER = {
+  attributes: {
+    temp: { default: 21.5, type: 'float', unit: 'degC' },
+    setpoint: { default: 60.0, type: 'float' },
+    mode: { default: 'off', type: 'str' },
+    count: { default: 0, type: 'int' },
+  },
+  communication: [
+    {
+      mqtt: {
+        broker: 'embedded',
+        port: 0,
+        topic_prefix: 'plant/boiler/',
+        reconnect_period: 0.05,
+        reconnect_max: 0.2,
+        will: { topic: 'plant/boiler/status', payload: 'offline', retain: true },
+        birth: { topic: 'plant/boiler/status', payload: 'online', retain: true },
+        bindings: [
+          { attribute: '#attr(temp)', topic: 'temp', on_change: true, qos: 1, retain: true },
+          { attribute: '$ext(setpoint)', topic: 'setpoint', direction: 'both', format: 'json', qos: 1 },
+          { attribute: 'mode', topic: 'mode/set', direction: 'subscribe' },
+          { name: 'counter', attribute: '$in(count)', topic: 'count', direction: 'subscribe', format: 'json', template: '{"data": {"n": {{value}}}}' },
+          {
+            attribute: '#out(temp)',
+            name: 'temp_json',
+            topic: 'temp/json',
+            format: 'json',
+            template: '{"t": {{value}}, "from": "{{instance}}"}',
+            interval: 0,
+            on_change: true,
+          },
+        ],
+      },
+    },
+  ],
+}
+
+describe('mqtt adapter against the embedded broker, with MQTT.js clients', () => {
+  let t: TestServer
+  let port: number
+  const node = `${SYS}/instances/boiler/communication/mqtt`
+  const attr = (name: string) => `${SYS}/instances/boiler/attributes/${name}`
+  const value = async (name: string) => (await t.api('GET', attr(name))).body.internal_value
+  before(async () => {
+    t = await startTestServer()
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Boiler: BOILER })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { boiler: 'Boiler' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/boiler`, 'prepare')).status, 200)
+    const doc = (await t.api('GET', node)).body
+    assert.equal(doc.type, 'MqttClient')
+    assert.equal(doc.state, 'RUNNING')
+    port = doc.port
+  })
+  after(async () => t.close())
+
+  it('publishes retained values and the birth message; a new subscriber gets them at once', async () => {
+    await eventually(async () => (await t.api('GET', node)).body.connection === 'connected')
+    const { client, heard } = await listener(port, 'plant/boiler/#')
+    try {
+      await eventually(() => heard.some((m) => m.topic === 'plant/boiler/temp' && m.payload === '21.5' && m.retain))
+      await eventually(() => heard.some((m) => m.topic === 'plant/boiler/status' && m.payload === 'online' && m.retain))
+    } finally {
+      await client.endAsync()
+    }
+  })
+
+  it('publishes on change, raw and through a JSON template', async () => {
+    const { client, heard } = await listener(port, 'plant/boiler/temp/#')
+    try {
+      assert.equal((await t.api('PUT', `${attr('temp')}/attr/internal_value`, { value: 30.25 })).status, 200)
+      await eventually(() => heard.some((m) => m.topic === 'plant/boiler/temp' && m.payload === '30.25'))
+      const json = await eventually(() => heard.find((m) => m.topic === 'plant/boiler/temp/json' && JSON.parse(m.payload).t === 30.25))
+      assert.deepEqual(JSON.parse(json!.payload), { t: 30.25, from: 'boiler' })
+    } finally {
+      await client.endAsync()
+    }
+  })
+
+  it('subscribe bindings write the internal value (raw text, JSON, a JSON template, QoS 1)', async () => {
+    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    try {
+      await client.publishAsync('plant/boiler/mode/set', 'auto')
+      await eventually(async () => (await value('mode')) === 'auto')
+      await client.publishAsync('plant/boiler/setpoint', '72.5', { qos: 1 })
+      await eventually(async () => (await value('setpoint')) === 72.5)
+      await client.publishAsync('plant/boiler/count', '{"data": {"n": 7}}', { qos: 1 })
+      await eventually(async () => (await value('count')) === 7)
+    } finally {
+      await client.endAsync()
+    }
+  })
+
+  it('refuses payloads that do not fit the attribute type: counted, logged, nothing applied', async () => {
+    const before = (await t.api('GET', node)).body.counters.refused as number
+    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    try {
+      await client.publishAsync('plant/boiler/setpoint', 'not json', { qos: 1 })
+      await client.publishAsync('plant/boiler/setpoint', '"hot"', { qos: 1 })
+      await client.publishAsync('plant/boiler/count', '{"data": {"n": 1.5}}', { qos: 1 })
+      await client.publishAsync('plant/boiler/count', '{"other": 3}', { qos: 1 })
+      await eventually(async () => (await t.api('GET', node)).body.counters.refused === before + 4)
+    } finally {
+      await client.endAsync()
+    }
+    assert.equal(await value('setpoint'), 72.5)
+    assert.equal(await value('count'), 7)
+    const stats = (await t.api('GET', node)).body
+    assert.ok(stats.counters.errors >= 4)
+    // Logged at warn level at most once a second per adapter (a chatty topic would flood the log).
+    assert.ok(t.logs.some((l) => l.msg === 'mqtt payload refused' && l.attribute === 'setpoint' && /JSON/.test(String(l.reason))))
+  })
+
+  it('detach drops the link so the broker publishes the last will; attach comes back with the birth message', async () => {
+    const { client, heard } = await listener(port, 'plant/boiler/status')
+    try {
+      await eventually(() => heard.some((m) => m.payload === 'online'))
+      heard.length = 0
+      assert.equal((await t.call(node, 'detach')).status, 200)
+      await eventually(() => heard.some((m) => m.payload === 'offline'))
+      const detached = (await t.api('GET', node)).body
+      assert.equal(detached.state, 'DETACHED')
+      assert.equal(detached.connection, 'detached')
+      assert.equal((await t.call(node, 'attach')).status, 200)
+      await eventually(() => heard.some((m) => m.payload === 'online'))
+      await eventually(async () => (await t.api('GET', node)).body.connection === 'connected')
+    } finally {
+      await client.endAsync()
+    }
+  })
+
+  it('publish_interval is settable while running and checked', async () => {
+    assert.equal((await t.api('PUT', node, { publish_interval: 0.2 })).status, 200)
+    assert.equal((await t.api('GET', node)).body.publish_interval, 0.2)
+    assert.equal((await t.api('PUT', node, { publish_interval: -1 })).status, 422)
+    assert.equal((await t.api('PUT', node, { topic_prefix: 'x/' })).status, 422)
+  })
+
+  it('bindings must name declared attributes, with the path of each problem', async () => {
+    const bad = await t.api('PUT', `${SYS}/models`, {
+      Bad: {
+        attributes: { a: 1.0 },
+        communication: [
+          {
+            mqtt: {
+              bindings: [
+                { attribute: '#attr(nope)', topic: 'x' },
+                { attribute: '#attr(other.a)', topic: 'y' },
+                { attribute: 'a', topic: 'a/#' },
+              ],
+            },
+          },
+        ],
+      },
+    })
+    assert.equal(bad.status, 422)
+    const paths = (bad.body.error.details as Array<{ path: string }>).map((d) => d.path)
+    assert.ok(paths.includes('communication[0].mqtt.bindings[0].attribute'), paths.join(', '))
+    assert.ok(paths.includes('communication[0].mqtt.bindings[1].attribute'), paths.join(', '))
+    assert.ok(paths.includes('communication[0].mqtt.bindings[2].topic'), paths.join(', '))
+  })
+
+  it('a broker that is down is a state: the adapter retries with backoff and catches up when it is back', async () => {
+    const broker = new TestBroker(await freePort())
+    const model = {
+      attributes: { level: 3.5 },
+      communication: {
+        mqtt: {
+          broker: '127.0.0.1',
+          port: broker.port,
+          reconnect_period: 0.05,
+          reconnect_max: 0.2,
+          bindings: [{ attribute: 'level', topic: 'tank/level', retain: true }],
+        },
+      },
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Tank: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { tank: 'Tank' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/tank`, 'prepare')).status, 200)
+    const tankNode = `${SYS}/instances/tank/communication/mqtt`
+    const down = (await t.api('GET', tankNode)).body
+    assert.equal(down.state, 'RUNNING')
+    assert.equal(down.connection, 'reconnecting')
+    await broker.up()
+    try {
+      await eventually(async () => (await t.api('GET', tankNode)).body.connection === 'connected')
+      await broker.down()
+      await eventually(async () => (await t.api('GET', tankNode)).body.connection === 'reconnecting')
+      assert.equal((await t.api('PUT', `${SYS}/instances/tank/attributes/level/attr/internal_value`, { value: 9.0 })).status, 200)
+      await broker.up()
+      // The value set while the broker was down is published on reconnection (retained, so a late subscriber sees it).
+      const { client, heard } = await listener(broker.port, 'tank/#')
+      try {
+        await eventually(() => heard.some((m) => m.topic === 'tank/level' && m.payload === '9'))
+      } finally {
+        await client.endAsync()
+      }
+      const up = (await t.api('GET', tankNode)).body
+      assert.equal(up.connection, 'connected')
+      assert.ok(up.counters.reconnects >= 1)
+      assert.equal((await t.api('DELETE', `${SYS}/instances/tank`)).status, 200)
+    } finally {
+      await broker.down()
+    }
+  })
+
+  it('deleting the instance closes its link and the embedded broker with it: no socket left', async () => {
+    const { client } = await listener(port, 'plant/#')
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()))
+    assert.equal((await t.api('DELETE', `${SYS}/instances/boiler`)).status, 200)
+    await closed
+    client.end(true)
+    const refused = await new Promise<string>((resolve) => {
+      const socket = tcpConnect(port, '127.0.0.1')
+      socket.on('connect', () => (socket.destroy(), resolve('connected')))
+      socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'))
+    })
+    assert.equal(refused, 'ECONNREFUSED')
+  })
+})
