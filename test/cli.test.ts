@@ -105,6 +105,32 @@ describe('mimic command line', () => {
     assert.equal(modelRes.status, 1)
     assert.match(modelRes.stderr, /model\.json:\d+:\d+ +communication\[0\]\.modbus_slave\.mapping\.t/)
 
+    // A problem inside an expression is placed in the file: a block scalar's text starts on the
+    // next line at its indentation, a quoted one after its quote.
+    const expressions = join(dir, 'expressions.yaml')
+    await writeFile(
+      expressions,
+      [
+        'models:',
+        '  m:',
+        '    attributes: { a: 0.0 }',
+        '    actions:',
+        '      - function: $out(a)',
+        '        call: |',
+        '          max(0.0,',
+        '              $in(a) + $in(nothing))',
+        `      - { function: $out(a), call: "open('x')" }`,
+        'instances:',
+        '  - i: m',
+        '',
+      ].join('\n'),
+    )
+    const exprRes = mimic(['validate', expressions])
+    assert.equal(exprRes.status, 1)
+    assert.match(exprRes.stderr, /expressions\.yaml:\d+:\d+ +models\.m\.actions\[0\]\.call: \$in\(nothing\): 'nothing' is not an attribute/)
+    assert.match(exprRes.stderr, /expressions\.yaml:9:37 +models\.m\.actions\[1\]\.call: 1:1: builtin 'open' is not allowed/)
+    assert.ok(mimic(['validate', new URL('../examples/devices/system.yaml', import.meta.url).pathname]).status === 0, 'the declarative devices example is valid')
+
     const syntax = join(dir, 'syntax.yaml')
     await writeFile(syntax, 'models:\n  a: [1, 2\n')
     const syn = mimic(['validate', syntax])

@@ -108,8 +108,34 @@ export function checkDefinitionText(text: string, check?: ModelCheck): LoadedDef
   const data = parsed.data ?? {}
   const kind = looksLikeModel(data) ? 'model' : 'system'
   const result = kind === 'model' ? validateModel(data, check) : validateSystem(data, check)
-  const details = result.ok ? [] : result.details.map((d) => ({ ...d, ...locate(parsed.doc!, parsed.lines, d.path) }))
+  const details = result.ok
+    ? []
+    : result.details.map((d) => ({ ...d, ...(locateInExpression(parsed.doc!, parsed.lines, text, d) ?? locate(parsed.doc!, parsed.lines, d.path)) }))
   return { kind, data, details }
+}
+
+/**
+ * For a problem inside an expression (`expressionLine`/`expressionColumn`, counted in the
+ * expression's own text), where it is in the file: the expression's scalar gives the origin. In a
+ * block scalar (`call: |`) the text starts on the next line at its indentation; a plain or quoted
+ * one-line scalar starts where it is written (after the quote). Undefined when it cannot tell.
+ */
+function locateInExpression(doc: Document, lines: LineCounter, text: string, detail: ErrorDetail): { line: number; column: number } | undefined {
+  const { expressionLine: exprLine, expressionColumn: exprColumn } = detail as ErrorDetail & { expressionLine?: number; expressionColumn?: number }
+  if (exprLine === undefined || exprColumn === undefined) return undefined
+  const keys = detail.path.split(/\.|(?=\[)/).map((k) => (/^\[\d+\]$/.test(k) ? Number(k.slice(1, -1)) : k))
+  const node = doc.getIn(keys, true)
+  if (!isScalar(node) || !node.range) return undefined
+  const start = lines.linePos(node.range[0])
+  if (node.type === 'BLOCK_LITERAL' || node.type === 'BLOCK_FOLDED') {
+    const line = start.line + exprLine
+    const content = text.split('\n')[line - 1] ?? ''
+    const indent = content.length - content.trimStart().length
+    return { line, column: indent + exprColumn }
+  }
+  if (exprLine !== 1) return { line: start.line, column: start.col }
+  const quoted = node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE'
+  return { line: start.line, column: start.col + (quoted ? 1 : 0) + exprColumn - 1 }
 }
 
 /** Normalises parsed system data (missing sections become empty). */

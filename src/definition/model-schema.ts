@@ -10,7 +10,7 @@ import { referencedAttribute } from './attribute-reference.js'
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
 export type AttributeType = (typeof ATTRIBUTE_TYPES)[number]
 
-const SPEC_KEYS = new Set(['default', 'type', 'unit', 'description'])
+const SPEC_KEYS = new Set(['default', 'type', 'unit', 'description', 'hooks'])
 
 /**
  * An attribute is written either as its default value (`temperature: 0.0`) or as a spec
@@ -28,6 +28,8 @@ const attributeSpecSchema = z.strictObject({
   type: z.enum(ATTRIBUTE_TYPES).optional(),
   unit: z.string().max(64).optional(),
   description: z.string().max(1024).optional(),
+  /** Hooks of this attribute (MODEL_LANGUAGE.md section 7): checked by src/language. */
+  hooks: z.record(z.string(), z.unknown()).optional(),
 })
 
 const bindingSchema = z.union([
@@ -69,6 +71,59 @@ const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ 
   ascii: asciiAttributeReferences,
 }
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
+
+/**
+ * What the OpenAPI description says of `actions`: one worked example per kind (docs/model-language.md
+ * has them all with their fields and formulas).
+ */
+const ACTIONS_DOC = {
+  description:
+    'Run in list order every step; each is {<kind>: <target>, ...fields} or {<kind>: {output: <target>, ...fields}}. Kinds: function, set, noise, ramp, saw, interpolate, pid, call, suspend, override. Expressions are Python; references: $in(a), $out(a), $ext(a), #attr(a), $attr(timer.time), $(path), $param(p). Other keys of an action are named constants. See docs/model-language.md.',
+  examples: [
+    [
+      { name: 'power', function: '$out(p)', call: '$in(v) * $in(i) * pf', pf: 0.95 },
+      { set: '$out(v)', value: '$param(nominal_v)' },
+      { noise: '$out(v)', type: 'white', mean: 0.0, std: 0.5, seed: 11 },
+      { ramp: '$out(speed)', start_value: 0, stop_value: 1500, duration: 12, type: 'spline' },
+      { saw: '$out(sweep)', start_value: 10, stop_value: 1000, period: 5 },
+      {
+        interpolate: '$out(load)',
+        points: [
+          [0, 2.0],
+          [3600, 8.5],
+        ],
+        method: 'linear',
+        fill_value: 'extrapolate',
+      },
+      { pid: '$out(heater)', setpoint: '$in(sp)', input: '$in(temp)', kp: 8.0, ki: 0.4, output_min: 0, output_max: 100 },
+      { call: 'communication.modbus_slave.detach', stop_path: 'communication.modbus_slave.attach' },
+      { suspend: 'actions.noise_2' },
+      { override: { '$out(mode)': 'service', 'communication.modbus_slave.response_delay': 0.25 } },
+    ],
+  ],
+}
+
+const SCENARIOS_DOC = {
+  description:
+    'Named situations: {display_name, description, enabled, duration, period, jitter, run_limit, overrides, actions, conditions, call}. Each is a node instances/<i>/scenarios/<s> with start/stop and state, elapsed, runs. See docs/model-language.md.',
+  examples: [{ voltage_sag: { duration: 5, overrides: { '$out(v_nominal)': 180.0, 'communication.modbus_slave.response_delay': 0.5 } } }],
+}
+
+const HOOKS_DOC = {
+  description:
+    'Event -> hooks: on_prepare, on_start, on_stop, on_run, on_destroy, on_set, on_internal_set, on_external_set; hooks are set_attr, refresh_model, call.',
+  examples: [{ on_start: [{ set_attr: { attribute: '$out(state)', value: "'running'" } }], on_set: ['refresh_model'] }],
+}
+
+const CONDITIONS_DOC = {
+  description: 'Each `if` (with the `elif`/`else` entries after it) runs the actions of its first matching branch, after the actions.',
+  examples: [
+    [
+      { if: '$in(level) >= 90', actions: [{ set: '$out(alarm)', value: true }] },
+      { else: null, actions: [{ set: '$out(alarm)', value: false }] },
+    ],
+  ],
+}
 
 /** A per-instance parameter of a model (`meta_parameters`); `string` is accepted for `str`. */
 const metaParameterSchema = z.strictObject({
@@ -179,9 +234,11 @@ export const modelDefinitionSchema = z
     timer: timerSchema.optional(),
     polling: pollingSchema.optional(),
     /** The model language (MODEL_LANGUAGE.md sections 3 and 5): checked by src/language, which compiles them. */
-    actions: z.array(z.unknown()).optional(),
-    conditions: z.array(z.unknown()).optional(),
-    if_chain: z.array(z.unknown()).optional(),
+    actions: z.array(z.unknown()).optional().meta(ACTIONS_DOC),
+    conditions: z.array(z.unknown()).optional().meta(CONDITIONS_DOC),
+    if_chain: z.array(z.unknown()).optional().meta({ description: 'Like conditions, but one chain: only the first matching branch runs.' }),
+    scenarios: z.record(z.string(), z.unknown()).optional().meta(SCENARIOS_DOC),
+    hooks: z.record(z.string(), z.unknown()).optional().meta(HOOKS_DOC),
     import: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),
     /** `python_file` is the reference product's name for `import`. */
     python_file: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),

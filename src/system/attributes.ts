@@ -13,6 +13,8 @@ export interface AttributeOwner extends Component {
   mappedValueProblem(attr: string, value: unknown): string | null
   /** Whether a protocol adapter may publish `attr` (when false, `mappedValueProblem` is always null). */
   mayPublish(attr: string): boolean
+  /** Hears of a write of `attr` by a client (its hooks run); undefined when nothing listens. */
+  attributeSet?(attr: string, side: 'internal' | 'external'): Promise<void> | undefined
 }
 
 /** How an attribute is backed by a Python object, once the instance is prepared. */
@@ -141,9 +143,9 @@ export class Attribute extends Component {
     if (this.#binding) {
       if (!this.#binding.writable) throw this.#invalid('internal_value', `attribute '${this.name}' is bound to a getter without a setter and is read-only`)
       await this.#owner.writeBound(this.name, value)
-      return
-    }
-    this.#store(structuredClone(value))
+    } else this.#store(structuredClone(value))
+    const hooks = this.#owner.attributeSet?.(this.name, 'internal')
+    if (hooks) await hooks
   }
 
   /** Sets the presented value until the next run. */
@@ -152,6 +154,7 @@ export class Attribute extends Component {
     if (problem) throw this.#invalid('external_value', problem)
     this.#override = { value: structuredClone(value) }
     this.#container.overridden.add(this)
+    void this.#owner.attributeSet?.(this.name, 'external')?.catch(() => {})
   }
 
   clearOverride(): void {

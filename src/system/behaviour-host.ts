@@ -1,5 +1,5 @@
 import { NotFoundError, ValidationError } from '../errors.js'
-import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour } from '../language/model/index.js'
+import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, ScenarioRuntime } from '../language/model/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
 import type { Attribute } from './attributes.js'
 
@@ -7,7 +7,7 @@ import type { Attribute } from './attributes.js'
 export interface HostInstance extends Component {
   readonly attributes: { get(name: string): Attribute | undefined }
   readonly parameters: Readonly<Record<string, unknown>>
-  readonly timer: { pin(time: number): void }
+  readonly timer: { pin(time: number): void; readonly time: number; readonly dt: number }
   warn(message: string, context: Record<string, unknown>): void
 }
 
@@ -29,6 +29,14 @@ export class InstanceHost implements BehaviourHost {
 
   get name(): string {
     return this.#instance.name
+  }
+
+  get time(): number {
+    return this.#instance.timer.time
+  }
+
+  get dt(): number {
+    return this.#instance.timer.dt
   }
 
   attribute(name: string): HostAttribute | undefined {
@@ -181,6 +189,63 @@ export class ActionNode extends Component {
     return {
       enable: () => ((this.#runtime.enabled = true), true),
       disable: () => ((this.#runtime.enabled = false), true),
+    }
+  }
+}
+
+/**
+ * `instances/<i>/scenarios`: the model's scenarios on this instance (MODEL_LANGUAGE.md section 6),
+ * each a node with `start` and `stop`.
+ */
+export class ScenariosNode extends Component {
+  readonly type = 'Scenarios'
+  readonly #nodes: Map<string, ScenarioNode>
+
+  constructor(parent: Component, behaviour: InstanceBehaviour, time: () => number) {
+    super('scenarios', parent)
+    this.#nodes = new Map(behaviour.scenarios.map((s) => [s.plan.name, new ScenarioNode(this, s, time)]))
+  }
+
+  override children(): Component[] {
+    return [...this.#nodes.values()]
+  }
+
+  override child(name: string): Component | undefined {
+    return this.#nodes.get(name)
+  }
+}
+
+/** One scenario of an instance: `state` (idle, active, finished), `elapsed` (its own time), `runs`. */
+export class ScenarioNode extends Component {
+  readonly type = 'Scenario'
+  readonly #runtime: ScenarioRuntime
+  readonly #time: () => number
+
+  constructor(parent: Component, runtime: ScenarioRuntime, time: () => number) {
+    super(runtime.plan.name, parent)
+    this.#runtime = runtime
+    this.#time = time
+  }
+
+  override get state(): string {
+    return this.#runtime.state
+  }
+
+  override properties(): Record<string, unknown> {
+    const plan = this.#runtime.plan
+    const props: Record<string, unknown> = { display_name: plan.displayName, elapsed: this.#runtime.elapsed, runs: this.#runtime.runs }
+    if (plan.description !== undefined) props.description = plan.description
+    if (plan.duration !== undefined) props.duration = plan.duration
+    if (plan.period !== undefined) props.period = plan.period
+    if (plan.runLimit !== undefined) props.run_limit = plan.runLimit
+    props.enabled = plan.enabled
+    return props
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    return {
+      start: async () => (await this.#runtime.start(this.#time()), true),
+      stop: async () => (await this.#runtime.stop(), true),
     }
   }
 }

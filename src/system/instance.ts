@@ -5,7 +5,7 @@ import { modelBehaviour, type InstanceBehaviour } from '../language/model/index.
 import { buildLoadEntries } from '../python/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
-import { ActionsNode, InstanceHost } from './behaviour-host.js'
+import { ActionsNode, InstanceHost, ScenariosNode } from './behaviour-host.js'
 import { Communication } from './communication.js'
 import { Logs } from './logs.js'
 import type { Model } from './models.js'
@@ -42,6 +42,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   /** The model's actions and conditions bound to this instance; undefined when it has none. */
   readonly behaviour: InstanceBehaviour | undefined
   readonly actionsNode: ActionsNode | undefined
+  readonly scenariosNode: ScenariosNode | undefined
   /** Its parameters (`meta_parameters` defaults with what the instance gave). */
   readonly parameters: Readonly<Record<string, unknown>>
   /** Parameters and start values as the instance entry gave them (written back in the system's definition). */
@@ -97,6 +98,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     const behaviour = modelBehaviour(parsed)
     this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this))
     this.actionsNode = this.behaviour && this.behaviour.actions.length > 0 ? new ActionsNode(this, this.behaviour) : undefined
+    this.scenariosNode = this.behaviour && this.behaviour.scenarios.length > 0 ? new ScenariosNode(this, this.behaviour, () => this.timer.time) : undefined
     this.logs = new Logs(this, { buffer: opts.services.logs, instance: opts.name })
   }
 
@@ -125,6 +127,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   override children(): Component[] {
     const list: Component[] = [this.attributes, this.timer, this.polling, this.communication, this.logs]
     if (this.actionsNode) list.push(this.actionsNode)
+    if (this.scenariosNode) list.push(this.scenariosNode)
     if (this.importNode) list.push(this.importNode)
     return list
   }
@@ -187,6 +190,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       this.#lastError = null
       if (this.#binding?.methods.has('prepare')) await this.callMapped('prepare', { args: [], kwargs: {} })
       await this.behaviour?.activate()
+      await this.behaviour?.fire('on_prepare')
     } catch (err) {
       this.#fail(err)
       throw err
@@ -326,6 +330,17 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     return this.communication.valueProblem(attr, value)
   }
 
+  /** Runs the hooks of a client's write of `attr` (on_set, then on_internal_set or on_external_set). */
+  attributeSet(attr: string, side: 'internal' | 'external'): Promise<void> | undefined {
+    const behaviour = this.behaviour
+    const specific = side === 'internal' ? 'on_internal_set' : 'on_external_set'
+    if (!behaviour || (!behaviour.hooks.has('on_set', attr) && !behaviour.hooks.has(specific, attr))) return undefined
+    return (async () => {
+      await behaviour.fire('on_set', attr)
+      await behaviour.fire(specific, attr)
+    })()
+  }
+
   mayPublish(attr: string): boolean {
     return this.communication.mentions(attr)
   }
@@ -341,6 +356,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     if (this.#binding?.methods.has('start')) await this.callMapped('start', { args: [], kwargs: {} })
     await this.behaviour?.activate()
     this.#state = 'RUNNING'
+    await this.behaviour?.fire('on_start')
     this.#ownLoop = opts.ownLoop
     this.#loop.start()
   }
@@ -370,6 +386,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       )
     }
     await this.#deactivate()
+    await this.behaviour?.fire('on_stop').catch((err: unknown) => this.warn('an on_stop hook failed', { err: (err as Error).message }))
     await this.communication.stopAll()
     if (this.#state === 'RUNNING' || this.#state === 'PREPARED') this.#state = 'STOPPED'
   }
@@ -382,7 +399,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     await this.#deactivate()
     this.timer.reset()
     for (const attr of this.attributes.all()) attr.resetValue()
-    this.behaviour?.reset()
+    await this.behaviour?.reset()
     if (this.#binding?.methods.has('reset') && this.#state !== 'ERROR') await this.callMapped('reset', { args: [], kwargs: {} })
     if (this.#state === 'RUNNING' || this.#state === 'STOPPED') this.#state = this.#binding || !this.codeDefined ? 'PREPARED' : 'INITIALIZED'
   }
@@ -419,6 +436,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.#loop.stop()
     await this.#waitIdle()
     await this.#deactivate()
+    await this.behaviour?.fire('on_destroy').catch((err: unknown) => this.warn('an on_destroy hook failed', { err: (err as Error).message }))
     await this.communication.stopAll()
     if (this.#binding) {
       this.#binding = undefined

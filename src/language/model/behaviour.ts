@@ -1,9 +1,10 @@
 /**
- * A model's declarative behaviour: its `actions`, `conditions` and `if_chain`, compiled once per
- * model ({@link compileBehaviour}) and bound once per instance ({@link ModelBehaviour.bind}).
- * One instance step runs the actions in list order, then the conditions, then re-applies held
- * overrides; if anything raises, every write of that step is taken back (MODEL_LANGUAGE.md
- * sections 3 to 5).
+ * A model's declarative behaviour: its `actions`, `conditions`, `if_chain`, `scenarios` and
+ * `hooks`, compiled once per model ({@link compileBehaviour}) and bound once per instance
+ * ({@link ModelBehaviour.bind}). One instance step runs, in the order of MODEL_LANGUAGE.md section
+ * 4: the actions in list order, the conditions, the active scenarios' actions and conditions, the
+ * held overrides again, and the `on_run` hooks; if anything raises, every write of that step is
+ * taken back.
  *
  * @example
  * const behaviour = compileBehaviour({ actions: [{ function: '$out(p)', call: 'v * i' }] }, source)
@@ -11,23 +12,21 @@
  * running.step(0, 0.5)
  */
 import { summarize, ValidationError, type ErrorDetail } from '../../errors.js'
-import { truthy, type PyValue } from '../expression/index.js'
-import { compileAction, type ActionPlan, type ActionRuntime } from './actions.js'
-import { ActionEnvironment, CompileContext, describe, type BehaviourSource, type BindContext, type ValueSource } from './compile-context.js'
+import type { ActionPlan, ActionRuntime } from './actions.js'
+import { CompileContext, type BehaviourSource, type BindContext } from './compile-context.js'
+import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
+import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
+import { compileScenarios, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
 
 /** The behaviour keys of a model definition. */
 export interface BehaviourDefinition {
   actions?: unknown
   conditions?: unknown
   if_chain?: unknown
-}
-
-/** One branch of a condition: a test (none for `else`) and the actions it runs. */
-interface BranchPlan {
-  test: ValueSource | null
-  path: string
-  actions: ActionPlan[]
+  scenarios?: unknown
+  hooks?: unknown
+  attributes?: Record<string, unknown>
 }
 
 /** The compiled behaviour of a model. */
@@ -35,23 +34,24 @@ export class ModelBehaviour {
   readonly actions: readonly ActionPlan[]
   /** Each group runs its first matching branch: one group per `if` of `conditions`, one for `if_chain`. */
   readonly groups: readonly (readonly BranchPlan[])[]
+  readonly scenarios: readonly ScenarioPlan[]
+  readonly hooks: HookPlans
   /** `$param(...)` names used anywhere. */
   readonly usedParameters: ReadonlySet<string>
 
-  constructor(actions: ActionPlan[], groups: BranchPlan[][], usedParameters: Set<string>) {
-    this.actions = actions
-    this.groups = groups
-    this.usedParameters = usedParameters
+  constructor(parts: { actions: ActionPlan[]; groups: BranchPlan[][]; scenarios: ScenarioPlan[]; hooks: HookPlans; usedParameters: Set<string> }) {
+    this.actions = parts.actions
+    this.groups = parts.groups
+    this.scenarios = parts.scenarios
+    this.hooks = parts.hooks
+    this.usedParameters = parts.usedParameters
   }
 
   /** Whether there is anything to run. */
   get empty(): boolean {
-    return this.actions.length === 0 && this.groups.length === 0
-  }
-
-  /** Every action, those inside conditions included, in model order. */
-  allActions(): ActionPlan[] {
-    return [...this.actions, ...this.groups.flatMap((g) => g.flatMap((b) => b.actions))]
+    return (
+      this.actions.length === 0 && this.groups.length === 0 && this.scenarios.length === 0 && this.hooks.model.size === 0 && this.hooks.attributes.size === 0
+    )
   }
 
   /** The behaviour of one instance. */
@@ -78,8 +78,14 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
     if (!Array.isArray(definition.if_chain)) context.problem('if_chain', 'expected a list of {if: <expression>, actions: [...]} ending with an optional else')
     else groups.push(...compileConditions(definition.if_chain, 'if_chain', context, true))
   }
+  const scenarios = compileScenarios(definition.scenarios, context)
+  const hooks: HookPlans = { model: compileHooks(definition.hooks, 'hooks', context), attributes: new Map() }
+  for (const [name, spec] of Object.entries(definition.attributes ?? {})) {
+    const attrHooks = spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? (spec as { hooks?: unknown }).hooks : undefined
+    if (attrHooks !== undefined) hooks.attributes.set(name, compileHooks(attrHooks, `attributes.${name}.hooks`, context))
+  }
   if (context.problems.length > 0) throw behaviourProblems(context.problems)
-  return new ModelBehaviour(actions, groups, context.usedParameters)
+  return new ModelBehaviour({ actions, groups, scenarios, hooks, usedParameters: context.usedParameters })
 }
 
 /** Checks a model's behaviour: the problems, with their paths (none: it compiles). */
@@ -87,91 +93,34 @@ export function behaviourProblems(problems: ErrorDetail[]): ValidationError {
   return new ValidationError(summarize('Model behaviour', problems), problems)
 }
 
-function compileList(raw: unknown, path: string, context: CompileContext): ActionPlan[] {
-  if (raw === undefined || raw === null) return []
-  if (!Array.isArray(raw)) {
-    context.problem(path, 'expected a list of actions')
-    return []
-  }
-  const plans: ActionPlan[] = []
-  const names = new Map<string, string>()
-  raw.forEach((entry, i) => {
-    const plan = compileAction(entry, `${path}[${i}]`, context, i)
-    if (!plan) return
-    const previous = names.get(plan.name)
-    if (previous) context.problem(`${path}[${i}].name`, `duplicate action name '${plan.name}' (also ${previous})`)
-    names.set(plan.name, `${path}[${i}]`)
-    plans.push(plan)
-  })
-  return plans
-}
-
-const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
-
-function compileConditions(entries: unknown[], path: string, context: CompileContext, chain: boolean): BranchPlan[][] {
-  const groups: BranchPlan[][] = []
-  const scope = { constants: new Map<string, PyValue>(), parameters: [], imports: {} }
-  entries.forEach((entry, i) => {
-    const at = `${path}[${i}]`
-    if (!isMap(entry)) return context.problem(at, `a condition is {if: <expression>, actions: [...]}, got ${describe(entry)}`)
-    const key = Object.hasOwn(entry, 'if') ? 'if' : Object.hasOwn(entry, 'elif') ? 'elif' : Object.hasOwn(entry, 'else') ? 'else' : null
-    if (key === null) return context.problem(at, "a condition needs 'if' (or 'elif' / 'else' after an if)")
-    for (const k of Object.keys(entry)) {
-      if (!['if', 'elif', 'else', 'actions', 'name', 'description'].includes(k))
-        context.problem(`${at}.${k}`, `unknown key '${k}' (expected if, elif, else, actions)`)
-    }
-    // `else: [actions]` and `else: null` with `actions: [...]` beside it are both accepted.
-    const inline = key === 'else' && Array.isArray(entry.else)
-    const actionsRaw = inline ? entry.else : entry.actions
-    const actionsPath = inline ? `${at}.else` : `${at}.actions`
-    if (actionsRaw === undefined) context.problem(actionsPath, 'required: the actions to run when it matches')
-    const actions = compileList(actionsRaw, actionsPath, context)
-    for (const a of actions) {
-      if (a.kind === 'call' || a.kind === 'suspend' || a.kind === 'override' || a.kind === 'overrides') {
-        context.problem(a.path, `a ${a.kind} action holds a state from start to stop and cannot sit inside a condition (use a scenario)`)
-      }
-    }
-    let test: ValueSource | null = null
-    if (key !== 'else') test = context.value(entry[key], `${at}.${key}`, scope)
-    const branch: BranchPlan = { test, path: at, actions }
-    const current = groups[groups.length - 1]
-    if (key === 'if' && !(chain && current !== undefined)) groups.push([branch])
-    else if (current === undefined) context.problem(at, `'${key}' must follow an 'if'`)
-    else if (current[current.length - 1]?.test === null) context.problem(at, `nothing can follow an 'else' in the same chain`)
-    else current.push(branch)
-  })
-  return groups
-}
-
-interface BranchRuntime {
-  test: (() => PyValue) | null
-  actions: ActionRuntime[]
-}
-
 /**
  * The behaviour of one instance: its actions bound to the instance's attributes, with their own
- * state (PID integrals, noise generators), and whether its held actions are active.
+ * state (PID integrals, noise generators), its scenarios and hooks, and whether its held actions
+ * are active.
  */
 export class InstanceBehaviour {
   readonly actions: readonly ActionRuntime[]
+  readonly scenarios: readonly ScenarioRuntime[]
+  readonly hooks: InstanceHooks
   readonly #top: ActionRuntime[]
   readonly #groups: BranchRuntime[][]
   readonly #held: ActionRuntime[]
+  readonly #host: BehaviourHost
   readonly #frame: StepFrame = { time: 0, dt: 1 }
   readonly #undo = new UndoLog()
+  readonly #onRun: boolean
   #active = false
 
   constructor(model: ModelBehaviour, host: BehaviourHost) {
+    this.#host = host
     const ctx: BindContext = { host, frame: this.#frame, undo: this.#undo }
     this.#top = model.actions.map((a) => a.bind(ctx))
-    this.#groups = model.groups.map((group) =>
-      group.map((branch) => {
-        const env = new ActionEnvironment(ctx, `condition ${branch.path}`)
-        return { test: branch.test && env.evaluator(branch.test), actions: branch.actions.map((a) => a.bind(ctx)) }
-      }),
-    )
+    this.#groups = bindGroups(model.groups, ctx)
     this.actions = [...this.#top, ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions))]
     this.#held = this.#top.filter((a) => a.activate !== undefined)
+    this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx))
+    this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
+    this.#onRun = this.hooks.has('on_run')
   }
 
   /** The action named `name`, if any. */
@@ -179,31 +128,54 @@ export class InstanceBehaviour {
     return this.actions.find((a) => a.plan.name === name)
   }
 
+  /** The scenario named `name`, if any. */
+  scenario(name: string): ScenarioRuntime | undefined {
+    return this.scenarios.find((s) => s.plan.name === name)
+  }
+
+  /** The model's own actions and conditions at the frame's time. */
+  #runModel(): void {
+    runActions(this.#top)
+    runGroups(this.#groups)
+  }
+
   /**
-   * One step at `time` with step `dt`: actions, conditions, held overrides. All or nothing: if
-   * anything raises, the writes of this step are taken back and the error is thrown.
+   * One step at `time` with step `dt`: actions, conditions, active scenarios, held overrides,
+   * `on_run` hooks. All or nothing: if anything raises, the writes of this step are taken back and
+   * the error is thrown.
    */
   step(time: number, dt: number): void {
     const frame = this.#frame
     frame.time = time
     frame.dt = dt
     try {
-      const top = this.#top
-      for (let i = 0; i < top.length; i++) {
-        const action = top[i] as ActionRuntime
-        if (action.enabled) action.run()
-      }
-      for (const group of this.#groups) {
-        for (const branch of group) {
-          if (branch.test !== null && !truthy(branch.test())) continue
-          for (const action of branch.actions) if (action.enabled) action.run()
-          break
-        }
-      }
+      this.#runModel()
+      const scenarios = this.scenarios
+      for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).step(time, dt)
       if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
+      for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).reapply()
+      if (this.#onRun) this.#background(this.hooks.fire('on_run'))
       this.#undo.commit()
     } catch (err) {
       this.#undo.rollback()
+      throw err
+    }
+  }
+
+  /**
+   * Runs the hooks of a lifecycle or attribute event at the instance's current time; their writes
+   * are kept (there is no step to take back). Resolves when their calls are done.
+   */
+  async fire(event: HookEvent, attribute?: string): Promise<void> {
+    if (!this.hooks.has(event, attribute)) return
+    this.#frame.time = this.#host.time
+    this.#frame.dt = this.#host.dt
+    try {
+      const pending = this.hooks.fire(event, attribute)
+      this.#undo.commit()
+      await pending
+    } catch (err) {
+      this.#undo.commit()
       throw err
     }
   }
@@ -213,22 +185,32 @@ export class InstanceBehaviour {
     return this.#active
   }
 
-  /** Starts the held actions (`call` path, `suspend`, `override`), once until `deactivate`. */
+  /**
+   * Starts the held actions (`call` path, `suspend`, `override`), once until `deactivate`, and
+   * the scenarios marked `enabled`.
+   */
   async activate(): Promise<void> {
     if (this.#active) return
     this.#active = true
     for (const action of this.#held) if (action.enabled) await action.activate?.()
+    for (const scenario of this.scenarios) if (scenario.plan.enabled && scenario.state !== 'active') await scenario.start(this.#host.time)
   }
 
-  /** Ends them: `stop_path` called, suspended components back on, overridden values restored. */
+  /** Ends them: scenarios stopped, `stop_path` called, suspended components back on, overridden values restored. */
   async deactivate(): Promise<void> {
+    for (const scenario of this.scenarios) await scenario.stop()
     if (!this.#active) return
     this.#active = false
     for (const action of [...this.#held].reverse()) if (action.enabled) await action.deactivate?.()
   }
 
-  /** Back to the first state: PID integrals and noise generators start over. */
-  reset(): void {
+  /** Back to the first state: PID integrals and noise generators start over, scenarios unrun. */
+  async reset(): Promise<void> {
     for (const action of this.actions) action.reset()
+    for (const scenario of this.scenarios) await scenario.reset()
+  }
+
+  #background(task: Promise<void> | undefined): void {
+    task?.catch((err: unknown) => this.#host.warn('an on_run hook failed', { err: (err as Error).message }))
   }
 }

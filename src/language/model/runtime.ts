@@ -27,6 +27,9 @@ export interface HostAttribute {
 /** The instance behaviour belongs to, as behaviour sees it. */
 export interface BehaviourHost {
   readonly name: string
+  /** The instance timer's time and step (hooks outside a step run at that time). */
+  readonly time: number
+  readonly dt: number
   attribute(name: string): HostAttribute | undefined
   /** An instance parameter (`$param(p)`), undefined when not set. */
   parameter(name: string): unknown

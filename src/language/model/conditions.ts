@@ -1,0 +1,107 @@
+/**
+ * Lists of actions and condition chains, compiled and bound: what a model's `actions`,
+ * `conditions` and `if_chain` are made of, and a scenario's too.
+ */
+import type { PyValue } from '../expression/index.js'
+import { truthy } from '../expression/index.js'
+import { compileAction, type ActionPlan, type ActionRuntime } from './actions.js'
+import { ActionEnvironment, describe, type BindContext, type CompileContext, type ValueSource } from './compile-context.js'
+
+/** One branch of a condition: a test (none for `else`) and the actions it runs. */
+export interface BranchPlan {
+  test: ValueSource | null
+  path: string
+  actions: ActionPlan[]
+}
+
+/** A branch bound to one instance. */
+export interface BranchRuntime {
+  test: (() => PyValue) | null
+  actions: ActionRuntime[]
+}
+
+/** Compiles a list of actions; duplicate names are a problem. */
+export function compileList(raw: unknown, path: string, context: CompileContext): ActionPlan[] {
+  if (raw === undefined || raw === null) return []
+  if (!Array.isArray(raw)) {
+    context.problem(path, 'expected a list of actions')
+    return []
+  }
+  const plans: ActionPlan[] = []
+  const names = new Map<string, string>()
+  raw.forEach((entry, i) => {
+    const plan = compileAction(entry, `${path}[${i}]`, context, i)
+    if (!plan) return
+    const previous = names.get(plan.name)
+    if (previous) context.problem(`${path}[${i}].name`, `duplicate action name '${plan.name}' (also ${previous})`)
+    names.set(plan.name, `${path}[${i}]`)
+    plans.push(plan)
+  })
+  return plans
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+export function compileConditions(entries: unknown[], path: string, context: CompileContext, chain: boolean): BranchPlan[][] {
+  const groups: BranchPlan[][] = []
+  const scope = { constants: new Map<string, PyValue>(), parameters: [], imports: {} }
+  entries.forEach((entry, i) => {
+    const at = `${path}[${i}]`
+    if (!isMap(entry)) return context.problem(at, `a condition is {if: <expression>, actions: [...]}, got ${describe(entry)}`)
+    const key = Object.hasOwn(entry, 'if') ? 'if' : Object.hasOwn(entry, 'elif') ? 'elif' : Object.hasOwn(entry, 'else') ? 'else' : null
+    if (key === null) return context.problem(at, "a condition needs 'if' (or 'elif' / 'else' after an if)")
+    for (const k of Object.keys(entry)) {
+      if (!['if', 'elif', 'else', 'actions', 'name', 'description'].includes(k))
+        context.problem(`${at}.${k}`, `unknown key '${k}' (expected if, elif, else, actions)`)
+    }
+    // `else: [actions]` and `else: null` with `actions: [...]` beside it are both accepted.
+    const inline = key === 'else' && Array.isArray(entry.else)
+    const actionsRaw = inline ? entry.else : entry.actions
+    const actionsPath = inline ? `${at}.else` : `${at}.actions`
+    if (actionsRaw === undefined) context.problem(actionsPath, 'required: the actions to run when it matches')
+    const actions = compileList(actionsRaw, actionsPath, context)
+    for (const a of actions) {
+      if (a.kind === 'call' || a.kind === 'suspend' || a.kind === 'override' || a.kind === 'overrides') {
+        context.problem(a.path, `a ${a.kind} action holds a state from start to stop and cannot sit inside a condition (use a scenario)`)
+      }
+    }
+    let test: ValueSource | null = null
+    if (key !== 'else') test = context.value(entry[key], `${at}.${key}`, scope)
+    const branch: BranchPlan = { test, path: at, actions }
+    const current = groups[groups.length - 1]
+    if (key === 'if' && !(chain && current !== undefined)) groups.push([branch])
+    else if (current === undefined) context.problem(at, `'${key}' must follow an 'if'`)
+    else if (current[current.length - 1]?.test === null) context.problem(at, `nothing can follow an 'else' in the same chain`)
+    else current.push(branch)
+  })
+  return groups
+}
+
+/** Binds condition groups to an instance. */
+export function bindGroups(groups: readonly (readonly BranchPlan[])[], ctx: BindContext): BranchRuntime[][] {
+  return groups.map((group) =>
+    group.map((branch) => {
+      const env = new ActionEnvironment(ctx, `condition ${branch.path}`)
+      return { test: branch.test && env.evaluator(branch.test), actions: branch.actions.map((a) => a.bind(ctx)) }
+    }),
+  )
+}
+
+/** Runs actions in order (the enabled ones). */
+export function runActions(actions: readonly ActionRuntime[]): void {
+  for (let i = 0; i < actions.length; i++) {
+    const action = actions[i] as ActionRuntime
+    if (action.enabled) action.run()
+  }
+}
+
+/** Runs each group's first matching branch. */
+export function runGroups(groups: readonly BranchRuntime[][]): void {
+  for (const group of groups) {
+    for (const branch of group) {
+      if (branch.test !== null && !truthy(branch.test())) continue
+      runActions(branch.actions)
+      break
+    }
+  }
+}

@@ -1,0 +1,341 @@
+/**
+ * Scenarios (MODEL_LANGUAGE.md section 6): named situations a model can be put in — a voltage sag,
+ * a stuck sensor, a controller that answers late. Each holds overrides from its start to its stop,
+ * runs its own actions and conditions after the model's with a timer of its own (time since it
+ * started), ends after `duration` or on `stop()`, restores what it overrode, and may restart every
+ * `period` (with a random `jitter`) up to `run_limit` times. Everything follows simulated time:
+ * a test that pins the timer and steps gets the same result every time.
+ *
+ * @example
+ * scenarios:
+ *   sag: { duration: 5, overrides: { $out(v_nominal): 180.0 } }
+ */
+import { PyRandom } from '../expression/index.js'
+import type { ActionPlan, ActionRuntime } from './actions.js'
+import { describe, type BindContext, type CompileContext } from './compile-context.js'
+import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
+import { fromPy, toPy } from './convert.js'
+import type { BehaviourHost, HostAttribute, StepFrame } from './runtime.js'
+import { textSeed } from './signals.js'
+import { isReference, type Target } from './targets.js'
+
+const KEYS = ['display_name', 'description', 'enabled', 'duration', 'period', 'jitter', 'run_limit', 'overrides', 'actions', 'conditions', 'call']
+
+/** A method call a scenario makes at its start, and another at its stop. */
+interface CallSpec {
+  path: string
+  args: unknown[]
+  kwargs: Record<string, unknown>
+  stopPath: string | undefined
+  stopArgs: unknown[]
+  stopKwargs: Record<string, unknown>
+}
+
+/** A scenario compiled for a model. */
+export interface ScenarioPlan {
+  name: string
+  displayName: string
+  description: string | undefined
+  enabled: boolean
+  duration: number | undefined
+  period: number | undefined
+  jitter: number
+  runLimit: number | undefined
+  /** Values already of their attribute's type. */
+  attributeOverrides: Array<{ target: Target; value: unknown }>
+  pathOverrides: Array<{ path: string; value: unknown }>
+  actions: ActionPlan[]
+  groups: BranchPlan[][]
+  call: CallSpec | undefined
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+const PATH = /^(~\.)?[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)+$/
+
+/** Compiles a model's `scenarios` block; problems go to `context`. */
+export function compileScenarios(raw: unknown, context: CompileContext): ScenarioPlan[] {
+  if (raw === undefined || raw === null) return []
+  if (!isMap(raw)) {
+    context.problem('scenarios', 'expected a map of scenario name -> {duration, overrides, actions, ...}')
+    return []
+  }
+  const plans: ScenarioPlan[] = []
+  for (const [name, spec] of Object.entries(raw)) {
+    const at = `scenarios.${name}`
+    if (!/^[A-Za-z][A-Za-z0-9_-]{0,127}$/.test(name)) context.problem(at, `'${name}' is not a valid scenario name`)
+    if (!isMap(spec)) {
+      context.problem(at, `a scenario is a map {duration, overrides, actions, ...}, got ${describe(spec)}`)
+      continue
+    }
+    for (const key of Object.keys(spec)) if (!KEYS.includes(key)) context.problem(`${at}.${key}`, `unknown key '${key}' (expected ${KEYS.join(', ')})`)
+    const number = (key: string, positive: boolean): number | undefined => {
+      const v = spec[key]
+      if (v === undefined || v === null) return undefined
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0)) {
+        context.problem(`${at}.${key}`, positive ? 'expected a number > 0 (seconds)' : 'expected a number >= 0 (seconds)')
+        return undefined
+      }
+      return v
+    }
+    const text = (key: string): string | undefined => {
+      const v = spec[key]
+      if (v === undefined) return undefined
+      if (typeof v !== 'string') context.problem(`${at}.${key}`, 'expected a string')
+      return typeof v === 'string' ? v : undefined
+    }
+    if (spec.enabled !== undefined && typeof spec.enabled !== 'boolean') context.problem(`${at}.enabled`, 'expected true or false')
+    const runLimit = spec.run_limit
+    if (runLimit !== undefined && runLimit !== null && !(Number.isSafeInteger(runLimit) && (runLimit as number) >= 1)) {
+      context.problem(`${at}.run_limit`, 'expected an integer >= 1')
+    }
+    const attributeOverrides: ScenarioPlan['attributeOverrides'] = []
+    const pathOverrides: ScenarioPlan['pathOverrides'] = []
+    if (spec.overrides !== undefined) {
+      if (!isMap(spec.overrides)) context.problem(`${at}.overrides`, 'expected a map of {reference, attribute or dotted path: value}')
+      else {
+        for (const [key, value] of Object.entries(spec.overrides)) {
+          const where = `${at}.overrides.${key}`
+          if (!isReference(key) && PATH.test(key.trim())) pathOverrides.push({ path: key.trim().replace(/^~\.?/, '~.'), value })
+          else {
+            const targets = context.targets(key, where)
+            const target = targets?.[0]
+            if (target === undefined || target.attribute === '__timer') continue
+            try {
+              attributeOverrides.push({ target, value: fromPy(toPy(value, 'any'), context.types.get(target.attribute) ?? 'any') })
+            } catch (err) {
+              context.problem(where, `${(err as Error).message} (the value does not fit the attribute)`)
+            }
+          }
+        }
+      }
+    }
+    const actions = compileList(spec.actions, `${at}.actions`, context)
+    for (const a of actions) {
+      if (a.kind === 'call' || a.kind === 'suspend' || a.kind === 'override' || a.kind === 'overrides') {
+        context.problem(a.path, `a ${a.kind} action cannot sit in a scenario: use the scenario's own overrides and call`)
+      }
+    }
+    let groups: BranchPlan[][] = []
+    if (spec.conditions !== undefined) {
+      if (!Array.isArray(spec.conditions)) context.problem(`${at}.conditions`, 'expected a list of {if: <expression>, actions: [...]}')
+      else groups = compileConditions(spec.conditions, `${at}.conditions`, context, false)
+    }
+    plans.push({
+      name,
+      displayName: text('display_name') ?? name,
+      description: text('description'),
+      enabled: spec.enabled === true,
+      duration: number('duration', true),
+      period: number('period', true),
+      jitter: number('jitter', false) ?? 0,
+      runLimit: typeof runLimit === 'number' ? runLimit : undefined,
+      attributeOverrides,
+      pathOverrides,
+      actions,
+      groups,
+      call: compileCall(spec.call, `${at}.call`, context),
+    })
+  }
+  return plans
+}
+
+function compileCall(raw: unknown, at: string, context: CompileContext): CallSpec | undefined {
+  if (raw === undefined || raw === null) return undefined
+  if (!isMap(raw)) {
+    context.problem(at, 'expected {path, args, kwargs, stop_path, stop_args, stop_kwargs}')
+    return undefined
+  }
+  for (const key of Object.keys(raw)) {
+    if (!['path', 'args', 'kwargs', 'stop_path', 'stop_args', 'stop_kwargs'].includes(key)) context.problem(`${at}.${key}`, `unknown key '${key}'`)
+  }
+  const path = (key: string, required: boolean): string | undefined => {
+    const v = raw[key]
+    if (v === undefined && !required) return undefined
+    if (typeof v !== 'string' || !PATH.test(v.trim()) || v.split('.').some((p) => p.startsWith('_'))) {
+      context.problem(`${at}.${key}`, 'expected a dotted path ending in a method, such as communication.modbus_slave.detach')
+      return undefined
+    }
+    return v.trim()
+  }
+  const list = (key: string): unknown[] => {
+    const v = raw[key]
+    if (v === undefined) return []
+    if (!Array.isArray(v)) context.problem(`${at}.${key}`, 'expected a list')
+    return Array.isArray(v) ? v : []
+  }
+  const map = (key: string): Record<string, unknown> => {
+    const v = raw[key]
+    if (v === undefined) return {}
+    if (!isMap(v)) context.problem(`${at}.${key}`, 'expected a map')
+    return isMap(v) ? v : {}
+  }
+  const start = path('path', true)
+  if (start === undefined) return undefined
+  return {
+    path: start,
+    args: list('args'),
+    kwargs: map('kwargs'),
+    stopPath: path('stop_path', false),
+    stopArgs: list('stop_args'),
+    stopKwargs: map('stop_kwargs'),
+  }
+}
+
+/** A scenario's state as its node shows it. */
+export type ScenarioState = 'idle' | 'active' | 'finished'
+
+/**
+ * A scenario on one instance: its state, its own timer and the values it overrode.
+ */
+export class ScenarioRuntime {
+  readonly plan: ScenarioPlan
+  #state: ScenarioState = 'idle'
+  #runs = 0
+  #startedAt = 0
+  #elapsed = 0
+  #nextStart: number | undefined
+  readonly #frame: StepFrame = { time: 0, dt: 1 }
+  readonly #host: BehaviourHost
+  readonly #actions: ActionRuntime[]
+  readonly #groups: BranchRuntime[][]
+  readonly #writes: Array<{ attr: HostAttribute; side: 'internal' | 'external'; value: unknown }>
+  readonly #random: PyRandom
+  #restore: Array<() => unknown> = []
+  /** The asynchronous part of the last start or stop (dotted-path overrides, calls). */
+  #pending: Promise<void> = Promise.resolve()
+
+  constructor(plan: ScenarioPlan, ctx: BindContext) {
+    this.plan = plan
+    this.#host = ctx.host
+    // The scenario's actions see its own timer: time since it started.
+    const own: BindContext = { host: ctx.host, frame: this.#frame, undo: ctx.undo }
+    this.#actions = plan.actions.map((a) => a.bind(own))
+    this.#groups = bindGroups(plan.groups, own)
+    this.#writes = plan.attributeOverrides.flatMap(({ target, value }) => {
+      const attr = ctx.host.attribute(target.attribute)
+      return attr ? [{ attr, side: target.side, value }] : []
+    })
+    this.#random = new PyRandom(textSeed(`${ctx.host.name}/scenarios/${plan.name}`))
+  }
+
+  get state(): ScenarioState {
+    return this.#state
+  }
+
+  get runs(): number {
+    return this.#runs
+  }
+
+  get elapsed(): number {
+    return this.#elapsed
+  }
+
+  /** Settles once the asynchronous part of the last start or stop is done. */
+  get settled(): Promise<void> {
+    return this.#pending
+  }
+
+  /** Starts it at instance time `time` (again, if it was active: a restart). */
+  start(time: number): Promise<void> {
+    if (this.#state === 'active') this.#end()
+    this.#state = 'active'
+    this.#runs++
+    this.#startedAt = time
+    this.#elapsed = 0
+    const { period, jitter, runLimit } = this.plan
+    this.#nextStart =
+      period !== undefined && (runLimit === undefined || this.#runs < runLimit)
+        ? time + period + (jitter > 0 ? (this.#random.random() * 2 - 1) * jitter : 0)
+        : undefined
+    for (const w of this.#writes) {
+      if (w.side === 'external') {
+        const before = w.attr.presented
+        this.#restore.push(() => w.attr.setPresented(before))
+      } else {
+        const before = w.attr.internalValue
+        this.#restore.push(() => w.attr.setComputed(before))
+      }
+    }
+    this.#hold()
+    const host = this.#host
+    const plan = this.plan
+    this.#pending = (async () => {
+      for (const { path, value } of plan.pathOverrides) {
+        const before = await host.readPath(path)
+        if (before === undefined) {
+          host.warn(`scenario '${plan.name}': '${path}' names nothing`, { scenario: plan.name })
+          continue
+        }
+        await host.writePath(path, value)
+        this.#restore.push(() => host.writePath(path, before.value))
+      }
+      if (plan.call) await host.callPath(plan.call.path, plan.call.args, plan.call.kwargs)
+    })()
+    return this.#pending
+  }
+
+  /** Stops it: overridden values restored (what its actions wrote stays), `stop_path` called. */
+  stop(): Promise<void> {
+    if (this.#state !== 'active') return this.#pending
+    return this.#end()
+  }
+
+  #end(): Promise<void> {
+    const more = this.#nextStart !== undefined
+    this.#state = more ? 'idle' : 'finished'
+    const restore = this.#restore.reverse()
+    this.#restore = []
+    const host = this.#host
+    const call = this.plan.call
+    const previous = this.#pending
+    this.#pending = (async () => {
+      await previous.catch(() => {})
+      for (const fn of restore) await fn()
+      if (call?.stopPath) await host.callPath(call.stopPath, call.stopArgs, call.stopKwargs)
+    })()
+    return this.#pending
+  }
+
+  /** Writes the held attribute overrides again (after the actions of a step). */
+  #hold(): void {
+    for (const w of this.#writes) {
+      if (w.side === 'external') w.attr.setPresented({ value: w.value })
+      else w.attr.setComputed(w.value)
+    }
+  }
+
+  /**
+   * Its part of an instance step at instance time `time`: it ends when its duration is up, starts
+   * when its period comes round, and while active runs its actions and conditions on its own timer.
+   */
+  step(time: number, dt: number): void {
+    if (this.#state === 'active' && this.plan.duration !== undefined && time - this.#startedAt >= this.plan.duration) this.#background(this.#end())
+    if (this.#state !== 'active' && this.#nextStart !== undefined && time >= this.#nextStart) this.#background(this.start(time))
+    if (this.#state !== 'active') return
+    this.#elapsed = time - this.#startedAt
+    this.#frame.time = this.#elapsed
+    this.#frame.dt = dt
+    runActions(this.#actions)
+    runGroups(this.#groups)
+  }
+
+  /** After every step's actions: held values written again. */
+  reapply(): void {
+    if (this.#state === 'active') this.#hold()
+  }
+
+  /** Back to idle, never run (instance reset); what it holds is restored first. */
+  async reset(): Promise<void> {
+    await this.stop()
+    this.#state = 'idle'
+    this.#runs = 0
+    this.#elapsed = 0
+    this.#nextStart = undefined
+    for (const a of this.#actions) a.reset()
+    this.#random.seed(textSeed(`${this.#host.name}/scenarios/${this.plan.name}`))
+  }
+
+  #background(task: Promise<void>): void {
+    task.catch((err: unknown) => this.#host.warn(`scenario '${this.plan.name}' failed`, { scenario: this.plan.name, err: (err as Error).message }))
+  }
+}

@@ -1,0 +1,197 @@
+// Scenarios and hooks of the model language (MODEL_LANGUAGE.md sections 6 and 7) on a running
+// server: overrides held and restored (attribute values and an adapter setting), the scenario's
+// own timer, duration, period and run_limit, start with the instance, reproducible runs, and the
+// hooks of lifecycle and attribute events.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { freePort, startTestServer, type TestServer } from './helpers/server.js'
+
+const SYS = '/api/v3/system'
+
+describe('scenarios and hooks on a running server', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer()
+  })
+  after(async () => t.close())
+
+  const ok = async (res: Promise<{ status: number; body: unknown }>): Promise<any> => {
+    const r = await res
+    assert.equal(r.status, 200, JSON.stringify(r.body))
+    return r.body
+  }
+  const value = async (instance: string, attr: string): Promise<unknown> =>
+    (await ok(t.api('GET', `${SYS}/instances/${instance}/attributes/${attr}/attr/internal_value`))).value
+  const step = (instance: string): Promise<unknown> => ok(t.call(`${SYS}/instances/${instance}`, 'run'))
+  const scenario = async (instance: string, name: string): Promise<{ state: string; elapsed: number; runs: number }> => {
+    const doc = await ok(t.api('GET', `${SYS}/instances/${instance}/scenarios/${name}`))
+    return { state: doc.state, elapsed: doc.attr.elapsed.value, runs: doc.attr.runs.value }
+  }
+
+  it('a scenario holds its overrides against the actions, runs on its own timer, and restores all when its duration is up', async () => {
+    const port = await freePort()
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        supply: {
+          attributes: { v: 230.0, since: -1.0, trips: { default: 0, type: 'int' } },
+          actions: [{ set: '$out(v)', value: 230.0 }],
+          scenarios: {
+            sag: {
+              display_name: 'Voltage sag',
+              duration: 3,
+              overrides: { '$out(v)': 180, 'communication.modbus_slave.response_delay': 0.5 },
+              actions: [{ function: '$out(since)', call: '$attr(timer.time)' }],
+              conditions: [{ if: '$attr(timer.time) == 0', actions: [{ function: '$out(trips)', call: '$in(trips) + 1' }] }],
+            },
+          },
+          communication: { modbus_slave: { port, mapping: { v: { address: [0, 1], group: 'h_r', type: 'float' } } } },
+        },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { s1: 'supply' }))
+    await ok(t.call(`${SYS}/instances/s1`, 'prepare'))
+    const delay = `${SYS}/instances/s1/communication/modbus_slave/attr/response_delay`
+    await step('s1')
+    await step('s1')
+    assert.deepEqual(await scenario('s1', 'sag'), { state: 'idle', elapsed: 0, runs: 0 })
+
+    await ok(t.call(`${SYS}/instances/s1/scenarios/sag`, 'start'))
+    assert.equal(await value('s1', 'v'), 180, 'the override applies at once, converted to a float')
+    assert.equal((await ok(t.api('GET', delay))).value, 0.5)
+    const seen: Array<[unknown, unknown]> = []
+    for (let i = 0; i < 3; i++) {
+      await step('s1')
+      seen.push([await value('s1', 'v'), await value('s1', 'since')])
+    }
+    assert.deepEqual(seen, [
+      [180, 0],
+      [180, 1],
+      [180, 2],
+    ])
+    assert.deepEqual(await scenario('s1', 'sag'), { state: 'active', elapsed: 2, runs: 1 })
+    await step('s1')
+    assert.equal((await scenario('s1', 'sag')).state, 'finished')
+    assert.equal(await value('s1', 'v'), 230, 'restored, and the model’s own action writes again')
+    assert.equal(await value('s1', 'since'), 2, 'what its actions wrote stays')
+    assert.equal(await value('s1', 'trips'), 1)
+    assert.equal((await ok(t.api('GET', delay))).value, 0, 'the adapter setting is restored')
+
+    // Stopping the instance mid-scenario restores too.
+    await ok(t.call(`${SYS}/instances/s1/scenarios/sag`, 'start'))
+    assert.equal((await ok(t.api('GET', delay))).value, 0.5)
+    await ok(t.call(`${SYS}/instances/s1`, 'stop'))
+    assert.equal((await scenario('s1', 'sag')).state, 'finished')
+    assert.equal(await value('s1', 'v'), 230)
+    assert.equal((await ok(t.api('GET', delay))).value, 0)
+  })
+
+  it('enabled starts it with the instance; period restarts it, at most run_limit times; a reset run repeats exactly', async () => {
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        blinker: {
+          timer: { time_step: 1 },
+          attributes: { lamp: false, pulses: { default: 0, type: 'int' } },
+          actions: [{ set: '$out(lamp)', value: false }],
+          scenarios: {
+            pulse: {
+              enabled: true,
+              duration: 1,
+              period: 3,
+              jitter: 1,
+              run_limit: 3,
+              overrides: { lamp: true },
+              conditions: [{ if: '$attr(timer.time) == 0', actions: [{ function: '$out(pulses)', call: '$in(pulses) + 1' }] }],
+            },
+          },
+        },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { b1: 'blinker' }))
+    await ok(t.call(`${SYS}/instances/b1`, 'prepare'))
+    const trace = async (): Promise<string> => {
+      let out = ''
+      for (let i = 0; i < 14; i++) {
+        await step('b1')
+        out += (await value('b1', 'lamp')) ? '#' : '.'
+      }
+      return out
+    }
+    const first = await trace()
+    const { runs, state } = await scenario('b1', 'pulse')
+    assert.equal(runs, 3)
+    assert.equal(state, 'finished')
+    assert.equal(await value('b1', 'pulses'), 3)
+    assert.equal(first.split('#').length - 1, 3, `three pulses of one step each: ${first}`)
+    await ok(t.call(`${SYS}/instances/b1`, 'reset'))
+    await ok(t.call(`${SYS}/instances/b1`, 'prepare'))
+    assert.equal(await trace(), first, 'the same jitter after a reset: runs are reproducible')
+  })
+
+  it('hooks: lifecycle events, on_run, and a client’s write refreshing the model at once', async () => {
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        hooked: {
+          attributes: {
+            celsius: { default: 20.0, type: 'float', hooks: { on_internal_set: [{ set_attr: { attribute: '$out(writes)', value: '$in(writes) + 1' } }] } },
+            fahrenheit: 0.0,
+            writes: { default: 0, type: 'int' },
+            steps: { default: 0, type: 'int' },
+            status: '',
+          },
+          actions: [{ function: '$out(fahrenheit)', call: '$in(celsius) * 9 / 5 + 32' }],
+          hooks: {
+            on_prepare: [{ set_attr: { attribute: '$out(status)', value: "'prepared'" } }],
+            on_start: [{ set_attr: { attribute: '$out(status)', value: "'running'" } }],
+            on_stop: [{ set_attr: { attribute: '$out(status)', value: "'stopped'" } }],
+            on_run: [{ set_attr: { attribute: '$out(steps)', value: '$in(steps) + 1' } }],
+            on_set: ['refresh_model'],
+          },
+        },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { h1: 'hooked' }))
+    await ok(t.call(`${SYS}/instances/h1`, 'prepare'))
+    assert.equal(await value('h1', 'status'), 'prepared')
+    await ok(t.api('PUT', `${SYS}/instances/h1/attributes/celsius/attr/internal_value`, { value: 100.0 }))
+    assert.equal(await value('h1', 'fahrenheit'), 212, 'refresh_model ran the actions without a step')
+    assert.equal(await value('h1', 'writes'), 1, 'the attribute’s own hook')
+    assert.equal((await ok(t.api('GET', `${SYS}/instances/h1/timer/attr/time`))).value, 0, 'time did not move')
+    await step('h1')
+    await step('h1')
+    assert.equal(await value('h1', 'steps'), 2)
+    await ok(t.call(`${SYS}/instances/h1`, 'start'))
+    assert.equal(await value('h1', 'status'), 'running')
+    await ok(t.call(`${SYS}/instances/h1`, 'stop'))
+    assert.equal(await value('h1', 'status'), 'stopped')
+  })
+
+  it('refuses bad scenarios and hooks with a 422 naming each problem', async () => {
+    const res = await t.api('PUT', `${SYS}/models`, {
+      bad: {
+        attributes: { a: 0.0, flag: { default: false, hooks: { on_sneeze: [] } } },
+        scenarios: {
+          s: { duration: -1, overrides: { '$out(nope)': 1, a: 'high' }, actions: [{ set: '$out(a)' }], colour: 'red' },
+          t: 'not a map',
+        },
+        hooks: { on_run: [{ set_attr: { attribute: '$out(a)', value: '1 +' } }, { call: { path: 'no dots' } }, { teleport: {} }] },
+      },
+    })
+    assert.equal(res.status, 422)
+    const paths = new Set((res.body as any).error.details.map((d: { path: string }) => d.path))
+    for (const path of [
+      'scenarios.s.duration',
+      'scenarios.s.overrides.$out(nope)',
+      'scenarios.s.overrides.a',
+      'scenarios.s.actions[0].value',
+      'scenarios.s.colour',
+      'scenarios.t',
+      'hooks.on_run[0].set_attr.value',
+      'hooks.on_run[1].call.path',
+      'hooks.on_run[2].teleport',
+      'attributes.flag.hooks.on_sneeze',
+    ]) {
+      assert.ok(paths.has(path), `${path} in ${JSON.stringify([...paths])}`)
+    }
+    assert.equal((await t.api('GET', `${SYS}/models/bad`)).status, 404)
+  })
+})
