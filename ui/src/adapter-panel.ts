@@ -135,7 +135,7 @@ export class AdapterPanel {
     setText(this.#requests, String(adapter.requests))
     setText(this.#errors, String(adapter.errors))
     this.#errors.classList.toggle('warn', adapter.errors > 0)
-    for (const [key, value] of Object.entries(adapter)) {
+    for (const [key, value] of Object.entries(adapter.stats)) {
       if (SHOWN_APART.has(key) || typeof value === 'object') continue
       let cell = this.#counters.get(key)
       if (cell === undefined) {

@@ -18,8 +18,6 @@ export interface LiveAdapter {
   /** Every stats() entry the stream sent, the protocol's own counters included (e.g. MQTT `connection`, `published`). */
   stats: Record<string, string | number | boolean | null>
   known: boolean
-  /** The protocol's own counters, as the stream sends them (e.g. `queries`, `clients`). */
-  [counter: string]: string | number | boolean | null
 }
 
 /** The live view of one instance. */
