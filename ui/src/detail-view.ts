@@ -2,9 +2,14 @@ import { node, type ApiClient } from './api-client.ts'
 import { h, replace } from './dom.ts'
 import type { Notices } from './notices.ts'
 import type { View } from './view.ts'
+import { toYaml } from './yaml.ts'
+
+/** The parts of a model definition that make up its behaviour in the model language. */
+const BEHAVIOUR_KEYS = ['actions', 'conditions', 'if_chain']
 
 /**
- * A model (its definition as it was given, and its instances) or a connection (its two ends,
+ * A model (its instances, its actions, conditions and if chain as written, and its whole
+ * definition as it was given) or a connection (its two ends,
  * transfer count and last error), read from the tree.
  *
  * @example
@@ -64,8 +69,31 @@ function modelBody(doc: Record<string, unknown>): HTMLElement {
           : h('span', { class: 'muted' }, 'none'),
       ),
     ),
+    behaviour(doc.definition),
     h('h3', { class: 'sub-heading' }, 'Definition'),
     h('pre', { class: 'code' }, JSON.stringify(doc.definition, null, 2)),
+  )
+}
+
+/** The model's `actions`, `conditions` and `if_chain` as YAML, in the order a step runs them. */
+function behaviour(definition: unknown): HTMLElement | null {
+  if (definition === null || typeof definition !== 'object') return null
+  const parts = Object.fromEntries(BEHAVIOUR_KEYS.filter((k) => k in definition).map((k) => [k, (definition as Record<string, unknown>)[k]]))
+  if (!Object.keys(parts).length) return null
+  return h(
+    'div',
+    { class: 'model-behaviour' },
+    h('h3', { class: 'sub-heading' }, 'Actions as written'),
+    h(
+      'p',
+      { class: 'muted small' },
+      'Each instance runs these every step, in this order; an instance page lists them with where each is in the model (',
+      h('code', {}, 'actions[2]'),
+      ', ',
+      h('code', {}, 'conditions[0].actions[0]'),
+      ') and can switch one off.',
+    ),
+    h('pre', { class: 'code', 'data-block': 'model-actions' }, toYaml(parts)),
   )
 }
 

@@ -1,3 +1,4 @@
+import { ActionsPanel } from './actions-panel.ts'
 import { AdapterPanel } from './adapter-panel.ts'
 import { node, type ApiClient } from './api-client.ts'
 import { h, replace, setText } from './dom.ts'
@@ -28,8 +29,9 @@ interface Row {
 
 /**
  * One instance: state and last error, lifecycle and model-method buttons, every attribute with
- * its live internal and external value (editable, pickable for the trend), polling, and the
- * protocol adapters. Values come from the event stream; writes go through the HTTP API.
+ * its live internal and external value (editable, pickable for the trend), polling, the actions
+ * of a model-language model (each can be switched off), and the protocol adapters. Values come
+ * from the event stream; writes go through the HTTP API.
  *
  * @example
  * const view = new InstanceView({ api, store, notices, chart, name: 'tank_sensor' })
@@ -105,30 +107,35 @@ export class InstanceView implements View {
         'div',
         { class: 'instance-grid' },
         h(
-          'section',
-          { class: 'panel' },
+          'div',
+          { class: 'main-column' },
           h(
-            'header',
-            { class: 'panel-header instance-header' },
+            'section',
+            { class: 'panel' },
             h(
-              'div',
-              {},
-              h('h1', { class: 'view-title' }, name),
+              'header',
+              { class: 'panel-header instance-header' },
               h(
                 'div',
-                { class: 'muted' },
-                'model ',
-                h('a', { href: `#/model/${encodeURIComponent(inst.model)}` }, inst.model),
-                ' · ',
-                h('a', { href: `#/logs/${encodeURIComponent(name)}`, 'data-action': 'instance-logs' }, 'logs'),
+                {},
+                h('h1', { class: 'view-title' }, name),
+                h(
+                  'div',
+                  { class: 'muted' },
+                  'model ',
+                  h('a', { href: `#/model/${encodeURIComponent(inst.model)}` }, inst.model),
+                  ' · ',
+                  h('a', { href: `#/logs/${encodeURIComponent(name)}`, 'data-action': 'instance-logs' }, 'logs'),
+                ),
               ),
+              this.#badge,
+              h('div', { class: 'toolbar lifecycle' }, lifecycle),
             ),
-            this.#badge,
-            h('div', { class: 'toolbar lifecycle' }, lifecycle),
+            this.#error,
+            this.#attributeTable(inst.attributes),
+            this.#pollingRow(path),
           ),
-          this.#error,
-          this.#attributeTable(inst.attributes),
-          this.#pollingRow(path),
+          new ActionsPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, model: inst.model }).element,
         ),
         h(
           'div',
