@@ -10,10 +10,18 @@
  * const running = behaviour.bind(host)
  * running.step(0, 0.5)
  */
-import { summarize, ValidationError, type ErrorDetail } from '../../errors.js'
+import { InternalError, summarize, ValidationError, type ErrorDetail } from '../../errors.js'
 import { truthy, type PyValue } from '../expression/index.js'
 import { compileAction, type ActionPlan, type ActionRuntime } from './actions.js'
-import { ActionEnvironment, CompileContext, describe, type BehaviourSource, type BindContext, type ValueSource } from './compile-context.js'
+import {
+  ActionEnvironment,
+  CompileContext,
+  describe,
+  type BehaviourSource,
+  type BindContext,
+  type ValueSource,
+  type WorkerExpression,
+} from './compile-context.js'
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 
 /** The behaviour keys of a model definition. */
@@ -37,11 +45,19 @@ export class ModelBehaviour {
   readonly groups: readonly (readonly BranchPlan[])[]
   /** `$param(...)` names used anywhere. */
   readonly usedParameters: ReadonlySet<string>
+  /** The expressions the instance's Python worker evaluates (their `index` is their position here). */
+  readonly workerExpressions: readonly WorkerExpression[]
 
-  constructor(actions: ActionPlan[], groups: BranchPlan[][], usedParameters: Set<string>) {
+  constructor(actions: ActionPlan[], groups: BranchPlan[][], usedParameters: Set<string>, workerExpressions: WorkerExpression[] = []) {
     this.actions = actions
     this.groups = groups
     this.usedParameters = usedParameters
+    this.workerExpressions = workerExpressions
+  }
+
+  /** Whether a step needs the instance's Python worker (some expression is evaluated there). */
+  get usesWorker(): boolean {
+    return this.workerExpressions.length > 0
   }
 
   /** Whether there is anything to run. */
@@ -79,7 +95,7 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
     else groups.push(...compileConditions(definition.if_chain, 'if_chain', context, true))
   }
   if (context.problems.length > 0) throw behaviourProblems(context.problems)
-  return new ModelBehaviour(actions, groups, context.usedParameters)
+  return new ModelBehaviour(actions, groups, context.usedParameters, context.workerExpressions)
 }
 
 /** Checks a model's behaviour: the problems, with their paths (none: it compiles). */
@@ -145,6 +161,8 @@ function compileConditions(entries: unknown[], path: string, context: CompileCon
 
 interface BranchRuntime {
   test: (() => PyValue) | null
+  /** A test the Python worker evaluates: fetches its value for `test`. */
+  fetch: (() => Promise<void>) | undefined
   actions: ActionRuntime[]
 }
 
@@ -160,14 +178,19 @@ export class InstanceBehaviour {
   readonly #frame: StepFrame = { time: 0, dt: 1 }
   readonly #undo = new UndoLog()
   #active = false
+  /** Whether a step needs the Python worker, and then the step under way (steps of one instance never overlap). */
+  readonly usesWorker: boolean
+  #stepping: Promise<void> | undefined
 
   constructor(model: ModelBehaviour, host: BehaviourHost) {
+    this.usesWorker = model.usesWorker
     const ctx: BindContext = { host, frame: this.#frame, undo: this.#undo }
     this.#top = model.actions.map((a) => a.bind(ctx))
     this.#groups = model.groups.map((group) =>
       group.map((branch) => {
         const env = new ActionEnvironment(ctx, `condition ${branch.path}`)
-        return { test: branch.test && env.evaluator(branch.test), actions: branch.actions.map((a) => a.bind(ctx)) }
+        const test = branch.test && env.evaluator(branch.test)
+        return { test, fetch: env.fetches[0], actions: branch.actions.map((a) => a.bind(ctx)) }
       }),
     )
     this.actions = [...this.#top, ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions))]
@@ -184,6 +207,7 @@ export class InstanceBehaviour {
    * anything raises, the writes of this step are taken back and the error is thrown.
    */
   step(time: number, dt: number): void {
+    if (this.usesWorker) throw new InternalError('a behaviour with expressions of the Python worker steps with stepAsync')
     const frame = this.#frame
     frame.time = time
     frame.dt = dt
@@ -197,6 +221,52 @@ export class InstanceBehaviour {
         for (const branch of group) {
           if (branch.test !== null && !truthy(branch.test())) continue
           for (const action of branch.actions) if (action.enabled) action.run()
+          break
+        }
+      }
+      if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
+      this.#undo.commit()
+    } catch (err) {
+      this.#undo.rollback()
+      throw err
+    }
+  }
+
+  /**
+   * The step of a behaviour that has expressions the Python worker evaluates (`usesWorker`): the
+   * same order and the same all-or-nothing as `step`, each worker expression one round trip when
+   * its action's turn comes, so it sees the writes of the actions before it.
+   */
+  async stepAsync(time: number, dt: number): Promise<void> {
+    while (this.#stepping) await this.#stepping.catch(() => {})
+    const task = this.#stepAsync(time, dt)
+    this.#stepping = task
+    try {
+      await task
+    } finally {
+      if (this.#stepping === task) this.#stepping = undefined
+    }
+  }
+
+  async #stepAsync(time: number, dt: number): Promise<void> {
+    const frame = this.#frame
+    frame.time = time
+    frame.dt = dt
+    try {
+      for (const action of this.#top) {
+        if (!action.enabled) continue
+        if (action.runAsync) await action.runAsync()
+        else action.run()
+      }
+      for (const group of this.#groups) {
+        for (const branch of group) {
+          if (branch.fetch) await branch.fetch()
+          if (branch.test !== null && !truthy(branch.test())) continue
+          for (const action of branch.actions) {
+            if (!action.enabled) continue
+            if (action.runAsync) await action.runAsync()
+            else action.run()
+          }
           break
         }
       }
