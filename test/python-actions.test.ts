@@ -20,6 +20,13 @@ def ratio(a, b):
 
 def kinds(x):
     return [type(x).__name__, x]
+
+
+def crash_if(die, x):
+    if die:
+        import os
+        os._exit(3)
+    return x + 1.0
 `,
 }
 
@@ -196,5 +203,30 @@ describe('actions evaluated by the Python worker', () => {
     assert.match(messages[3], /'nope' is not an attribute/)
     assert.match(messages[4], /^1:\d+: invalid syntax/)
     assert.equal((await t.api('GET', `${SYS}/models/unsafe`)).status, 404, 'nothing was created')
+  })
+
+  // Last: the dying worker takes the other instances it holds with it.
+  it('a worker that dies puts the instance in ERROR like any Python instance, and prepare brings it back', async () => {
+    await define({
+      fatal: {
+        attributes: { x: 0.0, die: false },
+        actions: [{ name: 'maybe', function: '$out(x)', imports: { crash_if: 'extensions.thermal_model.crash_if' }, call: 'crash_if($in(die), $in(x))' }],
+      },
+    })
+    await create({ d1: 'fatal' })
+    await run('d1')
+    assert.equal(await value('d1', 'x'), 1)
+    assert.equal((await t.api('PUT', `${SYS}/instances/d1/attributes/die/attr/internal_value`, { value: true })).status, 200)
+    const res = await t.call(`${SYS}/instances/d1`, 'run')
+    assert.equal(res.status, 503, JSON.stringify(res.body))
+    const doc = (await t.api('GET', `${SYS}/instances/d1`)).body
+    assert.equal(doc.state, 'ERROR')
+    assert.match(doc.last_error, /worker/i)
+    assert.equal((await t.call(`${SYS}/instances/d1`, 'run')).status, 409, 'it stays in ERROR until prepared')
+    assert.equal(await value('d1', 'x'), 1, 'the failed step kept nothing')
+    assert.equal((await t.api('PUT', `${SYS}/instances/d1/attributes/die/attr/internal_value`, { value: false })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/d1`, 'prepare')).status, 200)
+    await run('d1')
+    assert.equal(await value('d1', 'x'), 2)
   })
 })

@@ -23,7 +23,7 @@ export interface CompileOptions {
   constants?: Readonly<Record<string, PyValue>> | ReadonlyMap<string, PyValue>
   /** Names whose values come at evaluation time through `scope.parameter(name)`. */
   parameters?: readonly string[]
-  /** The action's `imports`: alias -> module (`{m: math}`); only `math` is served natively. */
+  /** The action's `imports`: alias -> module (`{m: math}`); `math`, `random` and `time` are served natively. */
   imports?: Readonly<Record<string, string>>
   /** The model's attribute names; when given, a bare name that is none of them is refused. */
   attributes?: Iterable<string>
@@ -45,7 +45,8 @@ export interface CompiledExpression {
 
 /**
  * Thrown when an expression is valid but uses something only the Python worker runs (an import
- * other than math and random, sets, complex numbers): callers may send it to the worker instead.
+ * other than math, random and time, sets, complex numbers): callers send it to the worker instead
+ * (`worker` holds what it needs).
  * Left unhandled it is a 422 like any refusal.
  *
  * @example

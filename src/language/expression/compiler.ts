@@ -13,6 +13,7 @@ import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, p
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
 import { callMethod, getAttribute, getItem, setItem } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
+import { TIME_MODULE } from './time-module.js'
 import {
   dictSet,
   iterate,
@@ -87,7 +88,10 @@ class CompileScope {
 
 const COMPARISONS = new Set(['<', '>', '<=', '>=', '==', '!=', 'in', 'not in', 'is', 'is not'])
 const OPERATOR_NODES = new Set(['ArithOp', 'BitOp', 'CompareOp', 'not', 'in', 'is', 'and', 'or'])
-const NATIVE_IMPORTS: ReadonlyMap<string, PyModule> = new Map([['math', MATH_MODULE]])
+const NATIVE_IMPORTS: ReadonlyMap<string, PyModule> = new Map([
+  ['math', MATH_MODULE],
+  ['time', TIME_MODULE],
+])
 
 function children(node: SyntaxNode): SyntaxNode[] {
   const out: SyntaxNode[] = []
@@ -514,8 +518,9 @@ export class Compiler {
     if (imported !== undefined) {
       const mod = imported === 'random' ? this.#names.random : NATIVE_IMPORTS.get(imported)
       if (mod !== undefined) return mod
-      if (imported.startsWith('math.')) {
-        const v = MATH_MODULE.attributes.get(imported.slice(5))
+      const dot = imported.indexOf('.')
+      if (dot > 0) {
+        const v = NATIVE_IMPORTS.get(imported.slice(0, dot))?.attributes.get(imported.slice(dot + 1))
         if (v !== undefined) return v
       }
       this.#notNative(node, `import '${imported}' is not evaluated natively`)

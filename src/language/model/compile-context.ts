@@ -53,7 +53,7 @@ export interface WorkerExpression {
   readonly names: readonly string[]
   /** Per name: the index of the reference it reads, or -1 for a param. */
   readonly reads: readonly number[]
-  /** The action's imports other than the native ones: alias -> module as written. */
+  /** The action's imports: alias -> module as written. */
   readonly imports: Readonly<Record<string, string>>
   /** Where the action's `imports` are written (`actions[2].imports`). */
   readonly importsPath: string
@@ -66,9 +66,6 @@ export type ModelExpression = CompiledExpression & { readonly worker?: WorkerExp
 
 /** A value field of an action: a constant, or an expression evaluated each step. */
 export type ValueSource = { constant: PyValue } | { expression: ModelExpression }
-
-/** The modules an action's expressions may use without the Python worker. */
-export const NATIVE_MODULES: ReadonlySet<string> = new Set(['math', 'random'])
 
 /**
  * Collects problems and compiles the parts of actions. One per model.
@@ -130,7 +127,6 @@ export class CompileContext {
     }
     const names = [...worker.names.map(([name]) => name), ...scope.parameters]
     const reads = [...worker.names.map(([, index]) => index), ...scope.parameters.map(() => -1)]
-    const imports = Object.fromEntries(Object.entries(scope.imports).filter(([, module]) => !isNative(module)))
     const spec: WorkerExpression = {
       index: this.workerExpressions.length,
       path,
@@ -138,7 +134,8 @@ export class CompileContext {
       form: worker.form,
       names,
       reads,
-      imports,
+      // All of them: the worker has its own math, random and time, and imports what it needs once.
+      imports: scope.imports,
       importsPath: scope.importsPath ?? `${path}.imports`,
       constants,
     }
@@ -233,11 +230,6 @@ export interface ActionScope {
   imports: Record<string, string>
   /** Where the action's `imports` are written, for faults about them. */
   importsPath?: string
-}
-
-/** Whether a module of `imports` is served natively (`math`, `math.sqrt`, `random`). */
-export function isNative(module: string): boolean {
-  return NATIVE_MODULES.has(module.split('.')[0] as string)
 }
 
 export function describe(value: unknown): string {

@@ -333,6 +333,18 @@ describe('refusals at compile time', () => {
     refused('$in(a', /unclosed reference/)
   })
 
+  it('serves the time module natively when an action imports it', () => {
+    const before = Date.now() / 1000
+    const now = compileExpression('time.time()', { path: 'p', imports: { time: 'time' } }).evaluate({ reference: () => null })
+    assert.equal(typeof now, 'number')
+    assert.ok((now as number) >= before - 0.01 && (now as number) <= Date.now() / 1000 + 0.01)
+    const mono = compileExpression('[m(), ns() > 0]', { path: 'p', imports: { m: 'time.monotonic', ns: 'time.monotonic_ns' } })
+    const [seconds, positive] = mono.evaluate({ reference: () => null }) as [number, boolean]
+    assert.equal(typeof seconds, 'number')
+    assert.equal(positive, true)
+    assert.throws(() => compileExpression('time.time(1)', { path: 'p', imports: { time: 'time' } }).evaluate({ reference: () => null }), /takes no arguments/)
+  })
+
   it('marks what only the Python worker runs as not native, with the text and names the worker binds', () => {
     assert.throws(() => compileExpression('np.mean([1, 2])', { path: 'p', imports: { np: 'numpy' } }), NotNativeError)
     assert.throws(() => compileExpression('{1, 2}', { path: 'p' }), NotNativeError)
