@@ -14,7 +14,7 @@ holds the two together). Loading lives in :mod:`mimic_sdk.loading`, running in
 
 Example (what the server does)::
 
-    child = spawn("python3", ["-u", "python/mimic_sdk/worker.py", "--protocol", "3"],
+    child = spawn("python3", ["-u", "python/mimic_sdk/worker.py", "--protocol", "4"],
                   stdio=["ignore", "pipe", "pipe", "pipe", "pipe"])
 """
 
