@@ -129,7 +129,10 @@ describe('mimic command line', () => {
     assert.equal(exprRes.status, 1)
     assert.match(exprRes.stderr, /expressions\.yaml:\d+:\d+ +models\.m\.actions\[0\]\.call: \$in\(nothing\): 'nothing' is not an attribute/)
     assert.match(exprRes.stderr, /expressions\.yaml:9:37 +models\.m\.actions\[1\]\.call: 1:1: builtin 'open' is not allowed/)
-    assert.ok(mimic(['validate', new URL('../examples/devices/system.yaml', import.meta.url).pathname]).status === 0, 'the declarative devices example is valid')
+    assert.ok(
+      mimic(['validate', new URL('../examples/devices/system.yaml', import.meta.url).pathname]).status === 0,
+      'the declarative devices example is valid',
+    )
 
     const syntax = join(dir, 'syntax.yaml')
     await writeFile(syntax, 'models:\n  a: [1, 2\n')

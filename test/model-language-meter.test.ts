@@ -62,6 +62,24 @@ describe('a declarative energy meter (examples/devices)', () => {
     assert.equal(timer.body.attr.time.value, expected.time)
   })
 
+  it('every action of an instance is a node of its own, those inside conditions included', async () => {
+    const res = await t.api('GET', `${SYS}/instances/tank_1/actions`)
+    assert.equal(res.status, 200)
+    const names = (res.body.children as Array<{ name: string }>).map((c) => c.name)
+    assert.deepEqual(names, [
+      'level',
+      'conditions_0_set_0',
+      'conditions_1_set_0',
+      'conditions_2_set_0',
+      'conditions_3_set_0',
+      'if_chain_0_set_0',
+      'if_chain_1_set_0',
+      'if_chain_2_set_0',
+    ])
+    const inChain = await t.api('GET', `${SYS}/instances/tank_1/actions/if_chain_2_set_0`)
+    assert.equal(inChain.body.attr.model_path.value, 'if_chain[2].actions[0]')
+  })
+
   it('pymodbus reads the same values from the input registers', { skip }, async () => {
     const adapter = await t.api('GET', `${SYS}/instances/meter_1/communication/modbus_slave`)
     const port = adapter.body.attr.port.value as number

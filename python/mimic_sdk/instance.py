@@ -72,7 +72,7 @@ class Instance:
 
     __slots__ = (
         "name", "objects", "methods", "bindings", "getters", "last", "context", "modules", "components", "declarative",
-        "slot",
+        "slot", "expressions",
     )
 
     def __init__(self, name: str, context: ComponentContext):
@@ -93,6 +93,8 @@ class Instance:
         self.declarative = False
         #: the instance's number in its worker, by which step plans name it; -1 until registered
         self.slot = -1
+        #: the action expressions it evaluates here, by index (see mimic_sdk.expressions)
+        self.expressions: List[Any] = []
 
     @property
     def order(self) -> List[str]:

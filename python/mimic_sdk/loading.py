@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from mimic_sdk.component import AttributeAccess, ComponentContext, MimicComponent, use_context
 from mimic_sdk.errors import WorkerError, describe, user_traceback
+from mimic_sdk.expressions import compile_expressions
 from mimic_sdk.instance import MISSING, Binding, Instance
 from mimic_sdk.output import InstanceLogHandler, OutputCapture
 
@@ -59,9 +60,11 @@ class Loader:
         attributes: Optional[Dict[str, Any]] = None,
         time: Optional[float] = None,
         dt: Optional[float] = None,
+        expressions: Optional[List[Any]] = None,
     ) -> Tuple[Instance, Dict[str, Any]]:
-        """A new instance with every entry instantiated and bound, and the first values of its
-        bound attributes (a getter that fails them fails the load)."""
+        """A new instance with every entry instantiated and bound, its action expressions
+        compiled, and the first values of its bound attributes (a getter that fails them fails
+        the load)."""
         definition = definition or {}
         model_attributes = definition.get("attributes") if isinstance(definition, dict) else None
         access = AttributeAccess(attributes or {}, set(model_attributes) if isinstance(model_attributes, dict) else None)
@@ -78,6 +81,11 @@ class Loader:
                 if not isinstance(entry, dict):
                     raise WorkerError("protocol", "an entry is an object: {key, path, file, class, ...}")
                 self._load_entry(instance, entry, modules, bound_by, method_by)
+            if expressions:
+                def import_file(file: str, path: str) -> Any:
+                    return self._import(instance, {"file": file}, path, os.path.basename(file))
+
+                instance.expressions = compile_expressions(expressions, import_file)
             access.bind(instance.bindings)
             instance.declarative = any(instance.components)
             instance.getters = [(n, b[0]) for n, b in instance.bindings.items()]

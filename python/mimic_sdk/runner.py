@@ -1,6 +1,6 @@
 """Running loaded instances: the instances of a worker by name and slot, and the three things
 the server asks of them: ``call`` one method with arguments, ``step`` many instances by a plan,
-``set`` bound attributes. Failures of user code never escape: they become ``user_code``
+``set`` bound attributes, ``eval`` one action expression. Failures of user code never escape: they become ``user_code``
 :class:`WorkerError`\\ s, or entries of a step answer's ``errors``, and the instance keeps working.
 
 Example::
@@ -19,6 +19,7 @@ from base64 import b64encode
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mimic_sdk.errors import WorkerError, describe, user_traceback
+from mimic_sdk.expressions import evaluate
 from mimic_sdk.instance import EXACT, MISSING, SCALARS, Binding, Instance, jsonable
 from mimic_sdk.output import OutputCapture
 
@@ -142,6 +143,20 @@ class Runner:
             if changes:
                 answer["attributes"] = jsonable(changes)
         return answer
+
+    # ----------------------------------------------------------------------------------- eval
+
+    def evaluate(self, name: str, expression: Any, values: Any) -> Dict[str, Any]:
+        """One action expression of an instance: ``{"value": <Python-typed JSON text>}``."""
+        instance = self.named(name)
+        compiled = instance.expressions
+        if type(expression) is not int or not 0 <= expression < len(compiled):
+            raise WorkerError("not_found", f"instance {instance.name!r} has no expression {expression!r} (it has {len(compiled)})")
+        self.capture.current = instance.name
+        try:
+            return {"value": evaluate(compiled[expression], values)}
+        finally:
+            self.capture.current = None
 
     # ------------------------------------------------------------------------------------ set
 

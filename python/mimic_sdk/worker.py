@@ -14,7 +14,7 @@ holds the two together). Loading lives in :mod:`mimic_sdk.loading`, running in
 
 Example (what the server does)::
 
-    child = spawn("python3", ["-u", "python/mimic_sdk/worker.py", "--protocol", "3"],
+    child = spawn("python3", ["-u", "python/mimic_sdk/worker.py", "--protocol", "4"],
                   stdio=["ignore", "pipe", "pipe", "pipe", "pipe"])
 """
 
@@ -43,7 +43,7 @@ from mimic_sdk.protocol import PROTOCOL_VERSION, FrameReader, ProtocolError, enc
 from mimic_sdk.runner import Runner
 
 #: the operations of protocol.json, each a method of Worker
-OPERATIONS = ("load", "call", "step", "set", "unload", "ping", "shutdown")
+OPERATIONS = ("load", "call", "step", "set", "eval", "unload", "ping", "shutdown")
 
 #: an operation's method with the names of its required and of all its fields
 _Operation = Tuple[Callable[..., Dict[str, Any]], FrozenSet[str], FrozenSet[str]]
@@ -99,13 +99,14 @@ class Worker:
         attributes: Optional[Dict[str, Any]] = None,
         time: Optional[float] = None,
         dt: Optional[float] = None,
+        expressions: Optional[List[Dict[str, Any]]] = None,
     ) -> Dict[str, Any]:
         if not isinstance(instance, str) or not instance:
             raise WorkerError("protocol", "load needs an instance name")
         if not isinstance(entries, list):
             raise WorkerError("protocol", "load needs entries: a list")
         self.unload(instance)
-        loaded, values = self.loader.load(instance, entries, definition, attributes, time, dt)
+        loaded, values = self.loader.load(instance, entries, definition, attributes, time, dt, expressions)
         slot = self.runner.add(loaded)
         return {
             "slot": slot,
@@ -144,6 +145,9 @@ class Worker:
 
     def set(self, writes: List[Any]) -> Dict[str, Any]:
         return self.runner.set(writes)
+
+    def eval(self, instance: str, expression: int, values: str) -> Dict[str, Any]:
+        return self.runner.evaluate(instance, expression, values)
 
     def unload(self, instance: str) -> Dict[str, Any]:
         removed = self.runner.remove(instance)

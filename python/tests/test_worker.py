@@ -131,6 +131,14 @@ class Schema(WorkerTestCase):
         self.assertTrue(all(len(w) == len(SCHEMA["tuples"]["write"]) for w in writes))
         for result in self.answer("set", writes=writes)["results"]:
             self.assertFits(result, SCHEMA["shapes"]["write_result"], "write result")
+        imported = {"module": "statistics", "path": "actions[0].imports.m"}
+        expression = {"path": "actions[0].call", "text": "m.fmean([x, k])", "form": "expression", "names": ["x"],
+                      "imports": {"m": imported}, "constants": '{"k":1.0}'}
+        self.assertFits(expression, SCHEMA["shapes"]["expression"], "expression")
+        self.assertFits(imported, SCHEMA["shapes"]["import"], "import")
+        self.answer("load", instance="e", entries=[], expressions=[expression])
+        self.assertEqual(self.answer("eval", instance="e", expression=0, values="[2.0]")["value"], "1.5")
+        self.answer("eval", instance="e", expression=0, values='["a"]')
         self.answer("unload", instance="s")
         self.answer("shutdown")
         self.assertFits(self.worker.hello(), SCHEMA["events"]["hello"]["fields"], "hello")

@@ -20,7 +20,8 @@ export interface InstanceSteps {
 export async function stepInstance(instance: Steppable, dt: number): Promise<void> {
   // Behaviour, first its Python `run` mapping: one round trip.
   if (instance.stepsInPython) await instance.runPython(dt)
-  const failure = finishInstanceStep(instance, { dt, steps: 1 })
+  const steps = { dt, steps: 1 }
+  const failure = instance.behaviour?.usesWorker ? await finishWorkerStep(instance, steps) : finishInstanceStep(instance, steps)
   if (failure) {
     instance.stepFailed(failure.error)
     throw failure.error
@@ -57,13 +58,39 @@ export function finishInstanceStep(instance: Steppable, { dt, steps }: InstanceS
       try {
         behaviour.step(timer.time, dt ?? timer.dt)
       } catch (err) {
-        const error =
-          err instanceof MimicError ? err : new InternalError(`Instance '${instance.name}': step failed: ${(err as Error).message}`, [], { cause: err })
-        return { error, steps: steps - i }
+        return { error: asFault(instance, err), steps: steps - i }
       }
     }
     // Time moves on (a pinned timer stays put).
     timer.advance(dt)
   }
   return undefined
+}
+
+/**
+ * The same as {@link finishInstanceStep} for an instance whose behaviour has expressions its
+ * Python worker evaluates (`behaviour.usesWorker`): each of them is a round trip in its turn.
+ * Only such instances take this path, so an all-native step stays synchronous.
+ *
+ * @example
+ * await finishWorkerStep(instance, { dt: 0.5, steps: 1 }) // undefined: the step went through
+ */
+export async function finishWorkerStep(instance: Steppable, { dt, steps }: InstanceSteps): Promise<StepFailure | undefined> {
+  const { timer, attributes, behaviour } = instance
+  for (let i = 0; i < steps; i++) {
+    attributes.clearOverrides()
+    if (behaviour !== undefined) {
+      try {
+        await behaviour.stepAsync(timer.time, dt ?? timer.dt)
+      } catch (err) {
+        return { error: asFault(instance, err), steps: steps - i }
+      }
+    }
+    timer.advance(dt)
+  }
+  return undefined
+}
+
+function asFault(instance: Steppable, err: unknown): MimicError {
+  return err instanceof MimicError ? err : new InternalError(`Instance '${instance.name}': step failed: ${(err as Error).message}`, [], { cause: err })
 }

@@ -20,8 +20,10 @@ export interface Steppable {
   /**
    * Its declarative behaviour (actions, conditions), if any: one step at `time` with step `dt`,
    * all or nothing (it throws, and keeps none of the step's writes, when something fails).
+   * With `usesWorker` some expressions are evaluated by its Python worker: then it steps with
+   * `stepAsync`, and `step` is never called.
    */
-  readonly behaviour?: { step(time: number, dt: number): void } | undefined
+  readonly behaviour?: { readonly usesWorker: boolean; step(time: number, dt: number): void; stepAsync(time: number, dt: number): Promise<void> } | undefined
   readonly attributes: {
     /** Where a value reported by its Python objects lands. */
     get(name: string): ValueTarget | undefined

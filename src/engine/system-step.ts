@@ -1,5 +1,5 @@
 import type { MimicError } from '../errors.js'
-import { finishInstanceStep } from './instance-step.js'
+import { finishInstanceStep, finishWorkerStep, type InstanceSteps } from './instance-step.js'
 import type { KeptPlan } from './plan-cache.js'
 import type { Steppable } from './steppable.js'
 import type { SteppedSystem } from './stepped-system.js'
@@ -44,15 +44,22 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
     })
   }
 
-  // The rest of each instance's step, as when it steps alone (instance-step.ts).
+  // The rest of each instance's step, as when it steps alone (instance-step.ts). Instances with
+  // expressions their Python worker evaluates step together, each awaiting its own round trips.
   const steps = { dt, steps: repeat }
+  let withWorker: I[] | undefined
   for (const instance of stepped) {
+    if (instance.behaviour?.usesWorker) {
+      ;(withWorker ??= []).push(instance)
+      continue
+    }
     const failure = finishInstanceStep(instance, steps)
     if (failure) {
       instance.stepFailed(failure.error)
       step.failed(instance, failure.error, failure.steps)
     }
   }
+  if (withWorker) await Promise.all(withWorker.map((instance) => finishWithWorker(step, instance, steps)))
 
   // Connections: each `to` takes the `from` value the instance steps left.
   await system.connections.propagate()
@@ -62,4 +69,12 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
 
   // The system's time moves on.
   for (let i = 0; i < repeat; i++) system.timer.advance(dt)
+}
+
+async function finishWithWorker<I extends Steppable>(step: SystemStep<I>, instance: I, steps: InstanceSteps): Promise<void> {
+  const failure = await finishWorkerStep(instance, steps)
+  if (failure) {
+    instance.stepFailed(failure.error)
+    step.failed(instance, failure.error, failure.steps)
+  }
 }

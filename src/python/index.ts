@@ -7,11 +7,11 @@
  * await pool.load('sensor', { entries: await buildLoadEntries(model.import, dirs), definition: model })
  */
 export { PythonPool, StepPlan } from './pool.js'
-export { resolveImportPath } from './resolve.js'
+export { resolveImportPath, resolveModuleFile } from './resolve.js'
 export { resolveInterpreter } from './interpreter.js'
-export { buildLoadEntries } from './load-entries.js'
+export { buildLoadEntries, workerImport } from './load-entries.js'
 export { defaultWorkerScript } from './worker-script.js'
-export { PROTOCOL_VERSION } from './messages.js'
+export { PROTOCOL_VERSION, type WorkerExpressionSpec, type WorkerImport } from './messages.js'
 export type {
   AttributeBinding,
   CallOptions,

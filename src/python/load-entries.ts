@@ -7,7 +7,8 @@
  */
 import { ValidationError, summarize } from '../errors.js'
 import type { ErrorDetail } from '../errors.js'
-import { resolveImportPath } from './resolve.js'
+import type { WorkerImport } from './messages.js'
+import { resolveImportPath, resolveModuleFile } from './resolve.js'
 import type { ImportBlock, ImportSpec, LoadEntry } from './types.js'
 
 /**
@@ -48,4 +49,17 @@ export async function buildLoadEntries(block: ImportBlock, extensionDirs: string
   }
   if (problems.length) throw new ValidationError(summarize('import', problems), problems)
   return entries
+}
+
+/**
+ * How the worker finds a module an action imports: a .py file under the extension directories
+ * when the name resolves to one (`resolveModuleFile`), else a module of the interpreter.
+ *
+ * @example
+ * await workerImport('numpy', 'actions[0].imports.np', dirs)  // { module: 'numpy', path: 'actions[0].imports.np' }
+ */
+export async function workerImport(module: string, path: string, extensionDirs: string[]): Promise<WorkerImport> {
+  const found = await resolveModuleFile(module, extensionDirs)
+  if (found === undefined) return { module, path }
+  return { module, path, file: found.file, ...(found.attribute ? { attribute: found.attribute } : {}) }
 }

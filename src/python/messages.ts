@@ -12,12 +12,13 @@ import type { LoadEntry } from './types.js'
 
 /**
  * The `version` of protocol.json this server speaks; a worker announces its own in `hello` and
- * is refused when they differ. 3: named fields, one step operation (plans), one write operation.
+ * is refused when they differ. 3: named fields, one step operation (plans), one write operation;
+ * 4: action expressions evaluated in the worker (`load` takes `expressions`, `eval`).
  *
  * @example
  * if (hello.protocol !== PROTOCOL_VERSION) worker.kill('protocol mismatch')
  */
-export const PROTOCOL_VERSION = 3
+export const PROTOCOL_VERSION = 4
 
 /**
  * The kinds of failure a worker reports; `remoteError` maps each onto the fault catalogue.
@@ -66,6 +67,72 @@ export interface LoadMessage {
   attributes?: Values
   time?: number
   dt?: number
+  /** Action expressions the worker evaluates for this instance; `eval` names them by index. */
+  expressions?: WorkerExpressionSpec[]
+}
+
+/**
+ * One action expression the worker compiles at load and evaluates on `eval`.
+ *
+ * @example
+ * const spec: WorkerExpressionSpec = { path: 'actions[0].call', text: 'np.clip(__mimic_ref_0, 0, 1)', form: 'expression',
+ *   names: ['__mimic_ref_0'], imports: { np: { module: 'numpy', path: 'actions[0].imports.np' } } }
+ */
+export interface WorkerExpressionSpec {
+  /** Where it sits in the model; its faults name it. */
+  path: string
+  /** The text as Python reads it, references replaced by plain names. */
+  text: string
+  /** `expression`, or `body` (statements ending in `return`). */
+  form: 'expression' | 'body'
+  /** The names each `eval` binds, in the order of its values. */
+  names: string[]
+  imports?: Record<string, WorkerImport>
+  /** Python-typed JSON text of an object: the action's constants. */
+  constants?: string
+}
+
+/**
+ * An import of an action expression: a module the interpreter imports, or a .py file under the
+ * extension directories (and a dotted name inside it).
+ *
+ * @example
+ * const helper: WorkerImport = { module: 'extensions.thermal.step', path: 'actions[1].imports.step', file: '/srv/ext/thermal.py', attribute: 'step' }
+ */
+export interface WorkerImport {
+  /** The name as written in the model. */
+  module: string
+  /** Where the import sits in the model. */
+  path: string
+  /** The .py file it resolved to; absent: the interpreter imports `module`. */
+  file?: string
+  /** With `file`: the dotted name inside its module. */
+  attribute?: string
+}
+
+/**
+ * `eval`: one expression of an instance, its names bound to `values`.
+ *
+ * @example
+ * const message: EvalMessage = { instance: 'tank', expression: 0, values: '[21.5,2]' }
+ */
+export interface EvalMessage {
+  instance: string
+  /** Index in the load's `expressions`. */
+  expression: number
+  /** Python-typed JSON text of the list of values (2.0 a float, 2 an int). */
+  values: string
+}
+
+/**
+ * The answer to `eval`.
+ *
+ * @example
+ * const { value }: EvalAnswer = answer  // '21.6'
+ */
+export interface EvalAnswer {
+  /** Python-typed JSON text of the result. */
+  value: string
 }
 
 /**
@@ -258,6 +325,7 @@ export interface Operations {
   call: { message: CallMessage; answer: CallAnswer }
   step: { message: StepMessage; answer: StepAnswer }
   set: { message: SetMessage; answer: SetAnswer }
+  eval: { message: EvalMessage; answer: EvalAnswer }
   unload: { message: UnloadMessage; answer: UnloadAnswer }
   ping: { message: Empty; answer: Empty }
   shutdown: { message: Empty; answer: Empty }
@@ -295,7 +363,7 @@ export type Answer<Op extends Operation> = ({ id: number; ok: true } & Operation
  * The worker's first message.
  *
  * @example
- * const hello: HelloEvent = { op: 'hello', protocol: 3, pid: 4242, python: '3.11.2', executable: '/usr/bin/python3' }
+ * const hello: HelloEvent = { op: 'hello', protocol: 4, pid: 4242, python: '3.11.2', executable: '/usr/bin/python3' }
  */
 export interface HelloEvent {
   op: 'hello'
@@ -333,7 +401,7 @@ export const MESSAGE_FIELDS = {
   },
   requests: {
     load: {
-      fields: { required: ['instance', 'entries'], optional: ['definition', 'attributes', 'time', 'dt'] },
+      fields: { required: ['instance', 'entries'], optional: ['definition', 'attributes', 'time', 'dt', 'expressions'] },
       answer: { required: ['slot', 'order', 'values', 'methods', 'bound', 'read_only', 'components'], optional: [] },
     },
     call: {
@@ -348,6 +416,10 @@ export const MESSAGE_FIELDS = {
       fields: { required: ['writes'], optional: [] },
       answer: { required: ['results'], optional: [] },
     },
+    eval: {
+      fields: { required: ['instance', 'expression', 'values'], optional: [] },
+      answer: { required: ['value'], optional: [] },
+    },
     unload: {
       fields: { required: ['instance'], optional: [] },
       answer: { required: ['unloaded'], optional: [] },
@@ -361,6 +433,8 @@ export const MESSAGE_FIELDS = {
   },
   shapes: {
     entry: { required: ['key', 'path', 'file', 'class'], optional: ['init', 'attributes', 'methods'] },
+    expression: { required: ['path', 'text', 'form', 'names'], optional: ['imports', 'constants'] },
+    import: { required: ['module', 'path'], optional: ['file', 'attribute'] },
     context: { required: [], optional: ['time', 'dt', 'attributes'] },
     write_result: { required: ['ok'], optional: ['values', 'error'] },
     error: { required: ['kind', 'message'], optional: ['traceback', 'path'] },
@@ -407,6 +481,8 @@ export type MessageTypesMirrorFields = Assert<
       context: Mirrors<SlotContext, Listed['shapes']['context']>
       write_result: Mirrors<WriteResult, Listed['shapes']['write_result']>
       error: Mirrors<WireError, Listed['shapes']['error']>
+      expression: Mirrors<WorkerExpressionSpec, Listed['shapes']['expression']>
+      import: Mirrors<WorkerImport, Listed['shapes']['import']>
       // LoadEntry is the pool's public type: the server always sends every field, the worker
       // needs only some, so only the names are held together.
       entry: Same<keyof LoadEntry, Names<Listed['shapes']['entry']>>

@@ -215,6 +215,7 @@ export class PythonPool {
           attributes: request.attributes ?? {},
           time: request.time,
           dt: request.dt,
+          ...(request.expressions?.length ? { expressions: request.expressions } : {}),
         },
         { label: `load of '${instance}'`, path: 'import' },
       )
@@ -281,6 +282,22 @@ export class PythonPool {
     const reply = await this.#send(placement.worker, 'call', message, { label: `call '${method}' of '${instance}'`, path: method })
     if (!reply.ok) throw remoteError(reply.error, { instance, action: `call '${method}'` })
     return { result: reply.result ?? null, values: this.#merge(instance, reply.values), attributes: reply.attributes ?? {} }
+  }
+
+  /**
+   * Evaluates one of the action expressions the instance was loaded with (`LoadRequest.expressions`,
+   * by index), its names bound to `values`; one round trip. Values and result are Python-typed
+   * JSON text (2.0 a float, 2 an int). A Python error is a UserCodeError whose detail holds
+   * Python's `Type: message` and the traceback.
+   *
+   * @example
+   * await pool.evaluate('tank', 0, '[21.5]')  // '21.6'
+   */
+  async evaluate(instance: string, expression: number, values: string): Promise<string> {
+    const placement = this.#placement(instance)
+    const reply = await this.#send(placement.worker, 'eval', { instance, expression, values }, { label: `an expression of '${instance}'`, path: 'actions' })
+    if (!reply.ok) throw remoteError(reply.error, { instance, action: 'an action expression' })
+    return reply.value
   }
 
   /**

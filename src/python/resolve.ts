@@ -72,3 +72,35 @@ export async function resolveImportPath(key: string, extensionDirs: string[]): P
   const message = `file '${key}' not found in the extension directories: ${extensionDirs.join(', ')}`
   throw new ValidationError(message, [{ path: detailPath, message }])
 }
+
+/**
+ * Finds the .py file a dotted name of an action's `imports` names under the extension
+ * directories, the way an `import` block finds its files: `extensions.thermal_model.thermal_step`
+ * is `thermal_model.py` (the first part may name the directory itself, or a folder in it) and
+ * `thermal_step` inside it. The longest part that is a file wins; undefined when none is (a
+ * module the interpreter imports, such as `numpy`). Symlinks that leave the directories are ignored.
+ *
+ * @example
+ * await resolveModuleFile('extensions.thermal_model.thermal_step', ['/srv/extensions'])
+ * // { file: '/srv/extensions/thermal_model.py', attribute: 'thermal_step' }
+ */
+export async function resolveModuleFile(name: string, extensionDirs: string[]): Promise<{ file: string; attribute: string } | undefined> {
+  const parts = name.split('.')
+  if (parts.some((p) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p))) return undefined
+  for (const given of extensionDirs) {
+    const dir = await realOrResolved(given)
+    const dirName = path.basename(path.resolve(given))
+    for (let k = parts.length; k >= 1; k--) {
+      const candidates = [parts.slice(0, k)]
+      if (k >= 2 && parts[0] === dirName) candidates.unshift(parts.slice(1, k))
+      for (const segments of candidates) {
+        const candidate = path.join(dir, ...segments.slice(0, -1), `${segments[segments.length - 1]}.py`)
+        if (!(await isFile(candidate))) continue
+        const real = await realpath(candidate)
+        if (!isInside(real, dir)) continue
+        return { file: real, attribute: parts.slice(k).join('.') }
+      }
+    }
+  }
+  return undefined
+}

@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino'
 import type { MimicError } from '../errors.js'
+import type { WorkerExpressionSpec } from './messages.js'
 
 /**
  * An attribute bound to a Python property, or to getter/setter methods (no setter: read-only).
@@ -70,6 +71,8 @@ export interface LoadRequest {
   attributes?: Record<string, unknown>
   time?: number
   dt?: number
+  /** Action expressions the worker evaluates for this instance (`PythonPool.evaluate` names them by index). */
+  expressions?: WorkerExpressionSpec[]
 }
 
 /**

@@ -9,6 +9,7 @@ export interface HostInstance extends Component {
   readonly parameters: Readonly<Record<string, unknown>>
   readonly timer: { pin(time: number): void; readonly time: number; readonly dt: number }
   warn(message: string, context: Record<string, unknown>): void
+  evaluateInWorker(index: number, values: string): Promise<string>
 }
 
 /**
@@ -105,6 +106,10 @@ export class InstanceHost implements BehaviourHost {
 
   warn(message: string, context: Record<string, unknown>): void {
     this.#instance.warn(message, context)
+  }
+
+  evaluate(index: number, values: string): Promise<string> {
+    return this.#instance.evaluateInWorker(index, values)
   }
 
   /** The node a whole path names, or undefined. */

@@ -1,8 +1,8 @@
-import { ConflictError, MimicError, NotFoundError, ValidationError, WorkerGoneError } from '../errors.js'
+import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError } from '../errors.js'
 import { attributeDeclarations } from '../definition/model-schema.js'
 import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
-import { modelBehaviour, type InstanceBehaviour } from '../language/model/index.js'
-import { buildLoadEntries } from '../python/index.js'
+import { modelBehaviour, WorkerException, type InstanceBehaviour } from '../language/model/index.js'
+import { buildLoadEntries, workerImport, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
 import { ActionsNode, InstanceHost, ScenariosNode } from './behaviour-host.js'
@@ -56,6 +56,8 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   readonly #loop: PollLoop
   #inFlight: Promise<unknown> | undefined
   #ownLoop = false
+  /** A load of its Python worker context started by a step (an instance with worker expressions that was not prepared). */
+  #loadingWorker: Promise<void> | undefined
 
   constructor(opts: {
     name: string
@@ -124,6 +126,11 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     return this.importNode !== undefined
   }
 
+  /** Whether some action expressions are evaluated by its Python worker (their action imports a module that is not native). */
+  get usesWorker(): boolean {
+    return this.behaviour?.usesWorker ?? false
+  }
+
   override children(): Component[] {
     const list: Component[] = [this.attributes, this.timer, this.polling, this.communication, this.logs]
     if (this.actionsNode) list.push(this.actionsNode)
@@ -184,7 +191,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.#loop.stop()
     await this.#waitIdle()
     try {
-      if (this.codeDefined) await this.#loadPython()
+      if (this.codeDefined || this.usesWorker) await this.#loadPython()
       await this.communication.startAll()
       this.#state = 'PREPARED'
       this.#lastError = null
@@ -211,6 +218,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       attributes: this.#declarativeValues(),
       time: this.timer.time,
       dt: this.timer.dt,
+      expressions: await this.#workerExpressions(),
     })
     const methods = new Map<string, string>()
     for (const entry of entries) for (const [model, cls] of Object.entries(entry.methods)) methods.set(model, cls)
@@ -218,6 +226,46 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     for (const attr of loaded.bound) this.attributes.get(attr)?.bind({ writable: !readOnly.has(attr) })
     this.#binding = { worker: loaded.worker, methods, component: loaded.components.some(Boolean) }
     this.#applyValues(loaded.values)
+  }
+
+  /** The model's action expressions its Python worker evaluates, their imports resolved under the extension directories. */
+  async #workerExpressions(): Promise<WorkerExpressionSpec[]> {
+    const dirs = this.#services.extensions
+    return await Promise.all(
+      modelBehaviour(this.model.parsed).workerExpressions.map(async (e) => {
+        const spec: WorkerExpressionSpec = { path: e.path, text: e.text, form: e.form, names: [...e.names] }
+        const imports = Object.entries(e.imports)
+        if (imports.length > 0) {
+          const resolved: Record<string, WorkerImport> = {}
+          for (const [alias, module] of imports) resolved[alias] = await workerImport(module, `${e.importsPath}.${alias}`, dirs)
+          spec.imports = resolved
+        }
+        if (e.constants !== undefined) spec.constants = e.constants
+        return spec
+      }),
+    )
+  }
+
+  /**
+   * Evaluates one of its worker expressions (`ModelBehaviour.workerExpressions`) in its Python
+   * worker; the worker context is loaded first when no prepare loaded it. A Python error comes
+   * back as a {@link WorkerException}; a lost worker puts the instance in ERROR like any other.
+   */
+  async evaluateInWorker(index: number, values: string): Promise<string> {
+    if (!this.#binding) {
+      this.#loadingWorker ??= this.#loadPython().finally(() => (this.#loadingWorker = undefined))
+      await this.#loadingWorker
+    }
+    try {
+      return await this.#services.python().evaluate(this.name, index, values)
+    } catch (err) {
+      if (!(err instanceof UserCodeError)) throw err
+      const detail = err.details[0]
+      const text = typeof detail?.message === 'string' ? detail.message : err.message
+      const m = /^([A-Za-z_][\w.]*): ([\s\S]*)$/.exec(text)
+      const traceback = typeof detail?.traceback === 'string' ? detail.traceback : undefined
+      throw m ? new WorkerException(m[1] as string, m[2] as string, traceback) : new WorkerException(text, '', traceback)
+    }
   }
 
   /** Values of the attributes Python does not own, for MimicComponent context. */
@@ -278,10 +326,11 @@ export class Instance extends Component implements AttributeOwner, Steppable {
 
   /**
    * Whether its step runs Python code that sees the server's time and values (a MimicComponent's
-   * `run`), or Python code and declarative behaviour that must take turns in every step.
+   * `run`, an action expression of its worker), or Python code and declarative behaviour that
+   * must take turns in every step.
    */
   get needsServerEachStep(): boolean {
-    return this.stepsInPython && ((this.#binding?.component ?? false) || this.behaviour !== undefined)
+    return this.usesWorker || (this.stepsInPython && ((this.#binding?.component ?? false) || this.behaviour !== undefined))
   }
 
   /** Records a failure reported for this instance by a batched step. */

@@ -23,7 +23,7 @@ export interface CompileOptions {
   constants?: Readonly<Record<string, PyValue>> | ReadonlyMap<string, PyValue>
   /** Names whose values come at evaluation time through `scope.parameter(name)`. */
   parameters?: readonly string[]
-  /** The action's `imports`: alias -> module (`{m: math}`); only `math` is served natively. */
+  /** The action's `imports`: alias -> module (`{m: math}`); `math`, `random` and `time` are served natively. */
   imports?: Readonly<Record<string, string>>
   /** The model's attribute names; when given, a bare name that is none of them is refused. */
   attributes?: Iterable<string>
@@ -45,13 +45,36 @@ export interface CompiledExpression {
 
 /**
  * Thrown when an expression is valid but uses something only the Python worker runs (an import
- * other than math and random, sets, complex numbers): callers may send it to the worker instead.
+ * other than math, random and time, sets, complex numbers): callers send it to the worker instead
+ * (`worker` holds what it needs).
  * Left unhandled it is a 422 like any refusal.
  *
  * @example
  * try { compileExpression('np.mean(xs)', { path: 'p', imports: { np: 'numpy' } }) } catch (e) { e instanceof NotNativeError } // true
  */
-export class NotNativeError extends ValidationError {}
+export class NotNativeError extends ValidationError {
+  /** What the Python worker needs to run the expression instead (set when the text compiled otherwise). */
+  worker?: WorkerSource
+}
+
+/**
+ * An expression for the Python worker: its text as Python reads it (each reference replaced by a
+ * plain name) and which reference each of those names stands for. The names and checks are the
+ * native compiler's, so a worker expression is refused at load time exactly as a native one.
+ *
+ * @example
+ * source.text        // 'float(np.clip(__mimic_ref_0 + 0.1, 0, 100))'
+ * source.names       // [['__mimic_ref_0', 0]]
+ * source.references  // [{ kind: 'internal', target: 't', text: '$in(t)' }]
+ */
+export interface WorkerSource {
+  readonly text: string
+  readonly form: 'expression' | 'body'
+  /** Every model reference the expression reads, in first-use order. */
+  readonly references: readonly Reference[]
+  /** Python name -> index in `references`. */
+  readonly names: ReadonlyArray<readonly [string, number]>
+}
 
 function hasError(tree: Tree): number {
   let at = -1
@@ -172,7 +195,10 @@ export function compileExpression(source: string, options: CompileOptions): Comp
   if (problems.length > 0) {
     const details = problems.map((p) => detail(p.from, p.message))
     const message = summarize(`Invalid expression at ${options.path}`, details)
-    throw refusals.length > 0 ? new ValidationError(message, details) : new NotNativeError(message, details)
+    if (refusals.length > 0) throw new ValidationError(message, details)
+    const notNative = new NotNativeError(message, details)
+    notNative.worker = { text: parsedText, form, references: compiler.references, names: [...compiler.referenceNames] }
+    throw notNative
   }
 
   const slots = compiler.topSlots

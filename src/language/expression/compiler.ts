@@ -13,6 +13,7 @@ import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, p
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
 import { callMethod, getAttribute, getItem, setItem } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
+import { TIME_MODULE } from './time-module.js'
 import {
   dictSet,
   iterate,
@@ -87,7 +88,10 @@ class CompileScope {
 
 const COMPARISONS = new Set(['<', '>', '<=', '>=', '==', '!=', 'in', 'not in', 'is', 'is not'])
 const OPERATOR_NODES = new Set(['ArithOp', 'BitOp', 'CompareOp', 'not', 'in', 'is', 'and', 'or'])
-const NATIVE_IMPORTS: ReadonlyMap<string, PyModule> = new Map([['math', MATH_MODULE]])
+const NATIVE_IMPORTS: ReadonlyMap<string, PyModule> = new Map([
+  ['math', MATH_MODULE],
+  ['time', TIME_MODULE],
+])
 
 function children(node: SyntaxNode): SyntaxNode[] {
   const out: SyntaxNode[] = []
@@ -124,6 +128,8 @@ function literalParts(text: string): { prefix: string; quote: string; body: stri
 export class Compiler {
   readonly problems: CompileProblem[] = []
   readonly references: Reference[] = []
+  /** The name each reference has in the Python text (a placeholder, a bare attribute name, `__timer`) -> its index in `references`. */
+  readonly referenceNames = new Map<string, number>()
   readonly #refIndex = new Map<Reference, number>()
   readonly #text: string
   readonly #names: CompilerNames
@@ -478,10 +484,10 @@ export class Compiler {
 
   #name(node: SyntaxNode): Code {
     const name = this.#src(node)
-    if (name === '__timer') return this.#reference({ kind: 'timer', target: 'time', text: '__timer' })
+    if (name === '__timer') return this.#reference({ kind: 'timer', target: 'time', text: '__timer' }, name)
     if (name.startsWith(PLACEHOLDER_PREFIX)) {
       const ref = this.#names.placeholders.get(name)
-      if (ref !== undefined) return this.#reference(ref)
+      if (ref !== undefined) return this.#reference(ref, name)
     }
     if (name.startsWith('_')) return this.#refuse(node, `name '${name}' is not allowed (names starting with '_' are reserved)`)
     let depth = 0
@@ -501,7 +507,7 @@ export class Compiler {
     if (this.#names.attributes !== null && !this.#names.attributes.has(name)) {
       return this.#refuse(node, `name '${name}' is not defined (no parameter, import, builtin or attribute of that name)`)
     }
-    return this.#reference({ kind: 'internal', target: name, text: name, bare: true })
+    return this.#reference({ kind: 'internal', target: name, text: name, bare: true }, name)
   }
 
   /** A name known at compile time: constant, import, builtin or module, in the contract's order. */
@@ -512,8 +518,9 @@ export class Compiler {
     if (imported !== undefined) {
       const mod = imported === 'random' ? this.#names.random : NATIVE_IMPORTS.get(imported)
       if (mod !== undefined) return mod
-      if (imported.startsWith('math.')) {
-        const v = MATH_MODULE.attributes.get(imported.slice(5))
+      const dot = imported.indexOf('.')
+      if (dot > 0) {
+        const v = NATIVE_IMPORTS.get(imported.slice(0, dot))?.attributes.get(imported.slice(dot + 1))
         if (v !== undefined) return v
       }
       this.#notNative(node, `import '${imported}' is not evaluated natively`)
@@ -526,7 +533,7 @@ export class Compiler {
     return undefined
   }
 
-  #reference(ref: Reference): Code {
+  #reference(ref: Reference, pythonName: string): Code {
     let index = this.#refIndex.get(ref)
     if (index === undefined) {
       const same = this.references.findIndex((r) => r.kind === ref.kind && r.target === ref.target)
@@ -535,6 +542,7 @@ export class Compiler {
       this.#refIndex.set(ref, index)
     }
     const i = index
+    if (!this.referenceNames.has(pythonName)) this.referenceNames.set(pythonName, i)
     const r = this.references[i] as Reference
     const code: Code = (f) => f.scope.reference(r, i)
     REFERENCE_READS.set(code, i)

@@ -6,7 +6,7 @@
  * import { compileExpression } from './language/expression/index.js'
  * compileExpression('V * I * pf', { path: 'call', attributes: ['V', 'I', 'pf'] })
  */
-export { compileExpression, NotNativeError, type CompiledExpression, type CompileOptions } from './compile-expression.js'
+export { compileExpression, NotNativeError, type CompiledExpression, type CompileOptions, type WorkerSource } from './compile-expression.js'
 export type { ExpressionScope } from './compiler.js'
 export { replaceReferences, type Reference, type ReferenceKind } from './references.js'
 export {

@@ -54,8 +54,13 @@ export interface ActionPlan {
 export interface ActionRuntime {
   readonly plan: ActionPlan
   enabled: boolean
-  /** One step of it. */
+  /** One step of it (for an action with worker expressions: after `runAsync` fetched their values). */
   run(): void
+  /**
+   * One step of an action that has expressions the Python worker evaluates: its params in order,
+   * then its worker expressions' values fetched, then `run`. Undefined for an all-native action.
+   */
+  runAsync?(): Promise<void>
   /** Back to its first state (a PID's integral, a noise generator's seed). */
   reset(): void
   /** Lifecycle kinds (`call`, `suspend`, `override`): when the instance is prepared or started. */
@@ -96,7 +101,14 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
   const target: unknown = nested ? head.output : head
   const fieldPath = (key: string): string => (nested && Object.hasOwn(head, key) ? `${path}.${kind}.${key}` : `${path}.${key}`)
 
-  const name = fields.name ?? `${kind}_${index}`
+  // A default name says where the action sits, so that names stay unique across the model:
+  // `set_0` for actions[0], `conditions_1_set_0` for conditions[1].actions[0].
+  const where = path
+    .replace(/(^|\.)actions\[\d+\]$/, '')
+    .replace(/[[\].]+/g, '_')
+    .replace(/_$/, '')
+  const fallback = `${where ? `${where}_` : ''}${kind}_${index}`
+  const name = fields.name ?? fallback
   if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_-]{0,127}$/.test(name)) {
     context.problem(fieldPath('name'), 'a name is letters, digits, _ and - (at most 128), starting with a letter or _')
   }
@@ -128,17 +140,17 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
       }
     }
   }
-  const scope: ActionScope = { constants, parameters, imports }
+  const scope: ActionScope = { constants, parameters, imports, importsPath: fieldPath('imports') }
   const params = paramExpressions.map((p) => ({ name: p.name, expression: context.expression(p.source, `${fieldPath('params')}.${p.name}`, scope) }))
   const before = context.problems.length
 
   const info = {
-    name: typeof name === 'string' ? name : `${kind}_${index}`,
+    name: typeof name === 'string' ? name : fallback,
     kind,
     path,
     description: typeof fields.description === 'string' ? fields.description : undefined,
     enabled: fields.enabled !== false,
-    label: `action '${typeof name === 'string' ? name : `${kind}_${index}`}' (${path})`,
+    label: `action '${typeof name === 'string' ? name : fallback}' (${path})`,
     targets: lifecycle ? [] : (Array.isArray(target) ? target : [target]).filter((t): t is string => typeof t === 'string'),
   }
   const compile = KIND_COMPILERS[kind]
@@ -150,10 +162,29 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
     ...info,
     bind(ctx) {
       const env = new ActionEnvironment(ctx, info.label)
-      if (paramList.length === 0) return make(env, plan)
-      const values = (env.params = new Map())
-      const paramEvaluators = paramList.map((p) => ({ name: p.name, evaluate: env.evaluator({ expression: p.expression }) }))
+      const values = paramList.length === 0 ? undefined : (env.params = new Map())
+      const paramEvaluators = paramList.map((p) => {
+        const evaluate = env.evaluator({ expression: p.expression })
+        const fetch = p.expression.worker === undefined ? undefined : env.fetches.pop()
+        return { name: p.name, evaluate, fetch }
+      })
       const runtime = make(env, plan)
+      const fetches = [...env.fetches]
+      if (fetches.length > 0 || paramEvaluators.some((p) => p.fetch !== undefined)) {
+        const run = runtime.run.bind(runtime)
+        // Worker expressions: params in order (a worker param is fetched when its turn comes, so
+        // it sees the params before it), then the kind's own worker expressions, then the step.
+        runtime.runAsync = async () => {
+          for (const p of paramEvaluators) {
+            if (p.fetch !== undefined) await p.fetch()
+            values?.set(p.name, p.evaluate())
+          }
+          for (const fetch of fetches) await fetch()
+          run()
+        }
+        return runtime
+      }
+      if (values === undefined) return runtime
       // Params first, each step, so the action's expressions see this step's values.
       const run = runtime.run.bind(runtime)
       runtime.run = () => {
@@ -166,12 +197,32 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
   return plan
 }
 
+/**
+ * Modules an action may not import: they reach the file system, processes, the network or the
+ * interpreter itself (mirrored by DENIED_MODULES of python/mimic_sdk/expressions.py).
+ */
+const DENIED_MODULES: ReadonlySet<string> = new Set(
+  (
+    'os sys subprocess shutil socket pathlib io builtins importlib ctypes multiprocessing threading signal pickle marshal shelve ' +
+    'tempfile glob pty fcntl resource gc inspect code codeop runpy posix nt mmap select selectors ssl asyncio http urllib ftplib ' +
+    'smtplib poplib imaplib telnetlib socketserver xmlrpc webbrowser sqlite3 dbm zipfile tarfile zipimport pkgutil site sysconfig mimic_sdk'
+  ).split(' '),
+)
+
 function compileImports(raw: unknown, path: string, context: CompileContext): Record<string, string> {
   if (raw === undefined) return {}
   const out: Record<string, string> = {}
   const add = (alias: string, module: unknown, at: string): void => {
-    if (typeof module !== 'string' || !/^[A-Za-z_][A-Za-z0-9_.]*$/.test(module)) return context.problem(at, 'expected a module name such as math')
+    if (typeof module !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(module)) {
+      return context.problem(at, 'expected a module name such as math, numpy or extensions.helpers.step')
+    }
     if (alias.startsWith('_') || !/^[A-Za-z][A-Za-z0-9_]*$/.test(alias)) return context.problem(at, `'${alias}' is not a valid name`)
+    const parts = module.split('.')
+    if (parts.some((p) => p.startsWith('_'))) return context.problem(at, `'${module}': names starting with '_' are not allowed`)
+    // A refused module still names its alias, so the expressions using it get no second problem.
+    if (DENIED_MODULES.has(parts[0] as string)) {
+      context.problem(at, `'${module}' may not be imported by an action (it reaches the file system, processes, the network or the interpreter)`)
+    }
     out[alias] = module
   }
   if (typeof raw === 'string') add(raw.split('.').pop() ?? raw, raw, path)

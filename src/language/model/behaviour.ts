@@ -11,9 +11,10 @@
  * const running = behaviour.bind(host)
  * running.step(0, 0.5)
  */
-import { summarize, ValidationError, type ErrorDetail } from '../../errors.js'
+import { InternalError, summarize, ValidationError, type ErrorDetail } from '../../errors.js'
+import { truthy } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
-import { CompileContext, type BehaviourSource, type BindContext } from './compile-context.js'
+import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpression } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
@@ -38,13 +39,28 @@ export class ModelBehaviour {
   readonly hooks: HookPlans
   /** `$param(...)` names used anywhere. */
   readonly usedParameters: ReadonlySet<string>
+  /** The expressions the instance's Python worker evaluates (their `index` is their position here). */
+  readonly workerExpressions: readonly WorkerExpression[]
 
-  constructor(parts: { actions: ActionPlan[]; groups: BranchPlan[][]; scenarios: ScenarioPlan[]; hooks: HookPlans; usedParameters: Set<string> }) {
+  constructor(parts: {
+    actions: ActionPlan[]
+    groups: BranchPlan[][]
+    scenarios: ScenarioPlan[]
+    hooks: HookPlans
+    usedParameters: Set<string>
+    workerExpressions: WorkerExpression[]
+  }) {
     this.actions = parts.actions
     this.groups = parts.groups
     this.scenarios = parts.scenarios
     this.hooks = parts.hooks
     this.usedParameters = parts.usedParameters
+    this.workerExpressions = parts.workerExpressions
+  }
+
+  /** Whether a step needs the instance's Python worker (some expression is evaluated there). */
+  get usesWorker(): boolean {
+    return this.workerExpressions.length > 0
   }
 
   /** Whether there is anything to run. */
@@ -78,14 +94,19 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
     if (!Array.isArray(definition.if_chain)) context.problem('if_chain', 'expected a list of {if: <expression>, actions: [...]} ending with an optional else')
     else groups.push(...compileConditions(definition.if_chain, 'if_chain', context, true))
   }
+  // Scenarios and hooks run inside the synchronous part of a step: their expressions are native.
+  const workerBefore = context.workerExpressions.length
   const scenarios = compileScenarios(definition.scenarios, context)
   const hooks: HookPlans = { model: compileHooks(definition.hooks, 'hooks', context), attributes: new Map() }
   for (const [name, spec] of Object.entries(definition.attributes ?? {})) {
     const attrHooks = spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? (spec as { hooks?: unknown }).hooks : undefined
     if (attrHooks !== undefined) hooks.attributes.set(name, compileHooks(attrHooks, `attributes.${name}.hooks`, context))
   }
+  for (const worker of context.workerExpressions.slice(workerBefore)) {
+    context.problem(worker.path, 'expressions of scenarios and hooks are evaluated natively: imports other than math, random and time are not supported there')
+  }
   if (context.problems.length > 0) throw behaviourProblems(context.problems)
-  return new ModelBehaviour({ actions, groups, scenarios, hooks, usedParameters: context.usedParameters })
+  return new ModelBehaviour({ actions, groups, scenarios, hooks, usedParameters: context.usedParameters, workerExpressions: context.workerExpressions })
 }
 
 /** Checks a model's behaviour: the problems, with their paths (none: it compiles). */
@@ -110,9 +131,13 @@ export class InstanceBehaviour {
   readonly #undo = new UndoLog()
   readonly #onRun: boolean
   #active = false
+  /** Whether a step needs the Python worker, and then the step under way (steps of one instance never overlap). */
+  readonly usesWorker: boolean
+  #stepping: Promise<void> | undefined
 
   constructor(model: ModelBehaviour, host: BehaviourHost) {
     this.#host = host
+    this.usesWorker = model.usesWorker
     const ctx: BindContext = { host, frame: this.#frame, undo: this.#undo }
     this.#top = model.actions.map((a) => a.bind(ctx))
     this.#groups = bindGroups(model.groups, ctx)
@@ -145,6 +170,7 @@ export class InstanceBehaviour {
    * the error is thrown.
    */
   step(time: number, dt: number): void {
+    if (this.usesWorker) throw new InternalError('a behaviour with expressions of the Python worker steps with stepAsync')
     const frame = this.#frame
     frame.time = time
     frame.dt = dt
@@ -154,6 +180,55 @@ export class InstanceBehaviour {
       for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).step(time, dt)
       if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
       for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).reapply()
+      if (this.#onRun) this.#background(this.hooks.fire('on_run'))
+      this.#undo.commit()
+    } catch (err) {
+      this.#undo.rollback()
+      throw err
+    }
+  }
+
+  /**
+   * The step of a behaviour that has expressions the Python worker evaluates (`usesWorker`): the
+   * same order and the same all-or-nothing as `step`, each worker expression one round trip when
+   * its action's turn comes, so it sees the writes of the actions before it.
+   */
+  async stepAsync(time: number, dt: number): Promise<void> {
+    while (this.#stepping) await this.#stepping.catch(() => {})
+    const task = this.#stepAsync(time, dt)
+    this.#stepping = task
+    try {
+      await task
+    } finally {
+      if (this.#stepping === task) this.#stepping = undefined
+    }
+  }
+
+  async #stepAsync(time: number, dt: number): Promise<void> {
+    const frame = this.#frame
+    frame.time = time
+    frame.dt = dt
+    try {
+      for (const action of this.#top) {
+        if (!action.enabled) continue
+        if (action.runAsync) await action.runAsync()
+        else action.run()
+      }
+      for (const group of this.#groups) {
+        for (const branch of group) {
+          if (branch.fetch) await branch.fetch()
+          if (branch.test !== null && !truthy(branch.test())) continue
+          for (const action of branch.actions) {
+            if (!action.enabled) continue
+            if (action.runAsync) await action.runAsync()
+            else action.run()
+          }
+          break
+        }
+      }
+      for (const scenario of this.scenarios) scenario.step(time, dt)
+      if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
+      for (const scenario of this.scenarios) scenario.reapply()
       if (this.#onRun) this.#background(this.hooks.fire('on_run'))
       this.#undo.commit()
     } catch (err) {

@@ -13,11 +13,13 @@ import {
   type ExpressionScope,
   type PyValue,
   type Reference,
+  type WorkerSource,
 } from '../expression/index.js'
-import { MimicError } from '../../errors.js'
+import { InternalError, MimicError } from '../../errors.js'
 import { fromPy, toPy } from './convert.js'
-import { ActionError, type BehaviourHost, type HostAttribute, type StepFrame, type UndoLog } from './runtime.js'
+import { ActionError, WorkerException, type BehaviourHost, type HostAttribute, type StepFrame, type UndoLog } from './runtime.js'
 import { parseTarget, type Target } from './targets.js'
+import { fromWorkerText, toWorkerText } from './worker-values.js'
 
 /** The model facts behaviour is compiled against. */
 export interface BehaviourSource {
@@ -35,14 +37,35 @@ export interface BindContext {
   undo: UndoLog
 }
 
-/** A value field of an action: a constant, or an expression evaluated each step. */
-export type ValueSource = { constant: PyValue } | { expression: CompiledExpression }
-
-/** The expression-valued `params` of an action, evaluated before its own expressions each step. */
-export interface ActionParams {
-  constants: Map<string, PyValue>
-  expressions: Array<{ name: string; expression: CompiledExpression }>
+/**
+ * An expression the instance's Python worker evaluates (MODEL_LANGUAGE.md section 2): one whose
+ * action imports a module that is not served natively, or that uses Python the native compiler
+ * does not cover. The model checks it like any other; the worker compiles it once per instance.
+ */
+export interface WorkerExpression {
+  /** Its number among the model's worker expressions (what the worker's `eval` names). */
+  readonly index: number
+  readonly path: string
+  /** The text as Python reads it, each reference replaced by a plain name. */
+  readonly text: string
+  readonly form: 'expression' | 'body'
+  /** The names each evaluation binds, in order: its references, then the action's expression-valued params. */
+  readonly names: readonly string[]
+  /** Per name: the index of the reference it reads, or -1 for a param. */
+  readonly reads: readonly number[]
+  /** The action's imports: alias -> module as written. */
+  readonly imports: Readonly<Record<string, string>>
+  /** Where the action's `imports` are written (`actions[2].imports`). */
+  readonly importsPath: string
+  /** The action's constants as Python-typed JSON text (worker-values.ts), undefined when it has none. */
+  readonly constants: string | undefined
 }
+
+/** A compiled expression of a model: evaluated natively, or (with `worker`) by the instance's Python worker. */
+export type ModelExpression = CompiledExpression & { readonly worker?: WorkerExpression }
+
+/** A value field of an action: a constant, or an expression evaluated each step. */
+export type ValueSource = { constant: PyValue } | { expression: ModelExpression }
 
 /**
  * Collects problems and compiles the parts of actions. One per model.
@@ -52,6 +75,10 @@ export class CompileContext {
   readonly types = new Map<string, AttributeType>()
   /** `$param(...)` names the behaviour reads (checked against each instance's parameters). */
   readonly usedParameters = new Set<string>()
+  /** Action names of the model (actions, conditions, if_chain) and where each is. */
+  readonly actionNames = new Map<string, string>()
+  /** The expressions the Python worker evaluates, in model order (each one's `index`). */
+  readonly workerExpressions: WorkerExpression[] = []
   readonly #source: BehaviourSource
 
   constructor(source: BehaviourSource) {
@@ -64,11 +91,7 @@ export class CompileContext {
   }
 
   /** Compiles an expression with the action's constants and params; problems are recorded, null returned. */
-  expression(
-    source: string,
-    path: string,
-    scope: { constants: Map<string, PyValue>; parameters: readonly string[]; imports: Record<string, string> },
-  ): CompiledExpression | null {
+  expression(source: string, path: string, scope: ActionScope): ModelExpression | null {
     try {
       const compiled = compileExpression(source, {
         path,
@@ -80,16 +103,54 @@ export class CompileContext {
       this.#checkReferences(compiled)
       return compiled
     } catch (err) {
-      if (err instanceof NotNativeError) {
-        for (const d of err.details)
-          this.problems.push({ ...d, message: `${d.message} (imports other than math and random are not supported in declarative actions yet)` })
-        return null
+      if (err instanceof NotNativeError && err.worker !== undefined) {
+        const compiled = this.#forWorker(source, path, scope, err.worker)
+        if (compiled !== null) this.#checkReferences(compiled)
+        return compiled
       }
       if (err instanceof MimicError) {
         this.problems.push(...err.details)
         return null
       }
       throw err
+    }
+  }
+
+  /** An expression valid for the native compiler but run by the Python worker. */
+  #forWorker(source: string, path: string, scope: ActionScope, worker: WorkerSource): ModelExpression | null {
+    let constants: string | undefined
+    if (scope.constants.size > 0) {
+      try {
+        constants = toWorkerText(scope.constants)
+      } catch (err) {
+        this.problem(path, `the action's constants cannot be sent to the Python worker: ${(err as Error).message}`)
+        return null
+      }
+    }
+    const names = [...worker.names.map(([name]) => name), ...scope.parameters]
+    const reads = [...worker.names.map(([, index]) => index), ...scope.parameters.map(() => -1)]
+    const spec: WorkerExpression = {
+      index: this.workerExpressions.length,
+      path,
+      text: worker.text,
+      form: worker.form,
+      names,
+      reads,
+      // All of them: the worker has its own math, random and time, and imports what it needs once.
+      imports: scope.imports,
+      importsPath: scope.importsPath ?? `${path}.imports`,
+      constants,
+    }
+    this.workerExpressions.push(spec)
+    return {
+      source,
+      path,
+      form: worker.form,
+      references: worker.references,
+      worker: spec,
+      evaluate: () => {
+        throw new InternalError(`${path}: an expression of the Python worker was evaluated natively`)
+      },
     }
   }
 
@@ -120,11 +181,7 @@ export class CompileContext {
   }
 
   /** A value field: a string is an expression, anything else a constant. */
-  value(
-    raw: unknown,
-    path: string,
-    scope: { constants: Map<string, PyValue>; parameters: readonly string[]; imports: Record<string, string> },
-  ): ValueSource | null {
+  value(raw: unknown, path: string, scope: ActionScope): ValueSource | null {
     if (typeof raw === 'string') {
       const expression = this.expression(raw, path, scope)
       return expression && { expression }
@@ -173,6 +230,8 @@ export interface ActionScope {
   constants: Map<string, PyValue>
   parameters: readonly string[]
   imports: Record<string, string>
+  /** Where the action's `imports` are written, for faults about them. */
+  importsPath?: string
 }
 
 export function describe(value: unknown): string {
@@ -187,6 +246,12 @@ export class ActionEnvironment {
   /** This step's values of the action's expression `params` (made only for actions that have some). */
   params: Map<string, PyValue> | undefined
   readonly ctx: BindContext
+  /**
+   * For each worker expression an evaluator was made for, in order: what asks the worker for
+   * its value. The action awaits these before its synchronous `run`, whose evaluator then reads
+   * the value fetched (see `ActionRuntime.runAsync`).
+   */
+  readonly fetches: Array<() => Promise<void>> = []
   readonly #label: string
 
   constructor(ctx: BindContext, label: string) {
@@ -201,6 +266,7 @@ export class ActionEnvironment {
       return () => value
     }
     const expression = source.expression
+    if (expression.worker !== undefined) return this.#workerEvaluator(expression, expression.worker)
     const scope = this.#scope(expression)
     const label = this.#label
     const host = this.ctx.host
@@ -211,6 +277,29 @@ export class ActionEnvironment {
         throw failure(host.name, label, expression, err)
       }
     }
+  }
+
+  /** Registers the fetch of a worker expression (in `fetches`) and returns what reads its value. */
+  #workerEvaluator(expression: ModelExpression, worker: WorkerExpression): () => PyValue {
+    const readers = expression.references.map((ref) => reader(ref, this.ctx))
+    const { reads, names, index } = worker
+    const host = this.ctx.host
+    const label = this.#label
+    let value: PyValue = null
+    this.fetches.push(async () => {
+      try {
+        const values: PyValue[] = new Array(reads.length)
+        for (let i = 0; i < reads.length; i++) {
+          const r = reads[i] as number
+          values[i] = r >= 0 ? (readers[r] as () => PyValue)() : (this.params?.get(names[i] as string) ?? null)
+        }
+        value = fromWorkerText(await host.evaluate(index, toWorkerText(values)))
+      } catch (err) {
+        // A Python error is the action's; a lost worker or a failed load stays what it is.
+        throw err instanceof PyException ? failure(host.name, label, expression, err) : err
+      }
+    })
+    return () => value
   }
 
   #scope(expression: CompiledExpression): ExpressionScope {
@@ -322,7 +411,8 @@ export function failure(instance: string, label: string, expression: CompiledExp
   const source = expression.source.trim().replace(/\s+/g, ' ')
   const shown = source.length > 120 ? `${source.slice(0, 117)}...` : source
   const message = `Instance '${instance}': ${label} failed: ${err.message} in \`${shown}\``
-  return new ActionError(message, [{ path: expression.path, message: err.message }], { cause: err })
+  const detail = { path: expression.path, message: err.message, ...(err instanceof WorkerException && err.traceback ? { traceback: err.traceback } : {}) }
+  return new ActionError(message, [detail], { cause: err })
 }
 
 /** The fault of a failed write (a value that does not fit its attribute). */

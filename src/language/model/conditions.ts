@@ -17,18 +17,22 @@ export interface BranchPlan {
 /** A branch bound to one instance. */
 export interface BranchRuntime {
   test: (() => PyValue) | null
+  /** A test the Python worker evaluates: fetches its value for `test`. */
+  fetch: (() => Promise<void>) | undefined
   actions: ActionRuntime[]
 }
 
-/** Compiles a list of actions; duplicate names are a problem. */
-export function compileList(raw: unknown, path: string, context: CompileContext): ActionPlan[] {
+/**
+ * Compiles a list of actions. Names are unique within `names`: by default the model's, so that
+ * every action of an instance is a node of its own; a scenario passes its own.
+ */
+export function compileList(raw: unknown, path: string, context: CompileContext, names: Map<string, string> = context.actionNames): ActionPlan[] {
   if (raw === undefined || raw === null) return []
   if (!Array.isArray(raw)) {
     context.problem(path, 'expected a list of actions')
     return []
   }
   const plans: ActionPlan[] = []
-  const names = new Map<string, string>()
   raw.forEach((entry, i) => {
     const plan = compileAction(entry, `${path}[${i}]`, context, i)
     if (!plan) return
@@ -82,7 +86,8 @@ export function bindGroups(groups: readonly (readonly BranchPlan[])[], ctx: Bind
   return groups.map((group) =>
     group.map((branch) => {
       const env = new ActionEnvironment(ctx, `condition ${branch.path}`)
-      return { test: branch.test && env.evaluator(branch.test), actions: branch.actions.map((a) => a.bind(ctx)) }
+      const test = branch.test && env.evaluator(branch.test)
+      return { test, fetch: env.fetches[0], actions: branch.actions.map((a) => a.bind(ctx)) }
     }),
   )
 }

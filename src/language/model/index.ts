@@ -13,10 +13,11 @@ import { compileBehaviour, type ModelBehaviour } from './behaviour.js'
 
 export { ModelBehaviour, InstanceBehaviour, compileBehaviour } from './behaviour.js'
 export { ACTION_KINDS, type ActionKind, type ActionPlan, type ActionRuntime } from './actions.js'
-export { ActionError, type BehaviourHost, type HostAttribute, type StepFrame } from './runtime.js'
+export { ActionError, WorkerException, type BehaviourHost, type HostAttribute, type StepFrame } from './runtime.js'
 export { ScenarioRuntime, type ScenarioPlan, type ScenarioState } from './scenarios.js'
 export { HOOK_EVENTS, type HookEvent } from './hooks.js'
-export type { BehaviourSource } from './compile-context.js'
+export type { BehaviourSource, WorkerExpression } from './compile-context.js'
+export { toWorkerText, fromWorkerText } from './worker-values.js'
 export { parseTarget, type Target } from './targets.js'
 export { toPy, fromPy, pyToJson } from './convert.js'
 

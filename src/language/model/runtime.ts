@@ -5,6 +5,7 @@
  */
 import { MimicError, type ErrorDetail } from '../../errors.js'
 import type { AttributeType } from '../../definition/model-schema.js'
+import { PyException } from '../expression/index.js'
 
 /** An attribute as behaviour reads and writes it. */
 export interface HostAttribute {
@@ -49,6 +50,27 @@ export interface BehaviourHost {
   /** Disables the component at a path; resolves to what re-enables it, or undefined when the path names nothing. */
   suspendPath(path: string): Promise<(() => Promise<void>) | undefined>
   warn(message: string, context: Record<string, unknown>): void
+  /**
+   * Evaluates worker expression `index` of the model (`ModelBehaviour.workerExpressions`) in the
+   * instance's Python worker, its names bound to `values`; both are Python-typed JSON text
+   * (worker-values.ts). The worker context is created on first use if prepare did not create
+   * it. A Python error rejects as a {@link WorkerException}; a lost worker as its fault.
+   */
+  evaluate(index: number, values: string): Promise<string>
+}
+
+/**
+ * A Python error raised by an expression evaluated in the worker, with Python's traceback.
+ *
+ * @example
+ * new WorkerException('ZeroDivisionError', 'division by zero', 'Traceback (most recent call last): ...')
+ */
+export class WorkerException extends PyException {
+  readonly traceback: string | undefined
+  constructor(type: string, message: string, traceback: string | undefined) {
+    super(type, message)
+    this.traceback = traceback
+  }
 }
 
 /** The time of the step under way, shared by every action of one instance. */

@@ -109,7 +109,7 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
         }
       }
     }
-    const actions = compileList(spec.actions, `${at}.actions`, context)
+    const actions = compileList(spec.actions, `${at}.actions`, context, new Map())
     for (const a of actions) {
       if (a.kind === 'call' || a.kind === 'suspend' || a.kind === 'override' || a.kind === 'overrides') {
         context.problem(a.path, `a ${a.kind} action cannot sit in a scenario: use the scenario's own overrides and call`)

@@ -333,8 +333,52 @@ describe('refusals at compile time', () => {
     refused('$in(a', /unclosed reference/)
   })
 
-  it('marks what only the Python worker runs as not native', () => {
+  it('serves the time module natively when an action imports it', () => {
+    const before = Date.now() / 1000
+    const now = compileExpression('time.time()', { path: 'p', imports: { time: 'time' } }).evaluate({ reference: () => null })
+    assert.equal(typeof now, 'number')
+    assert.ok((now as number) >= before - 0.01 && (now as number) <= Date.now() / 1000 + 0.01)
+    const mono = compileExpression('[m(), ns() > 0]', { path: 'p', imports: { m: 'time.monotonic', ns: 'time.monotonic_ns' } })
+    const [seconds, positive] = mono.evaluate({ reference: () => null }) as [number, boolean]
+    assert.equal(typeof seconds, 'number')
+    assert.equal(positive, true)
+    assert.throws(() => compileExpression('time.time(1)', { path: 'p', imports: { time: 'time' } }).evaluate({ reference: () => null }), /takes no arguments/)
+  })
+
+  it('marks what only the Python worker runs as not native, with the text and names the worker binds', () => {
     assert.throws(() => compileExpression('np.mean([1, 2])', { path: 'p', imports: { np: 'numpy' } }), NotNativeError)
     assert.throws(() => compileExpression('{1, 2}', { path: 'p' }), NotNativeError)
+    let caught: unknown
+    try {
+      compileExpression('np.clip($in(t) + level * 2,\n  0, __timer)', { path: 'p', imports: { np: 'numpy' }, attributes: ['t', 'level'] })
+    } catch (err) {
+      caught = err
+    }
+    assert.ok(caught instanceof NotNativeError)
+    const worker = caught.worker!
+    assert.equal(worker.form, 'expression')
+    assert.equal(worker.text, 'np.clip(__mimic_ref_0 + level * 2,   0, __timer)')
+    assert.deepEqual(worker.names, [
+      ['__mimic_ref_0', 0],
+      ['level', 1],
+      ['__timer', 2],
+    ])
+    assert.deepEqual(
+      worker.references.map((r) => [r.kind, r.target]),
+      [
+        ['internal', 't'],
+        ['internal', 'level'],
+        ['timer', 'time'],
+      ],
+    )
+    // Refusals win over "not native": an unsafe name is a plain 422 even next to a worker import.
+    const refusedToo = (() => {
+      try {
+        compileExpression('np.__dict__', { path: 'p', imports: { np: 'numpy' } })
+      } catch (err) {
+        return err
+      }
+    })()
+    assert.ok(refusedToo instanceof ValidationError && !(refusedToo instanceof NotNativeError))
   })
 })

@@ -4,7 +4,9 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { WorkerGoneError } from '../../../src/errors.js'
+import { NotFoundError, UserCodeError, ValidationError, WorkerGoneError } from '../../../src/errors.js'
+import type { PyValue } from '../../../src/language/expression/index.js'
+import { fromWorkerText, toWorkerText } from '../../../src/language/model/index.js'
 import { ERROR_KINDS, MESSAGE_FIELDS, PROTOCOL_VERSION } from '../../../src/python/messages.js'
 import { PythonPool } from '../../../src/python/index.js'
 import { PYTHON, fixture } from './helpers.js'
@@ -129,5 +131,92 @@ describe('worker protocol: versions', () => {
     } finally {
       await pool.close()
     }
+  })
+})
+
+describe('worker protocol: eval', () => {
+  let fx: Fixture
+
+  before(async () => {
+    fx = await fixture({ 'helpers.py': 'def halve(x):\n    return x / 2\n' })
+  })
+  after(() => fx.cleanup())
+
+  it('an instance loaded with expressions evaluates them; values keep their Python types both ways', async () => {
+    const pool = fx.pool({ workers: 1 })
+    const file = path.join(fx.dir, 'helpers.py')
+    await pool.load('calc', {
+      entries: [],
+      definition: {},
+      expressions: [
+        {
+          path: 'actions[0].call',
+          text: '[str(x), x // 2, halve(x), k]',
+          form: 'expression',
+          names: ['x'],
+          constants: '{"k":2.0}',
+          imports: { halve: { module: 'extensions.helpers.halve', path: 'actions[0].imports.halve', file, attribute: 'halve' } },
+        },
+        {
+          path: 'actions[1].call',
+          text: 'statistics.median(xs)',
+          form: 'expression',
+          names: ['xs'],
+          imports: { statistics: { module: 'statistics', path: 'actions[1].imports.statistics' } },
+        },
+      ],
+    })
+    assert.deepEqual(fromWorkerText(await pool.evaluate('calc', 0, toWorkerText([3n]))), ['3', 1n, 1.5, 2])
+    assert.deepEqual(fromWorkerText(await pool.evaluate('calc', 0, toWorkerText([3]))), ['3.0', 1, 1.5, 2])
+    assert.equal(await pool.evaluate('calc', 1, toWorkerText([[1n, 3n]])), '2.0', 'statistics.median([1, 3]) is the float 2.0')
+    await assert.rejects(pool.evaluate('calc', 1, toWorkerText([[]])), (err: unknown) => {
+      assert.ok(err instanceof UserCodeError)
+      assert.equal(err.details[0]!.path, 'actions[1].call')
+      assert.match(err.details[0]!.message, /^StatisticsError: no median for empty data/)
+      return true
+    })
+    await assert.rejects(pool.evaluate('calc', 5, '[]'), NotFoundError)
+  })
+
+  it('a module the worker cannot import fails the load with a 422 naming the import', async () => {
+    const pool = fx.pool({ workers: 1 })
+    const load = pool.load('bad', {
+      entries: [],
+      definition: {},
+      expressions: [
+        {
+          path: 'actions[3].call',
+          text: 'm.f()',
+          form: 'expression',
+          names: [],
+          imports: { m: { module: 'no_such_module_xyz', path: 'actions[3].imports.m' } },
+        },
+      ],
+    })
+    await assert.rejects(load, (err: unknown) => {
+      assert.ok(err instanceof ValidationError)
+      assert.equal(err.details[0]!.path, 'actions[3].imports.m')
+      assert.match(err.message, /no_such_module_xyz/)
+      return true
+    })
+  })
+
+  it('the codec reads and writes what Python’s json does', () => {
+    const value = new Map<PyValue, PyValue>([
+      ['f', 2],
+      ['i', 2n],
+      ['big', 10n ** 30n],
+      ['s', 'é"\n'],
+      ['l', [null, true, NaN, -Infinity, -0]],
+    ])
+    const text = toWorkerText(value)
+    assert.equal(text, '{"f":2.0,"i":2,"big":1000000000000000000000000000000,"s":"é\\"\\n","l":[null,true,NaN,-Infinity,-0.0]}')
+    const back = fromWorkerText(text) as Map<PyValue, PyValue>
+    assert.deepEqual([...back.keys()], ['f', 'i', 'big', 's', 'l'])
+    assert.deepEqual(back.get('l'), [null, true, NaN, -Infinity, -0])
+    assert.equal(back.get('big'), 10n ** 30n)
+    assert.deepEqual(fromWorkerText('[1e+300, 1.5E-7, -3]'), [1e300, 1.5e-7, -3n])
+    assert.throws(() => toWorkerText(new Map([[1n, 1n]])), /str keys/)
+    assert.throws(() => fromWorkerText('[1,'), /not JSON/)
   })
 })

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { ForbiddenError, ValidationError } from '../../../src/errors.js'
-import { buildLoadEntries, resolveImportPath } from '../../../src/python/index.js'
+import { buildLoadEntries, resolveImportPath, resolveModuleFile } from '../../../src/python/index.js'
 
 describe('resolveImportPath', () => {
   let root: string
@@ -89,5 +89,38 @@ describe('resolveImportPath', () => {
       )
       return true
     })
+  })
+})
+
+describe('resolveModuleFile (the imports of an action)', () => {
+  let root: string
+  let ext: string
+  let outside: string
+
+  before(async () => {
+    root = await realpath(await mkdtemp(path.join(tmpdir(), 'mimic-modules-')))
+    ext = path.join(root, 'extensions')
+    outside = path.join(root, 'outside')
+    for (const dir of [path.join(ext, 'models'), outside]) await mkdir(dir, { recursive: true })
+    await writeFile(path.join(ext, 'thermal_model.py'), '')
+    await writeFile(path.join(ext, 'models', 'pump.py'), '')
+    await writeFile(path.join(outside, 'secret.py'), '')
+    await symlink(path.join(outside, 'secret.py'), path.join(ext, 'escape.py'))
+  })
+  after(() => rm(root, { recursive: true, force: true }))
+
+  it('finds the file a dotted name starts with, the directory itself or a folder in it named first', async () => {
+    const file = path.join(ext, 'thermal_model.py')
+    assert.deepEqual(await resolveModuleFile('extensions.thermal_model.thermal_step', [ext]), { file, attribute: 'thermal_step' })
+    assert.deepEqual(await resolveModuleFile('thermal_model.thermal_step', [ext]), { file, attribute: 'thermal_step' })
+    assert.deepEqual(await resolveModuleFile('extensions.thermal_model', [ext]), { file, attribute: '' })
+    assert.deepEqual(await resolveModuleFile('models.pump.Pump.step', [ext]), { file: path.join(ext, 'models', 'pump.py'), attribute: 'Pump.step' })
+  })
+
+  it('leaves other names to the interpreter, and never follows a link out of the directories', async () => {
+    assert.equal(await resolveModuleFile('numpy', [ext]), undefined)
+    assert.equal(await resolveModuleFile('statistics.mean', [ext]), undefined)
+    assert.equal(await resolveModuleFile('escape.read', [ext]), undefined)
+    assert.equal(await resolveModuleFile('extensions.thermal_model', []), undefined)
   })
 })

@@ -1,0 +1,140 @@
+"""Action expressions evaluated in the worker: compiled once at load, names bound per eval,
+Python's own semantics and types both ways, imports of modules and of helper files, and faults
+that name the expression or the import."""
+
+import json
+import unittest
+
+from mimic_sdk.expressions import _plain
+from tests.support import WorkerTestCase
+
+
+def spec(path, text, names=(), form="expression", imports=None, constants=None):
+    out = {"path": path, "text": text, "form": form, "names": list(names)}
+    if imports:
+        out["imports"] = imports
+    if constants is not None:
+        out["constants"] = json.dumps(constants)
+    return out
+
+
+class Expressions(WorkerTestCase):
+    def load(self, *expressions, instance="a", entries=()):
+        return self.ok("load", instance=instance, entries=list(entries), expressions=list(expressions))
+
+    def eval(self, index, *values, instance="a"):
+        reply = self.ok("eval", instance=instance, expression=index, values=json.dumps(list(values)))
+        return reply["value"]
+
+    def test_values_keep_their_python_types_both_ways(self):
+        self.load(spec("actions[0].call", "[str(x), x / 2, x // 2]", ["x"]))
+        self.assertEqual(self.eval(0, 3), '["3",1.5,1]')
+        self.assertEqual(self.eval(0, 3.0), '["3.0",1.5,1.0]')
+        self.assertEqual(self.ok("eval", instance="a", expression=0, values="[Infinity]")["value"], '["inf",Infinity,NaN]')
+
+    def test_names_constants_imports_and_math_resolve_as_the_contract_orders_them(self):
+        self.load(spec("actions[0].call", "round(statistics.fmean(xs) * k + math.floor(p), 3)", ["xs", "p"],
+                       imports={"statistics": {"module": "statistics", "path": "actions[0].imports.statistics"}},
+                       constants={"k": 2.0}))
+        self.assertEqual(self.eval(0, [1, 2, 4], 1.5), "5.667")
+
+    def test_a_dotted_name_imports_the_longest_module_and_reads_the_rest(self):
+        self.load(spec("actions[0].call", "dumps(v, sort_keys=True)", ["v"],
+                       imports={"dumps": {"module": "json.dumps", "path": "actions[0].imports.dumps"}}))
+        self.assertEqual(self.eval(0, {"b": 1, "a": 2.5}), json.dumps('{"a": 2.5, "b": 1}'))
+
+    def test_a_helper_file_is_imported_and_a_name_inside_it_bound(self):
+        path = self.write("helpers.py", """
+            def step(t, dt):
+                return t + dt * 0.5
+        """)
+        self.load(spec("actions[1].call", "step(t, 2)", ["t"],
+                       imports={"step": {"module": "extensions.helpers.step", "path": "actions[1].imports.step",
+                                         "file": path, "attribute": "step"}}))
+        self.assertEqual(self.eval(0, 1.0), "2.0")
+
+    def test_a_body_runs_its_statements_and_returns(self):
+        body = "total = 0\nfor v in xs:\n    total += v\nreturn {1, 2} | {total}"
+        self.load(spec("actions[0].call", body, ["xs"], form="body"))
+        self.assertEqual(sorted(json.loads(self.eval(0, [1, 2, 3]))), [1, 2, 6])
+
+    def test_each_expression_is_compiled_once_and_each_instance_has_its_own(self):
+        self.load(spec("actions[0].call", "x + 1", ["x"]), spec("actions[1].call", "x * 10", ["x"]))
+        self.load(spec("actions[0].call", "x - 1", ["x"]), instance="b")
+        compiled = self.worker.runner.named("a").expressions
+        first = [e.run for e in compiled]
+        self.assertEqual([self.eval(0, 1), self.eval(1, 2), self.eval(0, 5, instance="b")], ["2", "20", "4"])
+        self.assertEqual([e.run for e in self.worker.runner.named("a").expressions], first)
+
+    def test_a_python_error_names_the_expression_with_the_traceback(self):
+        path = self.write("helpers.py", """
+            def ratio(a, b):
+                return a / b
+        """)
+        self.load(spec("actions[2].call", "ratio(a, b)", ["a", "b"],
+                       imports={"ratio": {"module": "helpers.ratio", "path": "actions[2].imports.ratio", "file": path,
+                                          "attribute": "ratio"}}))
+        error = self.failure("eval", instance="a", expression=0, values="[1.0, 0.0]")
+        self.assertEqual(error["kind"], "user_code")
+        self.assertEqual(error["path"], "actions[2].call")
+        self.assertEqual(error["message"], "ZeroDivisionError: float division by zero")
+        self.assertIn('helpers.py", line 3, in ratio', error["traceback"])
+        self.assertNotIn("mimic_sdk", error["traceback"])
+        self.assertEqual(self.eval(0, 1.0, 4.0), "0.25", "the expression works again")
+
+    def test_only_the_allowed_builtins_are_there(self):
+        self.load(spec("actions[0].call", "open", []), spec("actions[1].call", "__import__('os')", []))
+        self.assertEqual(self.failure("eval", instance="a", expression=0, values="[]")["message"],
+                         "NameError: name 'open' is not defined")
+        self.assertEqual(self.failure("eval", instance="a", expression=1, values="[]")["message"],
+                         "NameError: name '__import__' is not defined")
+
+    def test_imports_that_fail_are_load_errors_naming_the_import(self):
+        cases = [
+            ({"module": "no_such_module_here", "path": "actions[0].imports.m"}, "ModuleNotFoundError"),
+            ({"module": "statistics.no_such_name", "path": "actions[0].imports.m"}, "has no 'no_such_name'"),
+            ({"module": "os", "path": "actions[0].imports.m"}, "may not import"),
+            ({"module": "json._private", "path": "actions[0].imports.m"}, "may not import"),
+        ]
+        for imported, message in cases:
+            with self.subTest(module=imported["module"]):
+                error = self.failure("load", instance="a", entries=[],
+                                     expressions=[spec("actions[0].call", "m", [], imports={"m": imported})])
+                self.assertEqual(error["kind"], "load")
+                self.assertEqual(error["path"], "actions[0].imports.m")
+                self.assertIn(imported["module"], error["message"])
+                self.assertIn(message, error["message"])
+
+    def test_text_python_cannot_compile_is_a_load_error(self):
+        error = self.failure("load", instance="a", entries=[], expressions=[spec("actions[0].call", "x +", ["x"])])
+        self.assertEqual((error["kind"], error["path"]), ("load", "actions[0].call"))
+
+    def test_unknown_expressions_and_bad_values_are_refused(self):
+        self.load(spec("actions[0].call", "x", ["x"]))
+        self.assertEqual(self.failure("eval", instance="a", expression=3, values="[1]")["kind"], "not_found")
+        self.assertEqual(self.failure("eval", instance="a", expression=0, values="[1, 2]")["kind"], "protocol")
+        self.assertEqual(self.failure("eval", instance="a", expression=0, values="{")["kind"], "protocol")
+        self.assertEqual(self.failure("eval", instance="nope", expression=0, values="[1]")["kind"], "not_found")
+
+    def test_results_become_json_with_their_types(self):
+        class Ticks:
+            def __index__(self):
+                return 7
+
+        self.assertEqual(_plain((1, 2.0, {3: True}, frozenset([None]))), [1, 2.0, {"3": True}, [None]])
+        self.assertEqual(_plain(Ticks()), 7)
+        with self.assertRaises(TypeError):
+            _plain(1j)
+        with self.assertRaises(TypeError):
+            _plain(object())
+
+    def test_a_result_that_cannot_be_sent_is_a_user_error(self):
+        self.load(spec("actions[0].call", "x", ["x"]), spec("actions[1].call", "len", []))
+        self.assertEqual(self.eval(0, 1), "1")
+        error = self.failure("eval", instance="a", expression=1, values="[]")
+        self.assertEqual(error["kind"], "user_code")
+        self.assertIn("cannot be sent to the server", error["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()
