@@ -195,7 +195,8 @@ test(
     const enabledOfA = '**/api/v3/system/instances/m1/actions/count_a/attr/enabled'
     await page.route(enabledOfA, (route) => route.abort('connectionrefused'))
     const countA = panel.getByRole('checkbox', { name: 'Action count_a enabled' })
-    await countA.uncheck()
+    // click, not uncheck: the failed request may put the switch back before a state check could see it change
+    await countA.click()
     await page.locator('.notice-error', { hasText: 'Disabling action count_a of m1 failed' }).waitFor()
     await page.waitForFunction(() => (document.querySelector('input[aria-label="Action count_a enabled"]') as HTMLInputElement | null)?.checked === true)
     assert.doesNotMatch((await rows.filter({ hasText: 'count_a' }).getAttribute('class')) ?? '', /action-disabled/)

@@ -1,9 +1,7 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { AddressSpace, Namespace } from 'node-opcua-address-space'
-import { OPCUACertificateManager } from 'node-opcua-certificate-manager'
-import { SecurityPolicy } from 'node-opcua-secure-channel'
-import { OPCUAServer } from 'node-opcua-server'
+import type { OPCUAServer } from 'node-opcua-server'
 import { MessageSecurityMode } from 'node-opcua-types'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
@@ -120,6 +118,14 @@ export class OpcuaServers implements ProtocolContext {
   }
 
   async #start(definition: OpcuaServerDefinition): Promise<Endpoint> {
+    // Loaded on first use: node-opcua's server and crypto modules take a while to load and print a
+    // console warning about Node's RSA settings when they do, which a server without OPC UA
+    // adapters should not pay for or show.
+    const [{ OPCUACertificateManager }, { SecurityPolicy }, { OPCUAServer }] = await Promise.all([
+      import('node-opcua-certificate-manager'),
+      import('node-opcua-secure-channel'),
+      import('node-opcua-server'),
+    ])
     const { host, port, namespace } = definition
     const mode = MessageSecurityMode[definition.security]
     const policy = definition.security === 'None' ? SecurityPolicy.None : SecurityPolicy[definition.security_policy]
