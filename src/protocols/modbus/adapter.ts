@@ -165,6 +165,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   /** The faults value as it was set, for the node. */
   #faultsValue: Record<string, unknown> = {}
   #faultsTimer: NodeJS.Timeout | null = null
+  #faultsEverSet = false
   #faultCounts: ModbusFaultCounters = {
     fault_delays: 0,
     fault_exceptions: 0,
@@ -279,20 +280,17 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /**
    * Live state, effective port and request counters, without the mapping (cheap enough to sample
-   * often). The connection counters are in settings().counters.
+   * often); once faults were set, also `active_faults` and the fault counters. The connection
+   * counters are in settings().counters.
    *
    * @example
    * adapter.stats() // { state: 'RUNNING', port: 5020, requests: 3, errors: 0 }
    */
   stats(): AdapterStats & { port: number | null } {
-    return {
-      state: this.state,
-      port: this.#registration?.port ?? this.#definition.port ?? null,
-      requests: this.#requests,
-      errors: this.#errors,
-      active_faults: this.#faults === null ? '' : this.#faults.active.join(','),
-      ...this.#faultCounts,
-    }
+    const stats = { state: this.state, port: this.#registration?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
+    // An adapter never given faults keeps its stats (sampled for every stream client) lean.
+    if (!this.#faultsEverSet) return stats
+    return { ...stats, active_faults: this.#faults === null ? '' : this.#faults.active.join(','), ...this.#faultCounts }
   }
 
   /** What the adapter node shows (see ProtocolAdapter.settings). */
@@ -335,6 +333,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   setFaults(value: unknown): void {
     const parsed = parseModbusFaults(value)
     const plan = new FaultPlan(parsed)
+    this.#faultsEverSet = true
     if (this.#faultsTimer !== null) clearTimeout(this.#faultsTimer)
     this.#faultsTimer = null
     const shown = { ...(value as Record<string, unknown> | null) }
