@@ -282,6 +282,26 @@ describe('faults on a real listener', () => {
     client.close()
   })
 
+  it('answers that wait on an asynchronous write are shaped too: split, then corrupted', async () => {
+    rig.accessor.slow.set('level', 30)
+    const client = await TestClient.connect(rig.port)
+    try {
+      const splits = rig.adapter.stats().fault_splits as number
+      rig.adapter.set('faults', { split_frames: { gap: 0.02 } })
+      const written = await client.request({ fc: 6, address: 0, value: 8 })
+      assert.deepEqual([written.fc, 'word' in written && written.word], [6, 8])
+      assert.equal(rig.adapter.stats().fault_splits, splits + 1)
+      rig.adapter.set('faults', { corrupt: { kind: 'transaction_id' } })
+      await assert.rejects(client.request({ fc: 6, address: 0, value: 7 }, { timeoutMs: 400 }), /time-out/)
+      assert.equal(rig.accessor.values.get('level'), 7, 'the write itself was carried out')
+      assert.equal(client.unmatched.length, 1)
+    } finally {
+      rig.accessor.slow.delete('level')
+      rig.adapter.set('faults', {})
+      client.close()
+    }
+  })
+
   it('a bad value is refused and the faults in force stay', async () => {
     rig.adapter.set('faults', { exception: { code: 4 } })
     assert.throws(() => rig.adapter.set('faults', { exception: { code: 'x' } }), ValidationError)
