@@ -15,6 +15,8 @@ import {
 } from './codec.js'
 import type { ModbusRequest } from './codec.js'
 import type { ModbusUnit, UnitAnswer } from './connection.js'
+import { parseModbusFaults } from '../../definition/modbus-faults-schema.js'
+import { FaultPlan } from './faults.js'
 import { rulesOf } from './connection-rules.js'
 import type { ConnectionCloseReason } from './connection-rules.js'
 import { checkValue, decodeFrom, encodeInto } from './encoding.js'
@@ -66,6 +68,8 @@ export interface ModbusSlaveInfo {
   idle_timeout: number
   frame_timeout: number
   max_connections: number
+  /** The faults in force as they were set (a disconnect that happened left out); {} for none. */
+  faults: Record<string, unknown>
   mapping: ModbusSlaveDefinition['mapping']
   counters: ModbusSlaveCounters
 }
@@ -88,6 +92,24 @@ export interface ModbusSlaveCounters {
   refusals: number
 }
 
+/** What the faults (see faults.ts) did since the adapter was created. */
+export interface ModbusFaultCounters {
+  /** Answers held back by the faults' response_delay. */
+  fault_delays: number
+  /** Exception answers the faults chose. */
+  fault_exceptions: number
+  /** Requests swallowed without an answer. */
+  fault_no_responses: number
+  /** Answers corrupted. */
+  fault_corruptions: number
+  /** Answers written in pieces. */
+  fault_splits: number
+  /** Client connections the faults closed. */
+  fault_disconnects: number
+  /** Times clear_after ended the faults. */
+  fault_clears: number
+}
+
 const CLOSE_COUNTERS: Readonly<Record<ConnectionCloseReason, 'idle_timeouts' | 'frame_timeouts' | 'evictions' | 'refusals'>> = {
   idle: 'idle_timeouts',
   frame: 'frame_timeouts',
@@ -100,6 +122,9 @@ interface PendingWrite {
   attribute: string
   value: unknown
 }
+
+/** An answer as the request alone decides it, before faults shape it (see UnitAnswer). */
+type PlainAnswer = number | Promise<Buffer | null>
 
 /** Writes a response ADU at `at` of `out` and returns its length (see ModbusUnit.handle). */
 type Respond = (out: Buffer, at: number) => number
@@ -118,7 +143,7 @@ const WARN_INTERVAL_MS = 1000
  */
 export class ModbusSlaveAdapter implements ProtocolAdapter {
   readonly name: string
-  readonly settable = ['response_delay'] as const
+  readonly settable = ['response_delay', 'faults'] as const
   #hub: ModbusHub
   #definition: ModbusSlaveDefinition
   #accessor: AttributeAccessor
@@ -135,6 +160,21 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #errors = 0
   #closes = { idle_timeouts: 0, frame_timeouts: 0, evictions: 0, refusals: 0 }
   #lastWarning = 0
+  /** The faults in force, or null: the one check normal service pays. */
+  #faults: FaultPlan | null = null
+  /** The faults value as it was set, for the node. */
+  #faultsValue: Record<string, unknown> = {}
+  #faultsTimer: NodeJS.Timeout | null = null
+  #faultsEverSet = false
+  #faultCounts: ModbusFaultCounters = {
+    fault_delays: 0,
+    fault_exceptions: 0,
+    fault_no_responses: 0,
+    fault_corruptions: 0,
+    fault_splits: 0,
+    fault_disconnects: 0,
+    fault_clears: 0,
+  }
 
   constructor(options: ModbusSlaveAdapterOptions) {
     this.#hub = options.hub
@@ -232,35 +272,43 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
       idle_timeout: d.idle_timeout,
       frame_timeout: d.frame_timeout,
       max_connections: d.max_connections,
+      faults: structuredClone(this.#faultsValue),
       mapping: structuredClone(d.mapping),
-      counters: { requests: this.#requests, errors: this.#errors, ...this.#closes },
+      counters: { requests: this.#requests, errors: this.#errors, ...this.#closes, ...this.#faultCounts },
     }
   }
 
   /**
    * Live state, effective port and request counters, without the mapping (cheap enough to sample
-   * often). The connection counters are in settings().counters.
+   * often); once faults were set, also `active_faults` and the fault counters. The connection
+   * counters are in settings().counters.
    *
    * @example
    * adapter.stats() // { state: 'RUNNING', port: 5020, requests: 3, errors: 0 }
    */
   stats(): AdapterStats & { port: number | null } {
-    return { state: this.state, port: this.#registration?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
+    const stats = { state: this.state, port: this.#registration?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
+    // An adapter never given faults keeps its stats (sampled for every stream client) lean.
+    if (!this.#faultsEverSet) return stats
+    return { ...stats, active_faults: this.#faults === null ? '' : this.#faults.active.join(','), ...this.#faultCounts }
   }
 
   /** What the adapter node shows (see ProtocolAdapter.settings). */
   settings(): Record<string, unknown> {
-    const { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters } = this.info()
-    return { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, mapping, counters }
+    const { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters } = this.info()
+    return { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters }
   }
 
   /**
-   * Changes `response_delay` (seconds, 0..3600) while running; anything else is refused.
+   * Changes `response_delay` (seconds, 0..3600) or `faults` (see setFaults) while running;
+   * anything else is refused.
    *
    * @example
    * adapter.set('response_delay', 0.5)
+   * adapter.set('faults', { no_response: { every: 3 } })
    */
   set(name: string, value: unknown): void {
+    if (name === 'faults') return this.setFaults(value)
     if (name !== 'response_delay') {
       throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [
         { path: name, message: 'read-only' },
@@ -272,6 +320,61 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     this.#definition.response_delay = value
   }
 
+  /**
+   * Replaces the faults in force (src/definition/modbus-faults-schema.ts); `{}` or null returns
+   * to normal service. A bad value throws a ValidationError naming each problem under `value.`
+   * and leaves the faults in force as they were. A disconnect without `after` (or `after: 0`)
+   * closes the connections at once.
+   *
+   * @example
+   * adapter.setFaults({ exception: { code: 6, functions: [3] }, clear_after: { requests: 2 } })
+   * adapter.setFaults({}) // normal service
+   */
+  setFaults(value: unknown): void {
+    const parsed = parseModbusFaults(value)
+    const plan = new FaultPlan(parsed)
+    this.#faultsEverSet = true
+    if (this.#faultsTimer !== null) clearTimeout(this.#faultsTimer)
+    this.#faultsTimer = null
+    const shown = { ...(value as Record<string, unknown> | null) }
+    if (plan.disconnectNow) {
+      this.#disconnect()
+      plan.disconnected()
+      delete shown.disconnect
+    }
+    if (plan.empty) {
+      this.#faults = null
+      this.#faultsValue = {}
+      this.#logger.info('modbus faults cleared')
+      return
+    }
+    this.#faults = plan
+    this.#faultsValue = structuredClone(shown)
+    const remaining = plan.remainingMs()
+    if (remaining !== null) {
+      this.#faultsTimer = setTimeout(() => this.#clearFaults(plan, true), remaining)
+      this.#faultsTimer.unref()
+    }
+    this.#logger.info({ faults: this.#faultsValue }, 'modbus faults set')
+  }
+
+  /** Ends the faults of `plan` (by clear_after, or when none is left), unless others replaced them meanwhile. */
+  #clearFaults(plan: FaultPlan, byClearAfter: boolean): void {
+    if (this.#faults !== plan) return
+    if (this.#faultsTimer !== null) clearTimeout(this.#faultsTimer)
+    this.#faultsTimer = null
+    this.#faults = null
+    this.#faultsValue = {}
+    if (byClearAfter) this.#faultCounts.fault_clears++
+    this.#logger.info(byClearAfter ? 'modbus faults cleared by clear_after' : 'modbus faults over: none left')
+  }
+
+  /** Closes every connection of the listener now. */
+  #disconnect(): void {
+    if (this.#registration === null) return
+    this.#faultCounts.fault_disconnects += this.#hub.dropConnections(this.#registration)
+  }
+
   /** Why `value` cannot be published for `attr`, or null (also when `attr` is not mapped). */
   valueProblem(attr: string, value: unknown): string | null {
     return checkMappedValue(this.#definition, attr, value)
@@ -280,6 +383,46 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #handle(frame: Buffer, offset: number, length: number, out: Buffer, at: number): UnitAnswer {
     this.#requests++
     if (this.#detached) return 0
+    if (this.#faults !== null) return this.#faulty(this.#faults, frame, offset, length, out, at)
+    return this.#answer(frame, offset, length, out, at)
+  }
+
+  /** Answers a request while faults are set: as the plan decides (see faults.ts). */
+  #faulty(plan: FaultPlan, frame: Buffer, offset: number, length: number, out: Buffer, at: number): UnitAnswer {
+    if (plan.remainingMs() === 0) {
+      this.#clearFaults(plan, true)
+      return this.#answer(frame, offset, length, out, at)
+    }
+    const decision = plan.decide(frame, offset, length)
+    let answer: PlainAnswer
+    switch (decision.action) {
+      case 'disconnect':
+        plan.disconnected()
+        if (plan.empty) this.#clearFaults(plan, false)
+        else delete this.#faultsValue.disconnect
+        this.#disconnect()
+        return 0
+      case 'drop':
+        this.#faultCounts.fault_no_responses++
+        answer = 0
+        break
+      case 'exception':
+        this.#faultCounts.fault_exceptions++
+        answer = writeException(out, at, frame[offset]!, decision.code)
+        break
+      case 'answer':
+        answer = this.#answer(frame, offset, length, out, at)
+    }
+    if (plan.spent) this.#clearFaults(plan, true)
+    const shape = decision.shape
+    if (answer === 0 || shape === null) return answer
+    if (shape.delayMs !== null) this.#faultCounts.fault_delays++
+    if (shape.rewrite !== null) this.#faultCounts.fault_corruptions++
+    if (shape.parts > 1) this.#faultCounts.fault_splits++
+    return { answer, delayMs: shape.delayMs ?? this.#unit.responseDelayMs, rewrite: shape.rewrite, parts: shape.parts, gapMs: shape.gapMs }
+  }
+
+  #answer(frame: Buffer, offset: number, length: number, out: Buffer, at: number): PlainAnswer {
     const request = parseRequest(frame, offset, length)
     if (isRejected(request)) return this.#exception(request.fc, request.exception, out, at)
     switch (request.fc) {
@@ -363,7 +506,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     return null
   }
 
-  #writeCoils(request: Extract<ModbusRequest, { fc: 5 | 15 }>, out: Buffer, at: number): UnitAnswer {
+  #writeCoils(request: Extract<ModbusRequest, { fc: 5 | 15 }>, out: Buffer, at: number): PlainAnswer {
     const { fc, address } = request
     const values = request.fc === 5 ? [request.value] : request.values
     const table = this.#coils
@@ -379,7 +522,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     return this.#apply(fc, writes, (o, p) => writeWriteResponse(o, p, fc, address, word), out, at)
   }
 
-  #writeRegisters(request: Extract<ModbusRequest, { fc: 6 | 16 | 23 }>, out: Buffer, at: number): UnitAnswer {
+  #writeRegisters(request: Extract<ModbusRequest, { fc: 6 | 16 | 23 }>, out: Buffer, at: number): PlainAnswer {
     const { fc } = request
     let address: number
     let data: Buffer
@@ -431,7 +574,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    * Applies writes in order, synchronously as long as the accessor is synchronous, then answers
    * with `respond`; a failure answers exception 04 (writes before it stay applied).
    */
-  #apply(fc: number, writes: PendingWrite[], respond: Respond, out: Buffer, at: number): UnitAnswer {
+  #apply(fc: number, writes: PendingWrite[], respond: Respond, out: Buffer, at: number): PlainAnswer {
     for (let i = 0; i < writes.length; i++) {
       const { attribute, value } = writes[i]!
       let result: void | Promise<void>

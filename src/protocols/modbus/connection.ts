@@ -26,9 +26,24 @@ import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.
 
 /**
  * What a unit answers to one request: the length of the response ADU it wrote in place (0 for no
- * answer at all), or later, a response ADU of its own (first 7 bytes free) or null.
+ * answer at all), or later, a response ADU of its own (first 7 bytes free) or null; or, while
+ * faults are set (faults.ts), either of those in a ShapedAnswer that says how it leaves.
  */
-export type UnitAnswer = number | Promise<Buffer | null>
+export type UnitAnswer = number | Promise<Buffer | null> | ShapedAnswer
+
+/**
+ * An answer that leaves differently from the others: held back for its own delay, rewritten once
+ * its header is stamped (a corrupted answer), and written in pieces, `gapMs` apart.
+ */
+export interface ShapedAnswer {
+  readonly answer: number | Promise<Buffer | null>
+  /** Milliseconds the answer is held back (instead of the unit's responseDelayMs). */
+  readonly delayMs: number
+  readonly rewrite: ((adu: Buffer) => Buffer) | null
+  /** Pieces the answer is written in (1: whole). */
+  readonly parts: number
+  readonly gapMs: number
+}
 
 /** A Modbus unit (one instance's adapter) as connections see it. */
 export interface ModbusUnit {
@@ -70,6 +85,9 @@ interface Slot {
   frame: Buffer | null
   ready: boolean
   timer: NodeJS.Timeout | null
+  /** Pieces the frame still leaves in (1: the rest at once), `gapMs` apart: a split answer. */
+  parts: number
+  gapMs: number
 }
 
 /**
@@ -214,10 +232,26 @@ export class ModbusConnection {
       this.#hold(Buffer.from(out.subarray(at, at + answer)), delayMs)
       return
     }
+    if (answer instanceof Promise) {
+      this.#await(answer, null, fc, transactionId, unitId, delayMs)
+      return
+    }
+    const inner = answer.answer
+    if (typeof inner !== 'number') {
+      this.#await(inner, answer, fc, transactionId, unitId, answer.delayMs)
+      return
+    }
+    if (inner === 0) return
+    stampHeader(out, at, inner, transactionId, unitId)
+    this.#holdShaped(Buffer.from(out.subarray(at, at + inner)), answer)
+  }
+
+  /** Keeps the answer's place in the outbox until `pending` settles. */
+  #await(pending: Promise<Buffer | null>, shape: ShapedAnswer | null, fc: number, transactionId: number, unitId: number, delayMs: number): void {
     this.#busy = true
-    const slot: Slot = { frame: null, ready: false, timer: null }
+    const slot: Slot = { frame: null, ready: false, timer: null, parts: 1, gapMs: 0 }
     this.#outbox.push(slot)
-    answer
+    pending
       .catch((error: unknown) => {
         this.#logger.error({ err: error }, 'modbus unit failed to answer')
         return buildExceptionResponse(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
@@ -225,7 +259,11 @@ export class ModbusConnection {
       .then((response) => {
         if (this.#closed) return
         if (response !== null) stampHeader(response, 0, response.length, transactionId, unitId)
-        slot.frame = response
+        slot.frame = response !== null && shape !== null && shape.rewrite !== null ? shape.rewrite(response) : response
+        if (shape !== null) {
+          slot.parts = shape.parts
+          slot.gapMs = shape.gapMs
+        }
         this.#busy = false
         this.#release(slot, delayMs)
         this.#drainInbox()
@@ -233,6 +271,13 @@ export class ModbusConnection {
         this.#send()
         this.#updateFlow()
       })
+  }
+
+  /** Queues a shaped answer (see ShapedAnswer) behind the pending ones. */
+  #holdShaped(response: Buffer, shape: ShapedAnswer): void {
+    const slot: Slot = { frame: shape.rewrite === null ? response : shape.rewrite(response), ready: false, timer: null, parts: shape.parts, gapMs: shape.gapMs }
+    this.#outbox.push(slot)
+    this.#release(slot, shape.delayMs)
   }
 
   #drainInbox(): void {
@@ -244,7 +289,7 @@ export class ModbusConnection {
 
   /** Queues an answer behind the pending ones, ready now or after the delay. */
   #hold(response: Buffer, delayMs: number): void {
-    const slot: Slot = { frame: response, ready: false, timer: null }
+    const slot: Slot = { frame: response, ready: false, timer: null, parts: 1, gapMs: 0 }
     this.#outbox.push(slot)
     this.#release(slot, delayMs)
   }
@@ -269,12 +314,43 @@ export class ModbusConnection {
   #flush(): void {
     const outbox = this.#outbox
     while (outbox.length > 0 && outbox[0]!.ready) {
-      const frame = outbox.shift()!.frame
+      const slot = outbox[0]!
+      const frame = slot.frame
+      if (slot.parts > 1 && frame !== null && frame.length > 1 && !this.#closed) {
+        this.#splitOff(slot, frame)
+        if (!slot.ready) return
+        continue
+      }
+      outbox.shift()
       if (frame === null || this.#closed) continue
       const slab = this.#room()
       frame.copy(slab, this.#slabEnd)
       this.#slabEnd += frame.length
     }
+  }
+
+  /**
+   * Sends the first piece of a split answer in a write of its own; the rest waits in the slot,
+   * gapMs longer (at once for a gap of 0, still in a write of its own).
+   */
+  #splitOff(slot: Slot, frame: Buffer): void {
+    const size = Math.ceil(frame.length / slot.parts)
+    this.#send()
+    const slab = this.#room()
+    frame.copy(slab, this.#slabEnd, 0, size)
+    this.#slabEnd += size
+    this.#send()
+    slot.frame = frame.subarray(size)
+    slot.parts--
+    if (slot.gapMs <= 0) return
+    slot.ready = false
+    slot.timer = setTimeout(() => {
+      slot.timer = null
+      slot.ready = true
+      this.#flush()
+      this.#send()
+      this.#updateFlow()
+    }, slot.gapMs)
   }
 
   /** The slab, with room for one more answer at #slabEnd (a full one is sent and replaced). */

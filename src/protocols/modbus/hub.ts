@@ -130,6 +130,15 @@ export class ModbusHub {
     }
   }
 
+  /**
+   * Closes every open connection of the registration's listener (those of the units sharing it
+   * too: a connection belongs to no single unit); returns how many it closed.
+   */
+  dropConnections(registration: ModbusRegistration): number {
+    const listener = this.#listeners.get(`${registration.host}:${registration.port}`)
+    return listener !== undefined && listener.has(registration.unitId) ? listener.dropConnections() : 0
+  }
+
   /** The open listeners. */
   listeners(): ModbusListenerInfo[] {
     return [...this.#listeners.values()].map((l) => ({

@@ -166,6 +166,14 @@ export class ModbusListener {
     return this.#units.values().next().value
   }
 
+  /** Closes every open connection at once (the listener stays open); returns how many it closed. */
+  dropConnections(): number {
+    const count = this.#connections.size
+    // Closing removes a connection from the set: iterate a copy.
+    for (const connection of [...this.#connections]) connection.destroy()
+    return count
+  }
+
   /** Stops listening and destroys every connection; safe to call more than once. */
   close(): Promise<void> {
     this.#closing ??= (async () => {

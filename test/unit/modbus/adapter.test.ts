@@ -275,7 +275,22 @@ describe('ModbusSlaveAdapter lifecycle', () => {
       assert.equal(info.unit_id, 3)
       assert.equal(info.response_delay, 0.01)
       assert.deepEqual(info.mapping, { v: { address: 0, group: 'h_r', type: 'uint_16', byte_order: 'big', word_order: 'big' } })
-      assert.deepEqual(info.counters, { requests: 0, errors: 0, idle_timeouts: 0, frame_timeouts: 0, evictions: 0, refusals: 0 })
+      assert.deepEqual(info.counters, {
+        requests: 0,
+        errors: 0,
+        idle_timeouts: 0,
+        frame_timeouts: 0,
+        evictions: 0,
+        refusals: 0,
+        fault_delays: 0,
+        fault_exceptions: 0,
+        fault_no_responses: 0,
+        fault_corruptions: 0,
+        fault_splits: 0,
+        fault_disconnects: 0,
+        fault_clears: 0,
+      })
+      assert.deepEqual(info.faults, {})
       assert.deepEqual([info.idle_timeout, info.frame_timeout, info.max_connections], [300, 10, 256])
       await adapter.stop()
       await adapter.stop()
