@@ -88,6 +88,9 @@ async function session(mcp: Client, prefix: string): Promise<void> {
     'write_attributes',
     'call_method',
     'set_adapter_faults',
+    'list_scenarios',
+    'start_scenario',
+    'stop_scenario',
     'save_snapshot',
     'list_snapshots',
     'load_snapshot',
@@ -137,6 +140,19 @@ async function session(mcp: Client, prefix: string): Promise<void> {
   assert.equal((await tool(mcp, 'read_modbus_registers', { instance: inst })).attributes.level.value, 12.5)
 
   assert.deepEqual(await tool(mcp, 'call_method', { instance: inst, method: 'note', kwargs: { text: `from ${prefix}` } }), { result: `from ${prefix}`.length })
+  // Scenarios: a declarative model with one, started and stopped through the tools.
+  const sagModel = `${prefix}Supply`
+  const sag = `${prefix}_supply`
+  const supply = { attributes: { v: 230.0 }, scenarios: { sag: { duration: 60, overrides: { '$out(v)': 180.0 } } } }
+  assert.deepEqual(await tool(mcp, 'define_model', { name: sagModel, definition: supply }), { defined: sagModel })
+  await tool(mcp, 'create_instance', { name: sag, model: sagModel })
+  assert.equal((await tool(mcp, 'list_scenarios', { instance: sag })).scenarios.sag.state, 'idle')
+  assert.equal((await tool(mcp, 'start_scenario', { instance: sag, scenario: 'sag' })).state, 'active')
+  assert.equal((await tool(mcp, 'read_attributes', { instance: sag, names: ['v'] })).v.internal_value, 180)
+  assert.equal((await tool(mcp, 'stop_scenario', { instance: sag, scenario: 'sag' })).state, 'finished')
+  assert.equal((await tool(mcp, 'read_attributes', { instance: sag, names: ['v'] })).v.internal_value, 230)
+  assert.deepEqual((await tool(mcp, 'list_scenarios', { instance: inst })).scenarios, {}, 'a model without scenarios lists none')
+
   const logs = await tool(mcp, 'tail_logs', { instance: inst, contains: `from ${prefix}` })
   assert.equal(logs.entries.length, 1)
   assert.equal(logs.entries[0].msg, `tank note: from ${prefix}`)

@@ -4,7 +4,9 @@
 // hooks of lifecycle and attribute events.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { createConnection } from 'node:net'
 import { freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { generator } from './helpers/seeded-random.js'
 
 const SYS = '/api/v3/system'
 
@@ -163,6 +165,93 @@ describe('scenarios and hooks on a running server', () => {
     assert.equal(await value('h1', 'status'), 'running')
     await ok(t.call(`${SYS}/instances/h1`, 'stop'))
     assert.equal(await value('h1', 'status'), 'stopped')
+  })
+
+  it('deleting an instance mid-scenario restores what it held outside the instance', async () => {
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        hog: { attributes: { x: 0.0 }, scenarios: { slow_poll: { overrides: { '~.polling.interval': 7.5 } } } },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { g1: 'hog' }))
+    const before = (await ok(t.api('GET', `${SYS}/polling/attr/interval`))).value
+    await ok(t.call(`${SYS}/instances/g1/scenarios/slow_poll`, 'start'))
+    assert.equal((await ok(t.api('GET', `${SYS}/polling/attr/interval`))).value, 7.5)
+    await ok(t.api('DELETE', `${SYS}/instances/g1`))
+    assert.equal((await ok(t.api('GET', `${SYS}/polling/attr/interval`))).value, before)
+  })
+
+  it('a pinned-timer run with scenarios gives the same register values every time', async () => {
+    const port = await freePort()
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        drifting: {
+          attributes: { f: 50.0, code: { default: 0, type: 'int' } },
+          actions: [
+            { noise: '$out(f)', std: 0.05, seed: 3 },
+            { function: '$out(code)', call: 'int($in(f) * 100) % 65536' },
+          ],
+          scenarios: { drift: { enabled: true, period: 4, jitter: 1.5, duration: 2, actions: [{ function: '$out(f)', call: '$in(f) + 0.5' }] } },
+          communication: {
+            modbus_slave: { port, mapping: { f: { address: [0, 1], group: 'h_r', type: 'float' }, code: { address: 2, group: 'h_r', type: 'uint_16' } } },
+          },
+        },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { d1: 'drifting' }))
+    const dump = async (): Promise<string> => {
+      await ok(t.call(`${SYS}/instances/d1`, 'reset'))
+      await ok(t.call(`${SYS}/instances/d1`, 'prepare'))
+      const out: string[] = []
+      for (let i = 0; i < 12; i++) {
+        await ok(t.api('PUT', `${SYS}/instances/d1/timer/attr/time`, { value: i * 0.5 }))
+        await step('d1')
+        const raw = await new Promise<Buffer>((resolve, reject) => {
+          const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write(Buffer.from([0, 1, 0, 0, 0, 6, 1, 3, 0, 0, 0, 3])))
+          socket.once('data', (data) => {
+            socket.destroy()
+            resolve(data)
+          })
+          socket.once('error', reject)
+        })
+        out.push(raw.subarray(9).toString('hex'))
+      }
+      await ok(t.call(`${SYS}/instances/d1`, 'stop'))
+      return out.join(' ')
+    }
+    const first = await dump()
+    assert.equal(await dump(), first)
+    assert.ok(new Set(first.split(' ')).size > 6, `the registers change from step to step: ${first}`)
+  })
+
+  it('a seeded fuzz of scenario definitions gives only 200 or 422, and the server keeps serving', async () => {
+    const random = generator(20261124)
+    const pick = <T>(items: readonly T[]): T => random.pick(items)
+    const values = [0, -1, 1.5, 'x', null, true, [], {}, '$in(a)', '$out(zz)', 1e308, 'communication.nope.x', '~.polling.interval']
+    const keys = ['duration', 'period', 'jitter', 'run_limit', 'enabled', 'overrides', 'actions', 'conditions', 'call', 'display_name', 'bogus']
+    for (let i = 0; i < 60; i++) {
+      const scenario: Record<string, unknown> = {}
+      for (let k = 0; k < 3; k++) {
+        const key = pick(keys)
+        scenario[key] =
+          key === 'overrides'
+            ? { [pick(['$out(a)', 'a', '~.polling.interval', 'communication.modbus_slave.response_delay', '#ext(a)', '$in(zz)'])]: pick(values) }
+            : key === 'actions'
+              ? [{ [pick(['set', 'function', 'noise', 'pid', 'call'])]: pick(['$out(a)', 'a', 'zz']), value: pick(values), call: pick(['1', '1 +', '$in(a)']) }]
+              : pick(values)
+      }
+      const res = await t.api('PUT', `${SYS}/models`, { [`fz${i}`]: { attributes: { a: 0.0 }, scenarios: { s: scenario } } })
+      assert.ok(res.status === 200 || res.status === 422, `${res.status} for ${JSON.stringify(scenario)}: ${JSON.stringify(res.body)}`)
+      if (res.status === 200) {
+        await ok(t.api('PUT', `${SYS}/instances`, { [`fz${i}_1`]: `fz${i}` }))
+        const started = await t.call(`${SYS}/instances/fz${i}_1/scenarios/s`, 'start')
+        assert.ok(started.status < 500, `start: ${started.status} ${JSON.stringify(started.body)}`)
+        const run = await t.call(`${SYS}/instances/fz${i}_1`, 'run')
+        assert.ok(run.status < 500, `run: ${run.status} ${JSON.stringify(run.body)}`)
+        await ok(t.api('DELETE', `${SYS}/instances/fz${i}_1`))
+      }
+    }
+    assert.equal((await fetch(`${t.url}/health`)).status, 200)
   })
 
   it('refuses bad scenarios and hooks with a 422 naming each problem', async () => {

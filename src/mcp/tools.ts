@@ -29,6 +29,8 @@ export const WRITE_TOOLS = [
   'write_attributes',
   'call_method',
   'set_adapter_faults',
+  'start_scenario',
+  'stop_scenario',
   'save_snapshot',
   'load_snapshot',
 ] as const
@@ -384,6 +386,51 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       },
     ),
   )
+
+  server.registerTool(
+    'list_scenarios',
+    {
+      title: 'List scenarios',
+      description:
+        "The scenarios of an instance's model (situations such as a voltage sag or a late controller, declared under `scenarios`): each with its state (idle, active, finished), elapsed time, runs, duration and period.",
+      inputSchema: { instance: instanceName },
+      annotations: READ_ONLY,
+    },
+    guard('list_scenarios', async ({ instance }: { instance: string }) => {
+      const scenarios = sim.instances.at(instance).node('scenarios')
+      const names = await scenarios.keys().catch((err: unknown) => {
+        if (err instanceof MimicApiError && err.status === 404) return [] as string[]
+        throw err
+      })
+      const out: Record<string, unknown> = {}
+      for (const key of names) {
+        const doc = await scenarios.node([key]).get()
+        out[key] = { state: doc.state, ...Object.fromEntries(Object.entries(doc.attr).map(([k, v]) => [k, (v as { value: unknown }).value])) }
+      }
+      return { instance, scenarios: out }
+    }),
+  )
+
+  for (const [tool, method, title, description] of [
+    [
+      'start_scenario',
+      'start',
+      'Start a scenario',
+      'Starts (or restarts) a scenario of an instance: its overrides apply at once and hold until it stops, its actions run after the model’s every step.',
+    ],
+    ['stop_scenario', 'stop', 'Stop a scenario', 'Stops a scenario of an instance: every value it overrode is restored (what its actions wrote stays).'],
+  ] as const) {
+    server.registerTool(
+      tool,
+      { title, description, inputSchema: { instance: instanceName, scenario: name.describe('Scenario name') }, annotations: WRITES },
+      guard(tool, async ({ instance, scenario }: { instance: string; scenario: string }) => {
+        const node = sim.instances.at(instance).node(['scenarios', scenario])
+        await node.call(method)
+        const doc = await node.get()
+        return { instance, scenario, state: doc.state, runs: (doc.attr.runs as { value: unknown } | undefined)?.value }
+      }),
+    )
+  }
 
   server.registerTool(
     'read_modbus_registers',
