@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { parse as parseYaml } from 'yaml'
-import { connect, MimicApiError } from '../src/client/index.js'
+import { connect, type MimicApiError } from '../src/client/index.js'
 import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
