@@ -133,6 +133,16 @@ describe('GET /api/v3/system/definition', () => {
     assert.equal((await bare.api('GET', `${SYS}/instances/s2/attributes/temperature/value`)).body.value, 30)
   })
 
+  it('is described in the OpenAPI document, with reload', async () => {
+    const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>
+      components: { schemas: Record<string, unknown> }
+    }
+    assert.ok(doc.paths['/api/v3/system/definition']?.get)
+    assert.ok(doc.paths['/api/v3/system/method/reload']?.post)
+    assert.ok(doc.components.schemas.SystemDefinition)
+  })
+
   it('a root PUT refuses a malformed list of instances, naming the entry, and changes nothing', async () => {
     const before = (await rawGet(bare, `${SYS}/definition`)).text
     const res = await bare.api('PUT', SYS, { instances: [{ s7: 'pt100' }, { a: 'pt100', b: 'pt100' }, { s7: 'display' }] })
