@@ -214,10 +214,14 @@ export class Attribute extends Component {
     // document of megabytes) is encoded once, not three times.
     let long: [string, string] | undefined
     const float = this.valueType === 'float'
+    // `value` is the internal value again: its text is written once.
+    let internal: string | undefined
     for (const key in props) {
       const value = props[key]
       let json: string | undefined
-      if (typeof value === 'number' && float && VALUE_PROPERTIES.has(key)) {
+      if (key === 'value') {
+        json = internal
+      } else if (typeof value === 'number' && float && VALUE_PROPERTIES.has(key)) {
         json = floatJson(value)
       } else if (typeof value === 'string' && value.length > LONG_STRING) {
         if (long?.[0] !== value) long = [value, JSON.stringify(value)]
@@ -225,6 +229,7 @@ export class Attribute extends Component {
       } else {
         json = JSON.stringify(value)
       }
+      if (key === 'internal_value') internal = json
       attr += `${attr ? ',' : ''}"${key}":${json === undefined ? '{}' : `{"value":${json}}`}`
       if (json !== undefined && !DOCUMENT_KEYS.has(key)) top += `,"${key}":${json}`
     }
