@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
 import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
@@ -116,12 +117,23 @@ export class System extends Component {
     return doc
   }
 
-  /** The document with the definition's float values written as floats (`25.0`), as a model document writes its definition. */
+  /**
+   * The document with the definition's float values written as floats (`25.0`), as a model
+   * document writes its definition. The definition's text is written once and put in both places:
+   * it is most of the document of a large system.
+   */
   override documentJson(): string {
     const doc = this.document()
-    const definition = typedSystemDefinition(doc.attr.definition!.value as SystemDefinition)
-    doc.attr.definition = { value: definition }
-    doc.attr.definition_snapshot = { value: definition }
+    const definition = doc.attr.definition!.value as SystemDefinition
+    doc.attr.definition = { value: DEFINITION_SLOT }
+    doc.attr.definition_snapshot = { value: DEFINITION_SLOT }
+    const parts = JSON.stringify(doc).split(DEFINITION_SLOT_JSON)
+    const text = typedJson(typedSystemDefinition(definition))
+    if (parts.length === 3) return parts.join(text)
+    // Not expected: the document's other strings are the server's own (state, version).
+    const typed = typedSystemDefinition(definition)
+    doc.attr.definition = { value: typed }
+    doc.attr.definition_snapshot = { value: typed }
     return typedJson(doc)
   }
 
@@ -312,6 +324,10 @@ export class System extends Component {
     await this.instances.clear()
   }
 }
+
+/** Where the root document's definition text goes (random per process, so no value looks like it). */
+const DEFINITION_SLOT = `~definition~${randomBytes(9).toString('base64url')}~`
+const DEFINITION_SLOT_JSON = JSON.stringify(DEFINITION_SLOT)
 
 /** Problems with their place in the file first: `12:5 models.m.attributes.t: ...`. */
 function withPositions(details: ErrorDetail[]): ErrorDetail[] {
