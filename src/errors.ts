@@ -141,9 +141,33 @@ export class WorkerTimeoutError extends MimicError {
 /** Summarises a list of problems as "<subject>: N errors: first; second; ...". */
 export function summarize(subject: string, details: ErrorDetail[]): string {
   const n = details.length
+  return `${subject}: ${n} error${n === 1 ? '' : 's'}: ${listProblems(details, (text) => text)}`
+}
+
+/**
+ * The message of a definition that failed validation, the first problem first on one line:
+ * "<subject> schema validation failed: <path>: <message>", then the others and how many there
+ * are. Clients that show only the first line of a fault (or only its start) still show what is
+ * wrong and where.
+ *
+ * @example
+ * validationFailure("Model 'x'", [{ path: 'attributes.y', message: 'expected a number' }])
+ * // "Model 'x' schema validation failed: attributes.y: expected a number"
+ */
+export function validationFailure(subject: string, details: ErrorDetail[]): string {
+  const n = details.length
+  return `${subject} schema validation failed: ${listProblems(details, oneLine)}${n > 1 ? ` (${n} errors)` : ''}`
+}
+
+/** "path: message; path: message; ..." for the first five problems. */
+function listProblems(details: ErrorDetail[], write: (text: string) => string): string {
   const shown = details
     .slice(0, 5)
-    .map((d) => (d.path ? `${d.path}: ${d.message}` : d.message))
+    .map((d) => write(d.path ? `${d.path}: ${d.message}` : d.message))
     .join('; ')
-  return `${subject}: ${n} error${n === 1 ? '' : 's'}: ${shown}${n > 5 ? '; ...' : ''}`
+  return `${shown}${details.length > 5 ? '; ...' : ''}`
+}
+
+function oneLine(text: string): string {
+  return text.includes('\n') ? text.replace(/\s*\n\s*/g, ' ') : text
 }

@@ -91,6 +91,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     python: pythonAccess,
     protocols,
     snapshots,
+    systemFile: config.system,
     stepBatch: config.stepBatch,
   }
   const system = new System(services)

@@ -150,7 +150,11 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
       paths.some((p: string) => p.startsWith('communication[0].modbus_slave.mapping.t')),
       JSON.stringify(paths),
     )
-    assert.match(res.body.error.message, /Model 'pt100': \d+ errors/)
+    // The first line names the model and its first problem; the count of the others follows.
+    const [firstDetail] = res.body.error.details
+    assert.ok(res.body.error.message.startsWith(`Model 'pt100' schema validation failed: ${firstDetail.path}: ${firstDetail.message}`), res.body.error.message)
+    assert.match(res.body.error.message, /\((\d+) errors\)/)
+    assert.equal(res.body.error.message.includes('\n'), false)
     assert.deepEqual(await structure(), before)
   })
 

@@ -13,12 +13,16 @@ method, attribute assignment sets a property, item assignment creates children::
     inst = sim["instances"]["s1"]                # no request yet
     inst["polling"].disable(); inst.prepare(); inst.run()
     inst["attributes"]["temperature"].internal_value = 50.0
+    inst["attributes"]["temperature"].value      # the internal value, under its other name
     inst.calibrate(offset=0.5)                   # POST .../method/calibrate {"kwargs": {"offset": 0.5}}
+    sim.definition                               # the whole structure as a system definition
+    sim.reload()                                 # read the server's --system file again
     snap = sim["snapshots"].save(label="x")
     sim["snapshots"].load(id=snap["id"])
     inst["logs"].tail(limit=20, level="warn", since="5m")   # the instance's recent log records
     for entry in mimic.follow(sim["logs"], level="warn"): ...  # new records as they come
     list(sim["instances"].keys()); del sim["instances"]["s1"]
+    del inst["attributes"]["extra"]              # an attribute the instance gained by a write
 
 Every failure raises :class:`MimicApiError` (``.status``, ``.fault``, ``.correlation_id``); a
 server that cannot be reached or does not answer within the timeout raises its subclass
@@ -421,6 +425,18 @@ class Client(Node):
     def health(self) -> Dict[str, Any]:
         """``GET /health`` (needs no product key)."""
         return self._transport.request("GET", "/health", auth=False)
+
+    def reload(self) -> Dict[str, Any]:
+        """Reads the server's ``--system`` file again and replaces the whole structure with it,
+        as a snapshot load does: ``{"file", "loaded", "models", "instances", "connections"}``.
+        An invalid file raises (422, the system stays as it was); a server started without
+        ``--system`` answers 409.
+
+        Example::
+
+            sim.reload()["instances"]   # 2
+        """
+        return self.call("reload")
 
     def close(self) -> None:
         """Closes the connection (the next call opens a new one)."""

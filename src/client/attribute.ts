@@ -9,6 +9,7 @@ import type { JsonValue } from './types.js'
  * const temperature = sim.instances.at('s1').attributes.at<number>('temperature')
  * await temperature.setInternalValue(50)
  * await temperature.internalValue() // 50
+ * await temperature.value() // 50: `value` is the internal value
  */
 export class AttributeHandle<T extends JsonValue = JsonValue> extends MimicNode {
   /** Reads the internal value. */
@@ -19,6 +20,16 @@ export class AttributeHandle<T extends JsonValue = JsonValue> extends MimicNode 
   /** Writes the internal value (creates the attribute when the instance has none of this name). */
   async setInternalValue(value: T): Promise<T> {
     return await this.set<T>('internal_value', value)
+  }
+
+  /** Reads `value`: the internal value, under the name clients of the reference product use. */
+  async value(): Promise<T> {
+    return await this.read<T>('value')
+  }
+
+  /** Writes `value`, which is writing the internal value (checked against the attribute's type alike). */
+  async setValue(value: T): Promise<T> {
+    return await this.set<T>('value', value)
   }
 
   /** Reads the external value. */
@@ -33,7 +44,8 @@ export class AttributeHandle<T extends JsonValue = JsonValue> extends MimicNode 
 }
 
 /**
- * The `attributes` node of an instance.
+ * The `attributes` node of an instance. `at(name).delete()` removes an attribute the instance
+ * gained by a write; one its model declares cannot be removed from an instance (409).
  *
  * @example
  * const attributes = sim.instances.at('s1').attributes

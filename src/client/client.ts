@@ -6,7 +6,7 @@ import { MimicNode, type CallOptions } from './node.js'
 import { PollingHandle } from './polling.js'
 import { SnapshotsHandle } from './snapshots.js'
 import { Transport } from './transport.js'
-import type { HealthInfo, JsonValue, MimicState, NodeDocument } from './types.js'
+import type { HealthInfo, JsonValue, MimicState, NodeDocument, ReloadResult, SystemDefinition } from './types.js'
 
 /**
  * Options of {@link connect}.
@@ -96,6 +96,23 @@ export class MimicClient {
   /** The system state. */
   async state(): Promise<MimicState> {
     return await this.#root.read<MimicState>('state')
+  }
+
+  /**
+   * The whole current structure as a system definition (`GET /api/v3/system/definition`): what a
+   * snapshot holds, loadable as it is (`--system`, or PUT back on the root).
+   */
+  async definition(): Promise<SystemDefinition> {
+    return (await this.#root.read('definition')) as unknown as SystemDefinition
+  }
+
+  /**
+   * Reads the server's `--system` file again and replaces the whole structure with it, as a
+   * snapshot load does (every instance starts fresh). An invalid file rejects with a 422 and
+   * leaves the system as it was; a server started without `--system` answers 409.
+   */
+  async reload(): Promise<ReloadResult> {
+    return await this.call<ReloadResult>('reload')
   }
 
   /** Calls a method of the system root. */

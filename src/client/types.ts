@@ -155,6 +155,44 @@ export interface ConnectionDefinition {
 }
 
 /**
+ * An instance as a system definition lists it: the model's name, or the model with the
+ * instance's parameters and attribute start values.
+ *
+ * @example
+ * const entry: InstanceDefinition = { type: 'pt100', init_parameters: { temperature: 30.0 } }
+ */
+export type InstanceDefinition = string | { type: string; parameters?: JsonObject; init_parameters?: JsonObject }
+
+/**
+ * A whole system: what `sim.definition()` resolves to, what a snapshot holds and what a
+ * `--system` file holds (it loads as it is).
+ *
+ * @example
+ * const { models, instances, connections }: SystemDefinition = await sim.definition()
+ */
+export interface SystemDefinition {
+  models: Record<string, ModelDefinition>
+  /** A list of single-entry maps `{<instance>: <entry>}`, in creation order. */
+  instances: Array<Record<string, InstanceDefinition>>
+  connections: Record<string, ConnectionDefinition & { enabled?: boolean }>
+}
+
+/**
+ * What `sim.reload()` resolves to: the `--system` file read again and the counts of the
+ * structure now active.
+ *
+ * @example
+ * const { file, instances }: ReloadResult = await sim.reload()
+ */
+export interface ReloadResult {
+  file: string
+  loaded: boolean
+  models: number
+  instances: number
+  connections: number
+}
+
+/**
  * Options of `snapshots.save()`: nothing (in memory, plus a file in durable mode), a `path`, or a
  * `directory` with a `name`; `label` and `notes` are stored with the snapshot.
  *

@@ -92,13 +92,23 @@ export function looksLikeModel(data: unknown): boolean {
  * const { kind, details } = await loadDefinitionFile('examples/pt100/system.yaml')
  */
 export async function loadDefinitionFile(file: string, check?: ModelCheck): Promise<LoadedDefinition> {
-  let text: string
+  const read = await readDefinitionText(file)
+  if (read.problem) return { kind: 'system', data: undefined, details: [read.problem] }
+  return checkDefinitionText(read.text, check)
+}
+
+/**
+ * The text of a definition file, or why it cannot be read.
+ *
+ * @example
+ * const { text, problem } = await readDefinitionText('system.yaml')
+ */
+export async function readDefinitionText(file: string): Promise<{ text: string; problem?: undefined } | { text?: undefined; problem: ErrorDetail }> {
   try {
-    text = await readFile(file, 'utf8')
+    return { text: await readFile(file, 'utf8') }
   } catch (err) {
-    return { kind: 'system', data: undefined, details: [{ path: '', message: `cannot read ${file}: ${(err as Error).message}` }] }
+    return { problem: { path: '', message: `cannot read ${file}: ${(err as Error).message}` } }
   }
-  return checkDefinitionText(text, check)
 }
 
 /** Validates definition text as a system (or a single model when it looks like one). */

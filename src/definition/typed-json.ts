@@ -159,24 +159,92 @@ function write(key: string, value: unknown, indent: string, gap: string, stack: 
 /**
  * A model definition (as written by the user) ready for `typedJson`: the default of each
  * attribute whose type is `float` — declared, or inferred from the default as the model's
- * attributes are — is marked, so `temperature: 25.0` reads back `25.0`. Everything else is the
- * definition itself (shared, not copied).
+ * attributes are — is marked, so `temperature: 25.0` reads back `25.0`, and so is the default of
+ * each `float` meta parameter. Everything else is the definition itself (shared, not copied).
  *
  * @example
  * typedJson(typedModelDefinition({ attributes: { t: 25, n: { default: 3, type: 'int' } } }))
  * // '{"attributes":{"t":25.0,"n":{"default":3,"type":"int"}}}'
  */
 export function typedModelDefinition(definition: unknown): unknown {
-  if (!isRecord(definition) || !isRecord(definition.attributes)) return definition
-  const attributes = Object.entries(definition.attributes).map(([name, value]): [string, unknown] => {
-    if (!isAttributeSpec(value)) return [name, typed(value, inferType(value))]
-    const type = (value.type as AttributeType | undefined) ?? inferType(value.default)
-    return [name, { ...value, default: typed(value.default, type) }]
-  })
-  // Object.fromEntries and spreading define properties: a key named __proto__ stays a key.
-  return { ...definition, attributes: Object.fromEntries(attributes) }
+  if (!isRecord(definition)) return definition
+  const { attributes, meta_parameters: parameters } = definition
+  if (!isRecord(attributes) && !isRecord(parameters)) return definition
+  // Spreading and Object.fromEntries define properties: a key named __proto__ stays a key.
+  const out: Record<string, unknown> = { ...definition }
+  if (isRecord(attributes)) {
+    const typedAttributes = Object.entries(attributes).map(([name, value]): [string, unknown] => {
+      if (!isAttributeSpec(value)) return [name, typed(value, inferType(value))]
+      return [name, { ...value, default: typed(value.default, attributeType(value)) }]
+    })
+    out.attributes = Object.fromEntries(typedAttributes)
+  }
+  if (isRecord(parameters)) {
+    const typedParameters = Object.entries(parameters).map(([name, spec]): [string, unknown] =>
+      isRecord(spec) && spec.type === 'float' && Object.hasOwn(spec, 'default') ? [name, { ...spec, default: typed(spec.default, 'float') }] : [name, spec],
+    )
+    out.meta_parameters = Object.fromEntries(typedParameters)
+  }
+  return out
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/**
+ * A system definition (models, instances, connections, as `System.structure()` gives it) ready
+ * for `typedJson`: each model as `typedModelDefinition` marks it, and the numbers an instance
+ * gives by type — an `init_parameters` start value of a `float` attribute, a `parameters` value
+ * of a `float` meta parameter — marked too, so `25.0` reads back `25.0` when the definition is
+ * loaded again. Shared, not copied.
+ *
+ * @example
+ * typedJson(typedSystemDefinition({ models: { m: { attributes: { t: 1 } } }, instances: [{ a: { type: 'm', init_parameters: { t: 2 } } }], connections: {} }))
+ * // '{"models":{"m":{"attributes":{"t":1.0}}},"instances":[{"a":{"type":"m","init_parameters":{"t":2.0}}}],"connections":{}}'
+ */
+export function typedSystemDefinition(definition: {
+  models: Record<string, unknown>
+  instances: Array<Record<string, unknown>>
+  connections: unknown
+}): unknown {
+  const models = Object.fromEntries(Object.entries(definition.models).map(([name, model]) => [name, typedModelDefinition(model)]))
+  const instances = definition.instances.map((entry) =>
+    Object.fromEntries(
+      Object.entries(entry).map(([name, given]): [string, unknown] => {
+        if (!isRecord(given) || typeof given.type !== 'string') return [name, given]
+        const model = definition.models[given.type]
+        const out: Record<string, unknown> = { ...given }
+        if (isRecord(given.init_parameters)) out.init_parameters = typedValues(given.init_parameters, attributeTypes(model))
+        if (isRecord(given.parameters)) out.parameters = typedValues(given.parameters, parameterTypes(model))
+        return [name, out]
+      }),
+    ),
+  )
+  return { ...definition, models, instances }
+}
+
+function typedValues(values: Record<string, unknown>, types: Map<string, AttributeType>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(values).map(([name, value]) => [name, typed(value, types.get(name) ?? 'any')]))
+}
+
+/** The type of each attribute of a model definition as written: declared, or inferred from the default. */
+function attributeTypes(model: unknown): Map<string, AttributeType> {
+  const types = new Map<string, AttributeType>()
+  if (!isRecord(model) || !isRecord(model.attributes)) return types
+  for (const [name, value] of Object.entries(model.attributes)) types.set(name, attributeType(value))
+  return types
+}
+
+/** The type of one attribute as written (`25.0`, or `{default: 25, type: int}`): declared, or inferred from the default. */
+function attributeType(value: unknown): AttributeType {
+  return isAttributeSpec(value) ? ((value.type as AttributeType | undefined) ?? inferType(value.default)) : inferType(value)
+}
+
+/** The declared type of each meta parameter of a model definition. */
+function parameterTypes(model: unknown): Map<string, AttributeType> {
+  const types = new Map<string, AttributeType>()
+  if (!isRecord(model) || !isRecord(model.meta_parameters)) return types
+  for (const [name, spec] of Object.entries(model.meta_parameters)) if (isRecord(spec) && spec.type === 'float') types.set(name, 'float')
+  return types
 }

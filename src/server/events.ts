@@ -126,7 +126,8 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
     // Object identities catch replacements under the same name (a snapshot load, a model PUT).
     const parts: string[] = []
     for (const m of system.models.all()) parts.push(`m${m.name}#${idOf(m)}`)
-    for (const i of system.instances.all()) parts.push(`i${i.name}#${idOf(i)}:${i.attributes.children().length}`)
+    // The attributes' revision counts additions and removals: one deleted and another added is a change too.
+    for (const i of system.instances.all()) parts.push(`i${i.name}#${idOf(i)}:${i.attributes.revision}`)
     for (const c of system.connections.all()) parts.push(`c${c.name}#${idOf(c)}`)
     return parts.join('|')
   }

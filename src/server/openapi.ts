@@ -50,6 +50,27 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
           additionalProperties: true,
         },
         Value: { type: 'object', required: ['value'], properties: { value: {} } },
+        SystemDefinition: {
+          type: 'object',
+          description: 'A whole system: what a snapshot holds and a --system file holds; loads as it is',
+          required: ['models', 'instances', 'connections'],
+          properties: {
+            models: { type: 'object', additionalProperties: { $ref: '#/components/schemas/ModelDefinition' } },
+            instances: {
+              type: 'array',
+              description: 'Single-entry maps {"<instance>": "<model>"} or {"<instance>": {"type", "parameters", "init_parameters"}}',
+              items: { type: 'object', minProperties: 1, maxProperties: 1 },
+            },
+            connections: {
+              type: 'object',
+              additionalProperties: {
+                type: 'object',
+                required: ['from', 'to'],
+                properties: { from: { type: 'string' }, to: { type: 'string' }, enabled: { type: 'boolean' } },
+              },
+            },
+          },
+        },
         CallBody: { type: 'object', properties: { kwargs: { type: 'object' }, args: { type: 'array' } } },
         CallResult: { type: 'object', required: ['result'], properties: { result: {} } },
         Deleted: { type: 'object', properties: { detail: { type: 'string' }, destroyed: { type: 'boolean' }, removed_from_parent: { type: 'boolean' } } },
@@ -86,10 +107,43 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
       '/api/v3/system': {
         get: { summary: 'The system root document', security: [{ productKey: [] }], responses: { 200: json('NodeDocument', 'Node document'), ...faults } },
       },
+      '/api/v3/system/definition': {
+        get: {
+          summary:
+            'The whole current structure as a system definition (read-only root property `definition`, also `definition_snapshot` and `/attr/definition`): models as given, instances with their parameters, connections; loadable as it is',
+          security: [{ productKey: [] }],
+          responses: {
+            200: {
+              description: '{"value": SystemDefinition}',
+              content: {
+                'application/json': {
+                  schema: { type: 'object', required: ['value'], properties: { value: { $ref: '#/components/schemas/SystemDefinition' } } },
+                },
+              },
+            },
+            ...faults,
+          },
+        },
+      },
+      '/api/v3/system/method/reload': {
+        post: {
+          summary:
+            'Read the --system file again and replace the whole structure with it, as a snapshot load does. 422 (every problem with path and line:column, system untouched) for a bad file; 409 when the server was started without --system',
+          security: [{ productKey: [] }],
+          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CallBody' } } } },
+          responses: {
+            200: {
+              description: '{"result": {"file", "loaded": true, "models", "instances", "connections"}}',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/CallResult' } } },
+            },
+            ...faults,
+          },
+        },
+      },
       '/api/v3/system/{path}': {
         parameters: [pathParam],
         get: {
-          summary: 'Read a component (node document) or one property ({"value": v})',
+          summary: 'Read a component (node document) or one property ({"value": v}; an attribute\'s `value` is its internal value)',
           security: [{ productKey: [] }],
           responses: { 200: json('NodeDocument', 'Node document, or {"value": v} for a property'), ...faults },
         },
@@ -110,7 +164,8 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
           responses: { 200: json('NodeDocument', 'The node document after the change'), ...faults },
         },
         delete: {
-          summary: 'Remove a component and stop everything it runs',
+          summary:
+            'Remove a component and stop everything it runs. An attribute of an instance can be removed when the instance gained it by a write (PUT); one its model declares answers 409',
           security: [{ productKey: [] }],
           responses: { 200: json('Deleted', 'Deleted'), ...faults },
         },

@@ -1,9 +1,10 @@
-import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { nameProblem } from '../definition/names.js'
 import { floatJson, valueJson } from '../definition/typed-json.js'
 import { Component, DOCUMENT_KEYS, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
+import type { System } from './system.js'
 
 /** What an attribute needs from its instance: Python writes and protocol range checks. */
 export interface AttributeOwner extends Component {
@@ -26,12 +27,17 @@ export interface AttributeBinding {
 const LONG_STRING = 4096
 
 /** The properties that hold a value of the attribute's type (written with valueJson). */
-const VALUE_PROPERTIES: ReadonlySet<string> = new Set(['internal_value', 'external_value', 'default'])
+const VALUE_PROPERTIES: ReadonlySet<string> = new Set(['internal_value', 'external_value', 'default', 'value'])
+
+/** The properties a write sets the internal value through: `value` is another name of `internal_value`. */
+const INTERNAL_NAMES: ReadonlySet<string> = new Set(['internal_value', 'value'])
 
 /**
  * One attribute of an instance. `internal_value` is the model state (a Python property when
  * bound); `external_value` is a presentation override that the next `run()` clears — reading it
- * gives the override when one is set, else the internal value.
+ * gives the override when one is set, else the internal value. `value` is the internal value
+ * under the name clients of the reference product use (read and written alike); being named like
+ * a document key, it appears in `attr` only (API.md rule 1: no top-level `value`).
  *
  * @example
  * await attr.setProperty('internal_value', 21.5)
@@ -136,12 +142,12 @@ export class Attribute extends Component {
     return typeProblem(this.valueType, value) ?? this.#owner.mappedValueProblem(this.name, value)
   }
 
-  /** Sets the model state, through the Python setter when bound. */
-  async setInternal(value: unknown): Promise<void> {
+  /** Sets the model state, through the Python setter when bound (`property`: the name it was written as, for faults). */
+  async setInternal(value: unknown, property = 'internal_value'): Promise<void> {
     const problem = this.valueProblem(value)
-    if (problem) throw this.#invalid('internal_value', problem)
+    if (problem) throw this.#invalid(property, problem)
     if (this.#binding) {
-      if (!this.#binding.writable) throw this.#invalid('internal_value', `attribute '${this.name}' is bound to a getter without a setter and is read-only`)
+      if (!this.#binding.writable) throw this.#invalid(property, `attribute '${this.name}' is bound to a getter without a setter and is read-only`)
       await this.#owner.writeBound(this.name, value)
     } else this.#store(structuredClone(value))
     const hooks = this.#owner.attributeSet?.(this.name, 'internal')
@@ -184,6 +190,7 @@ export class Attribute extends Component {
     props.default = this.#default
     props.bound = this.bound
     props.writable = this.writable
+    props.value = props.internal_value
     return props
   }
 
@@ -210,10 +217,14 @@ export class Attribute extends Component {
     // document of megabytes) is encoded once, not three times.
     let long: [string, string] | undefined
     const float = this.valueType === 'float'
+    // `value` is the internal value again: its text is written once.
+    let internal: string | undefined
     for (const key in props) {
       const value = props[key]
       let json: string | undefined
-      if (typeof value === 'number' && float && VALUE_PROPERTIES.has(key)) {
+      if (key === 'value') {
+        json = internal
+      } else if (typeof value === 'number' && float && VALUE_PROPERTIES.has(key)) {
         json = floatJson(value)
       } else if (typeof value === 'string' && value.length > LONG_STRING) {
         if (long?.[0] !== value) long = [value, JSON.stringify(value)]
@@ -221,6 +232,7 @@ export class Attribute extends Component {
       } else {
         json = JSON.stringify(value)
       }
+      if (key === 'internal_value') internal = json
       attr += `${attr ? ',' : ''}"${key}":${json === undefined ? '{}' : `{"value":${json}}`}`
       if (json !== undefined && !DOCUMENT_KEYS.has(key)) top += `,"${key}":${json}`
     }
@@ -235,7 +247,7 @@ export class Attribute extends Component {
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {
-    if (name === 'internal_value') return await this.setInternal(value)
+    if (INTERNAL_NAMES.has(name)) return await this.setInternal(value, name)
     if (name === 'external_value') return this.setExternal(value)
     await super.setProperty(name, value)
   }
@@ -254,11 +266,30 @@ export class Attributes extends KeyedContainer<Attribute> {
   readonly #owner: AttributeOwner
   /** Attributes presenting an override until the next run (most steps have none to clear). */
   readonly overridden = new Set<Attribute>()
+  /** Names the model declares: the attributes an instance cannot lose. */
+  readonly #declared: ReadonlySet<string>
+  #revision = 0
 
   constructor(owner: AttributeOwner, declarations: AttributeDeclaration[]) {
     super('attributes', owner)
     this.#owner = owner
     for (const decl of declarations) this.items.set(decl.name, new Attribute(this, owner, decl))
+    this.#declared = new Set(this.items.keys())
+  }
+
+  /** Counts additions and removals of attributes, so watchers see a changed set of the same size. */
+  get revision(): number {
+    return this.#revision
+  }
+
+  /** Whether `name` was added to this instance by a write rather than declared by its model. */
+  isInstanceLevel(name: string): boolean {
+    return this.items.has(name) && !this.#declared.has(name)
+  }
+
+  #attach(attr: Attribute): void {
+    this.items.set(attr.name, attr)
+    this.#revision++
   }
 
   /** Ends every presentation override: what a run does. */
@@ -276,7 +307,7 @@ export class Attributes extends KeyedContainer<Attribute> {
   /** `PUT .../attributes/<new>/attr/internal_value` creates the attribute on its first write. */
   override materialize(name: string): Component | undefined {
     if (nameProblem(name)) return undefined
-    return new PendingAttribute(this, this.#owner, name, (attr) => this.items.set(name, attr))
+    return new PendingAttribute(this, this.#owner, name, (attr) => this.#attach(attr))
   }
 
   override async put(body: Record<string, unknown>): Promise<void> {
@@ -293,8 +324,7 @@ export class Attributes extends KeyedContainer<Attribute> {
       const existing = this.items.get(name)
       if (existing) await existing.setInternal(value)
       else {
-        const attr = new Attribute(this, this.#owner, { name, default: value, type: inferType(value) })
-        this.items.set(name, attr)
+        this.#attach(new Attribute(this, this.#owner, { name, default: value, type: inferType(value) }))
       }
     }
   }
@@ -302,6 +332,50 @@ export class Attributes extends KeyedContainer<Attribute> {
   override async patch(): Promise<void> {
     throw new NotFoundError(`Component '${this.path}' has no properties; PUT {"<attribute>": value} to set attributes`)
   }
+
+  /**
+   * DELETE of an attribute: one the instance gained by a write (PUT) goes; one its model declares
+   * stays (409), as does one a connection uses. Runs under the structure lock, as connection
+   * changes do.
+   */
+  override async deleteChild(name: string): Promise<void> {
+    const system = systemOf(this)
+    const exclusive = system ? <T>(fn: () => Promise<T>) => system.exclusive(fn) : <T>(fn: () => Promise<T>) => fn()
+    await exclusive(async () => {
+      const attr = this.items.get(name)
+      const where = this.parent?.path ?? ''
+      if (!attr) throw new NotFoundError(`Component '${where}.attributes.${name}' not found`, [{ path: `${where}.attributes.${name}`, message: 'not found' }])
+      const instance = this.#owner.name
+      if (this.#declared.has(name)) {
+        const model = this.#owner.properties().model
+        throw new ConflictError(
+          `Attribute '${name}' of instance '${instance}' is declared by its model${typeof model === 'string' ? ` '${model}'` : ''} and cannot be removed from an instance: ` +
+            "every instance has all of its model's attributes, which the model's behaviour, Python bindings and protocol mappings rely on. " +
+            'Remove the attribute from the model definition, or delete the instance; only attributes added to an instance with PUT can be deleted.',
+          [{ path: `${where}.attributes.${name}`, message: 'declared by the model' }],
+        )
+      }
+      const users = [...(system?.connections.all() ?? [])].filter((c) =>
+        [c.fromRef, c.toRef].some((end) => end.instance === instance && end.attribute === name),
+      )
+      if (users.length) {
+        throw new ConflictError(
+          `Attribute '${name}' of instance '${instance}' is wired by connection${users.length === 1 ? '' : 's'} ${users.map((c) => c.name).join(', ')}: delete them first`,
+          users.map((c) => ({ path: `connections.${c.name}`, message: `uses ${instance}.attributes.${name}` })),
+        )
+      }
+      this.items.delete(name)
+      this.overridden.delete(attr)
+      this.#revision++
+    })
+  }
+}
+
+/** The system a component hangs in; none for a tree without a System at its root (unit tests). */
+function systemOf(component: Component): System | undefined {
+  let node = component
+  while (node.parent) node = node.parent
+  return node.type === 'System' ? (node as System) : undefined
 }
 
 /** An attribute that exists only once a write to it succeeds. */
@@ -314,7 +388,7 @@ class PendingAttribute extends Attribute {
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {
-    if (name !== 'internal_value' && name !== 'external_value') throw new NotFoundError(`Attribute '${this.path}' does not exist`)
+    if (!INTERNAL_NAMES.has(name) && name !== 'external_value') throw new NotFoundError(`Attribute '${this.path}' does not exist`)
     const problem = typeProblem('any', value)
     if (problem) throw new ValidationError(`Attribute '${this.path}': ${problem}`, [{ path: name, message: problem }])
     this.adopt(value)

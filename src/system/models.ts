@@ -1,4 +1,4 @@
-import { ConflictError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { ConflictError, ValidationError, validationFailure, type ErrorDetail } from '../errors.js'
 import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
@@ -77,54 +77,62 @@ export class Models extends KeyedContainer<Model> {
     })
   }
 
-  /** Validates model definitions against names, schemas and the connections that use them. */
+  /**
+   * Validates model definitions against names, schemas and the connections that use them. The
+   * fault's message starts with the first invalid model and its first problem
+   * (`Model 'x' schema validation failed: attributes.y: expected a number`); its details list
+   * every problem of every model.
+   */
   check(body: Record<string, unknown>): Map<string, { raw: unknown; parsed: ParsedModelDefinition }> {
     const names = Object.keys(body)
     const single = names.length === 1
-    const details: ErrorDetail[] = []
+    const problems = new Map<string, ErrorDetail[]>()
     const parsed = new Map<string, { raw: unknown; parsed: ParsedModelDefinition }>()
     if (names.length === 0) throw new ValidationError('Nothing to do: PUT {"<model>": <definition>}', [{ path: '', message: 'empty body' }])
     for (const name of names) {
-      const prefix = single ? '' : name
-      const problem = nameProblem(name)
-      if (problem) {
-        details.push({ path: prefix, message: problem })
-        continue
-      }
-      const result = validateModel(body[name], modelBehaviourProblems)
-      if (!result.ok) {
-        details.push(...result.details.map((d) => ({ ...d, path: joinPath(prefix, d.path) })))
-        continue
-      }
-      const unmappable = mappedDefaultProblems(result.model)
-      if (unmappable.length) {
-        details.push(...unmappable.map((d) => ({ ...d, path: joinPath(prefix, d.path) })))
-        continue
-      }
-      const attrs = new Set(attributeDeclarations(result.model).map((a) => a.name))
-      for (const conn of this.#system.connections.all()) {
-        for (const end of [conn.fromRef, conn.toRef]) {
-          const inst = this.#system.instances.get(end.instance)
-          if (inst?.model.name === name && !attrs.has(end.attribute)) {
-            details.push({
-              path: joinPath(prefix, `attributes.${end.attribute}`),
-              message: `removed, but connection '${conn.name}' uses ${end.instance}.attributes.${end.attribute}`,
-            })
-          }
-        }
-      }
-      for (const inst of this.#system.instancesOf(name)) {
-        const problems = checkInstance(result.model, inst.given ?? {}).problems
-        for (const p of problems) details.push({ path: joinPath(prefix, 'meta_parameters'), message: `instance '${inst.name}': ${p.path}: ${p.message}` })
-      }
-      parsed.set(name, { raw: body[name], parsed: result.model })
+      const result = this.#checkOne(name, body[name])
+      if (result.ok) parsed.set(name, { raw: body[name], parsed: result.model })
+      else problems.set(name, result.details)
     }
-    if (details.length) {
-      const err = new ValidationError(summarize(single ? `Model '${names[0]}'` : 'Models', details), details)
-      if (single) err.component = { name: names[0]!, path: `models.${names[0]}`, state: null }
+    const [first] = problems
+    if (first) {
+      const [name, own] = first
+      const others = [...problems.keys()].slice(1)
+      const also = others.length ? `; also invalid: ${others.map((m) => `'${m}'`).join(', ')}` : ''
+      const details = [...problems].flatMap(([model, list]) => list.map((d) => ({ ...d, path: joinPath(single ? '' : model, d.path) })))
+      const err = new ValidationError(`${validationFailure(`Model '${name}'`, own)}${also}`, details)
+      if (single) err.component = { name, path: `models.${name}`, state: null }
       throw err
     }
     return parsed
+  }
+
+  /** The problems of one model definition, with paths inside the definition. */
+  #checkOne(name: string, definition: unknown): { ok: true; model: ParsedModelDefinition } | { ok: false; details: ErrorDetail[] } {
+    const problem = nameProblem(name)
+    if (problem) return { ok: false, details: [{ path: '', message: problem }] }
+    const result = validateModel(definition, modelBehaviourProblems)
+    if (!result.ok) return { ok: false, details: result.details }
+    const unmappable = mappedDefaultProblems(result.model)
+    if (unmappable.length) return { ok: false, details: unmappable }
+    const details: ErrorDetail[] = []
+    const attrs = new Set(attributeDeclarations(result.model).map((a) => a.name))
+    for (const conn of this.#system.connections.all()) {
+      for (const end of [conn.fromRef, conn.toRef]) {
+        const inst = this.#system.instances.get(end.instance)
+        if (inst?.model.name === name && !attrs.has(end.attribute)) {
+          details.push({
+            path: `attributes.${end.attribute}`,
+            message: `removed, but connection '${conn.name}' uses ${end.instance}.attributes.${end.attribute}`,
+          })
+        }
+      }
+    }
+    for (const inst of this.#system.instancesOf(name)) {
+      const problems = checkInstance(result.model, inst.given ?? {}).problems
+      for (const p of problems) details.push({ path: 'meta_parameters', message: `instance '${inst.name}': ${p.path}: ${p.message}` })
+    }
+    return details.length ? { ok: false, details } : { ok: true, model: result.model }
   }
 
   /** Installs checked models; instances of a replaced model are rebuilt. */

@@ -17,6 +17,8 @@ export interface SystemServices {
   /** The shared context of each protocol kind (e.g. listeners several adapters share). */
   protocols: ProtocolContexts
   snapshots: SnapshotStore
+  /** The `--system` file the server started from, which `reload()` reads again. */
+  systemFile?: string | undefined
   /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
   stepBatch?: number
 }

@@ -1,9 +1,13 @@
+import { randomBytes } from 'node:crypto'
+import { resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
-import { NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { asSystemDefinition, checkDefinitionText, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
+import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
 import { validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
 import { combinedFault, Engine } from '../engine/index.js'
-import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
+import { Component, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { Connections } from './connections.js'
 import type { Instance } from './instance.js'
 import { Instances } from './instances.js'
@@ -85,8 +89,57 @@ export class System extends Component {
     return [this.models, this.instances, this.connections, this.timer, this.polling, this.snapshots, this.logs]
   }
 
+  /**
+   * `definition` (and its other name `definition_snapshot`) is the whole current structure as a
+   * system definition, what a snapshot holds: read-only, built only when read.
+   */
   override properties(): Record<string, unknown> {
-    return { state: this.#state, steps: this.#engine.steps, server_version: this.services.serverVersion }
+    let structure: SystemDefinition | undefined
+    const definition = (): SystemDefinition => (structure ??= this.structure())
+    return {
+      state: this.#state,
+      steps: this.#engine.steps,
+      server_version: this.services.serverVersion,
+      get definition() {
+        return definition()
+      },
+      get definition_snapshot() {
+        return definition()
+      },
+    }
+  }
+
+  /** The definition is in `attr` only: repeated at top level the structure would be in the document four times. */
+  override document(): NodeDocument {
+    const doc = super.document()
+    delete doc.definition
+    delete doc.definition_snapshot
+    return doc
+  }
+
+  /**
+   * The document with the definition's float values written as floats (`25.0`), as a model
+   * document writes its definition. The definition's text is written once and put in both places:
+   * it is most of the document of a large system.
+   */
+  override documentJson(): string {
+    const doc = this.document()
+    const definition = doc.attr.definition!.value as SystemDefinition
+    doc.attr.definition = { value: DEFINITION_SLOT }
+    doc.attr.definition_snapshot = { value: DEFINITION_SLOT }
+    const parts = JSON.stringify(doc).split(DEFINITION_SLOT_JSON)
+    const text = typedJson(typedSystemDefinition(definition))
+    if (parts.length === 3) return parts.join(text)
+    // Not expected: the document's other strings are the server's own (state, version).
+    const typed = typedSystemDefinition(definition)
+    doc.attr.definition = { value: typed }
+    doc.attr.definition_snapshot = { value: typed }
+    return typedJson(doc)
+  }
+
+  override propertyJson(name: string): string | undefined {
+    if (name === 'definition' || name === 'definition_snapshot') return typedJson(typedSystemDefinition(this.structure()))
+    return super.propertyJson(name)
   }
 
   override async put(body: Record<string, unknown>): Promise<void> {
@@ -94,7 +147,7 @@ export class System extends Component {
     if (unknown.length)
       throw new NotFoundError(`The system root has no children ${unknown.map((k) => `'${k}'`).join(', ')} to write (models, instances, connections)`)
     if (body.models) await this.models.put(asRecord(body.models, 'models'))
-    if (body.instances) await this.instances.put(asRecord(body.instances, 'instances'))
+    if (body.instances) await this.instances.put(instanceRecord(body.instances))
     if (body.connections) await this.connections.put(asRecord(body.connections, 'connections'))
   }
 
@@ -105,6 +158,7 @@ export class System extends Component {
       start: () => this.exclusive(async () => (await this.start(), true)),
       stop: () => this.exclusive(async () => (await this.stop(), true)),
       reset: () => this.exclusive(async () => (await this.reset(), true)),
+      reload: (call) => this.reload(call),
     }
   }
 
@@ -226,11 +280,76 @@ export class System extends Component {
     return { models: result.system.models.size, instances: result.system.instances.length, connections: result.system.connections.length }
   }
 
+  /**
+   * `reload()`: reads the `--system` file again and replaces the whole structure with it, as a
+   * snapshot load does. A file that cannot be read or is invalid is a 422 listing every problem
+   * with its path and line:column, and the system stays as it was; a server started without
+   * `--system` has no file to read (409).
+   */
+  async reload(call: CallArgs): Promise<{ file: string; loaded: true; models: number; instances: number; connections: number }> {
+    const details: ErrorDetail[] = Object.keys(call.kwargs).map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument (reload takes none)' }))
+    if (call.args.length) details.push({ path: 'args', message: 'reload takes no arguments' })
+    if (details.length) throw new ValidationError(summarize('reload', details), details)
+    const given = this.services.systemFile
+    if (!given)
+      throw new ConflictError(
+        'Nothing to reload: the server was started without --system (MIMIC_SYSTEM), so there is no system file to read again. Load a snapshot, or PUT models, instances and connections, instead.',
+      )
+    const file = resolve(given)
+    return await this.exclusive(async () => {
+      const subject = `System file ${file}`
+      const text = await readDefinitionText(file)
+      if (text.problem) throw new ValidationError(`${subject} cannot be read: ${text.problem.message}`, [text.problem])
+      const loaded = checkDefinitionText(text.text, modelBehaviourProblems)
+      if (loaded.details.length) throw new ValidationError(summarize(`${subject} is invalid`, withPositions(loaded.details)), loaded.details)
+      if (loaded.kind === 'model')
+        throw new ValidationError(`${subject} holds a single model, not a system (models, instances, connections)`, [
+          { path: '', message: 'expected a system definition with models, instances, connections' },
+        ])
+      const counts = await this.replaceStructure(asSystemDefinition(loaded.data), subject).catch((err: unknown) => {
+        // Problems found past the schema (a default a register cannot carry) are located in the file too.
+        if (!(err instanceof ValidationError)) throw err
+        const parsed = parseDefinitionText(text.text)
+        const located = parsed.doc ? err.details.map((d) => ({ ...d, ...locate(parsed.doc!, parsed.lines, d.path) })) : err.details
+        throw new ValidationError(summarize(`${subject} is invalid`, withPositions(located)), located)
+      })
+      this.services.logger.info({ file, ...counts }, 'system file reloaded')
+      return { file, loaded: true as const, ...counts }
+    })
+  }
+
   /** Stops everything and releases every instance (server shutdown). */
   override async destroy(): Promise<void> {
     await this.#halt()
     await this.instances.clear()
   }
+}
+
+/** Where the root document's definition text goes (random per process, so no value looks like it). */
+const DEFINITION_SLOT = `~definition~${randomBytes(9).toString('base64url')}~`
+const DEFINITION_SLOT_JSON = JSON.stringify(DEFINITION_SLOT)
+
+/** Problems with their place in the file first: `12:5 models.m.attributes.t: ...`. */
+function withPositions(details: ErrorDetail[]): ErrorDetail[] {
+  return details.map((d) => (d.line ? { ...d, path: `${d.line}:${d.column} ${d.path || '(root)'}` } : d))
+}
+
+/**
+ * The instances of a root PUT: a map `{"<instance>": entry}`, or the list of single-entry maps a
+ * system definition (and `GET definition`) writes, so a definition read back can be PUT as it is.
+ */
+function instanceRecord(value: unknown): Record<string, unknown> {
+  if (!Array.isArray(value)) return asRecord(value, 'instances')
+  const out: Record<string, unknown> = {}
+  const details: ErrorDetail[] = []
+  value.forEach((entry: unknown, index) => {
+    const keys = entry !== null && typeof entry === 'object' && !Array.isArray(entry) ? Object.keys(entry) : []
+    if (keys.length !== 1) details.push({ path: `instances[${index}]`, message: 'expected a single-entry map: {"<instance>": "<model>"}' })
+    else if (Object.hasOwn(out, keys[0]!)) details.push({ path: `instances[${index}]`, message: `instance '${keys[0]}' is listed twice` })
+    else Object.defineProperty(out, keys[0]!, { value: (entry as Record<string, unknown>)[keys[0]!], enumerable: true, writable: true, configurable: true })
+  })
+  if (details.length) throw new ValidationError(summarize('instances', details), details)
+  return out
 }
 
 function asRecord(value: unknown, path: string): Record<string, unknown> {

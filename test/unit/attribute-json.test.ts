@@ -40,7 +40,7 @@ const DECLARATIONS: AttributeDeclaration[] = [
  */
 function reference(attr: Attribute): string {
   const doc = attr.document()
-  for (const key of ['internal_value', 'external_value', 'default']) {
+  for (const key of ['internal_value', 'external_value', 'default', 'value']) {
     if (!Object.hasOwn(doc.attr, key)) continue
     const value = typed(doc.attr[key]!.value, attr.valueType)
     doc.attr[key] = { value }
@@ -71,8 +71,28 @@ describe('Attribute.documentJson', () => {
     assert.match(attributes.child('items')!.documentJson(), /,"internal_value":\[1,"two",\{"three":\[3\]\},null\],/)
   })
 
+  it('carries `value`, the internal value, in attr only: a document has no top-level value (API.md rule 1)', async () => {
+    const setpoint = attributes.child('setpoint') as Attribute
+    const doc = JSON.parse(setpoint.documentJson())
+    assert.equal('value' in doc, false)
+    assert.deepEqual(doc.attr.value, { value: 30 })
+    assert.match(setpoint.documentJson(), /"value":\{"value":30\.0\}/)
+    await setpoint.setProperty('external_value', 12.5)
+    assert.deepEqual(JSON.parse(setpoint.documentJson()).attr.value, { value: 30 }, 'value is the internal value, not the presented one')
+    await setpoint.setProperty('value', 31.5)
+    assert.equal(setpoint.internalValue, 31.5)
+    await assert.rejects(setpoint.setProperty('value', 'warm'), (err: Error & { details?: unknown }) => {
+      assert.match(err.message, /expected a finite number/)
+      assert.deepEqual(err.details, [{ path: 'value', message: 'expected a finite number (float), got string' }])
+      return true
+    })
+    await setpoint.setProperty('value', 30)
+    setpoint.clearOverride()
+  })
+
   it('writes one value property the same way (GET .../attr/<name>)', async () => {
     const setpoint = attributes.child('setpoint') as Attribute
+    assert.equal(setpoint.propertyJson('value'), '30.0')
     assert.equal(setpoint.propertyJson('internal_value'), '30.0')
     assert.equal(setpoint.propertyJson('default'), '30.0')
     assert.equal(setpoint.propertyJson('type'), '"float"')

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { describe, it } from 'node:test'
-import { floatJson, typed, typedJson, typedModelDefinition, valueJson, walkTypedJson } from '../../src/definition/typed-json.js'
+import { floatJson, typed, typedJson, typedModelDefinition, typedSystemDefinition, valueJson, walkTypedJson } from '../../src/definition/typed-json.js'
 import { generator, type Random } from '../helpers/seeded-random.js'
 
 const FLOATS = [30, -2, 0, -0, 0.1, -1.5, 1e21, -1e21, 1e20, 2 ** 53 + 2, 2 ** 60, 1e-7, 5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 123456789.125]
@@ -124,6 +124,42 @@ describe('typedModelDefinition', () => {
 
   it('takes what is not a definition with attributes as it is', () => {
     for (const odd of [null, 5, 'x', [], {}, { attributes: 5 }]) assert.equal(typedModelDefinition(odd), odd)
+  })
+
+  it('marks the defaults of float meta parameters', () => {
+    const definition = { meta_parameters: { gain: { type: 'float', default: 2 }, n: { type: 'int', default: 2 }, req: { type: 'float', required: true } } }
+    assert.equal(
+      typedJson(typedModelDefinition(definition)),
+      '{"meta_parameters":{"gain":{"type":"float","default":2.0},"n":{"type":"int","default":2},"req":{"type":"float","required":true}}}',
+    )
+  })
+})
+
+describe('typedSystemDefinition', () => {
+  it("marks the models, and the instances' float start values and float parameters by their model's types", () => {
+    const models = {
+      m: {
+        meta_parameters: { gain: { type: 'float', default: 1 }, k: { type: 'int' } },
+        attributes: { t: 25, n: { default: 3, type: 'int' }, x: { default: 1, type: 'any' } },
+      },
+    }
+    const definition = {
+      models,
+      instances: [
+        { a: 'm' },
+        { b: { type: 'm', parameters: { gain: 2, k: 3 }, init_parameters: { t: 30, n: 4, x: 5 } } },
+        { c: { type: 'gone', init_parameters: { t: 1 } } },
+      ],
+      connections: { c1: { from: 'a.attributes.t', to: 'b.attributes.t' } },
+    }
+    const before = structuredClone(definition)
+    assert.equal(
+      typedJson(typedSystemDefinition(definition)),
+      '{"models":{"m":{"meta_parameters":{"gain":{"type":"float","default":1.0},"k":{"type":"int"}},"attributes":{"t":25.0,"n":{"default":3,"type":"int"},"x":{"default":1,"type":"any"}}}},' +
+        '"instances":[{"a":"m"},{"b":{"type":"m","parameters":{"gain":2.0,"k":3},"init_parameters":{"t":30.0,"n":4,"x":5}}},{"c":{"type":"gone","init_parameters":{"t":1}}}],' +
+        '"connections":{"c1":{"from":"a.attributes.t","to":"b.attributes.t"}}}',
+    )
+    assert.deepEqual(definition, before)
   })
 })
 
