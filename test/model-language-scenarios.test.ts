@@ -41,7 +41,7 @@ describe('scenarios and hooks on a running server', () => {
             sag: {
               display_name: 'Voltage sag',
               duration: 3,
-              overrides: { '$out(v)': 180, 'communication.modbus_slave.response_delay': 0.5 },
+              overrides: { '$out(v)': 180, 'communication.modbus_slave.response_delay': 0.5, 'communication.modbus_slave.faults': { exception: { code: 6 } } },
               actions: [{ function: '$out(since)', call: '$attr(timer.time)' }],
               conditions: [{ if: '$attr(timer.time) == 0', actions: [{ function: '$out(trips)', call: '$in(trips) + 1' }] }],
             },
@@ -60,6 +60,8 @@ describe('scenarios and hooks on a running server', () => {
     await ok(t.call(`${SYS}/instances/s1/scenarios/sag`, 'start'))
     assert.equal(await value('s1', 'v'), 180, 'the override applies at once, converted to a float')
     assert.equal((await ok(t.api('GET', delay))).value, 0.5)
+    const faults = `${SYS}/instances/s1/communication/modbus_slave/attr/faults`
+    assert.deepEqual((await ok(t.api('GET', faults))).value.exception?.code, 6, 'Modbus faults set through a scenario override')
     const seen: Array<[unknown, unknown]> = []
     for (let i = 0; i < 3; i++) {
       await step('s1')
@@ -77,6 +79,7 @@ describe('scenarios and hooks on a running server', () => {
     assert.equal(await value('s1', 'since'), 2, 'what its actions wrote stays')
     assert.equal(await value('s1', 'trips'), 1)
     assert.equal((await ok(t.api('GET', delay))).value, 0, 'the adapter setting is restored')
+    assert.deepEqual((await ok(t.api('GET', faults))).value, {}, 'and the faults cleared')
 
     // Stopping the instance mid-scenario restores too.
     await ok(t.call(`${SYS}/instances/s1/scenarios/sag`, 'start'))
