@@ -295,9 +295,10 @@ export const modelDefinitionSchema = z
           })
         }
       }
-      // Kinds that bind by reference list them as `bindings: [{attribute: '#attr(x)'}, ...]`.
+      // Kinds that bind by reference list them as `bindings: [{attribute: '#attr(x)'}, ...]`
+      // (unless the kind lists its references itself, above).
       const bindings = (entry[kind] as { bindings?: unknown } | undefined)?.bindings
-      if (Array.isArray(bindings)) {
+      if (Array.isArray(bindings) && ADAPTER_REFERENCES[kind] === undefined) {
         bindings.forEach((binding: { attribute?: unknown } | null, at) => {
           const attr = typeof binding?.attribute === 'string' ? referencedAttribute(binding.attribute) : null
           if (attr !== null && !declared.has(attr)) {
