@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BadRequestError, ConflictError } from '../errors.js'
 import type { System } from '../system/system.js'
@@ -36,7 +37,11 @@ export function registerTreeRoutes(app: FastifyInstance, system: System): void {
     reply.header('cache-control', 'no-store')
     if (!(result instanceof JsonText)) return result
     reply.type('application/json; charset=utf-8')
-    return result.text
+    const text = result.text
+    if (typeof text === 'string') return text
+    // A document in pieces (Attribute.documentBody) goes out as a stream of them, uncopied.
+    reply.header('content-length', byteLengthOf(text))
+    return Readable.from(text, { objectMode: false })
   }
   for (const url of ['/api/v3/system', '/api/v3/system/*']) {
     app.route({ method: ['GET', 'PUT', 'PATCH', 'DELETE', 'POST'], url, handler })
@@ -75,13 +80,35 @@ export function answerTree(system: System, method: string, url: string, body: un
 
 /**
  * A node document already in JSON (Component.documentJson): what answerTree gives for a GET of
- * a node, sent as it is by the fast lane and the fastify route alike.
+ * a node, sent as it is by the fast lane and the fastify route alike. The document of an
+ * attribute holding a long string comes as UTF-8 bytes in pieces, shared by every answer until
+ * it changes (Attribute.documentBody): they are written to the socket one after the other as
+ * they are, never joined or copied per answer.
  *
  * @example
  * const body = result instanceof JsonText ? result.text : JSON.stringify(result)
  */
 export class JsonText {
-  constructor(readonly text: string) {}
+  constructor(readonly text: string | readonly Buffer[]) {}
+}
+
+/** The length in bytes of a document in pieces. */
+export function byteLengthOf(pieces: readonly Buffer[]): number {
+  let length = 0
+  for (const piece of pieces) length += piece.length
+  return length
+}
+
+/** A node that may give its document in bytes (an attribute: Attribute.documentBody). */
+interface EncodesDocument {
+  documentBody(): string | Buffer[]
+}
+
+/** The document of a node, as bytes where the node keeps them. */
+function documentOf(node: Component): JsonText {
+  return new JsonText(
+    typeof (node as Partial<EncodesDocument>).documentBody === 'function' ? (node as Component & EncodesDocument).documentBody() : node.documentJson(),
+  )
 }
 
 /**
@@ -137,7 +164,7 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
       throw new BadRequestError(`${verb} is not allowed on a property (use GET or PUT with {"value": v})`)
     case 'node':
       if (verb !== 'GET') return dispatchNode(verb, node, body, system)
-      return new JsonText(node.documentJson())
+      return documentOf(node)
   }
 }
 
@@ -159,7 +186,7 @@ function propertyDocument(node: Component, property: string): JsonText {
 async function dispatchNode(verb: Verb, node: Component, body: unknown, system: System): Promise<unknown> {
   switch (verb) {
     case 'GET':
-      return new JsonText(node.documentJson())
+      return documentOf(node)
     case 'PUT':
       await node.put(objectEnvelope(body, 'PUT'))
       return currentDocument(node, system)
@@ -185,7 +212,7 @@ function currentDocument(node: Component, system: System): JsonText {
   } catch {
     // The node is gone: its last document is the answer.
   }
-  return new JsonText(live.documentJson())
+  return documentOf(live)
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

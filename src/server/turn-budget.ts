@@ -1,8 +1,9 @@
 /**
  * The time answering requests may take in one turn of the event loop, shared by the fast lane and
- * the connections node:http serves. Answers of megabytes take a good part of a second each to
- * encode, and a dozen connections asking for one at the same moment must not keep `/health` and
- * every other client waiting until all of them are made: once the budget of a turn is spent,
+ * the connections node:http serves. An answer may take tens of milliseconds to make (a node
+ * document of megabytes; a large attribute document is encoded only once, Attribute.documentBody),
+ * and a dozen connections asking for one at the same moment must not keep `/health` and every
+ * other client waiting until all of them are made: once the budget of a turn is spent,
  * requests still to start wait for the next turn (setImmediate), and the I/O that arrived in the
  * meantime is served first.
  */

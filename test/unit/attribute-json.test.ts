@@ -122,4 +122,54 @@ describe('Attribute.documentJson', () => {
     assert.equal('default' in doc, false)
     assert.deepEqual(doc.attr.default, {})
   })
+
+  it('gives the document of a long string in bytes, equal to the text, the same pieces until it changes', async () => {
+    // Quotes, backslashes, control characters, NULs and characters beyond ASCII: all escaped or
+    // encoded as the text has them.
+    const long = `"\\\u0000\n€𝔘 \u2028`.repeat(1000) + 'x'.repeat(5000)
+    const owner = new Owner('blob', null)
+    const blobs = new Attributes(owner, [
+      { name: 'data', default: long, type: 'str', unit: 'chars', description: 'a long one' },
+      { name: 'other', default: 'short', type: 'any' },
+    ])
+    const data = blobs.child('data') as Attribute
+    const other = blobs.child('other') as Attribute
+    const bytesOf = (attr: Attribute): Buffer[] => {
+      const body = attr.documentBody()
+      assert.ok(Array.isArray(body), attr.name)
+      return body
+    }
+    // assert.ok: a failure would print the whole documents.
+    const first = bytesOf(data)
+    assert.ok(Buffer.concat(first).toString() === data.documentJson())
+    assert.ok(Buffer.concat(first).toString() === reference(data))
+    // The long value is encoded once for the six places it appears, and kept.
+    assert.equal(new Set(first.filter((piece) => piece.length > 4096)).size, 1)
+    const again = bytesOf(data)
+    first.forEach((piece, i) => assert.equal(again[i], piece))
+    // Every change gives a new document: a value, an override, a binding, a type.
+    const changes: Array<[string, (attr: Attribute) => unknown]> = [
+      ['internal value', (attr) => attr.setProperty('internal_value', long + 'y')],
+      ['override', (attr) => attr.setProperty('external_value', 'shorter')],
+      ['binding', (attr) => attr.bind({ writable: false })],
+      ['type', (attr) => attr.adopt(12.5)],
+    ]
+    let before = Buffer.concat(again).toString()
+    for (const [what, change] of changes) {
+      await change(data)
+      const now = Buffer.concat(bytesOf(data)).toString()
+      assert.ok(now !== before, what)
+      assert.ok(now === data.documentJson(), what)
+      assert.ok(now === reference(data), what)
+      before = now
+    }
+    // A long string beside an object value, and a short document, are written as text.
+    await other.setProperty('internal_value', long)
+    await other.setProperty('external_value', { a: [1] })
+    assert.ok(other.documentBody() === reference(other))
+    await other.setProperty('internal_value', 'short again')
+    other.clearOverride()
+    assert.equal(other.documentBody(), reference(other))
+    assert.equal(typeof other.documentBody(), 'string')
+  })
 })

@@ -5,7 +5,8 @@ export interface LaneResponse {
   status: number
   /** Header lines before content-type and content-length, each `name: value\r\n`, as they go on the wire. */
   headers: string
-  body: string
+  /** The JSON text, or its UTF-8 bytes in pieces (a large document kept encoded: tree-routes.ts JsonText). */
+  body: string | readonly Buffer[]
 }
 
 let dateSecond = -1
@@ -29,11 +30,21 @@ function httpDate(): string {
  * @example
  * socket.write(serializeResponse({ status: 200, headers: 'x-correlation-id: abc\r\n', body: '{"value":1}' }, server.keepAliveTimeout))
  */
-export function serializeResponse(response: LaneResponse, keepAliveTimeout: number): string {
+export function serializeResponse(response: LaneResponse & { body: string }, keepAliveTimeout: number): string {
+  return responseHead(response, Buffer.byteLength(response.body), keepAliveTimeout) + response.body
+}
+
+/**
+ * The status line and headers of a response whose body is `bodyBytes` long, up to the blank line:
+ * a body in bytes goes to the socket after it as it is (see serializeResponse).
+ *
+ * @example
+ * socket.write(responseHead(response, body.length, server.keepAliveTimeout)); socket.write(body)
+ */
+export function responseHead(response: LaneResponse, bodyBytes: number, keepAliveTimeout: number): string {
   return (
     `HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? 'unknown'}\r\n${response.headers}` +
-    `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(response.body)}\r\n` +
-    `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(keepAliveTimeout / 1000)}\r\n\r\n` +
-    response.body
+    `content-type: application/json; charset=utf-8\r\ncontent-length: ${bodyBytes}\r\n` +
+    `Date: ${httpDate()}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(keepAliveTimeout / 1000)}\r\n\r\n`
   )
 }
