@@ -56,6 +56,8 @@ describe('ascii adapter: hostile and heavy clients', () => {
 
   it('a client that never reads its replies is no longer read: the memory it takes stays bounded', async () => {
     const greedy = await LineClient.connect(port)
+    // It reads nothing: its socket is paused until the end, so the replies pile up on the server.
+    greedy.socket.pause()
     const line = Buffer.from('READ?;LABEL?;*OPC?\n'.repeat(4096))
     let sent = 0
     // Write until the server stops taking bytes (its reads paused once our replies filled the socket).
@@ -76,6 +78,7 @@ describe('ascii adapter: hostile and heavy clients', () => {
     await stillServing()
     // Reading now gets every reply, in order.
     const lines = (sent / line.length) * 4096
+    greedy.socket.resume()
     const replies = await greedy.lines(lines, 60_000)
     assert.equal(replies.length, lines)
     assert.ok(replies.every((r) => r === '1.25;meter;1'))
