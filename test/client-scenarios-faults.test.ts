@@ -9,6 +9,8 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { connect, type MimicApiError, type MimicClient, type ModelDefinition } from '../src/client/index.js'
 import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import type { FrameEvent } from '../src/server/events.js'
+import { SseParser } from '../ui/src/sse-parser.ts'
 
 const BIN = new URL('../bin/mimic.js', import.meta.url).pathname
 const PYTHON_DIR = new URL('../python', import.meta.url).pathname
@@ -212,5 +214,57 @@ print(json.dumps(seen))
     assert.equal(clear.code, 0, clear.stderr)
     assert.deepEqual(JSON.parse(clear.stdout).faults, {})
     assert.deepEqual(await modbusRead(port), { fc: 3, value: 230 })
+  })
+
+  it('the event stream reports scenario starts, elapsed time and stops, and fault changes; an instance without scenarios has no scenarios entry', async () => {
+    await fresh('ev1')
+    await sim.models.set('plain', { attributes: { x: 1.0 } } as ModelDefinition)
+    await sim.instances.set('plain1', 'plain')
+    const inst = sim.instances.at('ev1')
+    const abort = new AbortController()
+    const res = await fetch(`${t.url}/api/v3/events?hz=20`, { headers: { authorization: `Bearer ${TEST_KEY}` }, signal: abort.signal })
+    assert.equal(res.status, 200)
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+    const parser = new SseParser()
+    const frames: FrameEvent[] = []
+    /** Reads frames until one satisfies `test`; returns it. */
+    const frameWhere = async (what: string, test: (f: FrameEvent) => boolean): Promise<FrameEvent> => {
+      const deadline = Date.now() + 10_000
+      for (;;) {
+        const hit = frames.find(test)
+        if (hit) return (frames.splice(0, frames.indexOf(hit) + 1), hit)
+        assert.ok(Date.now() < deadline, `no frame with ${what}`)
+        const { value, done } = await reader.read()
+        assert.ok(!done, 'the stream ended')
+        for (const e of parser.push(value)) if (e.event === 'frame') frames.push(JSON.parse(e.data) as FrameEvent)
+      }
+    }
+    const seenPlain: unknown[] = []
+    const scenarios = (f: FrameEvent) => {
+      if (f.instances?.plain1) seenPlain.push(f.instances.plain1)
+      return f.instances?.ev1?.scenarios
+    }
+    try {
+      const first = await frameWhere('the first picture', (f) => scenarios(f) !== undefined)
+      assert.deepEqual(first.instances!.ev1!.scenarios, { sag: { state: 'idle', elapsed: 0, runs: 0 }, hold: { state: 'idle', elapsed: 0, runs: 0 } })
+
+      await inst.scenarios.start('sag')
+      const started = await frameWhere('sag active', (f) => scenarios(f)?.sag?.state === 'active')
+      assert.deepEqual(started.instances!.ev1!.scenarios, { sag: { state: 'active', runs: 1 } }, 'only what changed, only the scenario that changed')
+      await inst.run()
+      await inst.run()
+      await frameWhere('sag elapsed 1', (f) => scenarios(f)?.sag?.elapsed === 1)
+      await inst.scenarios.stop('sag')
+      await frameWhere('sag finished', (f) => scenarios(f)?.sag?.state === 'finished')
+
+      await inst.adapter('modbus_slave').setFaults({ no_response: true })
+      await frameWhere('the faults in force', (f) => f.instances?.ev1?.adapters?.modbus_slave?.active_faults === 'no_response')
+      await inst.adapter('modbus_slave').clearFaults()
+      await frameWhere('the faults cleared', (f) => f.instances?.ev1?.adapters?.modbus_slave?.active_faults === '')
+      assert.ok(seenPlain.length > 0, 'the instance without scenarios was in the frames')
+      for (const delta of seenPlain) assert.ok(!Object.hasOwn(delta as object, 'scenarios'), JSON.stringify(delta))
+    } finally {
+      abort.abort()
+    }
   })
 })
