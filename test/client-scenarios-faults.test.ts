@@ -3,10 +3,11 @@
 // TCP client to see what a device on the wire does.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { connect as netConnect } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { parse } from 'yaml'
 import { connect, type MimicApiError, type MimicClient, type ModelDefinition } from '../src/client/index.js'
 import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 import type { FrameEvent } from '../src/server/events.js'
@@ -266,5 +267,38 @@ print(json.dumps(seen))
     } finally {
       abort.abort()
     }
+  })
+
+  it('the device of docs/unhappy-paths.md: its scenarios list as the guide shows, and its pinned-timer example holds', async () => {
+    const guide = await readFile(new URL('../docs/unhappy-paths.md', import.meta.url), 'utf8')
+    const system = parse(/```yaml\n(models:[\s\S]*?)```/.exec(guide)![1]!) as { models: { Tank: ModelDefinition & { communication: any } } }
+    system.models.Tank.communication.modbus_slave.port = 0
+    await sim.models.set('Tank', system.models.Tank)
+    await sim.instances.set('tank', 'Tank')
+    const tank = sim.instances.at('tank')
+    await tank.polling.disable()
+    await tank.prepare()
+    assert.deepEqual(
+      (await tank.scenarios.list()).map((s) => [s.name, s.state, s.duration ?? null, s.run_limit ?? null]),
+      [
+        ['stuck_sensor', 'idle', null, null],
+        ['overflow', 'idle', 20, null],
+        ['busy_gateway', 'idle', 10, null],
+        ['glitch', 'idle', 2, 5],
+      ],
+    )
+    await tank.scenarios.start('overflow')
+    for (let i = 0; i < 16; i++) await tank.run()
+    assert.equal(await tank.attributes.at('alarm').value(), true)
+    assert.equal((await tank.scenarios.info('overflow')).state, 'active')
+    await tank.scenarios.stop('overflow')
+    await tank.scenarios.start('busy_gateway')
+    const modbus = tank.adapter('modbus_slave')
+    assert.deepEqual(await modbus.faults(), { exception: { code: 6, functions: [3] } })
+    await tank.run()
+    assert.equal(await tank.attributes.at('gateway_trips').value(), 1, 'its condition counts the start')
+    await tank.scenarios.stop('busy_gateway')
+    assert.deepEqual(await modbus.faults(), {}, 'the faults before the scenario are back')
+    assert.equal(await modbus.read('response_delay'), 0)
   })
 })
