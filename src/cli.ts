@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander'
 import { ConfigError, parseConfig } from './config.js'
 import { loadDefinitionFile } from './definition/load-file.js'
-import { MimicApiError } from './client/index.js'
-import { MimicError } from './errors.js'
+import { MimicApiError, type AdapterHandle, type JsonObject, type ScenarioInfo } from './client/index.js'
+import { MimicError, ValidationError } from './errors.js'
 import { SERVER_VERSION } from './version.js'
 
 /**
@@ -134,6 +134,70 @@ export async function runCli(argv: string[]): Promise<void> {
       for await (const entry of logs.follow({ ...filter, limit: limit ?? 20, signal: stop.signal })) print(entry)
     })
 
+  const scenario = program.command('scenario').description("list, start and stop an instance's scenarios on a running server")
+  const withInstance = (cmd: Command): Command => remote(cmd).requiredOption('--instance <name>', 'the instance').option('--json', 'print JSON')
+  const scenarios = async (opts: { url: string; productKey?: string; instance: string }) => {
+    const { connect } = await import('./client/index.js')
+    return connect({ address: opts.url, productKey: opts.productKey }).instances.at(opts.instance).scenarios
+  }
+  const printScenarios = (list: ScenarioInfo[], json: boolean | undefined): void => {
+    if (json) return console.log(JSON.stringify(list, null, 2))
+    if (!list.length) return console.log('(no scenarios)')
+    for (const s of list) console.log(formatScenario(s))
+  }
+  withInstance(scenario.command('list').description('every scenario of the instance with its state, elapsed time and runs')).action(async (opts) =>
+    printScenarios(await (await scenarios(opts)).list(), opts.json),
+  )
+  for (const verb of ['start', 'stop'] as const) {
+    withInstance(
+      scenario
+        .command(verb)
+        .description(verb === 'start' ? 'start a scenario (its overrides apply at once)' : 'stop a scenario and put back every value it overrode')
+        .argument('<name>', 'the scenario'),
+    ).action(async (name: string, opts) => {
+      const handle = await scenarios(opts)
+      await handle[verb](name)
+      printScenarios([await handle.info(name)], opts.json)
+    })
+  }
+
+  const faults = program.command('faults').description("set, show and clear a Modbus adapter's faults on a running server (docs/modbus-faults.md)")
+  const withAdapter = (cmd: Command): Command =>
+    remote(cmd).requiredOption('--instance <name>', 'the instance').option('--adapter <key>', 'the adapter under communication', 'modbus_slave')
+  const adapter = async (opts: { url: string; productKey?: string; instance: string; adapter: string }) => {
+    const { connect } = await import('./client/index.js')
+    return connect({ address: opts.url, productKey: opts.productKey }).instances.at(opts.instance).adapter(opts.adapter)
+  }
+  const printFaults = async (handle: AdapterHandle): Promise<void> => {
+    const counters = await handle.counters()
+    const faultCounters = Object.fromEntries(Object.entries(counters).filter(([key]) => key.startsWith('fault_') || key === 'requests'))
+    console.log(JSON.stringify({ faults: await handle.faults(), counters: faultCounters }, null, 2))
+  }
+  withAdapter(faults.command('show').description('the faults in force and what they did so far')).action(async (opts) => printFaults(await adapter(opts)))
+  withAdapter(
+    faults
+      .command('set')
+      .description('replace the faults in force, e.g. \'{"no_response": {"every": 3}, "clear_after": {"requests": 9}}\'')
+      .argument('<json>', 'the faults as a JSON object ({} clears)'),
+  ).action(async (text: string, opts) => {
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch (err) {
+      throw new ValidationError(`the faults are not JSON: ${(err as Error).message}`)
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      throw new ValidationError('the faults are a JSON object, e.g. {"exception": {"code": 6}}')
+    const handle = await adapter(opts)
+    await handle.setFaults(value as JsonObject)
+    await printFaults(handle)
+  })
+  withAdapter(faults.command('clear').description('end every fault: normal service at once')).action(async (opts) => {
+    const handle = await adapter(opts)
+    await handle.clearFaults()
+    await printFaults(handle)
+  })
+
   remote(program.command('mcp').description('an MCP server on stdin/stdout that lets an AI assistant build and drive simulations on a running server'))
     .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {
@@ -154,6 +218,14 @@ export function formatLogEntry(entry: Record<string, unknown>): string {
   const where = instance ? ` [${String(instance)}${stream ? ` ${String(stream)}` : ''}]` : ''
   const id = correlationId ? ` (correlation id ${String(correlationId)})` : ''
   return `${String(time)} ${String(level).toUpperCase().padEnd(5)}${where} ${String(msg)}${id}${extra.length ? `  ${extra.join(' ')}` : ''}`
+}
+
+/** One scenario as a line of text: name, state, elapsed (of its duration), runs, display name. */
+export function formatScenario(s: ScenarioInfo): string {
+  const elapsed = s.duration === undefined ? `${s.elapsed}s` : `${s.elapsed}s of ${s.duration}s`
+  const limit = s.run_limit === undefined ? '' : ` of ${s.run_limit}`
+  const label = s.display_name && s.display_name !== s.name ? `  ${s.display_name}` : ''
+  return `${s.name.padEnd(16)} ${s.state.padEnd(8)} ${elapsed.padEnd(14)} runs ${s.runs}${limit}${s.enabled ? '  (enabled)' : ''}${label}`
 }
 
 function pickDefined(opts: Record<string, unknown>, keys: string[]): Record<string, unknown> {

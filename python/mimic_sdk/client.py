@@ -15,6 +15,8 @@ method, attribute assignment sets a property, item assignment creates children::
     inst["attributes"]["temperature"].internal_value = 50.0
     inst["attributes"]["temperature"].value      # the internal value, under its other name
     inst.calibrate(offset=0.5)                   # POST .../method/calibrate {"kwargs": {"offset": 0.5}}
+    inst["scenarios"].start("voltage_sag")       # list(), info(name), start(name), stop(name)
+    inst["communication"]["modbus_slave"].set_faults({"no_response": {"every": 3}})   # faults, clear_faults()
     sim.definition                               # the whole structure as a system definition
     sim.reload()                                 # read the server's --system file again
     snap = sim["snapshots"].save(label="x")
@@ -47,10 +49,12 @@ from urllib.parse import quote, urlsplit
 __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_TIMEOUT",
+    "Adapter",
     "Client",
     "MimicApiError",
     "MimicConnectionError",
     "Node",
+    "Scenarios",
     "Transport",
     "error_from_response",
     "follow",
@@ -330,7 +334,12 @@ class Node:
     def __getitem__(self, name: str) -> "Node":
         if not isinstance(name, str) or not name:
             raise KeyError(name)
-        return Node(self._transport, self._segments + (name,))
+        segments = self._segments + (name,)
+        if len(segments) == 3 and segments[0] == "instances" and segments[2] == "scenarios":
+            return Scenarios(self._transport, segments)
+        if len(segments) == 4 and segments[0] == "instances" and segments[2] == "communication":
+            return Adapter(self._transport, segments)
+        return Node(self._transport, segments)
 
     def __setitem__(self, name: str, value: Any) -> None:
         self._transport.request("PUT", self._url(), {name: value})
@@ -403,6 +412,76 @@ class Node:
 
     def __hash__(self) -> int:
         return hash(self._segments)
+
+
+class Scenarios(Node):
+    """The ``scenarios`` node of an instance (``inst["scenarios"]``): the situations its model can
+    be put in on demand (docs/model-language.md, Scenarios).
+
+    Example::
+
+        scenarios = sim["instances"]["meter"]["scenarios"]
+        scenarios.start("voltage_sag")          # its overrides apply at once
+        scenarios.info("voltage_sag")["state"]  # "active"
+        scenarios.stop("voltage_sag")           # every overridden value is put back
+        [s["name"] for s in scenarios.list()]
+    """
+
+    def list(self) -> List[Dict[str, Any]]:
+        """Every scenario with ``name``, ``display_name``, ``state`` (idle, active, finished),
+        ``elapsed``, ``runs``, ``enabled`` and, when the model sets them, ``description``,
+        ``duration``, ``period``, ``run_limit``; ``[]`` for a model without scenarios."""
+        return [self.info(name) for name in self.keys()]
+
+    def info(self, name: str) -> Dict[str, Any]:
+        """One scenario as :meth:`list` reports it (404 :class:`MimicApiError` for an unknown name)."""
+        doc = self[name].get()
+        attr = {key: value.get("value") for key, value in (doc.get("attr") or {}).items()}
+        info: Dict[str, Any] = {
+            "name": doc.get("name", name),
+            "display_name": attr.get("display_name", name),
+            "state": doc.get("state", attr.get("state")),
+            "elapsed": attr.get("elapsed", 0),
+            "runs": attr.get("runs", 0),
+            "enabled": attr.get("enabled") is True,
+        }
+        for key in ("description", "duration", "period", "run_limit"):
+            if attr.get(key) is not None:
+                info[key] = attr[key]
+        return info
+
+    def start(self, name: str) -> Any:  # type: ignore[override]
+        """Starts a scenario; starting an active one starts it again."""
+        return self[name].call("start")
+
+    def stop(self, name: str) -> Any:  # type: ignore[override]
+        """Stops a scenario and puts back every value it overrode."""
+        return self[name].call("stop")
+
+
+class Adapter(Node):
+    """A protocol adapter of an instance (``inst["communication"]["modbus_slave"]``). On a Modbus
+    adapter the faults (docs/modbus-faults.md) are one property, ``faults``, set as a whole.
+
+    Example::
+
+        modbus = sim["instances"]["plc"]["communication"]["modbus_slave"]
+        modbus.set_faults({"exception": {"code": 6, "functions": [3]}, "clear_after": {"requests": 2}})
+        modbus.faults                 # the faults in force ({} when none)
+        modbus.counters["fault_exceptions"]
+        modbus.clear_faults()         # normal service at once
+    """
+
+    def set_faults(self, value: Dict[str, Any]) -> Dict[str, Any]:
+        """Replaces the faults in force and returns what the server kept. A bad value raises a 422
+        :class:`MimicApiError` whose ``details`` name each problem (``value.exception.code``); the
+        faults in force then stay as they were."""
+        answer = self._transport.request("PUT", self._url("attr", "faults"), {"value": value})
+        return (answer.get("value") if isinstance(answer, dict) else None) or {}
+
+    def clear_faults(self) -> Dict[str, Any]:
+        """Ends every fault: normal service from the next request."""
+        return self.set_faults({})
 
 
 class Client(Node):

@@ -2,6 +2,7 @@ import { AttributesHandle } from './attribute.js'
 import { LogsHandle } from './logs.js'
 import { MimicNode } from './node.js'
 import { PollingHandle } from './polling.js'
+import { AdapterHandle, ScenariosHandle } from './scenarios.js'
 import type { MimicState } from './types.js'
 
 /**
@@ -24,6 +25,8 @@ export interface InstanceRunOptions {
  * await s1.prepare()
  * await s1.run()
  * await s1.call('calibrate', { offset: 0.5 })
+ * await s1.scenarios.start('voltage_sag')
+ * await s1.adapter('modbus_slave').setFaults({ no_response: { every: 3 } })
  */
 export class InstanceHandle extends MimicNode {
   readonly polling: PollingHandle
@@ -34,6 +37,8 @@ export class InstanceHandle extends MimicNode {
   readonly communication: MimicNode
   /** The log records about this instance (its Python output, its faults). */
   readonly logs: LogsHandle
+  /** The model's scenarios on this instance: `list()`, `start(name)`, `stop(name)`. */
+  readonly scenarios: ScenariosHandle
 
   constructor(...args: ConstructorParameters<typeof MimicNode>) {
     super(...args)
@@ -42,6 +47,12 @@ export class InstanceHandle extends MimicNode {
     this.timer = this.node('timer')
     this.communication = this.node('communication')
     this.logs = new LogsHandle(this.transport, [...this.segments, 'logs'])
+    this.scenarios = new ScenariosHandle(this.transport, [...this.segments, 'scenarios'])
+  }
+
+  /** A handle on one protocol adapter by key (`'modbus_slave'`), with its faults; no request yet. */
+  adapter(key: string): AdapterHandle {
+    return new AdapterHandle(this.transport, [...this.segments, 'communication', key])
   }
 
   /** The instance's name. */

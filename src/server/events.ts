@@ -66,6 +66,15 @@ export interface InstanceDelta {
     string,
     { state?: string; port?: number | null; requests?: number; errors?: number; [counter: string]: string | number | boolean | null | undefined }
   >
+  /** Each scenario's entries that changed (docs/model-language.md, Scenarios); absent for an instance without scenarios. */
+  scenarios?: Record<string, ScenarioDelta>
+}
+
+/** A scenario in a frame: its state (idle, active, finished), the simulated seconds since its last start, how often it started. */
+export interface ScenarioDelta {
+  state?: string
+  elapsed?: number
+  runs?: number
 }
 
 /** The `frame` event: everything that changed since the previous frame of this stream. */
@@ -82,6 +91,7 @@ interface InstanceMemo {
   lastError: string | null
   attributes: Map<string, [string, string]>
   adapters: Map<string, Record<string, string | number | boolean | null>>
+  scenarios: Map<string, { state: string; elapsed: number; runs: number }>
 }
 
 /** One open stream. */
@@ -309,7 +319,7 @@ function diffFrame(system: System, stream: Stream): FrameEvent | undefined {
 function diffInstance(instance: Instance, stream: Stream, withValues: boolean): InstanceDelta | undefined {
   let memo = stream.instances.get(instance.name)
   const fresh = memo === undefined
-  memo ??= { state: '', lastError: null, attributes: new Map(), adapters: new Map() }
+  memo ??= { state: '', lastError: null, attributes: new Map(), adapters: new Map(), scenarios: new Map() }
   stream.instances.set(instance.name, memo)
   const delta: InstanceDelta = {}
   let changed = false
@@ -347,6 +357,19 @@ function diffInstance(instance: Instance, stream: Stream, withValues: boolean): 
     if (!entry) continue
     memo.adapters.set(node.name, now)
     ;(delta.adapters ??= {})[node.name] = entry
+    changed = true
+  }
+  for (const node of instance.scenariosNode?.children() ?? []) {
+    const props = node.properties()
+    const now = { state: String(node.state), elapsed: Number(props.elapsed), runs: Number(props.runs) }
+    const prev = memo.scenarios.get(node.name)
+    const entry: ScenarioDelta = {}
+    if (!prev || prev.state !== now.state) entry.state = now.state
+    if (!prev || prev.elapsed !== now.elapsed) entry.elapsed = now.elapsed
+    if (!prev || prev.runs !== now.runs) entry.runs = now.runs
+    if (!Object.keys(entry).length) continue
+    memo.scenarios.set(node.name, now)
+    ;(delta.scenarios ??= {})[node.name] = entry
     changed = true
   }
   return changed ? delta : undefined

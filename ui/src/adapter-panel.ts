@@ -1,5 +1,6 @@
 import { node, type ApiClient } from './api-client.ts'
 import { h, setText } from './dom.ts'
+import { FAULT_COUNTERS, FaultsPanel } from './faults-panel.ts'
 import type { LiveAdapter } from './live-store.ts'
 import type { Notices } from './notices.ts'
 import { stateBadge, updateBadge } from './state-badge.ts'
@@ -13,17 +14,20 @@ interface AdapterDocument {
   unit_id?: number
   transport?: string
   recent?: Array<{ at: string; client: string; command: string; reply: string | null }>
+  /** Every property, objects included: a Modbus adapter's `faults` and `counters` are only here (docs/modbus-faults.md). */
+  attr?: Record<string, { value?: unknown }>
 }
 
 /** Stream entries shown in their own places rather than as protocol counters. */
-const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport'])
+const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport', 'active_faults', ...FAULT_COUNTERS])
 /** The latest exchanges are fetched at most this often while requests come in. */
 const RECENT_REFRESH_MS = 1000
 
 /**
  * One protocol adapter of an instance, whatever its kind: where it listens, its live state, its
  * request and error counters and whatever other counters the protocol reports (a text instrument's
- * queries and clients, say), the latest commands and replies when the adapter keeps them, and
+ * queries and clients, say), the faults of a Modbus adapter (see FaultsPanel), the latest
+ * commands and replies when the adapter keeps them, and
  * detach/attach (a detached adapter keeps its port open but answers nothing, so clients time out)
  * and stop/start.
  *
@@ -46,6 +50,8 @@ export class AdapterPanel {
   readonly #facts: HTMLElement
   readonly #counters = new Map<string, HTMLElement>()
   readonly #recent: HTMLElement
+  #faults: FaultsPanel | null = null
+  #lastStats: Record<string, string | number | boolean | null> = {}
   #hasRecent = false
   #lastRequests = -1
   #recentTimer: ReturnType<typeof setTimeout> | null = null
@@ -118,6 +124,13 @@ export class AdapterPanel {
           setText(this.#unit, String(doc.unit_id))
         }
         if (!adapter.known) setText(this.#port, doc.port == null ? 'not listening' : String(doc.port))
+        const faults = doc.attr?.faults?.value
+        if (faults !== null && typeof faults === 'object' && !Array.isArray(faults)) {
+          const counters = (doc.attr?.counters?.value ?? {}) as Record<string, unknown>
+          this.#faults = new FaultsPanel({ api, notices, instance, adapter: adapter.name, path, faults: faults as Record<string, unknown>, counters })
+          this.#faults.update(this.#lastStats)
+          this.#recent.before(this.#faults.element)
+        }
         if (Array.isArray(doc.recent)) {
           this.#hasRecent = true
           this.#recent.hidden = false
@@ -130,6 +143,8 @@ export class AdapterPanel {
 
   update(adapter: LiveAdapter): void {
     if (!adapter.known) return
+    this.#lastStats = adapter.stats
+    this.#faults?.update(adapter.stats)
     updateBadge(this.#badge, adapter.state)
     setText(this.#port, adapter.port === null ? 'not listening' : String(adapter.port))
     setText(this.#requests, String(adapter.requests))

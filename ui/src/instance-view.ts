@@ -5,6 +5,7 @@ import { h, replace, setText } from './dom.ts'
 import { formatValue, parseInput, PLOTTABLE_TYPES } from './format.ts'
 import type { LiveAttribute, LiveStore } from './live-store.ts'
 import type { Notices } from './notices.ts'
+import { ScenariosPanel } from './scenarios-panel.ts'
 import { stateBadge, updateBadge } from './state-badge.ts'
 import type { TrendChart } from './trend-chart.ts'
 import { busy, type View } from './view.ts'
@@ -29,8 +30,9 @@ interface Row {
 
 /**
  * One instance: state and last error, lifecycle and model-method buttons, every attribute with
- * its live internal and external value (editable, pickable for the trend), polling, the actions
- * of a model-language model (each can be switched off), and the protocol adapters. Values come
+ * its live internal and external value (editable, pickable for the trend), polling, the scenarios
+ * (start, stop, state, remaining time) and actions of a model-language model (each action can be
+ * switched off), and the protocol adapters (a Modbus adapter with its faults). Values come
  * from the event stream; writes go through the HTTP API.
  *
  * @example
@@ -43,6 +45,7 @@ export class InstanceView implements View {
   readonly #rows = new Map<string, Row>()
   readonly #adapters = new Map<string, AdapterPanel>()
   readonly #unsubscribe: Array<() => unknown> = []
+  #scenarios: ScenariosPanel | undefined
   #badge: HTMLElement | undefined
   #error: HTMLElement | undefined
   #dirty = false
@@ -76,6 +79,7 @@ export class InstanceView implements View {
     const inst = store.instance(name)
     this.#rows.clear()
     this.#adapters.clear()
+    this.#scenarios = undefined
     if (!inst) {
       replace(
         this.element,
@@ -91,6 +95,7 @@ export class InstanceView implements View {
       return
     }
     const path = node('instances', name)
+    this.#scenarios = new ScenariosPanel({ api: this.#o.api, notices: this.#o.notices, instance: name })
     this.#badge = stateBadge(inst.state)
     this.#error = h('div', { class: 'last-error', hidden: !inst.lastError }, inst.lastError ?? '')
     const lifecycle = LIFECYCLE.filter((m) => inst.methods.includes(m)).map((m) => this.#methodButton(path, m, m === 'start' ? 'btn-primary' : ''))
@@ -135,6 +140,7 @@ export class InstanceView implements View {
             this.#attributeTable(inst.attributes),
             this.#pollingRow(path),
           ),
+          this.#scenarios.element,
           new ActionsPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, model: inst.model }).element,
         ),
         h(
@@ -358,6 +364,7 @@ export class InstanceView implements View {
       setText(row.external, formatValue(attr.external))
       row.external.classList.toggle('override', JSON.stringify(attr.external) !== JSON.stringify(attr.internal))
     }
+    this.#scenarios?.update(inst.scenarios)
     for (const [adapterName, panel] of this.#adapters) {
       const live = inst.adapters.get(adapterName)
       if (live) panel.update(live)

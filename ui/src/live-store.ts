@@ -20,6 +20,13 @@ export interface LiveAdapter {
   known: boolean
 }
 
+/** The live view of one scenario: `idle`, `active` or `finished`, its own elapsed time, its runs. */
+export interface LiveScenario {
+  state: string
+  elapsed: number
+  runs: number
+}
+
 /** The live view of one instance. */
 export interface LiveInstance {
   name: string
@@ -29,6 +36,8 @@ export interface LiveInstance {
   methods: string[]
   attributes: Map<string, LiveAttribute>
   adapters: Map<string, LiveAdapter>
+  /** The model's scenarios, as frames report them (empty for a model without scenarios). */
+  scenarios: Map<string, LiveScenario>
 }
 
 type Listener<T> = (value: T) => void
@@ -69,6 +78,7 @@ export class LiveStore {
         methods: inst.methods,
         attributes,
         adapters,
+        scenarios: new Map(),
       })
     }
     for (const listener of this.#structureListeners) listener(event)
@@ -95,6 +105,13 @@ export class LiveStore {
         Object.assign(adapter, { state: values.state ?? adapter.state, port: values.port !== undefined ? values.port : adapter.port }, { known: true })
         if (typeof values.requests === 'number') adapter.requests = values.requests
         if (typeof values.errors === 'number') adapter.errors = values.errors
+      }
+      for (const [scenarioName, values] of Object.entries(delta.scenarios ?? {})) {
+        const scenario = inst.scenarios.get(scenarioName) ?? { state: '', elapsed: 0, runs: 0 }
+        if (values.state !== undefined) scenario.state = values.state
+        if (values.elapsed !== undefined) scenario.elapsed = values.elapsed
+        if (values.runs !== undefined) scenario.runs = values.runs
+        inst.scenarios.set(scenarioName, scenario)
       }
     }
     for (const listener of this.#frameListeners) listener(frame)

@@ -37,12 +37,21 @@ export interface AdapterDelta {
   [counter: string]: string | number | boolean | null | undefined
 }
 
+/** Changed values of one scenario. */
+export interface ScenarioDelta {
+  state?: string
+  elapsed?: number
+  runs?: number
+}
+
 /** Changed parts of one instance. */
 export interface InstanceDelta {
   state?: string
   last_error?: string | null
   attributes?: Record<string, AttributeDelta>
   adapters?: Record<string, AdapterDelta>
+  /** Only for an instance whose model has scenarios. */
+  scenarios?: Record<string, ScenarioDelta>
 }
 
 /** The `frame` event. */
