@@ -4,28 +4,16 @@
 // stepped through the API while the others go on, a refused switch is put back with a message,
 // and the model's page shows the actions as written (YAML that reads back as the definition).
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { readFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
 import { after, before, test } from 'node:test'
-import type { FastifyInstance } from 'fastify'
-import pino from 'pino'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { parse } from 'yaml'
-import { parseConfig } from '../src/config.js'
-import { startMimic, type MimicServer } from '../src/mimic.js'
-import { buildApp } from '../src/server/app.js'
-// @ts-expect-error a plain .mjs build script without type declarations
-import { buildUi } from '../scripts/build-ui.mjs'
-import { registerDashboard } from '../src/server/dashboard.js'
-import { registerEvents } from '../src/server/events.js'
 import { toYaml } from '../ui/src/yaml.ts'
+import { CHROMIUM, chromiumMissing, startDashboard, type DashboardRig } from './helpers/dashboard.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const KEY = 'ui-actions-key'
-const missing = !existsSync(CHROMIUM)
-if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing: install Debian's chromium to run the dashboard test`)
+const missing = chromiumMissing()
 
 // Three actions and one inside a condition; a second model has no actions at all.
 const SYSTEM = `
@@ -53,66 +41,22 @@ instances:
   - g1: gauge
 `
 
-let dir: string
-let mimic: MimicServer
-let app: FastifyInstance
-let browser: BrowserContext
+let rig: DashboardRig
 let page: Page
 let url: string
-const pageErrors: string[] = []
+let pageErrors: string[]
 
 before(async () => {
   if (missing) return
-  dir = await mkdtemp(join(tmpdir(), 'mimic-ui-actions-'))
-  const assets = join(dir, 'ui')
-  await buildUi({ outDir: assets })
-  await writeFile(join(dir, 'system.yaml'), SYSTEM)
-  const config = parseConfig(
-    { port: 0, productKey: KEY, system: join(dir, 'system.yaml'), extensions: [dir], snapshotsDir: join(dir, 'snapshots'), pythonWorkers: 1 },
-    {},
-  )
-  const logger = pino({ level: 'silent' })
-  mimic = await startMimic(config, { logger })
-  app = await buildApp({
-    system: mimic.system,
-    logger,
-    productKey: KEY,
-    bodyLimit: config.bodyLimit,
-    fastLane: true,
-    plugins: [(a) => void registerEvents(a, mimic.system), (a) => registerDashboard(a, { dir: assets })],
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
-  browser = await chromium.launchPersistentContext(join(dir, 'profile'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1440, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
-  page = browser.pages()[0] ?? (await browser.newPage())
-  page.setDefaultTimeout(8000)
-  page.on('pageerror', (err) => pageErrors.push(err.message))
+  rig = await startDashboard({ key: KEY, system: SYSTEM, prefix: 'mimic-ui-actions-' })
+  ;({ page, url, pageErrors } = rig)
 })
 
 after(async () => {
-  if (missing) return
-  await browser?.close().catch(() => {})
-  await app?.close()
-  await mimic?.close()
-  if (dir) await rm(dir, { recursive: true, force: true })
+  if (!missing) await rig?.close()
 })
 
-/** A request to the HTTP API the way any script would send it. */
-async function api(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${url}/api/v3/system${path}`, {
-    method,
-    headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const doc = (await res.json()) as Record<string, unknown>
-  assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(doc)}`)
-  return doc
-}
+const api = (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => rig.api(method, path, body)
 
 async function values(): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {}

@@ -2,79 +2,29 @@
 // the example power supply is prepared, a client sends SCPI commands over TCP, and the panel shows
 // the protocol's own counters and the latest commands with their replies.
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, test } from 'node:test'
-import type { FastifyInstance } from 'fastify'
-import pino from 'pino'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { parseConfig } from '../src/config.js'
-import { startMimic, type MimicServer } from '../src/mimic.js'
-import { buildApp } from '../src/server/app.js'
-// @ts-expect-error a plain .mjs build script without type declarations
-import { buildUi } from '../scripts/build-ui.mjs'
-import { registerDashboard } from '../src/server/dashboard.js'
-import { registerEvents } from '../src/server/events.js'
+import type { Page } from 'playwright-core'
+import { CHROMIUM, chromiumMissing, startDashboard, type DashboardRig } from './helpers/dashboard.js'
 import { LineClient } from './helpers/line-client.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const KEY = 'ui-ascii-key'
 const ROOT = resolve(import.meta.dirname, '..')
-const missing = !existsSync(CHROMIUM)
-if (missing && process.env.CI) throw new Error(`${CHROMIUM} is missing: install Debian's chromium to run the dashboard test`)
+const missing = chromiumMissing()
 
-let dir: string
-let mimic: MimicServer
-let app: FastifyInstance
-let browser: BrowserContext
+let rig: DashboardRig
 let page: Page
 let url: string
 
 before(async () => {
   if (missing) return
-  dir = await mkdtemp(join(tmpdir(), 'mimic-ui-ascii-'))
-  const assets = join(dir, 'ui')
-  await buildUi({ outDir: assets })
-  const config = parseConfig(
-    {
-      port: 0,
-      productKey: KEY,
-      system: join(ROOT, 'examples/instruments/system.yaml'),
-      extensions: [join(ROOT, 'examples/instruments/extensions')],
-      snapshotsDir: join(dir, 'snapshots'),
-      pythonWorkers: 1,
-    },
-    {},
-  )
-  const logger = pino({ level: 'silent' })
-  mimic = await startMimic(config, { logger })
-  app = await buildApp({
-    system: mimic.system,
-    logger,
-    productKey: KEY,
-    bodyLimit: config.bodyLimit,
-    fastLane: true,
-    plugins: [(a) => void registerEvents(a, mimic.system), (a) => registerDashboard(a, { dir: assets })],
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
-  browser = await chromium.launchPersistentContext(join(dir, 'profile'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  })
-  page = browser.pages()[0] ?? (await browser.newPage())
-  page.setDefaultTimeout(8000)
+  const system = { file: join(ROOT, 'examples/instruments/system.yaml'), extensions: [join(ROOT, 'examples/instruments/extensions')] }
+  rig = await startDashboard({ key: KEY, system, prefix: 'mimic-ui-ascii-' })
+  ;({ page, url } = rig)
 })
 
 after(async () => {
-  if (missing) return
-  await browser?.close().catch(() => {})
-  await app?.close()
-  await mimic?.close()
-  if (dir) await rm(dir, { recursive: true, force: true })
+  if (!missing) await rig?.close()
 })
 
 test(
