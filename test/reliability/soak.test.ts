@@ -294,7 +294,9 @@ describe(`soak for ${SECONDS} s`, () => {
       assert.equal(srv.stderr(), '', 'nothing on stderr (an unhandled rejection would be reported there)')
       assert.ok(requests > HTTP_CLIENTS * SECONDS, `only ${requests} HTTP requests in ${SECONDS} s`)
       assert.ok(modbusTally.reads > MODBUS_CLIENTS * SECONDS, `only ${modbusTally.reads} Modbus reads`)
-      assert.ok(snapshotTally.loads >= Math.floor((SECONDS * 1000) / SNAPSHOT_EVERY_MS) - 2, `only ${snapshotTally.loads} loads`)
+      // Loads kept coming through the run: each cycle waits for its save and load, which take longer
+      // on a busy machine, so at least half the cycles the period allows (not all of them).
+      assert.ok(snapshotTally.loads >= Math.floor((SECONDS * 1000) / SNAPSHOT_EVERY_MS / 2), `only ${snapshotTally.loads} loads`)
       // Flat: under the same load, the end may exceed the warm-up sample only by a margin.
       assert.ok(end.fds <= warm.fds + 20, `fds grew from ${warm.fds} to ${end.fds}`)
       assert.ok(idleAfter.fds <= idleBefore.fds + 5, `idle fds grew from ${idleBefore.fds} to ${idleAfter.fds}`)

@@ -10,7 +10,7 @@ import { NotFoundError } from '../../errors.js'
 import { PyException, type PyValue } from '../expression/index.js'
 import { pyRound } from '../expression/builtins.js'
 import { fromPy, toPy } from './convert.js'
-import { ActionEnvironment, describe, writeFailure, type ActionScope, type BindContext, type CompileContext } from './compile-context.js'
+import { ActionEnvironment, describe, writeFailure, type ActionScope, type BindContext, type CompileContext, isMap } from './compile-context.js'
 import { interpolator, Noise, Pid, rampValue, sawValue, textSeed } from './signals.js'
 import { isReference, type Target } from './targets.js'
 
@@ -76,8 +76,6 @@ function kindOf(entry: Record<string, unknown>): ActionKind | null {
   for (const kind of ACTION_KINDS) if (Object.hasOwn(entry, kind)) return kind
   return null
 }
-
-const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 /**
  * Compiles one action entry; problems go to `context` (and null comes back).

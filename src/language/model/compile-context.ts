@@ -234,6 +234,13 @@ export interface ActionScope {
   importsPath?: string
 }
 
+/** Whether a value is a map (a plain object), as YAML and JSON give them. */
+export const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/** A dotted component path from the instance (`communication.modbus_slave.detach`) or from the root (`~.polling.interval`). */
+export const COMPONENT_PATH = /^(~\.)?[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)+$/
+
+/** How a value is named in a message: its kind, and the value when it is short. */
 export function describe(value: unknown): string {
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'a list'

@@ -5,7 +5,7 @@
 import type { PyValue } from '../expression/index.js'
 import { truthy } from '../expression/index.js'
 import { compileAction, type ActionPlan, type ActionRuntime } from './actions.js'
-import { ActionEnvironment, describe, type BindContext, type CompileContext, type ValueSource } from './compile-context.js'
+import { ActionEnvironment, describe, type BindContext, type CompileContext, type ValueSource, isMap } from './compile-context.js'
 
 /** One branch of a condition: a test (none for `else`) and the actions it runs. */
 export interface BranchPlan {
@@ -43,8 +43,6 @@ export function compileList(raw: unknown, path: string, context: CompileContext,
   })
   return plans
 }
-
-const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 export function compileConditions(entries: unknown[], path: string, context: CompileContext, chain: boolean): BranchPlan[][] {
   const groups: BranchPlan[][] = []

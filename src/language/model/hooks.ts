@@ -12,7 +12,7 @@
  *   on_set: [refresh_model]
  */
 import type { PyValue } from '../expression/index.js'
-import { ActionEnvironment, describe, type BindContext, type CompileContext, type ValueSource } from './compile-context.js'
+import { ActionEnvironment, describe, type BindContext, type CompileContext, type ValueSource, isMap, COMPONENT_PATH } from './compile-context.js'
 import type { Target } from './targets.js'
 
 export const HOOK_EVENTS = ['on_prepare', 'on_start', 'on_stop', 'on_run', 'on_destroy', 'on_set', 'on_internal_set', 'on_external_set'] as const
@@ -30,8 +30,6 @@ export interface HookPlans {
   attributes: Map<string, Map<HookEvent, HookPlan[]>>
 }
 
-const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
-const PATH = /^(~\.)?[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)+$/
 const NO_SCOPE = { constants: new Map<string, PyValue>(), parameters: [] as string[], imports: {} }
 
 /** Compiles a `hooks` block found at `at` (`hooks`, `attributes.level.hooks`). */
@@ -81,7 +79,7 @@ function compileHook(raw: unknown, at: string, context: CompileContext): HookPla
     return target && value ? { kind: 'set_attr', path: at, target, value } : null
   }
   if (kind === 'call') {
-    if (!isMap(spec) || typeof spec.path !== 'string' || !PATH.test(spec.path.trim()) || spec.path.split('.').some((p) => p.startsWith('_'))) {
+    if (!isMap(spec) || typeof spec.path !== 'string' || !COMPONENT_PATH.test(spec.path.trim()) || spec.path.split('.').some((p) => p.startsWith('_'))) {
       context.problem(`${at}.call.path`, 'expected a dotted path ending in a method, such as communication.modbus_slave.detach')
       return null
     }

@@ -12,7 +12,7 @@
  */
 import { PyRandom } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
-import { describe, type BindContext, type CompileContext } from './compile-context.js'
+import { describe, type BindContext, type CompileContext, isMap, COMPONENT_PATH } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { fromPy, toPy } from './convert.js'
 import type { BehaviourHost, HostAttribute, StepFrame } from './runtime.js'
@@ -48,9 +48,6 @@ export interface ScenarioPlan {
   groups: BranchPlan[][]
   call: CallSpec | undefined
 }
-
-const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
-const PATH = /^(~\.)?[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)+$/
 
 /** Compiles a model's `scenarios` block; problems go to `context`. */
 export function compileScenarios(raw: unknown, context: CompileContext): ScenarioPlan[] {
@@ -95,7 +92,7 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
       else {
         for (const [key, value] of Object.entries(spec.overrides)) {
           const where = `${at}.overrides.${key}`
-          if (!isReference(key) && PATH.test(key.trim())) pathOverrides.push({ path: key.trim().replace(/^~\.?/, '~.'), value })
+          if (!isReference(key) && COMPONENT_PATH.test(key.trim())) pathOverrides.push({ path: key.trim().replace(/^~\.?/, '~.'), value })
           else {
             const targets = context.targets(key, where)
             const target = targets?.[0]
@@ -151,7 +148,7 @@ function compileCall(raw: unknown, at: string, context: CompileContext): CallSpe
   const path = (key: string, required: boolean): string | undefined => {
     const v = raw[key]
     if (v === undefined && !required) return undefined
-    if (typeof v !== 'string' || !PATH.test(v.trim()) || v.split('.').some((p) => p.startsWith('_'))) {
+    if (typeof v !== 'string' || !COMPONENT_PATH.test(v.trim()) || v.split('.').some((p) => p.startsWith('_'))) {
       context.problem(`${at}.${key}`, 'expected a dotted path ending in a method, such as communication.modbus_slave.detach')
       return undefined
     }
