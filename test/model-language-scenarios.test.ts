@@ -170,6 +170,48 @@ describe('scenarios and hooks on a running server', () => {
     assert.equal(await value('h1', 'status'), 'stopped')
   })
 
+  it('two scenarios holding the same values give them back as a stack, whatever order they stop in', async () => {
+    const port = await freePort()
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        gateway: {
+          attributes: { mode: 'normal' },
+          scenarios: {
+            glitch: { overrides: { mode: 'glitch', 'communication.modbus_slave.faults': { no_response: true } } },
+            busy: { overrides: { mode: 'busy', 'communication.modbus_slave.faults': { exception: { code: 6 } } } },
+          },
+          communication: { modbus_slave: { port, mapping: {} } },
+        },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { gw: 'gateway' }))
+    await ok(t.call(`${SYS}/instances/gw`, 'prepare'))
+    const faults = async (): Promise<Record<string, unknown>> => (await ok(t.api('GET', `${SYS}/instances/gw/communication/modbus_slave/attr/faults`))).value
+    const start = (s: string): Promise<unknown> => ok(t.call(`${SYS}/instances/gw/scenarios/${s}`, 'start'))
+    const stop = (s: string): Promise<unknown> => ok(t.call(`${SYS}/instances/gw/scenarios/${s}`, 'stop'))
+    await start('glitch')
+    await start('busy')
+    assert.equal(await value('gw', 'mode'), 'busy')
+    await stop('glitch')
+    assert.equal(await value('gw', 'mode'), 'busy', 'the one started last still holds')
+    assert.equal((await faults()).exception !== undefined, true)
+    await step('gw')
+    assert.equal(await value('gw', 'mode'), 'busy')
+    await stop('busy')
+    assert.equal(await value('gw', 'mode'), 'normal', 'back to the value before both')
+    assert.deepEqual(await faults(), {})
+    // And in the other order: the later one's stop brings the earlier one's values back.
+    await start('glitch')
+    await start('busy')
+    await stop('busy')
+    assert.equal(await value('gw', 'mode'), 'glitch')
+    assert.equal((await faults()).no_response !== undefined, true)
+    await stop('glitch')
+    assert.equal(await value('gw', 'mode'), 'normal')
+    assert.deepEqual(await faults(), {})
+    await ok(t.call(`${SYS}/instances/gw`, 'stop'))
+  })
+
   it('deleting an instance mid-scenario restores what it held outside the instance', async () => {
     await ok(
       t.api('PUT', `${SYS}/models`, {

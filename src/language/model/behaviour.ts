@@ -18,7 +18,7 @@ import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpr
 import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
-import { compileScenarios, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
+import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
 
 /** The behaviour keys of a model definition. */
 export interface BehaviourDefinition {
@@ -143,7 +143,8 @@ export class InstanceBehaviour {
     this.#groups = bindGroups(model.groups, ctx)
     this.actions = [...this.#top, ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions))]
     this.#held = this.#top.filter((a) => a.activate !== undefined)
-    this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx))
+    const held = new HeldValues()
+    this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, held))
     this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
     this.#onRun = this.hooks.has('on_run')
   }

@@ -178,6 +178,48 @@ function compileCall(raw: unknown, at: string, context: CompileContext): CallSpe
   }
 }
 
+/**
+ * What an instance's scenarios hold, per attribute or path, as a stack: the scenario that took a
+ * value last holds it, and when one lets go the value under it comes back — the one before all of
+ * them once the last lets go — whatever order they stop in.
+ *
+ * @example
+ * held.take('path:x', a, 1, 0); held.take('path:x', b, 2, 1)
+ * held.release('path:x', a) // { write: false }: b still holds 2
+ * held.release('path:x', b) // { write: true, value: 0 }
+ */
+export class HeldValues {
+  readonly #entries = new Map<string, { base: unknown; layers: Array<{ owner: object; value: unknown }> }>()
+
+  /** `owner` holds `value` at `key` from now; the first holder records `current` as what to come back to. */
+  take(key: string, owner: object, value: unknown, current: unknown): void {
+    let entry = this.#entries.get(key)
+    if (entry === undefined) this.#entries.set(key, (entry = { base: current, layers: [] }))
+    entry.layers = entry.layers.filter((l) => l.owner !== owner)
+    entry.layers.push({ owner, value })
+  }
+
+  /** Whether `owner` holds the value at `key` now (it is on top). */
+  holds(key: string, owner: object): boolean {
+    const layers = this.#entries.get(key)?.layers
+    return layers !== undefined && layers[layers.length - 1]?.owner === owner
+  }
+
+  /** `owner` lets go of `key`: what to write now, if anything (the value under it, or the base). */
+  release(key: string, owner: object): { write: boolean; value?: unknown } {
+    const entry = this.#entries.get(key)
+    if (entry === undefined) return { write: false }
+    const wasTop = entry.layers[entry.layers.length - 1]?.owner === owner
+    entry.layers = entry.layers.filter((l) => l.owner !== owner)
+    const top = entry.layers[entry.layers.length - 1]
+    if (top === undefined) {
+      this.#entries.delete(key)
+      return { write: true, value: entry.base }
+    }
+    return wasTop ? { write: true, value: top.value } : { write: false }
+  }
+}
+
 /** A scenario's state as its node shows it. */
 export type ScenarioState = 'idle' | 'active' | 'finished'
 
@@ -197,12 +239,15 @@ export class ScenarioRuntime {
   readonly #groups: BranchRuntime[][]
   readonly #writes: Array<{ attr: HostAttribute; side: 'internal' | 'external'; value: unknown }>
   readonly #random: PyRandom
-  #restore: Array<() => unknown> = []
+  readonly #held: HeldValues
+  /** Paths it took at its last start (some may have named nothing). */
+  #takenPaths: string[] = []
   /** The asynchronous part of the last start or stop (dotted-path overrides, calls). */
   #pending: Promise<void> = Promise.resolve()
 
-  constructor(plan: ScenarioPlan, ctx: BindContext) {
+  constructor(plan: ScenarioPlan, ctx: BindContext, held: HeldValues) {
     this.plan = plan
+    this.#held = held
     this.#host = ctx.host
     // The scenario's actions see its own timer: time since it started.
     const own: BindContext = { host: ctx.host, frame: this.#frame, undo: ctx.undo }
@@ -244,27 +289,23 @@ export class ScenarioRuntime {
       period !== undefined && (runLimit === undefined || this.#runs < runLimit)
         ? time + period + (jitter > 0 ? (this.#random.random() * 2 - 1) * jitter : 0)
         : undefined
-    for (const w of this.#writes) {
-      if (w.side === 'external') {
-        const before = w.attr.presented
-        this.#restore.push(() => w.attr.setPresented(before))
-      } else {
-        const before = w.attr.internalValue
-        this.#restore.push(() => w.attr.setComputed(before))
-      }
-    }
+    for (const w of this.#writes) this.#held.take(heldKey(w), this, w.value, w.side === 'external' ? w.attr.presented : w.attr.internalValue)
     this.#hold()
     const host = this.#host
     const plan = this.plan
+    const previous = this.#pending
     this.#pending = (async () => {
+      await previous.catch(() => {})
+      this.#takenPaths = []
       for (const { path, value } of plan.pathOverrides) {
         const before = await host.readPath(path)
         if (before === undefined) {
           host.warn(`scenario '${plan.name}': '${path}' names nothing`, { scenario: plan.name })
           continue
         }
+        this.#held.take(`path:${path}`, this, value, before.value)
+        this.#takenPaths.push(path)
         await host.writePath(path, value)
-        this.#restore.push(() => host.writePath(path, before.value))
       }
       if (plan.call) await host.callPath(plan.call.path, plan.call.args, plan.call.kwargs)
     })()
@@ -280,14 +321,22 @@ export class ScenarioRuntime {
   #end(): Promise<void> {
     const more = this.#nextStart !== undefined
     this.#state = more ? 'idle' : 'finished'
-    const restore = this.#restore.reverse()
-    this.#restore = []
+    for (const w of this.#writes) {
+      const back = this.#held.release(heldKey(w), this)
+      if (!back.write) continue
+      if (w.side === 'external') w.attr.setPresented(back.value as { value: unknown } | undefined)
+      else w.attr.setComputed(back.value)
+    }
     const host = this.#host
     const call = this.plan.call
     const previous = this.#pending
     this.#pending = (async () => {
       await previous.catch(() => {})
-      for (const fn of restore) await fn()
+      for (const path of this.#takenPaths.reverse()) {
+        const back = this.#held.release(`path:${path}`, this)
+        if (back.write) await host.writePath(path, back.value)
+      }
+      this.#takenPaths = []
       if (call?.stopPath) await host.callPath(call.stopPath, call.stopArgs, call.stopKwargs)
     })()
     return this.#pending
@@ -296,6 +345,7 @@ export class ScenarioRuntime {
   /** Writes the held attribute overrides again (after the actions of a step). */
   #hold(): void {
     for (const w of this.#writes) {
+      if (!this.#held.holds(heldKey(w), this)) continue
       if (w.side === 'external') w.attr.setPresented({ value: w.value })
       else w.attr.setComputed(w.value)
     }
@@ -335,4 +385,9 @@ export class ScenarioRuntime {
   #background(task: Promise<void>): void {
     task.catch((err: unknown) => this.#host.warn(`scenario '${this.plan.name}' failed`, { scenario: this.plan.name, err: (err as Error).message }))
   }
+}
+
+/** The key under which an attribute override is held: the attribute and which of its values. */
+function heldKey(w: { attr: HostAttribute; side: 'internal' | 'external' }): string {
+  return `${w.side}:${w.attr.name}`
 }
