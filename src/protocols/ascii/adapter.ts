@@ -1,3 +1,4 @@
+import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { asciiAttributeReferences } from '../../definition/ascii-schema.js'
 import type { AsciiDefinition } from '../../definition/ascii-schema.js'
@@ -46,7 +47,6 @@ export interface AsciiExchange {
 
 /** Lines and replies the adapter node shows. */
 const RECENT = 20
-const WARN_INTERVAL_MS = 1000
 const SETTABLE = ['response_delay', 'response_jitter'] as const
 
 /**
@@ -66,12 +66,12 @@ export class AsciiAdapter implements ProtocolAdapter {
   readonly #instrument: Instrument
   readonly #handler: LineHandler
   #endpoint: Endpoint | null = null
-  #lifecycle: Promise<void> = Promise.resolve()
+  readonly #steps = new SerialSteps()
   #detached = false
   #ignored = 0
   #dropped = 0
   #recent: AsciiExchange[] = []
-  readonly #lastWarning = new Map<DropKind, number>()
+  readonly #warnings = new Map<DropKind, ThrottledWarning>()
 
   constructor(options: AsciiAdapterOptions) {
     this.#hub = options.hub
@@ -107,7 +107,7 @@ export class AsciiAdapter implements ProtocolAdapter {
 
   /** Opens the port; resolves once clients can connect. Idempotent. Throws ConflictError (409) when the port cannot be had. */
   start(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       if (this.#endpoint !== null) return
       const d = this.#definition
       this.#endpoint = await this.#hub.open({ transport: d.transport, host: d.host, port: d.port, owner: this.name, handler: this.#handler })
@@ -118,7 +118,7 @@ export class AsciiAdapter implements ProtocolAdapter {
 
   /** Closes the port and every client. Idempotent. */
   stop(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       const endpoint = this.#endpoint
       if (endpoint === null) return
       this.#endpoint = null
@@ -126,12 +126,6 @@ export class AsciiAdapter implements ProtocolAdapter {
       await this.#hub.release(endpoint)
       this.#logger.info({ transport: endpoint.transport, host: endpoint.host, port: endpoint.port }, 'ascii instrument stopped')
     })
-  }
-
-  #serialize(step: () => Promise<void>): Promise<void> {
-    const result = this.#lifecycle.then(step)
-    this.#lifecycle = result.catch(() => undefined)
-    return result
   }
 
   /** Keeps the port and clients open but answers nothing and runs no command: clients time out. */
@@ -237,13 +231,9 @@ export class AsciiAdapter implements ProtocolAdapter {
 
   /** Logs at warn level at most once a second for each kind (a flood of bad clients would flood the log), else debug. */
   #warn(kind: DropKind, fields: Record<string, unknown>, message: string): void {
-    const now = Date.now()
-    if (now - (this.#lastWarning.get(kind) ?? 0) >= WARN_INTERVAL_MS) {
-      this.#lastWarning.set(kind, now)
-      this.#logger.warn(fields, message)
-    } else {
-      this.#logger.debug(fields, message)
-    }
+    let warning = this.#warnings.get(kind)
+    if (warning === undefined) this.#warnings.set(kind, (warning = new ThrottledWarning(this.#logger)))
+    warning.warn(fields, message)
   }
 }
 

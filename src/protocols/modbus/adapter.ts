@@ -1,3 +1,4 @@
+import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import type { AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
@@ -129,8 +130,6 @@ type PlainAnswer = number | Promise<Buffer | null>
 /** Writes a response ADU at `at` of `out` and returns its length (see ModbusUnit.handle). */
 type Respond = (out: Buffer, at: number) => number
 
-const WARN_INTERVAL_MS = 1000
-
 /**
  * One instance's `modbus_slave` adapter (see the module comment).
  *
@@ -154,12 +153,13 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #discreteInputs: GroupTable
   #unit: ModbusUnit
   #registration: ModbusRegistration | null = null
-  #lifecycle: Promise<void> = Promise.resolve()
+  readonly #steps = new SerialSteps()
+  /** Warnings a client can cause, at most one a second. */
+  readonly #warning: ThrottledWarning
   #detached = false
   #requests = 0
   #errors = 0
   #closes = { idle_timeouts: 0, frame_timeouts: 0, evictions: 0, refusals: 0 }
-  #lastWarning = 0
   /** The faults in force, or null: the one check normal service pays. */
   #faults: FaultPlan | null = null
   /** The faults value as it was set, for the node. */
@@ -181,6 +181,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     this.#accessor = options.accessor
     this.name = options.name ?? 'modbus_slave'
     this.#logger = options.logger.child({ adapter: this.name })
+    this.#warning = new ThrottledWarning(this.#logger)
     const map = RegisterMap.compile(options.definition.mapping)
     this.#holding = map.group('h_r')
     this.#inputRegisters = map.group('i_r')
@@ -210,7 +211,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    * Throws ValidationError (duplicate unit id on the port) or ConflictError (port unavailable).
    */
   start(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       if (this.#registration !== null) return
       this.#registration = await this.#hub.register({
         host: this.#definition.host,
@@ -226,7 +227,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /** Unregisters the unit (its listener closes when no unit is left). Idempotent. */
   stop(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       const registration = this.#registration
       if (registration === null) return
       this.#registration = null
@@ -237,11 +238,6 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   }
 
   /** Runs lifecycle steps one after another, so stop-then-start never races for the port. */
-  #serialize(step: () => Promise<void>): Promise<void> {
-    const result = this.#lifecycle.then(step)
-    this.#lifecycle = result.catch(() => undefined)
-    return result
-  }
 
   /** Keeps the unit registered and connections open but stops answering: clients time out. */
   detach(): void {
@@ -605,35 +601,24 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     try {
       return this.#accessor.read(entry.attribute)
     } catch (error) {
-      this.#warn({ err: error, attribute: entry.attribute }, 'modbus read failed')
+      this.#warning.warn({ err: error, attribute: entry.attribute }, 'modbus read failed')
       return undefined
     }
   }
 
   #writeFailure(fc: number, attribute: string, error: unknown, out: Buffer, at: number): number {
-    this.#warn({ err: error, attribute }, 'modbus write refused by the attribute')
+    this.#warning.warn({ err: error, attribute }, 'modbus write refused by the attribute')
     return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE, out, at)
   }
 
   #failure(fc: number, reason: string, out: Buffer, at: number): number {
-    this.#warn({ reason }, 'modbus read cannot encode a value')
+    this.#warning.warn({ reason }, 'modbus read cannot encode a value')
     return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE, out, at)
   }
 
   #exception(fc: number, code: number, out: Buffer, at: number): number {
     this.#errors++
     return writeException(out, at, fc, code)
-  }
-
-  /** Logs at warn level at most once a second (a polling client would flood the log), else debug. */
-  #warn(fields: Record<string, unknown>, message: string): void {
-    const now = Date.now()
-    if (now - this.#lastWarning >= WARN_INTERVAL_MS) {
-      this.#lastWarning = now
-      this.#logger.warn(fields, message)
-    } else {
-      this.#logger.debug(fields, message)
-    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import { connect, type IClientOptions, type MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
@@ -58,8 +59,6 @@ interface LiveBinding {
   lastPayload: string | undefined
 }
 
-const WARN_INTERVAL_MS = 1000
-
 /** See the module comment. */
 export class MqttAdapter implements ProtocolAdapter {
   readonly name: string
@@ -80,9 +79,10 @@ export class MqttAdapter implements ProtocolAdapter {
   #backoffMs: number
   #retryTimer: NodeJS.Timeout | null = null
   #scanTimer: NodeJS.Timeout | null = null
-  #lifecycle: Promise<void> = Promise.resolve()
+  readonly #steps = new SerialSteps()
+  /** Warnings a client can cause, at most one a second. */
+  readonly #warning: ThrottledWarning
   #lastError: string | null = null
-  #lastWarning = 0
   #counters = { published: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
 
   constructor(options: MqttAdapterOptions) {
@@ -91,6 +91,7 @@ export class MqttAdapter implements ProtocolAdapter {
     this.#definition = structuredClone(options.definition)
     this.#accessor = options.accessor
     this.#logger = options.logger.child({ adapter: this.name })
+    this.#warning = new ThrottledWarning(this.#logger)
     this.#brokers = options.brokers
     this.#backoffMs = this.#definition.reconnect_period * 1000
     this.#bindings = this.#definition.bindings.map((binding) => ({
@@ -125,7 +126,7 @@ export class MqttAdapter implements ProtocolAdapter {
    * the embedded broker cannot open its port. Idempotent.
    */
   start(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       if (this.#running) return
       const d = this.#definition
       if (d.broker === MQTT_EMBEDDED) {
@@ -166,7 +167,7 @@ export class MqttAdapter implements ProtocolAdapter {
 
   /** Says goodbye to the broker (so no last will is sent) and releases the embedded broker. Idempotent. */
   stop(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       if (!this.#running) return
       this.#running = false
       this.#detached = false
@@ -359,7 +360,7 @@ export class MqttAdapter implements ProtocolAdapter {
   #linkError(error: Error): void {
     this.#lastError = error.message
     this.#counters.errors++
-    this.#warn({ err: error.message, broker: `${this.#host}:${this.#port}` }, 'mqtt broker connection failed')
+    this.#warning.warn({ err: error.message, broker: `${this.#host}:${this.#port}` }, 'mqtt broker connection failed')
   }
 
   #scan(): void {
@@ -390,7 +391,7 @@ export class MqttAdapter implements ProtocolAdapter {
     const problem = publishProblem(value)
     if (problem !== null) {
       this.#counters.errors++
-      this.#warn({ binding: b.name, attribute: b.binding.attribute, reason: problem }, 'mqtt value not published')
+      this.#warning.warn({ binding: b.name, attribute: b.binding.attribute, reason: problem }, 'mqtt value not published')
       return
     }
     const payload = formatPayload(b.binding, value, { instance: this.#instance, topic: b.topic })
@@ -431,13 +432,13 @@ export class MqttAdapter implements ProtocolAdapter {
     this.#counters.refused++
     this.#counters.errors++
     const shown = payload.length > 200 ? `${payload.slice(0, 200)}...` : payload
-    this.#warn({ binding: b.name, attribute: b.binding.attribute, topic, payload: shown, reason }, 'mqtt payload refused')
+    this.#warning.warn({ binding: b.name, attribute: b.binding.attribute, topic, payload: shown, reason }, 'mqtt payload refused')
   }
 
   #fail(message: string, error: Error, fields: Record<string, unknown> = {}): void {
     this.#counters.errors++
     this.#lastError = error.message
-    this.#warn({ ...fields, err: error.message }, message)
+    this.#warning.warn({ ...fields, err: error.message }, message)
   }
 
   #updatePeriods(): void {
@@ -452,23 +453,6 @@ export class MqttAdapter implements ProtocolAdapter {
     if (this.#scanTimer) clearInterval(this.#scanTimer)
     this.#retryTimer = null
     this.#scanTimer = null
-  }
-
-  #serialize(step: () => Promise<void>): Promise<void> {
-    const result = this.#lifecycle.then(step)
-    this.#lifecycle = result.catch(() => undefined)
-    return result
-  }
-
-  /** Logs at warn level at most once a second (a chatty topic would flood the log), else debug. */
-  #warn(fields: Record<string, unknown>, message: string): void {
-    const now = Date.now()
-    if (now - this.#lastWarning >= WARN_INTERVAL_MS) {
-      this.#lastWarning = now
-      this.#logger.warn(fields, message)
-    } else {
-      this.#logger.debug(fields, message)
-    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { BaseNode, Namespace, UAObject, UAVariable } from 'node-opcua-address-space'
 import { StatusCodes, type StatusCode } from 'node-opcua-status-code'
 import { EUInformation } from 'node-opcua-types'
@@ -42,8 +43,6 @@ interface BoundVariable {
   nodeId: string
 }
 
-const WARN_INTERVAL_MS = 1000
-
 /** See the module comment. */
 export class OpcuaServerAdapter implements ProtocolAdapter {
   readonly name: string
@@ -58,8 +57,9 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   #variables: BoundVariable[] = []
   #methods: string[] = []
   #detached = false
-  #lifecycle: Promise<void> = Promise.resolve()
-  #lastWarning = 0
+  readonly #steps = new SerialSteps()
+  /** Warnings a client can cause, at most one a second. */
+  readonly #warning: ThrottledWarning
   #counters = { reads: 0, writes: 0, calls: 0, refused: 0, errors: 0 }
 
   constructor(options: OpcuaServerAdapterOptions) {
@@ -68,6 +68,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     this.#definition = structuredClone(options.definition)
     this.#accessor = options.accessor
     this.#logger = options.logger.child({ adapter: this.name })
+    this.#warning = new ThrottledWarning(this.#logger)
     this.#servers = options.servers
   }
 
@@ -83,7 +84,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
    * the port is taken. Idempotent.
    */
   start(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       if (this.#lease !== null) return
       const lease = await this.#servers.acquire(this.#definition)
       try {
@@ -101,7 +102,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
 
   /** Removes the folder; the server stops with its last instance. Idempotent. */
   stop(): Promise<void> {
-    return this.#serialize(async () => {
+    return this.#steps.run(async () => {
       const lease = this.#lease
       if (lease === null) return
       this.#lease = null
@@ -265,7 +266,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
         result = await this.#accessor.call!(method.method, args)
       } catch (error) {
         this.#counters.errors++
-        this.#warn({ method: method.method, err: (error as Error).message }, 'OPC UA method call failed')
+        this.#warning.warn({ method: method.method, err: (error as Error).message }, 'OPC UA method call failed')
         return { statusCode: error instanceof ValidationError ? StatusCodes.BadInvalidArgument : StatusCodes.BadInternalError }
       }
       const output = toVariantValue(result ?? null, method.output)
@@ -287,7 +288,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     const converted = toVariantValue(value, bound.dataType)
     if ('problem' in converted) {
       this.#counters.errors++
-      this.#warn({ attribute: bound.binding.attribute, reason: converted.problem }, 'OPC UA value cannot be served')
+      this.#warning.warn({ attribute: bound.binding.attribute, reason: converted.problem }, 'OPC UA value cannot be served')
       return StatusCodes.BadOutOfRange
     }
     return new Variant({ dataType: DATA_TYPE_IDS[bound.dataType], value: converted.value })
@@ -314,14 +315,14 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   #status(status: StatusCode, fields: Record<string, unknown>): StatusCode {
     this.#counters.refused++
     this.#counters.errors++
-    this.#warn({ ...fields, status: status.name }, 'OPC UA write refused')
+    this.#warning.warn({ ...fields, status: status.name }, 'OPC UA write refused')
     return status
   }
 
   #refused(status: StatusCode, fields: Record<string, unknown>): { statusCode: StatusCode } {
     this.#counters.refused++
     this.#counters.errors++
-    this.#warn({ ...fields, status: status.name }, 'OPC UA method call refused')
+    this.#warning.warn({ ...fields, status: status.name }, 'OPC UA method call refused')
     return { statusCode: status }
   }
 
@@ -334,22 +335,6 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       }
     }
     this.#nodes = []
-  }
-
-  #serialize(step: () => Promise<void>): Promise<void> {
-    const result = this.#lifecycle.then(step)
-    this.#lifecycle = result.catch(() => undefined)
-    return result
-  }
-
-  #warn(fields: Record<string, unknown>, message: string): void {
-    const now = Date.now()
-    if (now - this.#lastWarning >= WARN_INTERVAL_MS) {
-      this.#lastWarning = now
-      this.#logger.warn(fields, message)
-    } else {
-      this.#logger.debug(fields, message)
-    }
   }
 }
 
