@@ -99,7 +99,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.importNode = parsed.import ? new ImportStatus(this) : undefined
     const behaviour = modelBehaviour(parsed)
     this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this))
-    this.actionsNode = this.behaviour && this.behaviour.actions.length > 0 ? new ActionsNode(this, this.behaviour) : undefined
+    this.actionsNode = this.behaviour && this.behaviour.actionCount > 0 ? new ActionsNode(this, this.behaviour) : undefined
     this.scenariosNode = this.behaviour && this.behaviour.scenarios.length > 0 ? new ScenariosNode(this, this.behaviour, () => this.timer.time) : undefined
     this.logs = new Logs(this, { buffer: opts.services.logs, instance: opts.name })
   }

@@ -15,9 +15,10 @@ import { InternalError, summarize, ValidationError, type ErrorDetail } from '../
 import { truthy } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
 import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpression } from './compile-context.js'
-import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
+import { bindGroups, compileConditions, compileList, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
+import { AttributeSlots, fuseActions, FusedRun } from './fused.js'
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
-import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
+import { UndoLog, type BehaviourHost, type HostAttribute, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
 
 /** The behaviour keys of a model definition. */
@@ -41,6 +42,11 @@ export class ModelBehaviour {
   readonly usedParameters: ReadonlySet<string>
   /** The expressions the instance's Python worker evaluates (their `index` is their position here). */
   readonly workerExpressions: readonly WorkerExpression[]
+  /** The model's attributes by slot, as fused runs read them. */
+  readonly slots: AttributeSlots
+  /** `actions` as a step runs them: runs of fused actions (fused.ts) and the others; `fused` flags in all. */
+  readonly steps: ReadonlyArray<FusedRun | ActionPlan>
+  readonly fused: number
 
   constructor(parts: {
     actions: ActionPlan[]
@@ -49,6 +55,8 @@ export class ModelBehaviour {
     hooks: HookPlans
     usedParameters: Set<string>
     workerExpressions: WorkerExpression[]
+    slots: AttributeSlots
+    fuse: boolean
   }) {
     this.actions = parts.actions
     this.groups = parts.groups
@@ -56,6 +64,11 @@ export class ModelBehaviour {
     this.hooks = parts.hooks
     this.usedParameters = parts.usedParameters
     this.workerExpressions = parts.workerExpressions
+    this.slots = parts.slots
+    // A step with worker expressions awaits each action in turn (stepAsync): nothing is fused then.
+    const { steps, flags } = this.usesWorker || !parts.fuse ? { steps: this.actions, flags: 0 } : fuseActions(this.actions, this.slots, 0)
+    this.steps = steps
+    this.fused = flags
   }
 
   /** Whether a step needs the instance's Python worker (some expression is evaluated there). */
@@ -106,7 +119,17 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
     context.problem(worker.path, 'expressions of scenarios and hooks are evaluated natively: imports other than math, random and time are not supported there')
   }
   if (context.problems.length > 0) throw behaviourProblems(context.problems)
-  return new ModelBehaviour({ actions, groups, scenarios, hooks, usedParameters: context.usedParameters, workerExpressions: context.workerExpressions })
+  const slots = new AttributeSlots(source.attributes)
+  return new ModelBehaviour({
+    actions,
+    groups,
+    scenarios,
+    hooks,
+    usedParameters: context.usedParameters,
+    workerExpressions: context.workerExpressions,
+    slots,
+    fuse: source.fuse !== false,
+  })
 }
 
 /** Checks a model's behaviour: the problems, with their paths (none: it compiles). */
@@ -120,33 +143,85 @@ export function behaviourProblems(problems: ErrorDetail[]): ValidationError {
  * are active.
  */
 export class InstanceBehaviour {
-  readonly actions: readonly ActionRuntime[]
   readonly scenarios: readonly ScenarioRuntime[]
   readonly hooks: InstanceHooks
-  readonly #top: ActionRuntime[]
+  readonly #model: ModelBehaviour
+  /** The model's `actions` as a step runs them: fused runs, and the others bound to this instance. */
+  readonly #top: Array<FusedRun | ActionRuntime>
   readonly #groups: BranchRuntime[][]
   readonly #held: ActionRuntime[]
   readonly #host: BehaviourHost
   readonly #frame: StepFrame = { time: 0, dt: 1 }
   readonly #undo = new UndoLog()
   readonly #onRun: boolean
+  // For fused runs: the instance's attributes by slot, which of them a protocol maps (1), and
+  // each fused action's enabled flag (1).
+  readonly #attrs: readonly HostAttribute[]
+  readonly #mapped: number[]
+  readonly #enabled: number[]
+  /**
+   * The undo log fused runs write to: none (null) when the model's step is one fused run and
+   * nothing else (no conditions, scenarios or hooks), since the run then puts back its own writes
+   * when it fails, and nothing after it can.
+   */
+  readonly #fusedUndo: UndoLog | null
+  #actions: readonly ActionRuntime[] | undefined
   #active = false
   /** Whether a step needs the Python worker, and then the step under way (steps of one instance never overlap). */
   readonly usesWorker: boolean
   #stepping: Promise<void> | undefined
 
   constructor(model: ModelBehaviour, host: BehaviourHost) {
+    this.#model = model
     this.#host = host
     this.usesWorker = model.usesWorker
     const ctx: BindContext = { host, frame: this.#frame, undo: this.#undo }
-    this.#top = model.actions.map((a) => a.bind(ctx))
+    this.#top = model.steps.map((step) => (step instanceof FusedRun ? step : step.bind(ctx)))
+    this.#enabled = []
+    for (const step of model.steps) if (step instanceof FusedRun) for (const plan of step.plans) this.#enabled.push(plan.enabled ? 1 : 0)
+    this.#attrs = model.fused > 0 ? model.slots.of(host) : []
+    this.#mapped = this.#attrs.map((a) => (a.mapped ? 1 : 0))
     this.#groups = bindGroups(model.groups, ctx)
-    this.actions = [...this.#top, ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions))]
-    this.#held = this.#top.filter((a) => a.activate !== undefined)
+    this.#held = this.#top.filter((a): a is ActionRuntime => !(a instanceof FusedRun) && a.activate !== undefined)
     const held = new HeldValues()
     this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, held))
     this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
     this.#onRun = this.hooks.has('on_run')
+    const alone = this.#top.length === 1 && this.#top[0] instanceof FusedRun && model.groups.length === 0 && model.scenarios.length === 0
+    this.#fusedUndo = alone && model.hooks.model.size === 0 && model.hooks.attributes.size === 0 ? null : this.#undo
+  }
+
+  /** Every action of the instance (top level, then those of conditions), made on first use for the fused ones. */
+  get actions(): readonly ActionRuntime[] {
+    this.#actions ??= [
+      ...this.#top.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => this.#fusedAction(step, plan, step.first + i)) : [step])),
+      ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions)),
+    ]
+    return this.#actions
+  }
+
+  /** A fused action seen alone: its enabled flag, and a run of it by itself. */
+  #fusedAction(run: FusedRun, plan: ActionPlan, flag: number): ActionRuntime {
+    const enabled = this.#enabled
+    return {
+      plan,
+      get enabled() {
+        return enabled[flag] === 1
+      },
+      set enabled(on: boolean) {
+        enabled[flag] = on ? 1 : 0
+      },
+      run: () => {
+        const only = enabled.map((_x, i) => (i === flag ? 1 : 0))
+        run.run(this.#attrs, this.#mapped, only, this.#host, this.#frame, this.#undo)
+      },
+      reset: () => {},
+    }
+  }
+
+  /** The number of actions (top level and of conditions). */
+  get actionCount(): number {
+    return this.#model.actions.length + this.#groups.reduce((n, g) => n + g.reduce((m, b) => m + b.actions.length, 0), 0)
   }
 
   /** The action named `name`, if any. */
@@ -161,7 +236,12 @@ export class InstanceBehaviour {
 
   /** The model's own actions and conditions at the frame's time. */
   #runModel(): void {
-    runActions(this.#top)
+    const top = this.#top
+    for (let i = 0; i < top.length; i++) {
+      const step = top[i] as FusedRun | ActionRuntime
+      if (step instanceof FusedRun) step.run(this.#attrs, this.#mapped, this.#enabled, this.#host, this.#frame, this.#fusedUndo)
+      else if (step.enabled) step.run()
+    }
     runGroups(this.#groups)
   }
 
@@ -210,7 +290,8 @@ export class InstanceBehaviour {
     frame.time = time
     frame.dt = dt
     try {
-      for (const action of this.#top) {
+      // Nothing is fused in a behaviour with worker expressions: every step is a bound action.
+      for (const action of this.#top as ActionRuntime[]) {
         if (!action.enabled) continue
         if (action.runAsync) await action.runAsync()
         else action.run()
