@@ -363,7 +363,9 @@ export class InstanceBehaviour {
 
   /** Back to the first state: PID integrals and noise generators start over, scenarios unrun. */
   async reset(): Promise<void> {
-    for (const action of this.actions) action.reset()
+    // Fused actions (function, set) keep no state: only the bound ones have something to reset.
+    for (const step of this.#top) if (!(step instanceof FusedRun)) step.reset()
+    for (const group of this.#groups) for (const branch of group) for (const action of branch.actions) action.reset()
     for (const scenario of this.scenarios) await scenario.reset()
   }
 
