@@ -15,10 +15,10 @@ import { InternalError, summarize, ValidationError, type ErrorDetail } from '../
 import { truthy } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
 import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpression } from './compile-context.js'
-import { bindGroups, compileConditions, compileList, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
-import { AttributeSlots, fuseActions, FusedRun } from './fused.js'
+import { bindGroups, compileConditions, compileList, runGroups, runSteps, type BranchPlan, type BranchRuntime } from './conditions.js'
+import { AttributeSlots, fuseActions, FusedRun, type FusedInstance } from './fused.js'
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
-import { UndoLog, type BehaviourHost, type HostAttribute, type StepFrame } from './runtime.js'
+import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
 
 /** The behaviour keys of a model definition. */
@@ -44,8 +44,11 @@ export class ModelBehaviour {
   readonly workerExpressions: readonly WorkerExpression[]
   /** The model's attributes by slot, as fused runs read them. */
   readonly slots: AttributeSlots
-  /** `actions` as a step runs them: runs of fused actions (fused.ts) and the others; `fused` flags in all. */
+  /** `actions` as a step runs them: runs of fused actions (fused.ts) and the others. */
   readonly steps: ReadonlyArray<FusedRun | ActionPlan>
+  /** The same for the actions of each branch of each group of `groups`. */
+  readonly groupSteps: ReadonlyArray<ReadonlyArray<ReadonlyArray<FusedRun | ActionPlan>>>
+  /** How many actions are fused (each instance keeps an enabled flag for each). */
   readonly fused: number
 
   constructor(parts: {
@@ -66,8 +69,16 @@ export class ModelBehaviour {
     this.workerExpressions = parts.workerExpressions
     this.slots = parts.slots
     // A step with worker expressions awaits each action in turn (stepAsync): nothing is fused then.
-    const { steps, flags } = this.usesWorker || !parts.fuse ? { steps: this.actions, flags: 0 } : fuseActions(this.actions, this.slots, 0)
-    this.steps = steps
+    const fuse = parts.fuse && !this.usesWorker
+    let flags = 0
+    const split = (plans: readonly ActionPlan[]): ReadonlyArray<FusedRun | ActionPlan> => {
+      if (!fuse) return plans
+      const fused = fuseActions(plans, this.slots, flags)
+      flags = fused.flags
+      return fused.steps
+    }
+    this.steps = split(this.actions)
+    this.groupSteps = this.groups.map((group) => group.map((branch) => split(branch.actions)))
     this.fused = flags
   }
 
@@ -154,17 +165,12 @@ export class InstanceBehaviour {
   readonly #frame: StepFrame = { time: 0, dt: 1 }
   readonly #undo = new UndoLog()
   readonly #onRun: boolean
-  // For fused runs: the instance's attributes by slot, which of them a protocol maps (1), and
-  // each fused action's enabled flag (1).
-  readonly #attrs: readonly HostAttribute[]
-  readonly #mapped: number[]
-  readonly #enabled: number[]
   /**
-   * The undo log fused runs write to: none (null) when the model's step is one fused run and
-   * nothing else (no conditions, scenarios or hooks), since the run then puts back its own writes
+   * What fused runs work on. Its undo log is none (null) when the model's step is one fused run
+   * and nothing else (no conditions, scenarios or hooks): the run then puts back its own writes
    * when it fails, and nothing after it can.
    */
-  readonly #fusedUndo: UndoLog | null
+  readonly #fused: FusedInstance
   #actions: readonly ActionRuntime[] | undefined
   #active = false
   /** Whether a step needs the Python worker, and then the step under way (steps of one instance never overlap). */
@@ -177,32 +183,34 @@ export class InstanceBehaviour {
     this.usesWorker = model.usesWorker
     const ctx: BindContext = { host, frame: this.#frame, undo: this.#undo }
     this.#top = model.steps.map((step) => (step instanceof FusedRun ? step : step.bind(ctx)))
-    this.#enabled = []
-    for (const step of model.steps) if (step instanceof FusedRun) for (const plan of step.plans) this.#enabled.push(plan.enabled ? 1 : 0)
-    this.#attrs = model.fused > 0 ? model.slots.of(host) : []
-    this.#mapped = this.#attrs.map((a) => (a.mapped ? 1 : 0))
-    this.#groups = bindGroups(model.groups, ctx)
+    this.#groups = bindGroups(model.groups, ctx, model.groupSteps)
     this.#held = this.#top.filter((a): a is ActionRuntime => !(a instanceof FusedRun) && a.activate !== undefined)
     const held = new HeldValues()
     this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, held))
     this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
     this.#onRun = this.hooks.has('on_run')
+    const enabled: number[] = []
+    for (const steps of [model.steps, ...model.groupSteps.flat()]) {
+      for (const step of steps) if (step instanceof FusedRun) for (const plan of step.plans) enabled.push(plan.enabled ? 1 : 0)
+    }
+    const attrs = model.fused > 0 ? model.slots.of(host) : []
     const alone = this.#top.length === 1 && this.#top[0] instanceof FusedRun && model.groups.length === 0 && model.scenarios.length === 0
-    this.#fusedUndo = alone && model.hooks.model.size === 0 && model.hooks.attributes.size === 0 ? null : this.#undo
+    const undo = alone && model.hooks.model.size === 0 && model.hooks.attributes.size === 0 ? null : this.#undo
+    this.#fused = { attrs, mapped: attrs.map((a) => (a.mapped ? 1 : 0)), enabled, host, frame: this.#frame, undo }
   }
 
   /** Every action of the instance (top level, then those of conditions), made on first use for the fused ones. */
   get actions(): readonly ActionRuntime[] {
-    this.#actions ??= [
-      ...this.#top.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => this.#fusedAction(step, plan, step.first + i)) : [step])),
-      ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions)),
-    ]
+    const each = (steps: ReadonlyArray<FusedRun | ActionRuntime>): ActionRuntime[] =>
+      steps.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => this.#fusedAction(step, plan, step.first + i)) : [step]))
+    this.#actions ??= [...each(this.#top), ...this.#groups.flatMap((g) => g.flatMap((b) => each(b.steps)))]
     return this.#actions
   }
 
   /** A fused action seen alone: its enabled flag, and a run of it by itself. */
   #fusedAction(run: FusedRun, plan: ActionPlan, flag: number): ActionRuntime {
-    const enabled = this.#enabled
+    const fused = this.#fused
+    const enabled = fused.enabled
     return {
       plan,
       get enabled() {
@@ -213,7 +221,7 @@ export class InstanceBehaviour {
       },
       run: () => {
         const only = enabled.map((_x, i) => (i === flag ? 1 : 0))
-        run.run(this.#attrs, this.#mapped, only, this.#host, this.#frame, this.#undo)
+        run.run(fused.attrs, fused.mapped, only, fused.host, fused.frame, this.#undo)
       },
       reset: () => {},
     }
@@ -221,7 +229,7 @@ export class InstanceBehaviour {
 
   /** The number of actions (top level and of conditions). */
   get actionCount(): number {
-    return this.#model.actions.length + this.#groups.reduce((n, g) => n + g.reduce((m, b) => m + b.actions.length, 0), 0)
+    return this.#model.actions.length + this.#model.groups.reduce((n, g) => n + g.reduce((m, b) => m + b.actions.length, 0), 0)
   }
 
   /** The action named `name`, if any. */
@@ -236,13 +244,8 @@ export class InstanceBehaviour {
 
   /** The model's own actions and conditions at the frame's time. */
   #runModel(): void {
-    const top = this.#top
-    for (let i = 0; i < top.length; i++) {
-      const step = top[i] as FusedRun | ActionRuntime
-      if (step instanceof FusedRun) step.run(this.#attrs, this.#mapped, this.#enabled, this.#host, this.#frame, this.#fusedUndo)
-      else if (step.enabled) step.run()
-    }
-    runGroups(this.#groups)
+    runSteps(this.#top, this.#fused)
+    runGroups(this.#groups, this.#fused)
   }
 
   /**
@@ -300,7 +303,7 @@ export class InstanceBehaviour {
         for (const branch of group) {
           if (branch.fetch) await branch.fetch()
           if (branch.test !== null && !truthy(branch.test())) continue
-          for (const action of branch.actions) {
+          for (const action of branch.steps as ActionRuntime[]) {
             if (!action.enabled) continue
             if (action.runAsync) await action.runAsync()
             else action.run()
@@ -365,7 +368,7 @@ export class InstanceBehaviour {
   async reset(): Promise<void> {
     // Fused actions (function, set) keep no state: only the bound ones have something to reset.
     for (const step of this.#top) if (!(step instanceof FusedRun)) step.reset()
-    for (const group of this.#groups) for (const branch of group) for (const action of branch.actions) action.reset()
+    for (const group of this.#groups) for (const branch of group) for (const step of branch.steps) if (!(step instanceof FusedRun)) step.reset()
     for (const scenario of this.scenarios) await scenario.reset()
   }
 

@@ -70,6 +70,20 @@ type RunFunction = (
   undo: UndoLog | null,
 ) => void
 
+/** What the fused runs of one instance read and write (see InstanceBehaviour). */
+export interface FusedInstance {
+  /** Its attributes by slot. */
+  readonly attrs: readonly HostAttribute[]
+  /** Per slot: 1 when a protocol maps the attribute (its writes are checked against the mapping). */
+  readonly mapped: readonly number[]
+  /** Per fused action of the model: 1 when enabled. */
+  readonly enabled: number[]
+  readonly host: BehaviourHost
+  readonly frame: StepFrame
+  /** The step's undo log, or null when a run puts back its own writes (nothing after it can fail). */
+  readonly undo: UndoLog | null
+}
+
 /** A run of consecutive fused actions; their enabled flags are `enabled[first ...]` of an instance. */
 export class FusedRun {
   readonly plans: readonly ActionPlan[]

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { AttributeType } from '../../../src/definition/model-schema.js'
+import { FusedRun } from '../../../src/language/model/fused.js'
 import { compileBehaviour, type BehaviourHost, type HostAttribute } from '../../../src/language/model/index.js'
 
 interface Spec {
@@ -97,6 +98,11 @@ function compare(
   const fused = compileBehaviour(model, { ...source, fuse: true })
   const alone = compileBehaviour(model, { ...source, fuse: false })
   assert.ok(fused.fused > 0, 'the model has fused actions')
+  if (model.conditions !== undefined)
+    assert.ok(
+      fused.groupSteps.flat(2).some((step) => step instanceof FusedRun),
+      'condition branches are fused',
+    )
   assert.equal(alone.fused, 0)
   const hosts = [new TestHost(model.attributes, options.mapped ?? []), new TestHost(model.attributes, options.mapped ?? [])]
   const [a, b] = hosts as [TestHost, TestHost]
@@ -197,6 +203,34 @@ describe('fused actions against actions bound alone', () => {
       conditions: [{ if: 'k > 3', actions: [{ function: '$out(b)', call: 'int("x")' }] }],
     }
     assert.equal(compare(condition, 8), 8 - 3)
+  })
+
+  it('conditions and an if_chain whose branches are fused, between bound actions (ramp, noise)', () => {
+    const model = {
+      attributes: { level: float(20), inflow: float(3), alarm: { default: 'ok', type: 'str' as const }, valve: float(0), noisy: float(0), n: float(0) },
+      actions: [
+        { ramp: '$out(inflow)', start_value: 3, stop_value: 9, duration: 10 },
+        { function: '$out(level)', call: 'level + inflow * $attr(timer.dt) - valve' },
+        { noise: '$out(noisy)', std: 0.5, seed: 7 },
+        { function: '$out(n)', call: 'n + noisy' },
+      ],
+      conditions: [
+        {
+          if: 'level > 60',
+          actions: [
+            { set: '$out(alarm)', value: '"high"' },
+            { function: '$out(valve)', call: 'min(10.0, valve + 2.5)' },
+          ],
+        },
+        { if: 'level < 25', actions: [{ set: '$out(alarm)', value: '"low"' }] },
+      ],
+      if_chain: [
+        { if: 'valve > 5', actions: [{ function: '$out(valve)', call: 'valve * 0.5' }] },
+        { elif: 'valve > 0', actions: [{ function: '$out(valve)', call: 'valve - 0.25' }] },
+        { else: [{ set: '$out(alarm)', value: '"normal"' }] },
+      ],
+    }
+    compare(model, 40, { toggle: 'conditions_0_set_0' })
   })
 
   it('a value a protocol mapping cannot carry is refused the same way, and a disabled action skipped the same way', () => {
