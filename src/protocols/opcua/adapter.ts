@@ -145,6 +145,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       host: d.host,
       port: this.#lease?.port ?? d.port,
       endpoint: this.#lease?.url ?? null,
+      sessions: this.#lease?.sessions() ?? 0,
       endpoint_path: d.endpoint_path,
       namespace: d.namespace,
       security: d.security,
