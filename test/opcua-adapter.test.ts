@@ -151,6 +151,40 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.temp' && e.value === 21.5)
   })
 
+  it('a client monitoring by exception (sampling interval 0) hears each change, and the status of a detached instance', async () => {
+    const from = client.events.length
+    const subscribed = await client.ok({
+      op: 'subscribe',
+      nodeIds: ['ns=1;s=boiler_2.temp', 'ns=1;s=boiler_2.count'],
+      samplingInterval: 0,
+      publishingInterval: 50,
+    })
+    assert.deepEqual(subscribed.statuses, { Good: 2 })
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.temp' && e.value === 21.5)
+    // One change at a time: changes closer together than sampling_interval are folded into the last.
+    for (const [delta, temp] of [
+      [0.5, 22],
+      [0.25, 22.25],
+    ]) {
+      assert.equal((await t.call(`${SYS}/instances/boiler_2`, 'heat', { delta })).status, 200)
+      await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.temp' && e.value === temp)
+    }
+    const temps = client.events.slice(from).filter((e) => e.nodeId === 'ns=1;s=boiler_2.temp')
+    assert.deepEqual(
+      temps.map((e) => e.value),
+      [21.5, 22, 22.25],
+    )
+    assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/count/attr/internal_value`, { value: 4 })).status, 200)
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.value === 4)
+    assert.equal((await t.call(node('boiler_2'), 'detach')).status, 200)
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.status === 'BadNoCommunication')
+    assert.equal((await t.call(node('boiler_2'), 'attach')).status, 200)
+    const detachedAt = client.events.findIndex((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.status === 'BadNoCommunication')
+    await eventually(() => client.events.slice(detachedAt).some((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.status === 'Good' && e.value === 4))
+    assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/count/attr/internal_value`, { value: 3 })).status, 200)
+    await client.ok({ op: 'unsubscribe' })
+  })
+
   it('calls a model method with its input argument and returns its result; a wrong argument type runs nothing', async () => {
     const result = await client.ok({ op: 'call', objectId: 'ns=1;s=boiler_1', methodId: 'ns=1;s=boiler_1.heat', inputs: [{ dataType: 'Double', value: 2.5 }] })
     assert.equal(result.status, 'Good')
