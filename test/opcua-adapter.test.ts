@@ -185,6 +185,33 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     await client.ok({ op: 'unsubscribe' })
   })
 
+  it('monitored by exception, every step of a run of several steps reaches the client, not only the last', async () => {
+    const counter = {
+      attributes: { n: { default: 0, type: 'int' } },
+      actions: [{ function: '$out(n)', call: 'n + 1' }],
+      communication: { opcua_server: { port, bindings: [{ attribute: 'n' }] } },
+    }
+    const put = await t.api('PUT', `${SYS}/models`, { Counter: counter })
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { counter: 'Counter' })).status, 200)
+    await prepare('counter')
+    const from = client.events.length
+    const subscribed = await client.ok({ op: 'subscribe', nodeIds: ['ns=1;s=counter.n'], samplingInterval: 0, publishingInterval: 200, queueSize: 50 })
+    assert.deepEqual(subscribed.statuses, { Good: 1 })
+    await client.event((e) => e.nodeId === 'ns=1;s=counter.n' && e.value === 0)
+    // Five steps in one request: without a push after each step the client could see only 5.
+    const ran = await t.call(SYS, 'run', { steps: 5 })
+    assert.equal(ran.status, 200, JSON.stringify(ran.body))
+    await client.event((e) => e.nodeId === 'ns=1;s=counter.n' && e.value === 5)
+    const values = client.events
+      .slice(from)
+      .filter((e) => e.nodeId === 'ns=1;s=counter.n')
+      .map((e) => e.value)
+    assert.deepEqual(values, [0, 1, 2, 3, 4, 5])
+    await client.ok({ op: 'unsubscribe' })
+    assert.equal((await t.api('DELETE', `${SYS}/instances/counter`)).status, 200)
+  })
+
   it('calls a model method with its input argument and returns its result; a wrong argument type runs nothing', async () => {
     const result = await client.ok({ op: 'call', objectId: 'ns=1;s=boiler_1', methodId: 'ns=1;s=boiler_1.heat', inputs: [{ dataType: 'Double', value: 2.5 }] })
     assert.equal(result.status, 'Good')

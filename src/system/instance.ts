@@ -339,6 +339,11 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     else this.#lastError = (err as Error).message
   }
 
+  /** After each step: the protocol adapters that hand each step's values to clients hear of it. */
+  afterStep(): void {
+    this.communication.afterStep()
+  }
+
   /** Calls a model method mapped by the `import` block and returns its result. */
   async callMapped(method: string, call: CallArgs): Promise<unknown> {
     this.#checkRunnable()

@@ -300,6 +300,11 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     return node
   }
 
+  /** After each step of the instance: the variables monitored by exception hand on this step's values. */
+  afterStep(): void {
+    if (this.#watched.size > 0) this.#push()
+  }
+
   #watch(bound: BoundVariable): void {
     this.#watched.add(bound)
     if (this.#scan) return

@@ -152,6 +152,9 @@ export class OpcuaServers implements ProtocolContext {
       securityPolicies: definition.security === 'None' ? [policy, SecurityPolicy[definition.security_policy]] : [policy],
       allowAnonymous: definition.allow_anonymous,
       userManager: { isValidUser: (name: string, password: string) => users.some((u) => u.username === name && u.password === password) },
+      // 0: an item monitored by exception hears every change, which the adapter pushes after each
+      // step (OpcuaServerAdapter.afterStep), instead of at most one per 100 ms window.
+      serverCapabilities: { minSupportedSampleRate: 0 },
       serverInfo: { applicationUri: namespace, productUri: 'mimic', applicationName: { text: 'Mimic', locale: 'en' } },
       buildInfo: { productName: 'Mimic', manufacturerName: 'Mimic' },
     })
