@@ -5,7 +5,7 @@ import { ConflictError, ValidationError } from '../../errors.js'
 import { MQTT_EMBEDDED, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
-import { PayloadReader, formatPayload, publishProblem, topicMatches } from './payload.js'
+import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadResult } from './payload.js'
 
 /**
  * The `mqtt` adapter of one instance: a client of a broker (or of the embedded one) that
@@ -20,7 +20,8 @@ import { PayloadReader, formatPayload, publishProblem, topicMatches } from './pa
  * changed, the others every `interval` (default `publish_interval`); every publish binding is
  * published once on each (re)connection, so a subscriber sees the current state after an outage.
  * A received payload that does not fit the attribute's type is refused, counted (`refused`) and
- * logged; it is never applied in part.
+ * logged; it is never applied in part: when several bindings read one message, each value is
+ * checked (type, writability, the ranges of the instance's other adapters) before any is written.
  *
  * @example
  * const adapter = new MqttAdapter({ definition, accessor, logger, brokers, name: 'boiler.mqtt', instance: 'boiler' })
@@ -405,27 +406,39 @@ export class MqttAdapter implements ProtocolAdapter {
   #message(topic: string, raw: Buffer): void {
     if (this.#detached) return
     const payload = raw.toString('utf8')
-    for (const b of this.#bindings) {
-      if (!b.subscribes || !topicMatches(b.topic, topic)) continue
-      // A `both` binding hears its own publication back: that is not a write.
-      if (b.publishes && topic === b.topic && payload === b.lastPayload) continue
-      this.#counters.received++
-      this.#receive(b, topic, payload)
+    // A `both` binding hears its own publication back: that is not a write.
+    const readers = this.#bindings.filter(
+      (b) => b.subscribes && topicMatches(b.topic, topic) && !(b.publishes && topic === b.topic && payload === b.lastPayload),
+    )
+    if (readers.length === 0) return
+    this.#counters.received++
+    // Several bindings may read one message (one topic, each its value out of the payload): every
+    // value is checked before any is written, so a message is applied whole or not at all.
+    const writes: Array<{ b: LiveBinding; value: unknown }> = []
+    for (const b of readers) {
+      const checked = this.#check(b, payload)
+      if ('problem' in checked) return this.#refuse(b, topic, payload, checked.problem)
+      writes.push({ b, value: checked.value })
+    }
+    for (const { b, value } of writes) {
+      try {
+        const pending = this.#accessor.write(b.binding.attribute, value)
+        if (pending instanceof Promise) pending.catch((error: unknown) => this.#refuse(b, topic, payload, (error as Error).message))
+      } catch (error) {
+        this.#refuse(b, topic, payload, (error as Error).message)
+      }
     }
   }
 
-  #receive(b: LiveBinding, topic: string, payload: string): void {
+  /** The value `payload` gives the binding's attribute, or why it cannot be written there. */
+  #check(b: LiveBinding, payload: string): ReadResult {
     const attr = b.binding.attribute
     const type = this.#accessor.describe?.(attr)?.type ?? inferType(this.#read(b))
     const result = b.reader.read(payload, type)
-    if ('problem' in result) return this.#refuse(b, topic, payload, result.problem)
-    if (!this.#accessor.writable(attr)) return this.#refuse(b, topic, payload, `attribute '${attr}' is read-only`)
-    try {
-      const pending = this.#accessor.write(attr, result.value)
-      if (pending instanceof Promise) pending.catch((error: unknown) => this.#refuse(b, topic, payload, (error as Error).message))
-    } catch (error) {
-      this.#refuse(b, topic, payload, (error as Error).message)
-    }
+    if ('problem' in result) return result
+    if (!this.#accessor.writable(attr)) return { problem: `attribute '${attr}' is read-only` }
+    const problem = this.#accessor.valueProblem?.(attr, result.value) ?? null
+    return problem === null ? result : { problem }
   }
 
   #refuse(b: LiveBinding, topic: string, payload: string, reason: string): void {
