@@ -55,7 +55,8 @@ interface LiveBinding {
   periodMs: number
   reader: PayloadReader
   lastKey: string | undefined
-  lastSent: number
+  /** When the next periodic publication is due (epoch ms). */
+  nextDue: number
   /** The last payload published, to know our own message when a `both` binding hears it back. */
   lastPayload: string | undefined
 }
@@ -104,7 +105,7 @@ export class MqttAdapter implements ProtocolAdapter {
       periodMs: 0,
       reader: PayloadReader.for(binding),
       lastKey: undefined,
-      lastSent: 0,
+      nextDue: 0,
       lastPayload: undefined,
     }))
     this.#updatePeriods()
@@ -367,10 +368,18 @@ export class MqttAdapter implements ProtocolAdapter {
   #scan(): void {
     if (this.#connection !== 'connected' || this.#detached) return
     const now = Date.now()
+    // A periodic publication goes out at the scan nearest its time and the next is due a period
+    // after that time, not after the scan: so an interval keeps its rate whatever the scans'
+    // phase and jitter (a scan a millisecond early would otherwise put it off a whole scan).
+    const slack = (this.#definition.scan_interval * 1000) / 2
     for (const b of this.#bindings) {
       if (!b.publishes) continue
-      const due = b.periodMs > 0 && now - b.lastSent >= b.periodMs
-      if (due || (b.binding.on_change && valueKey(this.#read(b)) !== b.lastKey)) this.#publish(b)
+      const dueAt = b.nextDue
+      const due = b.periodMs > 0 && now >= dueAt - slack
+      if (!due && !(b.binding.on_change && valueKey(this.#read(b)) !== b.lastKey)) continue
+      this.#publish(b)
+      // Behind by a period or more (a stalled process): start the schedule again from now.
+      if (due && now - dueAt < b.periodMs) b.nextDue = dueAt + b.periodMs
     }
   }
 
@@ -388,7 +397,7 @@ export class MqttAdapter implements ProtocolAdapter {
     const value = this.#read(b)
     const key = valueKey(value)
     b.lastKey = key
-    b.lastSent = Date.now()
+    b.nextDue = Date.now() + b.periodMs
     const problem = publishProblem(value)
     if (problem !== null) {
       this.#counters.errors++
