@@ -370,6 +370,42 @@ function brokerSuite(kind: BrokerRig['kind']): void {
         },
       )
 
+      it(
+        'a broker that stops reading: publications wait instead of piling up in the server, and the latest value goes out when it reads again',
+        { skip: kind === 'embedded' && "the embedded broker runs in the server's own process: it cannot stop reading while the server runs" },
+        async () => {
+          const broker = rig.mosquitto!
+          await create('flood', 'Flood', {
+            attributes: { blob: { default: 'x'.repeat(200_000), type: 'str' }, mark: { default: 'a', type: 'str' } },
+            communication: {
+              mqtt: link({
+                scan_interval: 0.01,
+                topic_prefix: `${prefix}flood/`,
+                bindings: [
+                  { attribute: 'blob', topic: 'blob' },
+                  { attribute: 'mark', topic: 'mark', on_change: true },
+                ],
+              }),
+            },
+          })
+          const sub = await subscribe([`${prefix}flood/mark`])
+          broker.freeze()
+          // 200 kB every 20 ms into a broker that reads nothing: the socket buffers fill, then the link is backed up.
+          assert.equal((await t.api('PUT', node('flood'), { publish_interval: 0.02 })).status, 200)
+          await eventually(async () => (await adapter('flood')).counters.deferred > 0, 30_000)
+          const backedUp = (await adapter('flood')).counters
+          await setValue('flood', 'mark', 'b')
+          await eventually(async () => (await adapter('flood')).counters.deferred > backedUp.deferred)
+          const waiting = await adapter('flood')
+          assert.equal(waiting.counters.published, backedUp.published, 'nothing more is handed to a link that cannot take it')
+          assert.equal(waiting.connection, 'connected')
+          assert.equal((await t.api('PUT', node('flood'), { publish_interval: 0 })).status, 200)
+          broker.thaw()
+          await eventually(() => sub.payloads(`${prefix}flood/mark`).includes('b'), 30_000)
+          assert.equal((await t.api('DELETE', `${SYS}/instances/flood`)).status, 200)
+        },
+      )
+
       describe('closing cleanly', () => {
         /** The sockets one adapter holds on the broker port: its link, and with the embedded broker the broker's side of it. */
         let footprint = 0

@@ -119,6 +119,11 @@ export class Mosquitto {
     this.#child?.kill('SIGSTOP')
   }
 
+  /** Lets a frozen broker run again (SIGCONT). */
+  thaw(): void {
+    this.#child?.kill('SIGCONT')
+  }
+
   /**
    * Replaces the users the broker accepts (anonymous clients stay accepted); a running broker
    * reloads the password file (SIGHUP).

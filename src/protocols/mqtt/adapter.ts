@@ -19,6 +19,8 @@ import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadRe
  * Values are checked every `scan_interval`: on_change bindings publish when their value
  * changed, the others every `interval` (default `publish_interval`); every publish binding is
  * published once on each (re)connection, so a subscriber sees the current state after an outage.
+ * While the link cannot take more (a broker reading slower than the adapter publishes),
+ * publications wait, counted (`deferred`), and each binding's latest value goes out once it drains.
  * A received payload that does not fit the attribute's type is refused, counted (`refused`) and
  * logged; it is never applied in part: when several bindings read one message, each value is
  * checked (type, writability, the ranges of the instance's other adapters) before any is written.
@@ -85,7 +87,7 @@ export class MqttAdapter implements ProtocolAdapter {
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
   #lastError: string | null = null
-  #counters = { published: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
+  #counters = { published: 0, deferred: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
 
   constructor(options: MqttAdapterOptions) {
     this.name = options.name ?? 'mqtt'
@@ -223,6 +225,7 @@ export class MqttAdapter implements ProtocolAdapter {
       broker: this.#port === null ? null : `${this.#host}:${this.#port}`,
       port: this.#port,
       published: c.published,
+      deferred: c.deferred,
       received: c.received,
       refused: c.refused,
       reconnects: c.reconnects,
@@ -372,11 +375,19 @@ export class MqttAdapter implements ProtocolAdapter {
     // after that time, not after the scan: so an interval keeps its rate whatever the scans'
     // phase and jitter (a scan a millisecond early would otherwise put it off a whole scan).
     const slack = (this.#definition.scan_interval * 1000) / 2
+    // A link that cannot take more (the broker reads slower than the adapter publishes) makes
+    // publications wait, still due, instead of piling up in the server: the latest value of each
+    // goes out once the link drains, as after an outage.
+    const backedUp = this.#client?.stream?.writableNeedDrain === true
     for (const b of this.#bindings) {
       if (!b.publishes) continue
       const dueAt = b.nextDue
       const due = b.periodMs > 0 && now >= dueAt - slack
       if (!due && !(b.binding.on_change && valueKey(this.#read(b)) !== b.lastKey)) continue
+      if (backedUp) {
+        this.#counters.deferred++
+        continue
+      }
       this.#publish(b)
       // Behind by a period or more (a stalled process): start the schedule again from now.
       if (due && now - dueAt < b.periodMs) b.nextDue = dueAt + b.periodMs
