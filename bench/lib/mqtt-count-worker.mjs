@@ -72,7 +72,7 @@ await client.endAsync(true)
 await counters.endAsync(true)
 
 const [first, last] = [brokerCounts[0], brokerCounts.at(-1)]
-const brokerInRate = brokerCounts.length >= 3 ? ((last[1] - first[1]) / (last[0] - first[0])) * 1000 : NaN
+const brokerInRate = brokerCounts.length >= 2 ? ((last[1] - first[1]) / (last[0] - first[0])) * 1000 : NaN
 latencies.sort((a, b) => a - b)
 const at = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))] : NaN)
 const cpuPercent = Object.fromEntries(Object.keys(cpuBefore).map((name) => [name, ((cpuAfter[name] - cpuBefore[name]) / seconds) * 100]))
