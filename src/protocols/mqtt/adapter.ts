@@ -5,7 +5,7 @@ import { ConflictError, ValidationError } from '../../errors.js'
 import { MQTT_EMBEDDED, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
-import { PayloadReader, formatPayload, publishProblem, topicMatches } from './payload.js'
+import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadResult } from './payload.js'
 
 /**
  * The `mqtt` adapter of one instance: a client of a broker (or of the embedded one) that
@@ -19,8 +19,11 @@ import { PayloadReader, formatPayload, publishProblem, topicMatches } from './pa
  * Values are checked every `scan_interval`: on_change bindings publish when their value
  * changed, the others every `interval` (default `publish_interval`); every publish binding is
  * published once on each (re)connection, so a subscriber sees the current state after an outage.
+ * While the link cannot take more (a broker reading slower than the adapter publishes),
+ * publications wait, counted (`deferred`), and each binding's latest value goes out once it drains.
  * A received payload that does not fit the attribute's type is refused, counted (`refused`) and
- * logged; it is never applied in part.
+ * logged; it is never applied in part: when several bindings read one message, each value is
+ * checked (type, writability, the ranges of the instance's other adapters) before any is written.
  *
  * @example
  * const adapter = new MqttAdapter({ definition, accessor, logger, brokers, name: 'boiler.mqtt', instance: 'boiler' })
@@ -54,7 +57,8 @@ interface LiveBinding {
   periodMs: number
   reader: PayloadReader
   lastKey: string | undefined
-  lastSent: number
+  /** When the next periodic publication is due (epoch ms). */
+  nextDue: number
   /** The last payload published, to know our own message when a `both` binding hears it back. */
   lastPayload: string | undefined
 }
@@ -83,7 +87,7 @@ export class MqttAdapter implements ProtocolAdapter {
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
   #lastError: string | null = null
-  #counters = { published: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
+  #counters = { published: 0, deferred: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
 
   constructor(options: MqttAdapterOptions) {
     this.name = options.name ?? 'mqtt'
@@ -103,7 +107,7 @@ export class MqttAdapter implements ProtocolAdapter {
       periodMs: 0,
       reader: PayloadReader.for(binding),
       lastKey: undefined,
-      lastSent: 0,
+      nextDue: 0,
       lastPayload: undefined,
     }))
     this.#updatePeriods()
@@ -221,6 +225,7 @@ export class MqttAdapter implements ProtocolAdapter {
       broker: this.#port === null ? null : `${this.#host}:${this.#port}`,
       port: this.#port,
       published: c.published,
+      deferred: c.deferred,
       received: c.received,
       refused: c.refused,
       reconnects: c.reconnects,
@@ -366,10 +371,26 @@ export class MqttAdapter implements ProtocolAdapter {
   #scan(): void {
     if (this.#connection !== 'connected' || this.#detached) return
     const now = Date.now()
+    // A periodic publication goes out at the scan nearest its time and the next is due a period
+    // after that time, not after the scan: so an interval keeps its rate whatever the scans'
+    // phase and jitter (a scan a millisecond early would otherwise put it off a whole scan).
+    const slack = (this.#definition.scan_interval * 1000) / 2
+    // A link that cannot take more (the broker reads slower than the adapter publishes) makes
+    // publications wait, still due, instead of piling up in the server: the latest value of each
+    // goes out once the link drains, as after an outage.
+    const backedUp = this.#client?.stream?.writableNeedDrain === true
     for (const b of this.#bindings) {
       if (!b.publishes) continue
-      const due = b.periodMs > 0 && now - b.lastSent >= b.periodMs
-      if (due || (b.binding.on_change && valueKey(this.#read(b)) !== b.lastKey)) this.#publish(b)
+      const dueAt = b.nextDue
+      const due = b.periodMs > 0 && now >= dueAt - slack
+      if (!due && !(b.binding.on_change && valueKey(this.#read(b)) !== b.lastKey)) continue
+      if (backedUp) {
+        this.#counters.deferred++
+        continue
+      }
+      this.#publish(b)
+      // Behind by a period or more (a stalled process): start the schedule again from now.
+      if (due && now - dueAt < b.periodMs) b.nextDue = dueAt + b.periodMs
     }
   }
 
@@ -387,7 +408,7 @@ export class MqttAdapter implements ProtocolAdapter {
     const value = this.#read(b)
     const key = valueKey(value)
     b.lastKey = key
-    b.lastSent = Date.now()
+    b.nextDue = Date.now() + b.periodMs
     const problem = publishProblem(value)
     if (problem !== null) {
       this.#counters.errors++
@@ -405,27 +426,39 @@ export class MqttAdapter implements ProtocolAdapter {
   #message(topic: string, raw: Buffer): void {
     if (this.#detached) return
     const payload = raw.toString('utf8')
-    for (const b of this.#bindings) {
-      if (!b.subscribes || !topicMatches(b.topic, topic)) continue
-      // A `both` binding hears its own publication back: that is not a write.
-      if (b.publishes && topic === b.topic && payload === b.lastPayload) continue
-      this.#counters.received++
-      this.#receive(b, topic, payload)
+    // A `both` binding hears its own publication back: that is not a write.
+    const readers = this.#bindings.filter(
+      (b) => b.subscribes && topicMatches(b.topic, topic) && !(b.publishes && topic === b.topic && payload === b.lastPayload),
+    )
+    if (readers.length === 0) return
+    this.#counters.received++
+    // Several bindings may read one message (one topic, each its value out of the payload): every
+    // value is checked before any is written, so a message is applied whole or not at all.
+    const writes: Array<{ b: LiveBinding; value: unknown }> = []
+    for (const b of readers) {
+      const checked = this.#check(b, payload)
+      if ('problem' in checked) return this.#refuse(b, topic, payload, checked.problem)
+      writes.push({ b, value: checked.value })
+    }
+    for (const { b, value } of writes) {
+      try {
+        const pending = this.#accessor.write(b.binding.attribute, value)
+        if (pending instanceof Promise) pending.catch((error: unknown) => this.#refuse(b, topic, payload, (error as Error).message))
+      } catch (error) {
+        this.#refuse(b, topic, payload, (error as Error).message)
+      }
     }
   }
 
-  #receive(b: LiveBinding, topic: string, payload: string): void {
+  /** The value `payload` gives the binding's attribute, or why it cannot be written there. */
+  #check(b: LiveBinding, payload: string): ReadResult {
     const attr = b.binding.attribute
     const type = this.#accessor.describe?.(attr)?.type ?? inferType(this.#read(b))
     const result = b.reader.read(payload, type)
-    if ('problem' in result) return this.#refuse(b, topic, payload, result.problem)
-    if (!this.#accessor.writable(attr)) return this.#refuse(b, topic, payload, `attribute '${attr}' is read-only`)
-    try {
-      const pending = this.#accessor.write(attr, result.value)
-      if (pending instanceof Promise) pending.catch((error: unknown) => this.#refuse(b, topic, payload, (error as Error).message))
-    } catch (error) {
-      this.#refuse(b, topic, payload, (error as Error).message)
-    }
+    if ('problem' in result) return result
+    if (!this.#accessor.writable(attr)) return { problem: `attribute '${attr}' is read-only` }
+    const problem = this.#accessor.valueProblem?.(attr, result.value) ?? null
+    return problem === null ? result : { problem }
   }
 
   #refuse(b: LiveBinding, topic: string, payload: string, reason: string): void {
