@@ -172,6 +172,24 @@ function brokerSuite(kind: BrokerRig['kind']): void {
         assert.ok((await adapter('meter')).counters.published >= 7)
       })
 
+      it('an on_change binding publishes after every step: a run of five steps in one request gives five messages, in order', async () => {
+        const sub = await subscribe([`${prefix}counter/#`])
+        await create('counter', 'Counter', {
+          attributes: { n: { default: 0, type: 'int' } },
+          actions: [{ function: '$out(n)', call: 'n + 1' }],
+          communication: {
+            mqtt: link({ topic_prefix: `${prefix}counter/`, scan_interval: 60, bindings: [{ attribute: 'n', topic: 'n', on_change: true, qos: 1 }] }),
+          },
+        })
+        await eventually(() => sub.payloads(`${prefix}counter/n`).includes('0'))
+        // The scan comes once a minute here: only the steps themselves can publish these.
+        const ran = await t.call(`${SYS}`, 'run', { steps: 5 })
+        assert.equal(ran.status, 200, JSON.stringify(ran.body))
+        await eventually(() => sub.payloads(`${prefix}counter/n`).includes('5'))
+        assert.deepEqual(sub.payloads(`${prefix}counter/n`), ['0', '1', '2', '3', '4', '5'])
+        assert.equal((await t.api('DELETE', `${SYS}/instances/counter`)).status, 200)
+      })
+
       it('retained values reach a subscriber that comes after the publication; the others do not', async () => {
         const late = await subscribe([`${prefix}meter/#`])
         await eventually(() => late.heard.length >= 2)

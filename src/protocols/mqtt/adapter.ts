@@ -394,6 +394,21 @@ export class MqttAdapter implements ProtocolAdapter {
     }
   }
 
+  /**
+   * After each step of the instance: `on_change` bindings whose value the step changed publish it
+   * at once, so subscribers hear every step of a run of several steps, not only the last.
+   * Periodic publications keep to their schedule (#scan).
+   */
+  afterStep(): void {
+    if (this.#connection !== 'connected' || this.#detached) return
+    const backedUp = this.#client?.stream?.writableNeedDrain === true
+    for (const b of this.#bindings) {
+      if (!b.publishes || !b.binding.on_change || valueKey(this.#read(b)) === b.lastKey) continue
+      if (backedUp) this.#counters.deferred++
+      else this.#publish(b)
+    }
+  }
+
   #read(b: LiveBinding): unknown {
     try {
       return this.#accessor.read(b.binding.attribute)
