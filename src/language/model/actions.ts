@@ -6,12 +6,14 @@
  * @example
  * const plan = compileAction({ function: '$out(power)', call: 'V * I' }, 'actions[0]', context, 0)
  */
-import { NotFoundError } from '../../errors.js'
+import { NotFoundError, type ErrorDetail } from '../../errors.js'
+import { typeProblem } from '../../definition/model-schema.js'
 import { PyException, type PyValue } from '../expression/index.js'
 import { pyRound } from '../expression/builtins.js'
 import { fromPy, toPy } from './convert.js'
 import { ActionEnvironment, describe, writeFailure, type ActionScope, type BindContext, type CompileContext, isMap } from './compile-context.js'
 import { interpolator, Noise, Pid, rampValue, sawValue, textSeed } from './signals.js'
+import { StateReader, type StateValue } from './state.js'
 import { isReference, type Target } from './targets.js'
 
 /** The kinds, in the order an entry is recognised by (`call` last: it is also a field of `function`). */
@@ -69,6 +71,10 @@ export interface ActionRuntime {
   deactivate?(): Promise<void>
   /** `override`: its values written again after the conditions of each step. */
   reapply?(): void
+  /** What it keeps between steps (a PID's integral, a noise generator), JSON data; undefined: nothing now. */
+  state?(): StateValue | undefined
+  /** Takes back what `state` gave: the problems, each with its path (and nothing changed), or nothing. */
+  restore?(state: unknown, path: string): ErrorDetail[] | void
 }
 
 /** The kind an entry is, or null. */
@@ -283,7 +289,14 @@ function targetWriter(env: ActionEnvironment, targets: readonly Target[], label:
 const NOTHING = (): void => {}
 
 /** A runtime for an action that computes a value each step and writes it to its targets. */
-function valueAction(plan: ActionPlan, env: ActionEnvironment, targets: readonly Target[], compute: () => PyValue, reset: () => void = NOTHING): ActionRuntime {
+function valueAction(
+  plan: ActionPlan,
+  env: ActionEnvironment,
+  targets: readonly Target[],
+  compute: () => PyValue,
+  reset: () => void = NOTHING,
+  kept?: { state(): StateValue; restore(state: unknown, path: string): ErrorDetail[] | void },
+): ActionRuntime {
   const label = plan.label
   const host = env.ctx.host
   const writers = targets.map((t) => env.writer(t))
@@ -302,6 +315,7 @@ function valueAction(plan: ActionPlan, env: ActionEnvironment, targets: readonly
       }
     },
     reset,
+    ...(kept === undefined ? {} : { state: () => kept.state(), restore: (state: unknown, path: string) => kept.restore(state, path) }),
   }
 }
 
@@ -383,6 +397,20 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
         reset() {
           noise.reset()
           lastWritten = Symbol('none')
+        },
+        state() {
+          const state: Record<string, StateValue> = { noise: noise.saveState(), last_base: lastBase }
+          if (typeof lastWritten !== 'symbol') state.last_written = lastWritten as StateValue
+          return state
+        },
+        restore(state, path) {
+          const read = new StateReader(state, path)
+          const base = read.number('last_base', {})
+          if (!read.ok) return read.problems
+          const problems = noise.restoreState(read.raw('noise'), `${path}.noise`)
+          if (problems) return problems
+          lastBase = base
+          lastWritten = read.has('last_written') ? read.raw('last_written') : Symbol('none')
         },
       }
       return runtime
@@ -489,6 +517,7 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
         targets,
         () => pid.update(asNumber(sp()), asNumber(pv()), frame.time, frame.dt),
         () => pid.reset(),
+        { state: () => pid.saveState(), restore: (state, path) => pid.restoreState(state, path) },
       )
     }
   },
@@ -595,6 +624,10 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
     const held = attributeOverrides.map(({ target, value }) => ({ target, value: toPy(value, 'any'), write: env.writer(target) }))
     let saved: Array<() => Promise<void> | void> = []
     let active = false
+    // What the attributes held before it took them ({value} of an external override, or none),
+    // for a snapshot; and what a restored snapshot says they held, for the next activation.
+    let befores: StateValue[] = []
+    let restored: StateValue[] | undefined
     const apply = (): void => {
       for (const h of held) {
         try {
@@ -613,17 +646,23 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
         if (active) apply()
       },
       async activate() {
-        for (const { target } of held) {
+        const given = restored
+        restored = undefined
+        befores = []
+        held.forEach(({ target }, i) => {
           const attr = host.attribute(target.attribute)
-          if (!attr) continue
+          if (!attr) return void befores.push(null)
           if (target.side === 'external') {
-            const before = attr.presented
-            saved.push(() => attr.setPresented(before))
+            const presented = given ? (given[i] as { value: unknown } | null) : attr.presented
+            const was = presented ?? undefined
+            befores.push((was ?? null) as StateValue)
+            saved.push(() => attr.setPresented(was))
           } else {
-            const before = attr.internalValue
-            saved.push(() => attr.setComputed(before))
+            const was = given ? given[i] : attr.internalValue
+            befores.push(was as StateValue)
+            saved.push(() => attr.setComputed(was))
           }
-        }
+        })
         apply()
         env.ctx.undo.commit()
         for (const { path, value } of pathOverrides) {
@@ -640,6 +679,32 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
           saved.push(() => host.writePath(path, before.value))
         }
         active = true
+      },
+      state() {
+        return active ? { before: befores } : undefined
+      },
+      restore(state, path) {
+        // null: what a behaviour gives back when it takes a failed restore back.
+        if (state === null) return void (restored = undefined)
+        const read = new StateReader(state, path)
+        const list = read.list('before')
+        if (read.ok && list.length !== held.length)
+          read.problem('before', `expected ${held.length} values (one per attribute it overrides), got ${list.length}`)
+        else
+          held.forEach(({ target }, i) => {
+            const attr = host.attribute(target.attribute)
+            const value = list[i]
+            if (!attr) return
+            const problem =
+              target.side === 'internal'
+                ? typeProblem(attr.valueType, value)
+                : value === null || (typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, 'value'))
+                  ? null
+                  : 'expected {"value": ...} (the external value it replaced) or null'
+            if (problem !== null) read.problem(`before.${i}`, problem)
+          })
+        if (!read.ok) return read.problems
+        restored = list as StateValue[]
       },
       async deactivate() {
         active = false

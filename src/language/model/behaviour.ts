@@ -19,6 +19,7 @@ import { bindGroups, compileConditions, compileList, runActions, runGroups, type
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
+import { restoreActions, saveActions, StateReader, type BehaviourState } from './state.js'
 
 /** The behaviour keys of a model definition. */
 export interface BehaviourDefinition {
@@ -131,6 +132,9 @@ export class InstanceBehaviour {
   readonly #undo = new UndoLog()
   readonly #onRun: boolean
   #active = false
+  readonly #heldValues = new HeldValues()
+  /** Set by `restoreState`: whether the held actions were active when the state was saved (the next `activate` resumes). */
+  #restored: { active: boolean } | undefined
   /** Whether a step needs the Python worker, and then the step under way (steps of one instance never overlap). */
   readonly usesWorker: boolean
   #stepping: Promise<void> | undefined
@@ -143,8 +147,7 @@ export class InstanceBehaviour {
     this.#groups = bindGroups(model.groups, ctx)
     this.actions = [...this.#top, ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions))]
     this.#held = this.#top.filter((a) => a.activate !== undefined)
-    const held = new HeldValues()
-    this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, held))
+    this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, this.#heldValues))
     this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
     this.#onRun = this.hooks.has('on_run')
   }
@@ -268,12 +271,20 @@ export class InstanceBehaviour {
   async activate(): Promise<void> {
     if (this.#active) return
     this.#active = true
+    const restored = this.#restored
+    this.#restored = undefined
     for (const action of this.#held) if (action.enabled) await action.activate?.()
-    for (const scenario of this.scenarios) if (scenario.plan.enabled && scenario.state !== 'active') await scenario.start(this.#host.time)
+    for (const scenario of this.scenarios) {
+      // After a restore: scenarios that were active take their paths again; none starts anew if
+      // the state was saved active (it holds them as they were).
+      if (restored !== undefined && scenario.state === 'active') await scenario.resume()
+      else if (!restored?.active && scenario.plan.enabled && scenario.state !== 'active') await scenario.start(this.#host.time)
+    }
   }
 
   /** Ends them: scenarios stopped, `stop_path` called, suspended components back on, overridden values restored. */
   async deactivate(): Promise<void> {
+    this.#restored = undefined
     for (const scenario of this.scenarios) await scenario.stop()
     if (!this.#active) return
     this.#active = false
@@ -282,11 +293,62 @@ export class InstanceBehaviour {
 
   /** Back to the first state: PID integrals and noise generators start over, scenarios unrun. */
   async reset(): Promise<void> {
+    this.#restored = undefined
     for (const action of this.actions) action.reset()
     for (const scenario of this.scenarios) await scenario.reset()
   }
 
   #background(task: Promise<void> | undefined): void {
     task?.catch((err: unknown) => this.#host.warn('an on_run hook failed', { err: (err as Error).message }))
+  }
+
+  /**
+   * What it keeps between steps, as JSON data (for a snapshot): whether its held actions hold,
+   * each named action's state (a PID's integral, a noise generator's whole state), each
+   * scenario's state, timer and runs, and the values the scenarios hold.
+   */
+  saveState(): BehaviourState {
+    const scenarios: BehaviourState['scenarios'] = {}
+    for (const scenario of this.scenarios) scenarios[scenario.plan.name] = scenario.saveState()
+    return {
+      active: this.#active,
+      actions: saveActions(this.actions),
+      scenarios,
+      held: this.#heldValues.saveState((owner) => (owner as ScenarioRuntime).plan.name),
+    }
+  }
+
+  /**
+   * Takes back what `saveState` gave (on a behaviour that is not active: a new instance's). The
+   * problems come back, each with its path under `path`, and then nothing changed. Held actions
+   * that were active hold again at the next `activate`, which then starts no scenario anew;
+   * scenarios that were active make their dotted-path overrides and calls again then too.
+   */
+  restoreState(state: BehaviourState, path: string): ErrorDetail[] | void {
+    const read = new StateReader(state, path)
+    const active = read.boolean('active')
+    const actions = read.map('actions', true)
+    const scenarios = read.map('scenarios', true)
+    const held = read.list('held', true)
+    for (const name of Object.keys(scenarios)) {
+      if (this.scenario(name) === undefined)
+        read.problem(`scenarios.${name}`, `no scenario of that name (scenarios: ${this.scenarios.map((s) => s.plan.name).join(', ') || 'none'})`)
+    }
+    if (!read.ok) return read.problems
+    const before = this.saveState()
+    const problems = this.#take(actions, scenarios, held, path)
+    if (problems.length) {
+      this.#take(before.actions, before.scenarios, before.held, path)
+      return problems
+    }
+    this.#restored = { active }
+  }
+
+  #take(actions: Record<string, unknown>, scenarios: Record<string, unknown>, held: unknown[], path: string): ErrorDetail[] {
+    const problems: ErrorDetail[] = []
+    problems.push(...(restoreActions(this.actions, actions, `${path}.actions`) ?? []))
+    for (const [name, saved] of Object.entries(scenarios)) problems.push(...(this.scenario(name)?.restoreState(saved, `${path}.scenarios.${name}`) ?? []))
+    problems.push(...(this.#heldValues.restoreState(held, (name) => this.scenario(name), `${path}.held`) ?? []))
+    return problems
   }
 }
