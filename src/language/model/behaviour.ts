@@ -334,9 +334,9 @@ export class InstanceBehaviour {
       if (this.scenario(name) === undefined)
         read.problem(`scenarios.${name}`, `no scenario of that name (scenarios: ${this.scenarios.map((s) => s.plan.name).join(', ') || 'none'})`)
     }
-    if (!read.ok) return read.problems
+    // Every part is tried, so that every problem is reported; on any, all is taken back.
     const before = this.saveState()
-    const problems = this.#take(actions, scenarios, held, path)
+    const problems = [...read.problems, ...this.#take(actions, scenarios, held, path)]
     if (problems.length) {
       this.#take(before.actions, before.scenarios, before.held, path)
       return problems

@@ -70,20 +70,26 @@ export class StateReader {
   readonly problems: ErrorDetail[]
   readonly path: string
   readonly #object: Record<string, unknown>
+  /** False when the value is not an object: that one problem is reported, not each of its fields. */
+  readonly #whole: boolean
+  readonly #before: number
 
   constructor(value: unknown, path: string, problems: ErrorDetail[] = []) {
     this.path = path
     this.problems = problems
-    if (isObject(value)) this.#object = value
-    else {
-      this.#object = {}
-      this.problems.push({ path, message: `expected an object, got ${kind(value)}` })
-    }
+    this.#before = problems.length
+    this.#whole = isObject(value)
+    this.#object = isObject(value) ? value : {}
+    if (!this.#whole) this.problems.push({ path, message: `expected an object, got ${kind(value)}` })
   }
 
-  /** Whether the object was one (problems say why not). */
+  /** Whether no problem was found in this object (so far). */
   get ok(): boolean {
-    return this.problems.length === 0
+    return this.problems.length === this.#before
+  }
+
+  #fail(key: string, message: string): void {
+    if (this.#whole) this.problems.push({ path: `${this.path}.${key}`, message })
   }
 
   has(key: string): boolean {
@@ -103,7 +109,7 @@ export class StateReader {
       typeof value === 'number' && Number.isFinite(value) && (!opts.integer || Number.isInteger(value)) && (opts.min === undefined || value >= opts.min)
     if (!fits) {
       const what = `${opts.integer ? 'an integer' : 'a finite number'}${opts.min === undefined ? '' : ` >= ${opts.min}`}${opts.nullable ? ' or null' : ''}`
-      this.problems.push({ path: `${this.path}.${key}`, message: `expected ${what}, got ${kind(value)}` })
+      this.#fail(key, `expected ${what}, got ${kind(value)}`)
       return 0
     }
     return value
@@ -112,7 +118,7 @@ export class StateReader {
   boolean(key: string): boolean {
     const value = this.#object[key]
     if (typeof value !== 'boolean') {
-      this.problems.push({ path: `${this.path}.${key}`, message: `expected true or false, got ${kind(value)}` })
+      this.#fail(key, `expected true or false, got ${kind(value)}`)
       return false
     }
     return value
@@ -121,7 +127,7 @@ export class StateReader {
   choice<T extends string>(key: string, allowed: readonly T[]): T {
     const value = this.#object[key]
     if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-      this.problems.push({ path: `${this.path}.${key}`, message: `expected one of ${allowed.join(', ')}, got ${kind(value)}` })
+      this.#fail(key, `expected one of ${allowed.join(', ')}, got ${kind(value)}`)
       return allowed[0] as T
     }
     return value as T
@@ -132,7 +138,7 @@ export class StateReader {
     const value = this.#object[key]
     if (value === undefined && optional) return {}
     if (!isObject(value)) {
-      this.problems.push({ path: `${this.path}.${key}`, message: `expected an object, got ${kind(value)}` })
+      this.#fail(key, `expected an object, got ${kind(value)}`)
       return {}
     }
     return value
@@ -142,14 +148,14 @@ export class StateReader {
     const value = this.#object[key]
     if (value === undefined && optional) return []
     if (!Array.isArray(value)) {
-      this.problems.push({ path: `${this.path}.${key}`, message: `expected a list, got ${kind(value)}` })
+      this.#fail(key, `expected a list, got ${kind(value)}`)
       return []
     }
     return value
   }
 
   problem(key: string, message: string): void {
-    this.problems.push({ path: key === '' ? this.path : `${this.path}.${key}`, message })
+    if (this.#whole) this.problems.push({ path: key === '' ? this.path : `${this.path}.${key}`, message })
   }
 }
 
@@ -190,7 +196,7 @@ export function restoreActions(actions: readonly ActionRuntime[], saved: Record<
     if (read.has('state') && action.restore === undefined) read.problem('state', `a ${action.plan.kind} action keeps no state`)
     taken.push({ action, enabled, state: read.has('state') ? read.raw('state') : undefined })
   }
-  if (problems.length) return problems
+  // Every restore is tried, so that every problem is reported; on any, all is taken back.
   const before = saveActions(actions)
   for (const { action, state } of taken) {
     if (state === undefined) continue
