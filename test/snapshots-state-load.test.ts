@@ -122,9 +122,10 @@ describe('loading snapshots with runtime state', () => {
     const before = await observe()
     const file = JSON.parse(text)
     assert.equal(file.schema_version, 2)
-    assert.match(text, /"level": \{\n\s+"internal": 12\.0\n/, 'a float attribute is written as a float')
-    assert.match(text, /"extra": \{\n\s+"internal": 2\.0,\n\s+"added": true,\n\s+"type": "float"/)
-    assert.match(text, /"count": \{\n\s+"internal": 9\n/, 'an int stays an int')
+    assert.match(text, /"level":\{"internal":12\.0\}/, 'a float attribute is written as a float')
+    assert.match(text, /"extra":\{"internal":2\.0,"added":true,"type":"float"\}/)
+    assert.match(text, /"count":\{"internal":9\}/, 'an int stays an int')
+    assert.match(text, /\n {3}"tank": \{"state":"PREPARED",/, 'one line per instance')
     assert.deepEqual(file.state.instances.tank.attributes.label, { internal: 'tank', external: 'shown' })
     assert.equal(file.state.instances.tank.behaviour.scenarios.drain.state, 'active')
 

@@ -8,7 +8,7 @@ export { SnapshotStore } from './store.js'
 export { writeFileAtomic, isTempFile } from './atomic-write.js'
 export { migrate } from './migrate.js'
 export { parseSnapshot } from './parse-snapshot.js'
-export { CURRENT_SCHEMA_VERSION, STATE_VERSION, STRUCTURE_SCHEMA_VERSION, snapshotFileSchema, snapshotStateSchema, systemDefinitionSchema } from './schema.js'
+export { CURRENT_SCHEMA_VERSION, STATE_VERSION, STRUCTURE_SCHEMA_VERSION, snapshotFileSchema, stateShapeProblems, systemDefinitionSchema } from './schema.js'
 export type { AttributeState, InstanceState, PollingState, SnapshotFile, SnapshotState, SystemDefinition, TimerState } from './schema.js'
 export type {
   DeleteResult,

@@ -5,7 +5,7 @@
  */
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
-import { snapshotFileSchema, STATE_VERSION, type SnapshotFile } from './schema.js'
+import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFile } from './schema.js'
 
 /**
  * A checked snapshot plus the schema_version it was stored with (before migration).
@@ -30,13 +30,14 @@ export function parseSnapshot(text: string, source: string): ParsedSnapshot {
   const migrated = migrate(raw, `Snapshot ${source}`)
   checkStateVersion(migrated.state, `Snapshot ${source}`)
   const result = snapshotFileSchema.safeParse(migrated)
-  if (!result.success) {
-    const details: ErrorDetail[] = result.error.issues.map((issue) => ({
-      path: issue.path.map(String).join('.'),
-      message: issue.message,
-    }))
-    throw new ValidationError(summarize(`Snapshot ${source} is not a valid Mimic snapshot`, details), details)
-  }
+  const details: ErrorDetail[] = result.success
+    ? []
+    : result.error.issues.map((issue) => ({
+        path: issue.path.map(String).join('.'),
+        message: issue.message,
+      }))
+  if (migrated.state !== undefined) details.push(...stateShapeProblems(migrated.state))
+  if (!result.success || details.length) throw new ValidationError(summarize(`Snapshot ${source} is not a valid Mimic snapshot`, details), details)
   return { file: result.data, storedVersion: storedVersion as number }
 }
 

@@ -430,7 +430,8 @@ export class ScenarioRuntime {
       started_at: this.#startedAt,
       elapsed: this.#elapsed,
       next_start: this.#nextStart ?? null,
-      random: { ...this.#random.getState() },
+      // Its generator only draws the jitter of its restarts.
+      ...(this.plan.jitter > 0 ? { random: { ...this.#random.getState() } } : {}),
       paths: [...this.#takenPaths],
       actions: saveActions(this.#actions),
     }
@@ -455,7 +456,7 @@ export class ScenarioRuntime {
     const actions = read.map('actions', true)
     if (!read.ok) return read.problems
     const random = new PyRandom(0n)
-    const problem = random.setState(read.raw('random'))
+    const problem = read.has('random') ? random.setState(read.raw('random')) : undefined
     if (problem !== undefined) return [{ path: `${path}.random`, message: problem }]
     const problems = restoreActions(this.#actions, actions, `${path}.actions`)
     if (problems) return problems
@@ -464,7 +465,7 @@ export class ScenarioRuntime {
     this.#startedAt = startedAt
     this.#elapsed = elapsed
     this.#nextStart = nextStart ?? undefined
-    this.#random.setState(random.getState())
+    if (read.has('random')) this.#random.setState(random.getState())
     this.#takenPaths = paths as string[]
     this.#resume = status === 'active'
   }

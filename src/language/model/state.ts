@@ -41,7 +41,8 @@ export interface ScenarioSavedState {
   started_at: number
   elapsed: number
   next_start: number | null
-  random: StateValue
+  /** The generator of its jitter (absent when it has no jitter). */
+  random?: StateValue
   /** Dotted paths whose values it took at its start. */
   paths: string[]
   actions: Record<string, ActionState>
