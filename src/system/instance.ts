@@ -551,7 +551,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     }
     if (this.codeDefined || this.usesWorker) {
       const entries = await this.#loadPython()
-      if (state.python !== undefined) await this.#setPythonState(entries, state)
+      if (this.codeDefined) await this.#setPythonState(entries, state)
     }
     if (state.state !== 'STOPPED') {
       await this.communication.startAll()
@@ -564,9 +564,13 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     }
   }
 
-  /** Each object its saved state; the bound attributes of objects without one written from the saved values. */
+  /**
+   * Each object its saved state; the bound attributes of objects without one (or of every
+   * object, when no object states were saved) written from the saved values.
+   */
   async #setPythonState(entries: LoadEntry[], state: SavedInstance): Promise<void> {
-    const states = fromWorkerText(state.python!.states) as unknown[]
+    const text = state.python?.states ?? JSON.stringify(entries.map(() => null))
+    const states = fromWorkerText(text) as unknown[]
     const values = new Map<string, ReturnType<typeof toPy>>()
     entries.forEach((entry, i) => {
       if (states[i] !== null) return
@@ -576,7 +580,8 @@ export class Instance extends Component implements AttributeOwner, Steppable {
         if (attr && saved) values.set(name, toPy(saved.internal, attr.valueType))
       }
     })
-    const answer = await this.#services.python().setState(this.name, state.python!.states, values.size ? toWorkerText(values) : undefined)
+    if (state.python === undefined && values.size === 0) return
+    const answer = await this.#services.python().setState(this.name, text, values.size ? toWorkerText(values) : undefined)
     this.#applyValues(answer.values)
   }
 
