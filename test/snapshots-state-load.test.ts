@@ -246,6 +246,34 @@ describe('loading snapshots with runtime state', () => {
     await ok(t.call(SNAP, 'load', { id: saved.id }))
   })
 
+  it('held actions hold again after a load, and give back what they held before the save when the instance stops', async () => {
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        Held: {
+          attributes: { mode: 'auto', shown: 1.0 },
+          actions: [
+            { suspend: 'polling', name: 'quiet' },
+            { override: { '$out(mode)': 'manual', '$ext(shown)': 9.0 }, name: 'manual' },
+          ],
+        },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { held: 'Held' }))
+    await ok(t.call(`${SYS}/instances/held`, 'prepare'))
+    const polling = async (): Promise<unknown> => (await ok(t.api('GET', `${SYS}/instances/held/polling/attr/enabled`))).value
+    const mode = async (): Promise<unknown> => (await ok(t.api('GET', `${SYS}/instances/held/attributes/mode/attr/internal_value`))).value
+    assert.deepEqual([await polling(), await mode()], [false, 'manual'])
+    const held = (await ok(t.call(SNAP, 'save', { include_state: true }))).result
+    await ok(t.call(`${SYS}/instances/held`, 'stop'))
+    await ok(t.call(SNAP, 'load', { id: held.id }))
+    assert.deepEqual([await polling(), await mode()], [false, 'manual'], 'held again')
+    await ok(t.call(`${SYS}/instances/held`, 'stop'))
+    assert.deepEqual([await polling(), await mode()], [true, 'auto'], 'what they held before the save, not what they found at the load')
+    await ok(t.api('DELETE', `${SYS}/instances/held`))
+    await ok(t.api('DELETE', `${SYS}/models/Held`))
+    await ok(t.call(SNAP, 'load', { id: saved.id }))
+  })
+
   it('include_state must be true or false', async () => {
     const res = await t.call(SNAP, 'save', { include_state: 'yes' })
     assert.equal(res.status, 422)

@@ -570,26 +570,56 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
     return (env, plan) => {
       const host = env.ctx.host
       let restore: Array<() => Promise<void>> = []
+      // Per path, the `enabled` it had before it was suspended (null: suspended by a method), for a
+      // snapshot; and what a restored snapshot says it had, for the next activation.
+      let befores: StateValue[] = []
+      let restored: StateValue[] | undefined
       return {
         plan,
         enabled: plan.enabled,
         run() {},
         reset() {},
         async activate() {
-          for (const path of paths) {
+          const given = restored
+          restored = undefined
+          befores = []
+          for (const [i, path] of paths.entries()) {
+            const was = await host.readPath(`${path}.enabled`)
             const undo = await host.suspendPath(path)
-            if (undo) restore.push(undo)
-            else if (failOnMissing)
+            if (undo && typeof was?.value === 'boolean') {
+              const back = typeof given?.[i] === 'boolean' ? (given[i] as boolean) : was.value
+              befores.push(back)
+              restore.push(() => host.writePath(`${path}.enabled`, back))
+            } else if (undo) {
+              befores.push(null)
+              restore.push(undo)
+            } else if (failOnMissing)
               throw new NotFoundError(`action '${plan.name}': '${path}' names nothing on instance '${host.name}'`, [
                 { path: plan.path, message: `'${path}' not found` },
               ])
-            else host.warn(`suspend: '${path}' names nothing`, { action: plan.name })
+            else {
+              befores.push(null)
+              host.warn(`suspend: '${path}' names nothing`, { action: plan.name })
+            }
           }
         },
         async deactivate() {
           const undo = restore.reverse()
           restore = []
+          befores = []
           for (const fn of undo) await fn()
+        },
+        state() {
+          return restore.length > 0 ? { before: befores } : undefined
+        },
+        restore(state, path) {
+          if (state === null) return void (restored = undefined)
+          const read = new StateReader(state, path)
+          const list = read.list('before')
+          if (read.ok && (list.length !== paths.length || !list.every((b) => b === null || typeof b === 'boolean')))
+            read.problem('before', `expected ${paths.length} values, each true, false or null`)
+          if (!read.ok) return read.problems
+          restored = list as StateValue[]
         },
       }
     }
