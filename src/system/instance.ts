@@ -532,6 +532,12 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     return problems
   }
 
+  /** `resume` of a state that starts nothing (`INITIALIZED`, `ERROR`): the lifecycle state and last error. */
+  resumeIdle(state: SavedInstance): void {
+    this.#lastError = state.last_error ?? null
+    this.#state = state.state
+  }
+
   /** Whether `resume` of this state could fail (starts Python objects, adapters or held actions). */
   static resumeStarts(state: SavedInstance): boolean {
     return state.state === 'PREPARED' || state.state === 'RUNNING' || state.state === 'STOPPED'
@@ -544,11 +550,8 @@ export class Instance extends Component implements AttributeOwner, Steppable {
    * states, its adapters started and its held actions made to hold again.
    */
   async resume(state: SavedInstance): Promise<void> {
+    if (!Instance.resumeStarts(state)) return this.resumeIdle(state)
     this.#lastError = state.last_error ?? null
-    if (state.state === 'ERROR' || state.state === 'INITIALIZED') {
-      this.#state = state.state
-      return
-    }
     if (this.codeDefined || this.usesWorker) {
       const entries = await this.#loadPython()
       if (this.codeDefined) await this.#setPythonState(entries, state)

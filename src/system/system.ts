@@ -363,7 +363,10 @@ export class System extends Component {
     try {
       for (const instance of staged) {
         const saved = state.instances[instance.name]
-        if (saved !== undefined) await instance.resume(saved)
+        // Most instances start nothing (INITIALIZED): no promise for each of ten thousand.
+        if (saved === undefined) continue
+        if (Instance.resumeStarts(saved)) await instance.resume(saved)
+        else instance.resumeIdle(saved)
       }
       this.#state = state.system.state as SystemState
       if (this.#state === 'RUNNING') this.#engine.startPolling()
