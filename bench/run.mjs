@@ -30,10 +30,11 @@ import { memory } from './benchmarks/memory.mjs'
 import { modbusScale } from './benchmarks/modbus-scale.mjs'
 import { declarativeStep } from './benchmarks/declarative-step.mjs'
 import { asciiQuery } from './benchmarks/ascii-query.mjs'
+import { opcuaSubscription } from './benchmarks/opcua-subscription.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** @type {import('./lib/benchmark.mjs').Benchmark[]} */
-const BENCHMARKS = [pythonStep, httpRoundTrip, modbusRead, snapshots, memory, modbusScale, declarativeStep, asciiQuery]
+const BENCHMARKS = [pythonStep, httpRoundTrip, modbusRead, snapshots, memory, modbusScale, declarativeStep, asciiQuery, opcuaSubscription]
 const LIMIT_MS = { full: 90_000, smoke: 30_000 }
 
 const argv = process.argv.slice(2)

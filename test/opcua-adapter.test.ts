@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
-import { connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { OPCUACertificateManager } from 'node-opcua-certificate-manager'
-import { AttributeIds, ClientSubscription, DataType, OPCUAClient, StatusCodes, TimestampsToReturn, type ClientSession } from 'node-opcua-client'
+import { OpcuaClientProcess, socketsOn } from './helpers/opcua-client.js'
 import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
 
+// Every OPC UA request here comes from test/helpers/opcua-client.mjs, a node-opcua client in a
+// process of its own, as the software under test would connect.
 const SYS = '/api/v3/system'
 
 const BOILER_PY = `
@@ -35,7 +35,7 @@ function boilerModel(port: number, extra: Record<string, unknown> = {}) {
           { attribute: '#attr(temp)' },
           { attribute: '$ext(setpoint)', node_id: 's={instance}.sp', browse_name: 'Setpoint' },
           { attribute: 'mode' },
-          { attribute: '#out(count)', data_type: 'UInt16' },
+          { attribute: '#out(count)', data_type: 'UInt16', writable: false },
         ],
         methods: [{ method: 'heat', inputs: [{ name: 'delta', data_type: 'Double' }], output: 'Double' }],
         ...extra,
@@ -44,143 +44,182 @@ function boilerModel(port: number, extra: Record<string, unknown> = {}) {
   }
 }
 
-describe('opcua_server adapter with a node-opcua client: browse, read, write, subscribe, call; two instances on one endpoint', () => {
+describe('opcua_server adapter with a client in another process: browse, read, write, subscribe, call, detach, snapshot load, delete', () => {
   let t: TestServer
   let port: number
-  let client: OPCUAClient
-  let session: ClientSession
   let url: string
+  let client: OpcuaClientProcess
   const node = (instance: string) => `${SYS}/instances/${instance}/communication/opcua_server`
-  const read = async (nodeId: string) => session.read({ nodeId, attributeId: AttributeIds.Value })
+  const attribute = async (instance: string, name: string) => (await t.api('GET', `${SYS}/instances/${instance}/attributes/${name}`)).body
+  const read = (nodeId: string) => client.ok({ op: 'read', nodeId })
+  const prepare = async (...instances: string[]) => {
+    for (const instance of instances) {
+      const res = await t.call(`${SYS}/instances/${instance}`, 'prepare')
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+    }
+  }
 
   before(async () => {
     t = await startTestServer({ files: { 'boiler.py': BOILER_PY } })
     port = await freePort()
     assert.equal((await t.api('PUT', `${SYS}/models`, { Boiler: boilerModel(port) })).status, 200)
     assert.equal((await t.api('PUT', `${SYS}/instances`, { boiler_1: 'Boiler', boiler_2: 'Boiler' })).status, 200)
-    const prep = await t.call(`${SYS}/instances/boiler_1`, 'prepare')
-    assert.equal(prep.status, 200, JSON.stringify(prep.body))
-    assert.equal((await t.call(`${SYS}/instances/boiler_2`, 'prepare')).status, 200)
+    await prepare('boiler_1', 'boiler_2')
     const doc = (await t.api('GET', node('boiler_1'))).body
     assert.equal(doc.type, 'OpcuaServer')
     assert.equal(doc.state, 'RUNNING')
     url = doc.endpoint
     assert.equal(url, `opc.tcp://127.0.0.1:${port}/mimic`)
-    client = OPCUAClient.create({
-      endpointMustExist: false,
-      connectionStrategy: { maxRetry: 0 },
-      // Kept across runs like the server's (the default pki_dir): making a key pair takes seconds.
-      clientCertificateManager: new OPCUACertificateManager({
-        rootFolder: join(tmpdir(), 'mimic-opcua-test-client'),
-        automaticallyAcceptUnknownCertificate: true,
-      }),
-    })
-    await client.connect(url)
-    session = await client.createSession()
+    // Kept across runs like the server's certificate (the default pki_dir): making a key pair takes seconds.
+    client = OpcuaClientProcess.start({ pki: join(tmpdir(), 'mimic-opcua-test-client-adapter') })
+    await client.ok({ op: 'connect', url })
   })
 
   after(async () => {
-    await session?.close().catch(() => undefined)
-    await client?.disconnect().catch(() => undefined)
-    await t.close()
+    await client?.close()
+    await t?.close()
   })
 
-  it('browses a folder per instance with its variables and methods', async () => {
-    const objects = await session.browse('i=85')
-    const names = objects.references!.map((r) => r.browseName.name)
-    assert.ok(names.includes('boiler_1') && names.includes('boiler_2'), names.join(', '))
-    const folder = await session.browse('ns=1;s=boiler_1')
-    const children = Object.fromEntries(folder.references!.map((r) => [r.browseName.name, r.nodeId.toString()]))
-    assert.deepEqual(children, {
-      temp: 'ns=1;s=boiler_1.temp',
-      Setpoint: 'ns=1;s=boiler_1.sp',
-      mode: 'ns=1;s=boiler_1.mode',
-      count: 'ns=1;s=boiler_1.count',
-      heat: 'ns=1;s=boiler_1.heat',
-    })
+  it('browses a folder per instance under Objects, with its variables and its method', async () => {
+    const objects = (await client.ok({ op: 'browse', nodeId: 'i=85' })).references
+    const folders = objects.filter((r: { browseName: string }) => r.browseName.startsWith('boiler_'))
+    assert.deepEqual(folders, [
+      { browseName: 'boiler_1', nodeId: 'ns=1;s=boiler_1', nodeClass: 'Object' },
+      { browseName: 'boiler_2', nodeId: 'ns=1;s=boiler_2', nodeClass: 'Object' },
+    ])
+    const children = (await client.ok({ op: 'browse', nodeId: 'ns=1;s=boiler_1' })).references
+    assert.deepEqual(children, [
+      { browseName: 'temp', nodeId: 'ns=1;s=boiler_1.temp', nodeClass: 'Variable' },
+      { browseName: 'Setpoint', nodeId: 'ns=1;s=boiler_1.sp', nodeClass: 'Variable' },
+      { browseName: 'mode', nodeId: 'ns=1;s=boiler_1.mode', nodeClass: 'Variable' },
+      { browseName: 'count', nodeId: 'ns=1;s=boiler_1.count', nodeClass: 'Variable' },
+      { browseName: 'heat', nodeId: 'ns=1;s=boiler_1.heat', nodeClass: 'Method' },
+    ])
   })
 
   it('reads attribute values with the data types they are bound as, and the unit', async () => {
     const temp = await read('ns=1;s=boiler_1.temp')
-    assert.equal(temp.statusCode, StatusCodes.Good)
-    assert.equal(temp.value.dataType, DataType.Double)
-    assert.equal(temp.value.value, 20)
+    assert.equal(temp.status, 'Good')
+    assert.equal(temp.dataType, 'Double')
+    assert.equal(temp.value, 20)
     const count = await read('ns=1;s=boiler_2.count')
-    assert.equal(count.value.dataType, DataType.UInt16)
-    assert.equal(count.value.value, 3)
-    assert.equal((await read('ns=1;s=boiler_1.mode')).value.value, 'off')
-    const units = await session.browse('ns=1;s=boiler_1.temp')
-    const eu = units.references!.find((r) => r.browseName.name === 'EngineeringUnits')
+    assert.equal(count.dataType, 'UInt16')
+    assert.equal(count.value, 3)
+    const mode = await read('ns=1;s=boiler_1.mode')
+    assert.equal(mode.dataType, 'String')
+    assert.equal(mode.value, 'off')
+    const properties = (await client.ok({ op: 'browse', nodeId: 'ns=1;s=boiler_1.temp' })).references
+    const eu = properties.find((r: { browseName: string }) => r.browseName === 'EngineeringUnits')
     assert.ok(eu, 'temp has an EngineeringUnits property')
-    const unit = await session.read({ nodeId: eu.nodeId, attributeId: AttributeIds.Value })
-    assert.equal(unit.value.value.displayName.text, 'degC')
+    const unit = await read(eu.nodeId)
+    assert.equal(unit.value.displayName.text, 'degC')
   })
 
-  it('writes from the client set the internal value; a wrong type is BadTypeMismatch and changes nothing', async () => {
-    const good = await session.write({
-      nodeId: 'ns=1;s=boiler_1.sp',
-      attributeId: AttributeIds.Value,
-      value: { value: { dataType: DataType.Double, value: 65.5 } },
-    })
-    assert.equal(good, StatusCodes.Good)
-    assert.equal((await t.api('GET', `${SYS}/instances/boiler_1/attributes/setpoint`)).body.internal_value, 65.5)
-    const wrong = await session.write({
-      nodeId: 'ns=1;s=boiler_1.sp',
-      attributeId: AttributeIds.Value,
-      value: { value: { dataType: DataType.String, value: 'hot' } },
-    })
-    assert.equal(wrong, StatusCodes.BadTypeMismatch)
-    assert.equal((await t.api('GET', `${SYS}/instances/boiler_1/attributes/setpoint`)).body.internal_value, 65.5)
+  it('a write sets the internal value (read back over HTTP); a wrong type is BadTypeMismatch and changes nothing', async () => {
+    const good = await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.sp', dataType: 'Double', value: 65.5 })
+    assert.equal(good.status, 'Good')
+    assert.equal((await attribute('boiler_1', 'setpoint')).internal_value, 65.5)
+    const wrong = await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.sp', dataType: 'String', value: 'hot' })
+    assert.equal(wrong.status, 'BadTypeMismatch')
+    const int32 = await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.sp', dataType: 'Int32', value: 70 })
+    assert.equal(int32.status, 'BadTypeMismatch')
+    assert.equal((await attribute('boiler_1', 'setpoint')).internal_value, 65.5)
+    // A variable bound with writable: false is not writable for clients.
+    assert.equal((await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.count', dataType: 'UInt16', value: 9 })).status, 'BadNotWritable')
+    assert.equal((await attribute('boiler_1', 'count')).internal_value, 3)
     // The other instance on the endpoint is untouched.
-    assert.equal((await read('ns=1;s=boiler_2.sp')).value.value, 60)
+    assert.equal((await read('ns=1;s=boiler_2.sp')).value, 60)
     // An HTTP write that the UInt16 binding cannot carry is a 422 and leaves the value as it was.
     assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/count/attr/internal_value`, { value: 70000 })).status, 422)
-    assert.equal((await read('ns=1;s=boiler_2.count')).value.value, 3)
+    assert.equal((await read('ns=1;s=boiler_2.count')).value, 3)
   })
 
-  it('a monitored item hears the new value after an HTTP write', async () => {
-    const subscription = ClientSubscription.create(session, { requestedPublishingInterval: 50, publishingEnabled: true, requestedMaxKeepAliveCount: 10 })
-    try {
-      const item = await subscription.monitor(
-        { nodeId: 'ns=1;s=boiler_2.mode', attributeId: AttributeIds.Value },
-        { samplingInterval: 50, queueSize: 10, discardOldest: true },
-        TimestampsToReturn.Both,
-      )
-      const seen: unknown[] = []
-      item.on('changed', (dataValue) => seen.push(dataValue.value.value))
-      await eventually(() => seen.includes('off'))
-      assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/mode/attr/internal_value`, { value: 'auto' })).status, 200)
-      await eventually(() => seen.includes('auto'))
-    } finally {
-      await subscription.terminate()
+  it('a subscription hears values changed over HTTP: an attribute written, a model method run', async () => {
+    const subscribed = await client.ok({
+      op: 'subscribe',
+      nodeIds: ['ns=1;s=boiler_2.mode', 'ns=1;s=boiler_2.temp'],
+      samplingInterval: 50,
+      publishingInterval: 50,
+    })
+    assert.deepEqual(subscribed.statuses, { Good: 2 })
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.mode' && e.value === 'off')
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.temp' && e.value === 20)
+    assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/mode/attr/internal_value`, { value: 'auto' })).status, 200)
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.mode' && e.value === 'auto' && e.status === 'Good')
+    const heated = await t.call(`${SYS}/instances/boiler_2`, 'heat', { delta: 1.5 })
+    assert.equal(heated.status, 200, JSON.stringify(heated.body))
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.temp' && e.value === 21.5)
+  })
+
+  it('a client monitoring by exception (sampling interval 0) hears each change, and the status of a detached instance', async () => {
+    const from = client.events.length
+    const subscribed = await client.ok({
+      op: 'subscribe',
+      nodeIds: ['ns=1;s=boiler_2.temp', 'ns=1;s=boiler_2.count'],
+      samplingInterval: 0,
+      publishingInterval: 50,
+    })
+    assert.deepEqual(subscribed.statuses, { Good: 2 })
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.temp' && e.value === 21.5)
+    // One change at a time: changes closer together than sampling_interval are folded into the last.
+    for (const [delta, temp] of [
+      [0.5, 22],
+      [0.25, 22.25],
+    ]) {
+      assert.equal((await t.call(`${SYS}/instances/boiler_2`, 'heat', { delta })).status, 200)
+      await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.temp' && e.value === temp)
     }
+    const temps = client.events.slice(from).filter((e) => e.nodeId === 'ns=1;s=boiler_2.temp')
+    assert.deepEqual(
+      temps.map((e) => e.value),
+      [21.5, 22, 22.25],
+    )
+    assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/count/attr/internal_value`, { value: 4 })).status, 200)
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.value === 4)
+    assert.equal((await t.call(node('boiler_2'), 'detach')).status, 200)
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.status === 'BadNoCommunication')
+    assert.equal((await t.call(node('boiler_2'), 'attach')).status, 200)
+    const detachedAt = client.events.findIndex((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.status === 'BadNoCommunication')
+    await eventually(() => client.events.slice(detachedAt).some((e) => e.nodeId === 'ns=1;s=boiler_2.count' && e.status === 'Good' && e.value === 4))
+    assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/count/attr/internal_value`, { value: 3 })).status, 200)
+    await client.ok({ op: 'unsubscribe' })
   })
 
-  it('calls a model method with its input argument and returns its result', async () => {
-    const result = await session.call({
-      objectId: 'ns=1;s=boiler_1',
-      methodId: 'ns=1;s=boiler_1.heat',
-      inputArguments: [{ dataType: DataType.Double, value: 2.5 }],
-    })
-    assert.equal(result.statusCode, StatusCodes.Good)
-    assert.equal(result.outputArguments![0]!.value, 22.5)
-    assert.equal((await read('ns=1;s=boiler_1.temp')).value.value, 22.5)
-    const wrong = await session.call({
-      objectId: 'ns=1;s=boiler_1',
-      methodId: 'ns=1;s=boiler_1.heat',
-      inputArguments: [{ dataType: DataType.String, value: 'x' }],
-    })
-    assert.notEqual(wrong.statusCode, StatusCodes.Good)
-    assert.equal((await read('ns=1;s=boiler_1.temp')).value.value, 22.5)
+  it('monitored by exception, every step of a run of several steps reaches the client, not only the last', async () => {
+    const counter = {
+      attributes: { n: { default: 0, type: 'int' } },
+      actions: [{ function: '$out(n)', call: 'n + 1' }],
+      communication: { opcua_server: { port, bindings: [{ attribute: 'n' }] } },
+    }
+    const put = await t.api('PUT', `${SYS}/models`, { Counter: counter })
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { counter: 'Counter' })).status, 200)
+    await prepare('counter')
+    const from = client.events.length
+    const subscribed = await client.ok({ op: 'subscribe', nodeIds: ['ns=1;s=counter.n'], samplingInterval: 0, publishingInterval: 200, queueSize: 50 })
+    assert.deepEqual(subscribed.statuses, { Good: 1 })
+    await client.event((e) => e.nodeId === 'ns=1;s=counter.n' && e.value === 0)
+    // Five steps in one request: without a push after each step the client could see only 5.
+    const ran = await t.call(SYS, 'run', { steps: 5 })
+    assert.equal(ran.status, 200, JSON.stringify(ran.body))
+    await client.event((e) => e.nodeId === 'ns=1;s=counter.n' && e.value === 5)
+    const values = client.events
+      .slice(from)
+      .filter((e) => e.nodeId === 'ns=1;s=counter.n')
+      .map((e) => e.value)
+    assert.deepEqual(values, [0, 1, 2, 3, 4, 5])
+    await client.ok({ op: 'unsubscribe' })
+    assert.equal((await t.api('DELETE', `${SYS}/instances/counter`)).status, 200)
   })
 
-  it('detach makes one instance answer BadNoCommunication while the other keeps serving; attach restores it', async () => {
-    assert.equal((await t.call(node('boiler_1'), 'detach')).status, 200)
-    assert.equal((await t.api('GET', node('boiler_1'))).body.state, 'DETACHED')
-    assert.equal((await read('ns=1;s=boiler_1.temp')).statusCode, StatusCodes.BadNoCommunication)
-    assert.equal((await read('ns=1;s=boiler_2.temp')).statusCode, StatusCodes.Good)
-    assert.equal((await t.call(node('boiler_1'), 'attach')).status, 200)
-    assert.equal((await read('ns=1;s=boiler_1.temp')).statusCode, StatusCodes.Good)
+  it('calls a model method with its input argument and returns its result; a wrong argument type runs nothing', async () => {
+    const result = await client.ok({ op: 'call', objectId: 'ns=1;s=boiler_1', methodId: 'ns=1;s=boiler_1.heat', inputs: [{ dataType: 'Double', value: 2.5 }] })
+    assert.equal(result.status, 'Good')
+    assert.deepEqual(result.outputs, [22.5])
+    assert.equal((await attribute('boiler_1', 'temp')).internal_value, 22.5)
+    const wrong = await client.ok({ op: 'call', objectId: 'ns=1;s=boiler_1', methodId: 'ns=1;s=boiler_1.heat', inputs: [{ dataType: 'String', value: 'x' }] })
+    assert.equal(wrong.status, 'BadTypeMismatch')
+    assert.equal((await attribute('boiler_1', 'temp')).internal_value, 22.5)
   })
 
   it('an instance with other endpoint settings on the same port is refused with the setting named', async () => {
@@ -189,21 +228,63 @@ describe('opcua_server adapter with a node-opcua client: browse, read, write, su
     const refused = await t.call(`${SYS}/instances/signed`, 'prepare')
     assert.equal(refused.status, 422)
     assert.ok(refused.body.error.details.some((d: { path: string }) => d.path === 'security'))
-    assert.equal((await read('ns=1;s=boiler_2.temp')).statusCode, StatusCodes.Good)
+    assert.equal((await read('ns=1;s=boiler_2.temp')).status, 'Good')
     assert.equal((await t.api('DELETE', `${SYS}/instances/signed`)).status, 200)
+    assert.equal((await t.api('DELETE', `${SYS}/models/Signed`)).status, 200)
   })
 
-  it('deleting instances removes their folders; with the last one the server closes its port', async () => {
+  it('detach answers BadNoCommunication for one instance, to reads and to its monitored items, while the other serves; attach restores it', async () => {
+    await client.ok({ op: 'subscribe', nodeIds: ['ns=1;s=boiler_1.mode', 'ns=1;s=boiler_2.mode'], samplingInterval: 50, publishingInterval: 50 })
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_1.mode' && e.status === 'Good')
+    assert.equal((await t.call(node('boiler_1'), 'detach')).status, 200)
+    assert.equal((await t.api('GET', node('boiler_1'))).body.state, 'DETACHED')
+    assert.equal((await read('ns=1;s=boiler_1.temp')).status, 'BadNoCommunication')
+    assert.equal((await read('ns=1;s=boiler_2.temp')).status, 'Good')
+    assert.equal((await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.sp', dataType: 'Double', value: 1 })).status, 'BadNoCommunication')
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_1.mode' && e.status === 'BadNoCommunication')
+    assert.equal((await t.call(node('boiler_1'), 'attach')).status, 200)
+    assert.equal((await read('ns=1;s=boiler_1.temp')).status, 'Good')
+    assert.equal((await attribute('boiler_1', 'setpoint')).internal_value, 65.5)
+    const detachedAt = client.events.findIndex((e) => e.nodeId === 'ns=1;s=boiler_1.mode' && e.status === 'BadNoCommunication')
+    await eventually(() => client.events.slice(detachedAt).some((e) => e.nodeId === 'ns=1;s=boiler_1.mode' && e.status === 'Good' && e.value === 'off'))
+    await client.ok({ op: 'unsubscribe' })
+  })
+
+  it('a snapshot load closes the server and its connections, leaving no socket on the port; prepared again, it serves the loaded system', async () => {
+    const saved = await t.call(`${SYS}/snapshots`, 'save', { label: 'two boilers' })
+    assert.equal(saved.status, 200, JSON.stringify(saved.body))
+    assert.ok(socketsOn(port).some((s) => s.local === port && s.state === 'LISTEN'))
+    const sessionsBefore = (await t.api('GET', node('boiler_1'))).body.sessions
+    assert.equal(sessionsBefore, 1)
+    const loaded = await t.call(`${SYS}/snapshots`, 'load', { id: saved.body.result.id })
+    assert.equal(loaded.status, 200, JSON.stringify(loaded.body))
+    await client.event((e) => e.event === 'connection_lost')
+    await eventually(() => socketsOn(port).length === 0)
+    assert.equal((await t.api('GET', node('boiler_1'))).body.state, 'STOPPED')
+    await prepare('boiler_1', 'boiler_2')
+    await client.ok({ op: 'connect', url })
+    // Every instance starts fresh after a load: the setpoint written before is the default again.
+    assert.equal((await read('ns=1;s=boiler_1.sp')).value, 60)
+    assert.equal((await read('ns=1;s=boiler_2.mode')).value, 'off')
+  })
+
+  it('deleting an instance while a client watches it: its items turn BadNodeIdInvalid, its folder goes, the other instance serves on', async () => {
+    await client.ok({ op: 'subscribe', nodeIds: ['ns=1;s=boiler_1.temp', 'ns=1;s=boiler_2.mode'], samplingInterval: 50, publishingInterval: 50 })
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_1.temp' && e.status === 'Good')
     assert.equal((await t.api('DELETE', `${SYS}/instances/boiler_1`)).status, 200)
-    const names = (await session.browse('i=85')).references!.map((r) => r.browseName.name)
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_1.temp' && e.status === 'BadNodeIdInvalid')
+    const names = (await client.ok({ op: 'browse', nodeId: 'i=85' })).references.map((r: { browseName: string }) => r.browseName)
     assert.ok(!names.includes('boiler_1') && names.includes('boiler_2'), names.join(', '))
-    assert.equal((await read('ns=1;s=boiler_1.temp')).statusCode, StatusCodes.BadNodeIdUnknown)
+    assert.equal((await read('ns=1;s=boiler_1.temp')).status, 'BadNodeIdUnknown')
+    assert.equal((await t.api('PUT', `${SYS}/instances/boiler_2/attributes/mode/attr/internal_value`, { value: 'eco' })).status, 200)
+    await client.event((e) => e.nodeId === 'ns=1;s=boiler_2.mode' && e.value === 'eco')
+    assert.equal((await t.api('GET', node('boiler_2'))).body.sessions, 1)
+  })
+
+  it('deleting the last instance closes the server: the client loses its connection and no socket is left on the port', async () => {
     assert.equal((await t.api('DELETE', `${SYS}/instances/boiler_2`)).status, 200)
-    const refused = await new Promise<string>((resolve) => {
-      const socket = tcpConnect(port, '127.0.0.1')
-      socket.on('connect', () => (socket.destroy(), resolve('connected')))
-      socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'))
-    })
-    assert.equal(refused, 'ECONNREFUSED')
+    await client.event((e) => e.event === 'connection_lost')
+    await eventually(() => socketsOn(port).length === 0)
+    assert.equal((await client.request({ op: 'read', nodeId: 'ns=1;s=boiler_2.temp' })).ok, false)
   })
 })

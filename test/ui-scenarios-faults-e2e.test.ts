@@ -169,6 +169,11 @@ test(
     // Faults set elsewhere (a script, a scenario) show in the panel through the event stream.
     await api('PUT', '/instances/p1/communication/modbus_slave/attr/faults', { value: { no_response: true } })
     await current.filter({ hasText: 'no_response' }).waitFor()
+    // A change of a detail only (the same kinds in force) shows too.
+    await api('PUT', '/instances/p1/communication/modbus_slave/attr/faults', { value: { exception: { code: 6, functions: [3] } } })
+    await current.filter({ hasText: '"code": 6' }).waitFor()
+    await api('PUT', '/instances/p1/communication/modbus_slave/attr/faults', { value: { exception: { code: 4, functions: [3] } } })
+    await current.filter({ hasText: '"code": 4' }).waitFor()
     await api('PUT', '/instances/p1/communication/modbus_slave/attr/faults', { value: {} })
     await current.and(page.locator('[data-active=false]')).waitFor()
 

@@ -98,7 +98,7 @@ export const opcuaServerSchema = z
     users: z.array(userSchema).max(1000).default([]),
     /** Where the server keeps its certificates; default a directory per port under the system's temp directory. */
     pki_dir: z.string().min(1).max(4096).optional(),
-    /** Seconds between samples of a variable a client monitors. */
+    /** Seconds between looks for changed values of variables clients monitor by exception (sampling interval 0). */
     sampling_interval: z.number().min(0.01).max(3600).default(0.1),
     /** Browse name of the instance's folder under Objects; default the instance's name. */
     folder: browseNameSchema.optional(),

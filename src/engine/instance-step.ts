@@ -61,8 +61,9 @@ export function finishInstanceStep(instance: Steppable, { dt, steps }: InstanceS
         return { error: asFault(instance, err), steps: steps - i }
       }
     }
-    // Time moves on (a pinned timer stays put).
+    // Time moves on (a pinned timer stays put), and the protocols that want each step's values hear of it.
     timer.advance(dt)
+    instance.afterStep?.()
   }
   return undefined
 }
@@ -87,6 +88,7 @@ export async function finishWorkerStep(instance: Steppable, { dt, steps }: Insta
       }
     }
     timer.advance(dt)
+    instance.afterStep?.()
   }
   return undefined
 }

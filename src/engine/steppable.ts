@@ -38,6 +38,8 @@ export interface Steppable {
   applyDeclarative(values: Record<string, unknown> | undefined): void
   /** Hears of a failure of its Python `run` in a system step. */
   stepFailed(error: unknown): void
+  /** After each of its steps (time moved on): tells its protocol adapters that want each step's values. */
+  afterStep?(): void
 }
 
 /**

@@ -102,6 +102,11 @@ export interface ProtocolAdapter {
   set(name: string, value: unknown): void
   /** Why `value` cannot be published for `attr`, or null (also when `attr` is not published). */
   valueProblem(attr: string, value: unknown): string | null
+  /**
+   * Called after each step of its instance, for a protocol that hands each step's values to its
+   * clients (OPC UA items monitored by exception). Must be cheap: it runs once per instance step.
+   */
+  afterStep?(): void
 }
 
 /** What a kind's factory gets for one adapter. */

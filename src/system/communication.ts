@@ -19,6 +19,8 @@ import type { SystemServices } from './services.js'
 export class Communication extends Component {
   readonly type = 'Communication'
   readonly #adapters = new Map<string, AdapterNode>()
+  /** The adapters that want to hear of each step (ProtocolAdapter.afterStep). */
+  readonly #afterStep: ProtocolAdapter[] = []
   #names: Set<string> | undefined
 
   constructor(instance: Instance, model: Model, services: SystemServices, parameters: Record<string, unknown> = {}) {
@@ -37,6 +39,13 @@ export class Communication extends Component {
         new AdapterNode({ name: key, parent: this, instance, kind, settings: kind.schema.parse(substituteParameters(entry[written], parameters)), services }),
       )
     }
+    for (const node of this.#adapters.values()) if (node.adapter.afterStep !== undefined) this.#afterStep.push(node.adapter)
+  }
+
+  /** Tells the adapters that want it that a step of the instance is done. */
+  afterStep(): void {
+    const adapters = this.#afterStep
+    for (let i = 0; i < adapters.length; i++) (adapters[i] as ProtocolAdapter).afterStep?.()
   }
 
   override children(): Component[] {

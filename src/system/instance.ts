@@ -100,7 +100,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.importNode = parsed.import ? new ImportStatus(this) : undefined
     const behaviour = modelBehaviour(parsed)
     this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this))
-    this.actionsNode = this.behaviour && this.behaviour.actions.length > 0 ? new ActionsNode(this, this.behaviour) : undefined
+    this.actionsNode = this.behaviour && this.behaviour.actionCount > 0 ? new ActionsNode(this, this.behaviour) : undefined
     this.scenariosNode = this.behaviour && this.behaviour.scenarios.length > 0 ? new ScenariosNode(this, this.behaviour, () => this.timer.time) : undefined
     this.logs = new Logs(this, { buffer: opts.services.logs, instance: opts.name })
   }
@@ -341,6 +341,11 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   stepFailed(err: unknown): void {
     if (err instanceof WorkerGoneError || (err instanceof MimicError && err.code === 'WORKER_TIMEOUT')) this.#fail(err)
     else this.#lastError = (err as Error).message
+  }
+
+  /** After each step: the protocol adapters that hand each step's values to clients hear of it. */
+  afterStep(): void {
+    this.communication.afterStep()
   }
 
   /** Calls a model method mapped by the `import` block and returns its result. */

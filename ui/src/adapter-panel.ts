@@ -19,7 +19,7 @@ interface AdapterDocument {
 }
 
 /** Stream entries shown in their own places rather than as protocol counters. */
-const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport', 'active_faults', ...FAULT_COUNTERS])
+const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport', 'active_faults', 'faults_version', ...FAULT_COUNTERS])
 /** The latest exchanges are fetched at most this often while requests come in. */
 const RECENT_REFRESH_MS = 1000
 

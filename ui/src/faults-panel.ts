@@ -20,8 +20,9 @@ const EXAMPLE = '{"exception": {"code": 6, "functions": [3]}, "clear_after": {"r
  * The faults of a Modbus adapter (docs/modbus-faults.md): the faults in force as JSON, an editor
  * that replaces them (a refused value shows the server's problems with their paths, and the
  * faults in force stay), Clear, and the fault counters. The counters and the faults in force
- * follow the event stream (`active_faults`); the panel reads the `faults` property again when that
- * changes (a scenario or `clear_after` changes faults too).
+ * follow the event stream (`active_faults`, `faults_version`); the panel reads the `faults`
+ * property again whenever the version moves (a script, a scenario or `clear_after` changes faults
+ * too, also a detail of a fault already in force).
  *
  * @example
  * const faults = new FaultsPanel({ api, notices, instance: 'plc', adapter: 'modbus_slave', path, faults: doc.faults, counters: doc.counters })
@@ -35,7 +36,7 @@ export class FaultsPanel {
   readonly #editor: HTMLTextAreaElement
   readonly #problems: HTMLElement
   readonly #counters = new Map<string, HTMLElement>()
-  #active: string | undefined
+  #version: number | undefined
 
   constructor(opts: {
     api: ApiClient
@@ -123,13 +124,13 @@ export class FaultsPanel {
     this.#show(opts.faults)
   }
 
-  /** Follows the stream's `active_faults` and `fault_*` counters. */
+  /** Follows the stream's `faults_version` and `fault_*` counters. */
   update(stats: Record<string, string | number | boolean | null>): void {
     for (const [key, cell] of this.#counters) if (typeof stats[key] === 'number') setText(cell, String(stats[key]))
-    const active = stats.active_faults
-    if (typeof active !== 'string' || active === this.#active) return
-    const first = this.#active === undefined
-    this.#active = active
+    const version = stats.faults_version
+    if (typeof version !== 'number' || version === this.#version) return
+    const first = this.#version === undefined
+    this.#version = version
     // The first value only confirms what the panel read; later ones mean the faults changed.
     if (!first)
       void this.#api.get<{ value?: Record<string, unknown> }>(this.#path).then(

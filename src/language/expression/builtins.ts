@@ -7,17 +7,8 @@
  * BUILTINS.get('round')?.call([2.5], null) // 2n
  */
 import { asBigInt, floatPow, isInt, isNumber, pyAdd, pyCompare, pyDivmod, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
-import {
-  atan as ddAtan,
-  atan2 as ddAtan2,
-  cos as ddCos,
-  exp as ddExp,
-  hypot,
-  log as ddLog,
-  log2 as ddLog2,
-  sin as ddSin,
-  tan as ddTan,
-} from './double-double.js'
+import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, log2 as ddLog2, tan as ddTan } from './double-double.js'
+import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import {
   dictSet,
@@ -393,21 +384,35 @@ function realArg(fn: string, v: PyValue): number {
   throw new PyException('TypeError', `must be real number, not ${typeName(v)}`)
 }
 
+/** The float functions behind the one-argument `math` functions, by their callable (see {@link mathFloatFunction}). */
+const MATH_FLOAT = new Map<PyCallable, { name: string; f: (x: number) => number }>()
+
+/**
+ * The float function behind a one-argument `math` function (`math.sin`), for generated code:
+ * for a float argument whose result is finite it gives Python's result, with no check left to
+ * make; any other case goes to the callable.
+ *
+ * @example
+ * mathFloatFunction(MATH_MODULE.attributes.get('sin'))?.f(0.5) // 0.479425538604203
+ */
+export function mathFloatFunction(fn: PyCallable): { name: string; f: (x: number) => number } | undefined {
+  return MATH_FLOAT.get(fn)
+}
+
 /** A one-argument math function with CPython's domain (ValueError) and range (OverflowError) checks. */
 function math1(name: string, f: (x: number) => number, canOverflow = false): [string, PyCallable] {
-  return [
-    name,
-    fixed(name, 1, 1, (v = null) => {
-      const x = realArg(name, v)
-      const r = f(x)
-      if (Number.isNaN(r) && !Number.isNaN(x)) throw new PyException('ValueError', 'math domain error')
-      if (!Number.isFinite(r) && Number.isFinite(x)) {
-        if (canOverflow) throw new PyException('OverflowError', 'math range error')
-        throw new PyException('ValueError', 'math domain error')
-      }
-      return r
-    }),
-  ]
+  const callable = fixed(name, 1, 1, (v = null) => {
+    const x = realArg(name, v)
+    const r = f(x)
+    if (Number.isNaN(r) && !Number.isNaN(x)) throw new PyException('ValueError', 'math domain error')
+    if (!Number.isFinite(r) && Number.isFinite(x)) {
+      if (canOverflow) throw new PyException('OverflowError', 'math range error')
+      throw new PyException('ValueError', 'math domain error')
+    }
+    return r
+  })
+  MATH_FLOAT.set(callable, { name, f })
+  return [name, callable]
 }
 
 function floatToIntChecked(x: number): bigint {
@@ -535,8 +540,8 @@ export const MATH_MODULE = new PyModule(
     math1('exp', ddExp, true),
     math1('expm1', Math.expm1, true),
     math1('log1p', (x) => (x <= -1 ? NaN : Math.log1p(x))),
-    math1('sin', ddSin),
-    math1('cos', ddCos),
+    math1('sin', fastSin),
+    math1('cos', fastCos),
     math1('tan', ddTan),
     math1('asin', Math.asin),
     math1('acos', Math.acos),

@@ -1,21 +1,47 @@
 /**
- * The step-loop fast path: the operators, conditionals and common builtin calls at the top of an
- * expression become one generated JS function, so V8 sees each operation at its own call site and
- * inlines the float case (a tree of shared closures is megamorphic and cannot be inlined). Every
- * other node (names, references, strings, lambdas, ...) stays a closure from the compiler, called
- * from the generated code. The generated text holds only fixed operator snippets, temporaries and
- * indexes into arrays of closures and constants; never text from the expression.
+ * The step-loop fast path: the operators, conditionals and common builtin and `math` calls at the
+ * top of an expression become one generated JS function, so V8 sees each operation at its own
+ * call site and inlines the float case (a tree of shared closures is megamorphic and cannot be
+ * inlined). Every other node (names, strings, lambdas, ...) stays a closure from the compiler,
+ * called from the generated code. The generated text holds only fixed operator snippets,
+ * temporaries, numbers and indexes into arrays of closures and constants; never text from the
+ * expression.
+ *
+ * The text is kept (as {@link InlineCode}) with its reference reads, closure calls, constants and
+ * temporaries left open, so that a model's actions can be generated into one function per model
+ * with each reference read straight from the instance (src/language/model/fused.ts).
  *
  * @example
- * // used by compileExpression(): generateFast(compiler, node) ?? compiler.expr(node)
+ * // used by compileExpression():
+ * const { code, inline } = generateFast(compiler, node)
  */
 import type { SyntaxNode } from '@lezer/common'
 import { floatPow, pyAdd, pyCompare, pyFloorDiv, pyMod, pyMul, pyNeg, pyPow, pySub, pyTrueDiv } from './arithmetic.js'
-import { BUILTINS, pyFloat, pyInt, pyRound } from './builtins.js'
+import { BUILTINS, mathFloatFunction, pyFloat, pyInt, pyRound } from './builtins.js'
 import { constantOf, referenceIndexOf, type Code, type Compiler } from './compiler.js'
-import { truthy, type PyValue } from './values.js'
+import { PyCallable, truthy, type PyValue } from './values.js'
 
-const HELPERS = { floatPow, pyAdd, pyCompare, pyFloorDiv, pyMod, pyMul, pyNeg, pyPow, pySub, pyTrueDiv, truthy, pyFloat, pyInt, pyRound, max2, min2, abs1 }
+/** What generated code calls: Python's operators and builtins for the cases the float fast path does not take. */
+export const HELPERS = {
+  floatPow,
+  pyAdd,
+  pyCompare,
+  pyFloorDiv,
+  pyMod,
+  pyMul,
+  pyNeg,
+  pyPow,
+  pySub,
+  pyTrueDiv,
+  truthy,
+  pyFloat,
+  pyInt,
+  pyRound,
+  max2,
+  min2,
+  abs1,
+  call1,
+}
 
 function isPlain(v: PyValue): v is number | bigint {
   return typeof v === 'number' || typeof v === 'bigint'
@@ -31,6 +57,11 @@ function min2(x: PyValue, y: PyValue): PyValue {
   return (BUILTINS.get('min') as { call: (a: PyValue[], k: null) => PyValue }).call([x, y], null)
 }
 
+/** A one-argument call the fast path did not finish (an int or bool argument, a domain or range error): Python's own. */
+function call1(fn: PyCallable, x: PyValue): PyValue {
+  return fn.call([x], null)
+}
+
 function abs1(x: PyValue): PyValue {
   return typeof x === 'number' ? Math.abs(x) : (BUILTINS.get('abs') as { call: (a: PyValue[], k: null) => PyValue }).call([x], null)
 }
@@ -41,6 +72,54 @@ const ARITH: Record<string, { js: string; slow: string } | undefined> = {
   '*': { js: '*', slow: 'pyMul' },
 }
 const CMP = new Set(['<', '<=', '>', '>=', '==', '!='])
+
+// Marks in the generated text for what each use of it names differently: a reference read (R),
+// a closure call (K), a constant (C) and a temporary (T), each with its index.
+const MARK = '\u0001'
+const MARKS = /\u0001([RKCT])(\d+)\u0001/g
+const mark = (kind: 'R' | 'K' | 'C' | 'T', index: number): string => `${MARK}${kind}${index}${MARK}`
+
+/**
+ * An expression's generated text with its reference reads, closure calls, constants and
+ * temporaries left open; {@link renderInline} names them for one use.
+ */
+export interface InlineCode {
+  readonly body: string
+  readonly temps: number
+  /** The closures it calls, each with the frame (`K` marks). */
+  readonly closures: readonly Code[]
+  readonly constants: readonly PyValue[]
+}
+
+/** How one use of an {@link InlineCode} names its parts (each returns JS text). */
+export interface InlineNames {
+  /** The value of reference `index` of the expression. */
+  reference(index: number): string
+  /** A call of closure `index` with the frame. */
+  closure(index: number): string
+  constant(index: number): string
+  temp(index: number): string
+}
+
+/**
+ * The text of an inline expression for one use.
+ *
+ * @example
+ * renderInline(inline, { reference: (i) => `A[${slots[i]}].internalValue`, closure: (i) => `K0[${i}](F0)`, constant: (i) => `C0[${i}]`, temp: (i) => `t0_${i}` })
+ */
+export function renderInline(code: InlineCode, names: InlineNames): string {
+  return code.body.replace(MARKS, (_m, kind: string, digits: string) => {
+    const i = Number(digits)
+    return kind === 'R' ? names.reference(i) : kind === 'K' ? names.closure(i) : kind === 'C' ? names.constant(i) : names.temp(i)
+  })
+}
+
+const STANDALONE: InlineNames = {
+  reference: (i) => `f.scope.reference(R[${i}], ${i})`,
+  closure: (i) => `K[${i}](f)`,
+  constant: (i) => `C[${i}]`,
+  temp: (i) => `t${i}`,
+}
 const SAFE = 2n ** 53n
 
 class Generator {
@@ -61,7 +140,7 @@ class Generator {
   }
 
   #temp(): string {
-    return `t${this.#temps++}`
+    return mark('T', this.#temps++)
   }
 
   #leaf(node: SyntaxNode): string {
@@ -70,15 +149,15 @@ class Generator {
     const k = constantOf(code)
     if (k !== undefined) return this.#constant(k)
     const ref = referenceIndexOf(code)
-    if (ref !== undefined) return `f.scope.reference(R[${ref}], ${ref})`
+    if (ref !== undefined) return mark('R', ref)
     this.closures.push(code)
-    return `K[${this.closures.length - 1}](f)`
+    return mark('K', this.closures.length - 1)
   }
 
   #constant(v: PyValue): string {
     if (typeof v === 'number' && Number.isFinite(v) && !Object.is(v, -0)) return `(${String(v)})`
     this.constants.push(v)
-    return `C[${this.constants.length - 1}]`
+    return mark('C', this.constants.length - 1)
   }
 
   /** The float value a constant operand has in the fast path, if it is a number or a small int. */
@@ -198,6 +277,7 @@ class Generator {
     const callee = node.firstChild
     const argList = callee?.nextSibling
     if (callee === null || callee === undefined || argList === null || argList === undefined) return this.#leaf(node)
+    if (callee.name === 'MemberExpression') return this.#mathCall(node, callee, argList)
     const fn = this.compiler.builtinNamed(callee)
     if (fn === undefined) return this.#leaf(node)
     const args: SyntaxNode[] = []
@@ -226,24 +306,52 @@ class Generator {
     this.#nodes++
     return `H.${helper}(${args.map((a) => this.gen(a)).join(', ')})`
   }
+
+  /** `math.f(x)` of a one-argument float function: the float case inline, the rest the callable's. */
+  #mathCall(node: SyntaxNode, callee: SyntaxNode, argList: SyntaxNode): string {
+    const parts: SyntaxNode[] = []
+    for (let c = callee.firstChild; c !== null; c = c.nextSibling) parts.push(c)
+    const args: SyntaxNode[] = []
+    for (let c = argList.firstChild; c !== null; c = c.nextSibling) if (c.name !== '(' && c.name !== ')' && c.name !== 'Comment') args.push(c)
+    const [object, dot, property] = parts
+    const plain =
+      parts.length === 3 &&
+      object?.name === 'VariableName' &&
+      dot?.name === '.' &&
+      property?.name === 'PropertyName' &&
+      !this.compiler.sourceOf(property).startsWith('_') &&
+      args.length === 1 &&
+      /^[A-Z]/.test((args[0] as SyntaxNode).name)
+    if (!plain) return this.#leaf(node)
+    const fn = constantOf(this.compiler.expr(callee))
+    const math = fn instanceof PyCallable ? mathFloatFunction(fn) : undefined
+    if (math === undefined) return this.#leaf(node)
+    this.#nodes++
+    const a = this.#temp()
+    const r = this.#temp()
+    const f = this.#constant(math.f as unknown as PyValue)
+    const slow = this.#constant(fn as PyCallable)
+    return `(${a} = ${this.gen(args[0] as SyntaxNode)}, typeof ${a} === 'number' && (${r} = ${f}(${a}), ${r} - ${r} === 0) ? ${r} : H.call1(${slow}, ${a}))`
+  }
 }
 
 /**
  * Generates the fast function of an expression node (a lone leaf, such as a name, stays its
- * closure).
+ * closure), and its text for inlining.
  */
-export function generateFast(compiler: Compiler, node: SyntaxNode): Code {
+export function generateFast(compiler: Compiler, node: SyntaxNode): { code: Code; inline: InlineCode } {
   const g = new Generator(compiler)
   const body = g.gen(node)
+  const inline: InlineCode = { body, temps: g.temps, closures: g.closures, constants: g.constants }
   // Only a leaf: its closure is the compiled expression.
-  if (g.generatedNodes === 0 && g.lastLeaf !== null) return g.lastLeaf
-  const temps = Array.from({ length: g.temps }, (_x, i) => `t${i}`)
+  if (g.generatedNodes === 0 && g.lastLeaf !== null) return { code: g.lastLeaf, inline }
+  const temps = Array.from({ length: g.temps }, (_x, i) => STANDALONE.temp(i))
   const declare = temps.length > 0 ? `let ${temps.join(', ')}; ` : ''
-  const make = new Function('K', 'C', 'H', 'R', `return function fast(f) { ${declare}return ${body} }`) as (
-    k: Code[],
-    c: PyValue[],
+  const make = new Function('K', 'C', 'H', 'R', `return function fast(f) { ${declare}return ${renderInline(inline, STANDALONE)} }`) as (
+    k: readonly Code[],
+    c: readonly PyValue[],
     h: typeof HELPERS,
     r: readonly unknown[],
   ) => Code
-  return make(g.closures, g.constants, HELPERS, compiler.references)
+  return { code: make(g.closures, g.constants, HELPERS, compiler.references), inline }
 }

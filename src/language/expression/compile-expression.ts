@@ -9,7 +9,7 @@
 import { parser } from '@lezer/python'
 import type { SyntaxNode, Tree } from '@lezer/common'
 import { summarize, ValidationError, type ErrorDetail } from '../../errors.js'
-import { generateFast } from './codegen.js'
+import { generateFast, type InlineCode } from './codegen.js'
 import { Compiler, Frame, type Code, type ExpressionScope } from './compiler.js'
 import { PyRandom, randomModule } from './random-module.js'
 import { replaceReferences, type Reference } from './references.js'
@@ -41,6 +41,12 @@ export interface CompiledExpression {
   readonly references: readonly Reference[]
   /** Runs the expression; a Python error is thrown as a {@link PyException}. */
   evaluate(scope: ExpressionScope): PyValue
+  /**
+   * Its generated text, for code that inlines it (src/language/model/fused.ts): its closures are
+   * called with a frame whose scope reads the references; errors they throw pass
+   * {@link translateError}. Undefined when the expression needs a frame of its own.
+   */
+  readonly inline?: InlineCode
 }
 
 /**
@@ -176,15 +182,17 @@ export function compileExpression(source: string, options: CompileOptions): Comp
     random: randomModule(options.random ?? SHARED_RANDOM),
   })
   let code: Code
+  let inline: InlineCode | undefined
   if (form === 'expression') {
     const only = stmts[0] as SyntaxNode
     const kids: SyntaxNode[] = []
     for (let c = only.firstChild; c !== null; c = c.nextSibling) if (c.name !== 'Comment') kids.push(c)
     const items = kids.filter((k) => k.name !== ',')
-    code =
-      items.length === 1 && items[0] !== undefined && !kids.some((k) => k.name === ',')
-        ? generateFast(compiler, items[0])
-        : compiler.expressionList(items, true)
+    if (items.length === 1 && items[0] !== undefined && !kids.some((k) => k.name === ',')) {
+      const fast = generateFast(compiler, items[0])
+      code = fast.code
+      inline = fast.inline
+    } else code = compiler.expressionList(items, true)
   } else {
     compiler.declareLocals(stmts)
     code = compiler.body(stmts)
@@ -203,7 +211,9 @@ export function compileExpression(source: string, options: CompileOptions): Comp
 
   const slots = compiler.topSlots
   const references = compiler.references
-  return { source, path: options.path, form, references, evaluate: makeEvaluate(code, slots) }
+  const compiled: CompiledExpression = { source, path: options.path, form, references, evaluate: makeEvaluate(code, slots) }
+  // Inlined code has no frame of its own: only an expression without local variables qualifies.
+  return slots === 0 && inline !== undefined ? { ...compiled, inline } : compiled
 }
 
 /**
@@ -239,7 +249,7 @@ function makeEvaluate(code: Code, slots: number): (scope: ExpressionScope) => Py
 }
 
 /** A JS RangeError (deep recursion, a bigint past V8's limit) becomes the Python error it stands for. */
-function translateError(err: unknown): unknown {
+export function translateError(err: unknown): unknown {
   if (err instanceof RangeError) {
     if (/call stack/i.test(err.message)) return new PyException('RecursionError', 'maximum recursion depth exceeded')
     return new PyException('OverflowError', err.message)

@@ -330,6 +330,25 @@ function trigRange(x: number): boolean {
   return Math.abs(x) < 2 ** 20 && Math.abs(x) > 1e-8
 }
 
+/**
+ * sin(i/steps) and cos(i/steps) for i = -half..half as double-doubles, the table of fast-trig.ts.
+ *
+ * @example
+ * sinCosTable(51, 64).sinHi[52] // sin(1/64)
+ */
+export function sinCosTable(half: number, steps: number): { sinHi: Float64Array; sinLo: Float64Array; cosHi: Float64Array; cosLo: Float64Array } {
+  const size = 2 * half + 1
+  const table = { sinHi: new Float64Array(size), sinLo: new Float64Array(size), cosHi: new Float64Array(size), cosLo: new Float64Array(size) }
+  for (let i = -half; i <= half; i++) {
+    sinCosDD(i / steps)
+    table.sinHi[i + half] = R[2] as number
+    table.sinLo[i + half] = R[3] as number
+    table.cosHi[i + half] = R[4] as number
+    table.cosLo[i + half] = R[5] as number
+  }
+  return table
+}
+
 /** sin(x), rounded once. */
 export function sin(x: number): number {
   if (!trigRange(x)) return Math.sin(x)

@@ -6,8 +6,9 @@
  * import { compileExpression } from './language/expression/index.js'
  * compileExpression('V * I * pf', { path: 'call', attributes: ['V', 'I', 'pf'] })
  */
-export { compileExpression, NotNativeError, type CompiledExpression, type CompileOptions, type WorkerSource } from './compile-expression.js'
-export type { ExpressionScope } from './compiler.js'
+export { compileExpression, NotNativeError, translateError, type CompiledExpression, type CompileOptions, type WorkerSource } from './compile-expression.js'
+export { HELPERS, renderInline, type InlineCode, type InlineNames } from './codegen.js'
+export { Frame, type ExpressionScope } from './compiler.js'
 export { replaceReferences, type Reference, type ReferenceKind } from './references.js'
 export {
   pyRepr,

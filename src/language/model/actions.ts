@@ -11,7 +11,17 @@ import { typeProblem } from '../../definition/model-schema.js'
 import { PyException, type PyValue } from '../expression/index.js'
 import { pyRound } from '../expression/builtins.js'
 import { fromPy, toPy } from './convert.js'
-import { ActionEnvironment, describe, writeFailure, type ActionScope, type BindContext, type CompileContext, isMap } from './compile-context.js'
+import {
+  ActionEnvironment,
+  describe,
+  writeFailure,
+  type ActionScope,
+  type BindContext,
+  type CompileContext,
+  type ValueSource,
+  isMap,
+} from './compile-context.js'
+import type { Fusion } from './fused.js'
 import { interpolator, Noise, Pid, rampValue, sawValue, textSeed } from './signals.js'
 import { StateReader, type StateValue } from './state.js'
 import { isReference, type Target } from './targets.js'
@@ -49,6 +59,8 @@ export interface ActionPlan {
   readonly targets: readonly string[]
   /** How faults name it: `action 'power' (actions[2])`. */
   readonly label: string
+  /** What a `function` or `set` action computes and writes, when fused.ts may generate it with its neighbours. */
+  readonly fusion?: Fusion
   bind(ctx: BindContext): ActionRuntime
 }
 
@@ -158,12 +170,18 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
     targets: lifecycle ? [] : (Array.isArray(target) ? target : [target]).filter((t): t is string => typeof t === 'string'),
   }
   const compile = KIND_COMPILERS[kind]
-  const make = compile({ target, fields, fieldPath, scope, context, path, kind, targetAt: nested ? `${path}.${kind}.output` : `${path}.${kind}` })
+  let fusion: Fusion | undefined
+  const fuse = (value: ValueSource, targets: readonly Target[]): void => {
+    // An action with expression params computes them first each step: it runs bound, not fused.
+    if (params.length === 0 && parameters.length === 0) fusion = { value, targets }
+  }
+  const make = compile({ target, fields, fieldPath, scope, context, path, kind, targetAt: nested ? `${path}.${kind}.output` : `${path}.${kind}`, fuse })
   if (make === null || context.problems.length > before || params.some((p) => p.expression === null)) return null
   const paramList = params as Array<{ name: string; expression: NonNullable<(typeof params)[number]['expression']> }>
 
   const plan: ActionPlan = {
     ...info,
+    ...(fusion === undefined ? {} : { fusion }),
     bind(ctx) {
       const env = new ActionEnvironment(ctx, info.label)
       const values = paramList.length === 0 ? undefined : (env.params = new Map())
@@ -250,6 +268,8 @@ interface KindInput {
   kind: ActionKind
   /** Where the target is written in the entry. */
   targetAt: string
+  /** Says what a `function` or `set` action computes and writes (see {@link ActionPlan.fusion}). */
+  fuse: (value: ValueSource, targets: readonly Target[]) => void
 }
 
 /** A kind's compiler: checks its fields and returns how to make the runtime on an instance. */
@@ -339,6 +359,7 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
     if (fields.call === undefined) context.problem(fieldPath('call'), 'required: the expression whose value the targets take')
     const call = fields.call === undefined ? null : context.value(fields.call, fieldPath('call'), scope)
     if (!targets || !call) return null
+    input.fuse(call, targets)
     return (env, plan) => valueAction(plan, env, targets, env.evaluator(call))
   },
 
@@ -348,6 +369,7 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
     if (!Object.hasOwn(fields, 'value')) context.problem(fieldPath('value'), 'required')
     const value = Object.hasOwn(fields, 'value') ? context.value(fields.value, fieldPath('value'), scope) : null
     if (!targets || !value) return null
+    input.fuse(value, targets)
     return (env, plan) => valueAction(plan, env, targets, env.evaluator(value))
   },
 

@@ -15,7 +15,8 @@ import { InternalError, summarize, ValidationError, type ErrorDetail } from '../
 import { truthy } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
 import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpression } from './compile-context.js'
-import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
+import { bindGroups, compileConditions, compileList, runGroups, runSteps, type BranchPlan, type BranchRuntime } from './conditions.js'
+import { AttributeSlots, fuseActions, FusedRun, type FusedInstance } from './fused.js'
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
@@ -42,6 +43,14 @@ export class ModelBehaviour {
   readonly usedParameters: ReadonlySet<string>
   /** The expressions the instance's Python worker evaluates (their `index` is their position here). */
   readonly workerExpressions: readonly WorkerExpression[]
+  /** The model's attributes by slot, as fused runs read them. */
+  readonly slots: AttributeSlots
+  /** `actions` as a step runs them: runs of fused actions (fused.ts) and the others. */
+  readonly steps: ReadonlyArray<FusedRun | ActionPlan>
+  /** The same for the actions of each branch of each group of `groups`. */
+  readonly groupSteps: ReadonlyArray<ReadonlyArray<ReadonlyArray<FusedRun | ActionPlan>>>
+  /** How many actions are fused (each instance keeps an enabled flag for each). */
+  readonly fused: number
 
   constructor(parts: {
     actions: ActionPlan[]
@@ -50,6 +59,8 @@ export class ModelBehaviour {
     hooks: HookPlans
     usedParameters: Set<string>
     workerExpressions: WorkerExpression[]
+    slots: AttributeSlots
+    fuse: boolean
   }) {
     this.actions = parts.actions
     this.groups = parts.groups
@@ -57,6 +68,19 @@ export class ModelBehaviour {
     this.hooks = parts.hooks
     this.usedParameters = parts.usedParameters
     this.workerExpressions = parts.workerExpressions
+    this.slots = parts.slots
+    // A step with worker expressions awaits each action in turn (stepAsync): nothing is fused then.
+    const fuse = parts.fuse && !this.usesWorker
+    let flags = 0
+    const split = (plans: readonly ActionPlan[]): ReadonlyArray<FusedRun | ActionPlan> => {
+      if (!fuse) return plans
+      const fused = fuseActions(plans, this.slots, flags)
+      flags = fused.flags
+      return fused.steps
+    }
+    this.steps = split(this.actions)
+    this.groupSteps = this.groups.map((group) => group.map((branch) => split(branch.actions)))
+    this.fused = flags
   }
 
   /** Whether a step needs the instance's Python worker (some expression is evaluated there). */
@@ -107,7 +131,17 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
     context.problem(worker.path, 'expressions of scenarios and hooks are evaluated natively: imports other than math, random and time are not supported there')
   }
   if (context.problems.length > 0) throw behaviourProblems(context.problems)
-  return new ModelBehaviour({ actions, groups, scenarios, hooks, usedParameters: context.usedParameters, workerExpressions: context.workerExpressions })
+  const slots = new AttributeSlots(source.attributes)
+  return new ModelBehaviour({
+    actions,
+    groups,
+    scenarios,
+    hooks,
+    usedParameters: context.usedParameters,
+    workerExpressions: context.workerExpressions,
+    slots,
+    fuse: source.fuse !== false,
+  })
 }
 
 /** Checks a model's behaviour: the problems, with their paths (none: it compiles). */
@@ -121,16 +155,24 @@ export function behaviourProblems(problems: ErrorDetail[]): ValidationError {
  * are active.
  */
 export class InstanceBehaviour {
-  readonly actions: readonly ActionRuntime[]
   readonly scenarios: readonly ScenarioRuntime[]
   readonly hooks: InstanceHooks
-  readonly #top: ActionRuntime[]
+  readonly #model: ModelBehaviour
+  /** The model's `actions` as a step runs them: fused runs, and the others bound to this instance. */
+  readonly #top: Array<FusedRun | ActionRuntime>
   readonly #groups: BranchRuntime[][]
   readonly #held: ActionRuntime[]
   readonly #host: BehaviourHost
   readonly #frame: StepFrame = { time: 0, dt: 1 }
   readonly #undo = new UndoLog()
   readonly #onRun: boolean
+  /**
+   * What fused runs work on. Its undo log is none (null) when the model's step is one fused run
+   * and nothing else (no conditions, scenarios or hooks): the run then puts back its own writes
+   * when it fails, and nothing after it can.
+   */
+  readonly #fused: FusedInstance
+  #actions: readonly ActionRuntime[] | undefined
   #active = false
   readonly #heldValues = new HeldValues()
   /** Set by `restoreState`: whether the held actions were active when the state was saved (the next `activate` resumes). */
@@ -140,16 +182,57 @@ export class InstanceBehaviour {
   #stepping: Promise<void> | undefined
 
   constructor(model: ModelBehaviour, host: BehaviourHost) {
+    this.#model = model
     this.#host = host
     this.usesWorker = model.usesWorker
     const ctx: BindContext = { host, frame: this.#frame, undo: this.#undo }
-    this.#top = model.actions.map((a) => a.bind(ctx))
-    this.#groups = bindGroups(model.groups, ctx)
-    this.actions = [...this.#top, ...this.#groups.flatMap((g) => g.flatMap((b) => b.actions))]
-    this.#held = this.#top.filter((a) => a.activate !== undefined)
+    this.#top = model.steps.map((step) => (step instanceof FusedRun ? step : step.bind(ctx)))
+    this.#groups = bindGroups(model.groups, ctx, model.groupSteps)
+    this.#held = this.#top.filter((a): a is ActionRuntime => !(a instanceof FusedRun) && a.activate !== undefined)
     this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, this.#heldValues))
     this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
     this.#onRun = this.hooks.has('on_run')
+    const enabled: number[] = []
+    for (const steps of [model.steps, ...model.groupSteps.flat()]) {
+      for (const step of steps) if (step instanceof FusedRun) for (const plan of step.plans) enabled.push(plan.enabled ? 1 : 0)
+    }
+    const attrs = model.fused > 0 ? model.slots.of(host) : []
+    const alone = this.#top.length === 1 && this.#top[0] instanceof FusedRun && model.groups.length === 0 && model.scenarios.length === 0
+    const undo = alone && model.hooks.model.size === 0 && model.hooks.attributes.size === 0 ? null : this.#undo
+    this.#fused = { attrs, mapped: attrs.map((a) => (a.mapped ? 1 : 0)), enabled, host, frame: this.#frame, undo }
+  }
+
+  /** Every action of the instance (top level, then those of conditions), made on first use for the fused ones. */
+  get actions(): readonly ActionRuntime[] {
+    const each = (steps: ReadonlyArray<FusedRun | ActionRuntime>): ActionRuntime[] =>
+      steps.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => this.#fusedAction(step, plan, step.first + i)) : [step]))
+    this.#actions ??= [...each(this.#top), ...this.#groups.flatMap((g) => g.flatMap((b) => each(b.steps)))]
+    return this.#actions
+  }
+
+  /** A fused action seen alone: its enabled flag, and a run of it by itself. */
+  #fusedAction(run: FusedRun, plan: ActionPlan, flag: number): ActionRuntime {
+    const fused = this.#fused
+    const enabled = fused.enabled
+    return {
+      plan,
+      get enabled() {
+        return enabled[flag] === 1
+      },
+      set enabled(on: boolean) {
+        enabled[flag] = on ? 1 : 0
+      },
+      run: () => {
+        const only = enabled.map((_x, i) => (i === flag ? 1 : 0))
+        run.run(fused.attrs, fused.mapped, only, fused.host, fused.frame, this.#undo)
+      },
+      reset: () => {},
+    }
+  }
+
+  /** The number of actions (top level and of conditions). */
+  get actionCount(): number {
+    return this.#model.actions.length + this.#model.groups.reduce((n, g) => n + g.reduce((m, b) => m + b.actions.length, 0), 0)
   }
 
   /** The action named `name`, if any. */
@@ -164,8 +247,8 @@ export class InstanceBehaviour {
 
   /** The model's own actions and conditions at the frame's time. */
   #runModel(): void {
-    runActions(this.#top)
-    runGroups(this.#groups)
+    runSteps(this.#top, this.#fused)
+    runGroups(this.#groups, this.#fused)
   }
 
   /**
@@ -213,7 +296,8 @@ export class InstanceBehaviour {
     frame.time = time
     frame.dt = dt
     try {
-      for (const action of this.#top) {
+      // Nothing is fused in a behaviour with worker expressions: every step is a bound action.
+      for (const action of this.#top as ActionRuntime[]) {
         if (!action.enabled) continue
         if (action.runAsync) await action.runAsync()
         else action.run()
@@ -222,7 +306,7 @@ export class InstanceBehaviour {
         for (const branch of group) {
           if (branch.fetch) await branch.fetch()
           if (branch.test !== null && !truthy(branch.test())) continue
-          for (const action of branch.actions) {
+          for (const action of branch.steps as ActionRuntime[]) {
             if (!action.enabled) continue
             if (action.runAsync) await action.runAsync()
             else action.run()
@@ -294,7 +378,9 @@ export class InstanceBehaviour {
   /** Back to the first state: PID integrals and noise generators start over, scenarios unrun. */
   async reset(): Promise<void> {
     this.#restored = undefined
-    for (const action of this.actions) action.reset()
+    // Fused actions (function, set) keep no state: only the bound ones have something to reset.
+    for (const step of this.#top) if (!(step instanceof FusedRun)) step.reset()
+    for (const group of this.#groups) for (const branch of group) for (const step of branch.steps) if (!(step instanceof FusedRun)) step.reset()
     for (const scenario of this.scenarios) await scenario.reset()
   }
 
@@ -312,7 +398,7 @@ export class InstanceBehaviour {
     for (const scenario of this.scenarios) scenarios[scenario.plan.name] = scenario.saveState()
     return {
       active: this.#active,
-      actions: saveActions(this.actions),
+      actions: saveActions(this.#stateViews()),
       scenarios,
       held: this.#heldValues.saveState((owner) => (owner as ScenarioRuntime).plan.name),
     }
@@ -344,11 +430,39 @@ export class InstanceBehaviour {
     this.#restored = { active }
   }
 
+  /**
+   * Every action as a snapshot sees it: a bound action as it is; a fused one (function, set), which
+   * keeps nothing between steps but its enabled flag, as a view of that flag made for the snapshot
+   * alone, so that ten thousand saved instances keep no object per fused action.
+   */
+  #stateViews(): ActionRuntime[] {
+    if (this.#actions !== undefined) return [...this.#actions]
+    const flags = this.#fused.enabled
+    const each = (steps: ReadonlyArray<FusedRun | ActionRuntime>): ActionRuntime[] =>
+      steps.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => flagView(plan, flags, step.first + i)) : [step]))
+    return [...each(this.#top), ...this.#groups.flatMap((g) => g.flatMap((b) => each(b.steps)))]
+  }
+
   #take(actions: Record<string, unknown>, scenarios: Record<string, unknown>, held: unknown[], path: string): ErrorDetail[] {
     const problems: ErrorDetail[] = []
-    problems.push(...(restoreActions(this.actions, actions, `${path}.actions`) ?? []))
+    problems.push(...(restoreActions(this.#stateViews(), actions, `${path}.actions`) ?? []))
     for (const [name, saved] of Object.entries(scenarios)) problems.push(...(this.scenario(name)?.restoreState(saved, `${path}.scenarios.${name}`) ?? []))
     problems.push(...(this.#heldValues.restoreState(held, (name) => this.scenario(name), `${path}.held`) ?? []))
     return problems
+  }
+}
+
+/** A fused action's enabled flag as an action (nothing else of it runs or resets alone here). */
+function flagView(plan: ActionPlan, flags: number[], flag: number): ActionRuntime {
+  return {
+    plan,
+    get enabled() {
+      return flags[flag] === 1
+    },
+    set enabled(on: boolean) {
+      flags[flag] = on ? 1 : 0
+    },
+    run: () => {},
+    reset: () => {},
   }
 }

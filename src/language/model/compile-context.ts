@@ -28,6 +28,11 @@ export interface BehaviourSource {
   bound: ReadonlySet<string>
   /** Names declared under `meta_parameters`; undefined when the model declares none. */
   parameters: ReadonlySet<string> | undefined
+  /**
+   * Whether runs of `function` and `set` actions are generated into one function (fused.ts, the
+   * default); false binds every action alone, which test/unit/language/fused.test.ts compares with.
+   */
+  fuse?: boolean
 }
 
 /** Per instance: what an action binds its expressions and targets to. */
@@ -357,7 +362,8 @@ export class ActionEnvironment {
   }
 }
 
-function checkMapping(attr: HostAttribute, value: unknown): void {
+/** Throws Python's ValueError when a protocol mapping of the attribute cannot carry `value`. */
+export function checkMapping(attr: HostAttribute, value: unknown): void {
   const problem = attr.mappingProblem(value)
   if (problem !== null) throw new PyException('ValueError', `${attr.name}: ${problem}`)
 }
@@ -372,24 +378,38 @@ function floatAttribute(ref: Reference, host: BehaviourHost): HostAttribute | un
 /** How one reference of an expression is read on an instance. */
 function reader(ref: Reference, ctx: BindContext): () => PyValue {
   const { host, frame } = ctx
+  const attr = host.attribute(ref.target.replace(/^\.+/, ''))
+  const read = slotReader(ref, 0, attr?.valueType)
+  const attrs = attr === undefined ? [] : [attr]
+  return () => read(attrs, host, frame)
+}
+
+/**
+ * How a reference is read from an instance's attributes by slot: `slot` is where the attribute
+ * it names is in `attrs`, `type` that attribute's type (undefined when the reference names no
+ * attribute of the model).
+ *
+ * @example
+ * const read = slotReader({ kind: 'internal', target: 'v', text: '$in(v)' }, 3, 'float')
+ * read(attrs, host, frame) // attrs[3].internalValue
+ */
+export function slotReader(
+  ref: Reference,
+  slot: number,
+  type: AttributeType | undefined,
+): (attrs: readonly HostAttribute[], host: BehaviourHost, frame: StepFrame) => PyValue {
   const name = ref.target.replace(/^\.+/, '')
   switch (ref.kind) {
     case 'timer':
-      return () => frame.time
+      return (_a, _h, frame) => frame.time
     case 'internal':
-    case 'output': {
-      const attr = host.attribute(name) as HostAttribute
-      const type = attr.valueType
-      if (type === 'float') return () => attr.internalValue as number
-      return () => toPy(attr.internalValue, type)
-    }
-    case 'external': {
-      const attr = host.attribute(name) as HostAttribute
-      const type = attr.valueType
-      return () => toPy(attr.externalValue, type)
-    }
+    case 'output':
+      if (type === 'float') return (attrs) => (attrs[slot] as HostAttribute).internalValue as number
+      return (attrs) => toPy((attrs[slot] as HostAttribute).internalValue, type as AttributeType)
+    case 'external':
+      return (attrs) => toPy((attrs[slot] as HostAttribute).externalValue, type as AttributeType)
     case 'param':
-      return () => {
+      return (_a, host) => {
         const value = host.parameter(name)
         if (value === undefined) throw new PyException('KeyError', `parameter '${name}' is not set on instance '${host.name}'`)
         return toPy(value, 'any')
@@ -397,11 +417,10 @@ function reader(ref: Reference, ctx: BindContext): () => PyValue {
     case 'property':
     case 'lookup': {
       const missing = ref.kind === 'lookup'
-      if (name === 'timer.time') return () => frame.time
-      if (name === 'timer.dt') return () => frame.dt
-      const attr = host.attribute(name)
-      if (attr !== undefined) return () => toPy(attr.internalValue, attr.valueType)
-      return () => {
+      if (name === 'timer.time') return (_a, _h, frame) => frame.time
+      if (name === 'timer.dt') return (_a, _h, frame) => frame.dt
+      if (type !== undefined) return (attrs) => toPy((attrs[slot] as HostAttribute).internalValue, type)
+      return (_a, host) => {
         const found = host.lookup(name)
         if (found !== undefined && found.value !== undefined) return toPy(found.value, 'any')
         if (missing) return null

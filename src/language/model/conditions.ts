@@ -6,6 +6,7 @@ import type { PyValue } from '../expression/index.js'
 import { truthy } from '../expression/index.js'
 import { compileAction, type ActionPlan, type ActionRuntime } from './actions.js'
 import { ActionEnvironment, describe, type BindContext, type CompileContext, type ValueSource, isMap } from './compile-context.js'
+import { FusedRun, type FusedInstance } from './fused.js'
 
 /** One branch of a condition: a test (none for `else`) and the actions it runs. */
 export interface BranchPlan {
@@ -19,7 +20,8 @@ export interface BranchRuntime {
   test: (() => PyValue) | null
   /** A test the Python worker evaluates: fetches its value for `test`. */
   fetch: (() => Promise<void>) | undefined
-  actions: ActionRuntime[]
+  /** Its actions as a step runs them: bound ones, and runs of fused ones (fused.ts) when the model has them. */
+  steps: Array<ActionRuntime | FusedRun>
 }
 
 /**
@@ -79,13 +81,21 @@ export function compileConditions(entries: unknown[], path: string, context: Com
   return groups
 }
 
-/** Binds condition groups to an instance. */
-export function bindGroups(groups: readonly (readonly BranchPlan[])[], ctx: BindContext): BranchRuntime[][] {
-  return groups.map((group) =>
-    group.map((branch) => {
+/**
+ * Binds condition groups to an instance; `steps` gives each branch's actions as the model runs
+ * them (per group, per branch: fused runs and plans), else every action is bound.
+ */
+export function bindGroups(
+  groups: readonly (readonly BranchPlan[])[],
+  ctx: BindContext,
+  steps?: ReadonlyArray<ReadonlyArray<ReadonlyArray<FusedRun | ActionPlan>>>,
+): BranchRuntime[][] {
+  return groups.map((group, g) =>
+    group.map((branch, b) => {
       const env = new ActionEnvironment(ctx, `condition ${branch.path}`)
       const test = branch.test && env.evaluator(branch.test)
-      return { test, fetch: env.fetches[0], actions: branch.actions.map((a) => a.bind(ctx)) }
+      const plans = steps?.[g]?.[b] ?? branch.actions
+      return { test, fetch: env.fetches[0], steps: plans.map((p) => (p instanceof FusedRun ? p : p.bind(ctx))) }
     }),
   )
 }
@@ -98,12 +108,23 @@ export function runActions(actions: readonly ActionRuntime[]): void {
   }
 }
 
+/** Runs steps in order: the enabled bound actions, and fused runs on `fused` (their instance). */
+export function runSteps(steps: ReadonlyArray<ActionRuntime | FusedRun>, fused: FusedInstance | undefined): void {
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i] as ActionRuntime | FusedRun
+    if (step instanceof FusedRun) {
+      const f = fused as FusedInstance
+      step.run(f.attrs, f.mapped, f.enabled, f.host, f.frame, f.undo)
+    } else if (step.enabled) step.run()
+  }
+}
+
 /** Runs each group's first matching branch. */
-export function runGroups(groups: readonly BranchRuntime[][]): void {
+export function runGroups(groups: readonly BranchRuntime[][], fused?: FusedInstance): void {
   for (const group of groups) {
     for (const branch of group) {
       if (branch.test !== null && !truthy(branch.test())) continue
-      runActions(branch.actions)
+      runSteps(branch.steps, fused)
       break
     }
   }

@@ -85,23 +85,31 @@ export interface StepFrame {
  */
 export class UndoLog {
   // Entries are kept and overwritten step after step (only `#size` goes back to 0), so a step
-  // allocates nothing here once the arrays have grown to its number of writes.
+  // allocates nothing here once the arrays have grown to its number of writes. A number is kept
+  // in `#numbers`, an array V8 stores unboxed: in `#before` each would be a new heap object.
   readonly #attrs: HostAttribute[] = []
-  readonly #external: boolean[] = []
+  readonly #kind: number[] = []
   readonly #before: unknown[] = []
+  readonly #numbers: number[] = [0.5]
   #size = 0
 
   internal(attr: HostAttribute): void {
     const i = this.#size++
     this.#attrs[i] = attr
-    this.#external[i] = false
-    this.#before[i] = attr.internalValue
+    const value = attr.internalValue
+    if (typeof value === 'number') {
+      this.#kind[i] = NUMBER
+      this.#numbers[i] = value
+    } else {
+      this.#kind[i] = INTERNAL
+      this.#before[i] = value
+    }
   }
 
   external(attr: HostAttribute): void {
     const i = this.#size++
     this.#attrs[i] = attr
-    this.#external[i] = true
+    this.#kind[i] = EXTERNAL
     this.#before[i] = attr.presented
   }
 
@@ -112,12 +120,18 @@ export class UndoLog {
   rollback(): void {
     for (let i = this.#size - 1; i >= 0; i--) {
       const attr = this.#attrs[i] as HostAttribute
-      if (this.#external[i]) attr.setPresented(this.#before[i] as { value: unknown } | undefined)
-      else attr.setComputed(this.#before[i])
+      const kind = this.#kind[i]
+      if (kind === EXTERNAL) attr.setPresented(this.#before[i] as { value: unknown } | undefined)
+      else attr.setComputed(kind === NUMBER ? this.#numbers[i] : this.#before[i])
+      this.#before[i] = undefined
     }
     this.#size = 0
   }
 }
+
+const INTERNAL = 0
+const NUMBER = 1
+const EXTERNAL = 2
 
 /**
  * A step of declarative behaviour failed: which instance, which action (its name and path in the

@@ -166,6 +166,8 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #faultsValue: Record<string, unknown> = {}
   #faultsTimer: NodeJS.Timeout | null = null
   #faultsEverSet = false
+  /** Counts every change of the faults in force (set, cleared, ended by clear_after), for watchers. */
+  #faultsVersion = 0
   #faultCounts: ModbusFaultCounters = {
     fault_delays: 0,
     fault_exceptions: 0,
@@ -276,7 +278,8 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /**
    * Live state, effective port and request counters, without the mapping (cheap enough to sample
-   * often); once faults were set, also `active_faults` and the fault counters. The connection
+   * often); once faults were set, also `active_faults`, `faults_version` (counts every change of
+   * the faults in force) and the fault counters. The connection
    * counters are in settings().counters.
    *
    * @example
@@ -286,7 +289,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     const stats = { state: this.state, port: this.#registration?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
     // An adapter never given faults keeps its stats (sampled for every stream client) lean.
     if (!this.#faultsEverSet) return stats
-    return { ...stats, active_faults: this.#faults === null ? '' : this.#faults.active.join(','), ...this.#faultCounts }
+    return { ...stats, active_faults: this.#faults === null ? '' : this.#faults.active.join(','), faults_version: this.#faultsVersion, ...this.#faultCounts }
   }
 
   /** What the adapter node shows (see ProtocolAdapter.settings). */
@@ -330,6 +333,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     const parsed = parseModbusFaults(value)
     const plan = new FaultPlan(parsed)
     this.#faultsEverSet = true
+    this.#faultsVersion++
     if (this.#faultsTimer !== null) clearTimeout(this.#faultsTimer)
     this.#faultsTimer = null
     const shown = { ...(value as Record<string, unknown> | null) }
@@ -361,6 +365,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     this.#faultsTimer = null
     this.#faults = null
     this.#faultsValue = {}
+    this.#faultsVersion++
     if (byClearAfter) this.#faultCounts.fault_clears++
     this.#logger.info(byClearAfter ? 'modbus faults cleared by clear_after' : 'modbus faults over: none left')
   }

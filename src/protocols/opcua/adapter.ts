@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events'
 import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { BaseNode, Namespace, UAObject, UAVariable } from 'node-opcua-address-space'
 import { StatusCodes, type StatusCode } from 'node-opcua-status-code'
@@ -13,10 +14,11 @@ import type { EndpointLease, OpcuaServers } from './servers.js'
 /**
  * The `opcua_server` adapter of one instance: a folder under Objects on a (possibly shared) OPC UA
  * server, with one variable per bound attribute and one method per model method. Reads give the
- * attribute's presented value at that moment (a monitored item samples it every
- * `sampling_interval`, so clients see each step's values); client writes set the internal value
- * and are refused with BadTypeMismatch when the value does not fit; a method call runs the model
- * method. Detached, the folder stays but every read, write and call answers BadNoCommunication
+ * attribute's presented value at that moment; a monitored item either samples it at its own
+ * interval, or, asking for interval 0, is monitored by exception: the adapter looks at the
+ * variables such items watch every `sampling_interval` and pushes the values that changed.
+ * Client writes set the internal value and are refused with BadTypeMismatch when the value does
+ * not fit; a method call runs the model method. Detached, the folder stays but every read, write and call answers BadNoCommunication
  * (the server is shared, so one instance cannot make it silent).
  *
  * @example
@@ -41,7 +43,14 @@ interface BoundVariable {
   dataType: OpcuaDataType
   attributeType: string | undefined
   nodeId: string
+  /** The variable on the server, once added. */
+  node?: UAVariable
+  /** What was last pushed to the items that monitor it by exception (NOTHING before the first push). */
+  pushed: unknown
 }
+
+const NOTHING = Symbol('nothing pushed')
+const DETACHED = Symbol('detached')
 
 /** See the module comment. */
 export class OpcuaServerAdapter implements ProtocolAdapter {
@@ -61,6 +70,9 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
   #counters = { reads: 0, writes: 0, calls: 0, refused: 0, errors: 0 }
+  /** Variables that monitored items watch by exception, looked at every sampling_interval while there are any. */
+  readonly #watched = new Set<BoundVariable>()
+  #scan: NodeJS.Timeout | undefined
 
   constructor(options: OpcuaServerAdapterOptions) {
     this.name = options.name ?? 'opcua_server'
@@ -107,6 +119,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       if (lease === null) return
       this.#lease = null
       this.#detached = false
+      this.#stopScan()
       this.#removeNodes(lease)
       await lease.release()
       this.#logger.info('OPC UA folder removed')
@@ -145,6 +158,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       host: d.host,
       port: this.#lease?.port ?? d.port,
       endpoint: this.#lease?.url ?? null,
+      sessions: this.#lease?.sessions() ?? 0,
       endpoint_path: d.endpoint_path,
       namespace: d.namespace,
       security: d.security,
@@ -189,9 +203,11 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
         dataType: binding.data_type ?? defaultDataType(description?.type),
         attributeType: description?.type,
         nodeId: nodeId(binding.node_id, `s=${this.#instance}.${binding.attribute}`, `bindings[${index}].node_id`),
+        pushed: NOTHING,
       }
       this.#variables.push(bound)
-      this.#nodes.push(this.#addVariable(ns, folder, bound, description?.unit, description?.description))
+      bound.node = this.#addVariable(ns, folder, bound, description?.unit, description?.description)
+      this.#nodes.push(bound.node)
     })
     const available = this.#accessor.methods?.() ?? []
     const methods: OpcuaMethod[] = d.methods ?? available.map((method) => ({ method, inputs: [], output: 'String' as const }))
@@ -216,13 +232,21 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       nodeId: bound.nodeId,
       dataType,
       description: binding.description ?? attributeDescription,
-      minimumSamplingInterval: Math.round(this.#definition.sampling_interval * 1000),
+      // 0: a client may monitor it by exception (sampling interval 0) and hear each change as
+      // Mimic sees it (#push); one that asks for a sampling interval is sampled at it.
+      minimumSamplingInterval: 0,
       accessLevel: writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead',
       userAccessLevel: writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead',
       value: {
         get: () => this.#read(bound),
         set: writable ? (variant: Variant) => this.#write(bound, variant) : null,
       },
+    })
+    // A monitored item that watches by exception listens for value_changed, which the getter alone
+    // never emits: such variables are looked at for changes (#push).
+    const events = variable as unknown as EventEmitter
+    events.on('newListener', (event: string | symbol) => {
+      if (event === 'value_changed') this.#watch(bound)
     })
     const unit = binding.unit ?? attributeUnit
     if (unit !== undefined) {
@@ -274,6 +298,57 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       return { statusCode: StatusCodes.Good, outputArguments: [{ dataType: DATA_TYPE_IDS[method.output], value: output.value }] }
     })
     return node
+  }
+
+  /** After each step of the instance: the variables monitored by exception hand on this step's values. */
+  afterStep(): void {
+    if (this.#watched.size > 0) this.#push()
+  }
+
+  #watch(bound: BoundVariable): void {
+    this.#watched.add(bound)
+    if (this.#scan) return
+    this.#scan = setInterval(() => this.#push(), this.#definition.sampling_interval * 1000)
+    this.#scan.unref()
+  }
+
+  /**
+   * Pushes the value of each watched variable that changed since the last look (or the status a
+   * detached instance answers) to the items monitoring it: one read and one comparison per watched
+   * variable and look, nothing for variables no item watches by exception.
+   */
+  #push(): void {
+    for (const bound of this.#watched) {
+      const node = bound.node!
+      if (node.listenerCount('value_changed') === 0) {
+        this.#watched.delete(bound)
+        bound.pushed = NOTHING
+        continue
+      }
+      let value: unknown = DETACHED
+      if (!this.#detached) {
+        try {
+          value = this.#accessor.read(bound.binding.attribute)
+        } catch {
+          value = undefined
+        }
+        // Lists and dicts may be the same object with other contents.
+        if (typeof value === 'object' && value !== null) value = JSON.stringify(value)
+      }
+      if (Object.is(value, bound.pushed)) continue
+      bound.pushed = value
+      const served = this.#read(bound)
+      if (served instanceof Variant) node.setValueFromSource(served)
+      else node.setValueFromSource(new Variant({ dataType: DataType.Null }), served)
+    }
+    if (this.#watched.size === 0) this.#stopScan()
+  }
+
+  #stopScan(): void {
+    clearInterval(this.#scan)
+    this.#scan = undefined
+    for (const bound of this.#watched) bound.pushed = NOTHING
+    this.#watched.clear()
   }
 
   #read(bound: BoundVariable): Variant | StatusCode {

@@ -1,6 +1,8 @@
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { format } from 'node:util'
 import type { AddressSpace, Namespace } from 'node-opcua-address-space'
+import type { setWarningLogger } from 'node-opcua-debug'
 import type { OPCUAServer } from 'node-opcua-server'
 import { MessageSecurityMode } from 'node-opcua-types'
 import type { Logger } from 'pino'
@@ -118,9 +120,9 @@ export class OpcuaServers implements ProtocolContext {
   }
 
   async #start(definition: OpcuaServerDefinition): Promise<Endpoint> {
-    // Loaded on first use: node-opcua's server and crypto modules take a while to load and print a
-    // console warning about Node's RSA settings when they do, which a server without OPC UA
-    // adapters should not pay for or show.
+    // Loaded on first use: node-opcua's server and crypto modules take a while to load, which a
+    // server without OPC UA adapters should not pay for.
+    routeLibraryLog(this.#logger, await import('node-opcua-debug'))
     const [{ OPCUACertificateManager }, { SecurityPolicy }, { OPCUAServer }] = await Promise.all([
       import('node-opcua-certificate-manager'),
       import('node-opcua-secure-channel'),
@@ -129,10 +131,13 @@ export class OpcuaServers implements ProtocolContext {
     const { host, port, namespace } = definition
     const mode = MessageSecurityMode[definition.security]
     const policy = definition.security === 'None' ? SecurityPolicy.None : SecurityPolicy[definition.security_policy]
-    const certificates = new OPCUACertificateManager({
-      rootFolder: join(definition.pki_dir ?? DEFAULT_PKI, namespace.replace(/[^A-Za-z0-9._-]+/g, '_')),
-      automaticallyAcceptUnknownCertificate: true,
-    })
+    const pki = join(definition.pki_dir ?? DEFAULT_PKI, namespace.replace(/[^A-Za-z0-9._-]+/g, '_'))
+    const certificates = new OPCUACertificateManager({ rootFolder: pki, automaticallyAcceptUnknownCertificate: true })
+    // node-opcua offers an X509 user token on every endpoint and, by default, accepts any
+    // certificate for it, which would let a client with a certificate it made itself past
+    // `allow_anonymous: false` and `users`. Only certificates placed in <pki>/users/trusted/certs
+    // identify a user.
+    const userCertificates = new OPCUACertificateManager({ rootFolder: join(pki, 'users'), automaticallyAcceptUnknownCertificate: false })
     const users = definition.users
     const server = new OPCUAServer({
       host,
@@ -140,10 +145,16 @@ export class OpcuaServers implements ProtocolContext {
       port,
       resourcePath: definition.endpoint_path,
       serverCertificateManager: certificates,
+      userCertificateManager: userCertificates,
       securityModes: [mode],
-      securityPolicies: [policy],
+      // On a None endpoint node-opcua offers the user-name token only under a policy listed here,
+      // which encrypts the password with the server's certificate: without it no user could log in.
+      securityPolicies: definition.security === 'None' ? [policy, SecurityPolicy[definition.security_policy]] : [policy],
       allowAnonymous: definition.allow_anonymous,
       userManager: { isValidUser: (name: string, password: string) => users.some((u) => u.username === name && u.password === password) },
+      // 0: an item monitored by exception hears every change, which the adapter pushes after each
+      // step (OpcuaServerAdapter.afterStep), instead of at most one per 100 ms window.
+      serverCapabilities: { minSupportedSampleRate: 0 },
       serverInfo: { applicationUri: namespace, productUri: 'mimic', applicationName: { text: 'Mimic', locale: 'en' } },
       buildInfo: { productName: 'Mimic', manufacturerName: 'Mimic' },
     })
@@ -159,6 +170,21 @@ export class OpcuaServers implements ProtocolContext {
     this.#logger.info({ url, security: definition.security }, 'OPC UA server listening')
     return { server, port: bound, url, users: 0, settings: endpointSettings(definition), own: namespace }
   }
+}
+
+/**
+ * node-opcua prints its warnings and errors with console.log, colour codes and all, some while its
+ * modules load; on Mimic's stdout they would break the JSON lines of the log. They go to the log
+ * instead, as warnings (most are about what a client sent). The setting is node-opcua's, for the
+ * whole process: the OPC UA servers started last log there.
+ */
+function routeLibraryLog(logger: Logger, debug: { setWarningLogger: typeof setWarningLogger; setErrorLogger: typeof setWarningLogger }): void {
+  const log = (context: unknown, ...parts: unknown[]) => {
+    const where = context as { filename?: string; callerline?: number } | undefined
+    logger.warn({ source: 'node-opcua', at: where?.filename ? `${where.filename}:${where.callerline}` : undefined }, format(...parts).trim())
+  }
+  debug.setWarningLogger(log)
+  debug.setErrorLogger(log)
 }
 
 function endpointSettings(definition: OpcuaServerDefinition): string {
