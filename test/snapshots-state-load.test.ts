@@ -274,6 +274,21 @@ describe('loading snapshots with runtime state', () => {
     await ok(t.call(SNAP, 'load', { id: saved.id }))
   })
 
+  it('an action switched off stays off after a load (fused or not), and its instance goes on without it', async () => {
+    for (const action of ['counter', 'controller']) await ok(t.api('PUT', `${SYS}/instances/tank/actions/${action}/attr/enabled`, { value: false }))
+    const off = (await ok(t.call(SNAP, 'save', { include_state: true }))).result
+    await ok(t.call(SNAP, 'load', { id: saved.id }))
+    const enabled = async (action: string): Promise<unknown> => (await ok(t.api('GET', `${SYS}/instances/tank/actions/${action}/attr/enabled`))).value
+    assert.deepEqual([await enabled('counter'), await enabled('controller')], [true, true])
+    await ok(t.call(SNAP, 'load', { id: off.id }))
+    assert.deepEqual([await enabled('counter'), await enabled('controller')], [false, false])
+    const count = async (): Promise<unknown> => (await ok(t.api('GET', `${SYS}/instances/tank/attributes/count/attr/internal_value`))).value
+    const before = await count()
+    await ok(t.call(SYS, 'run', { steps: 2 }))
+    assert.equal(await count(), before, 'the switched-off counter counts no more')
+    await ok(t.call(SNAP, 'load', { id: saved.id }))
+  })
+
   it('include_state must be true or false', async () => {
     const res = await t.call(SNAP, 'save', { include_state: 'yes' })
     assert.equal(res.status, 422)
