@@ -32,7 +32,9 @@ export async function runCli(argv: string[]): Promise<void> {
         'memory',
       ]),
     )
-    .option('--load-snapshot <id|path>', 'start from a saved snapshot [MIMIC_LOAD_SNAPSHOT]')
+    .option('--load-snapshot <id|path|latest>', 'start from a saved snapshot; latest: the newest in the snapshots directory [MIMIC_LOAD_SNAPSHOT]')
+    .option('--snapshot-on-shutdown', 'on SIGTERM/SIGINT save a snapshot with runtime state before exiting [MIMIC_SNAPSHOT_ON_SHUTDOWN]')
+    .option('--snapshots-retention <n>', 'keep the newest n snapshots the server saved by itself; saved by hand are never deleted [MIMIC_SNAPSHOTS_RETENTION]')
     .option('--python <interpreter>', "Python interpreter for user code, e.g. a venv's python [MIMIC_PYTHON] (default python3 on PATH)")
     .option('--python-workers <n>', 'number of Python worker processes [MIMIC_PYTHON_WORKERS] (default: one per core)')
     .option('--python-timeout <seconds>', 'time limit of one call into Python [MIMIC_PYTHON_TIMEOUT] (default 10)')
@@ -59,9 +61,14 @@ export async function runCli(argv: string[]): Promise<void> {
         if (stopping) return
         stopping = true
         server.logger.info({ signal }, 'shutting down')
-        const force = setTimeout(() => process.exit(1), 10_000)
-        force.unref()
-        void server.close().then(() => process.exit(0))
+        void (async () => {
+          // A shutdown snapshot that cannot be saved still lets the process end, with status 3.
+          const saved = config.snapshotOnShutdown ? await server.snapshotOnShutdown(signal) : true
+          const force = setTimeout(() => process.exit(1), 10_000)
+          force.unref()
+          await server.close()
+          process.exit(saved ? 0 : SHUTDOWN_SNAPSHOT_FAILED)
+        })()
       }
       process.on('SIGINT', () => stop('SIGINT'))
       process.on('SIGTERM', () => stop('SIGTERM'))
@@ -93,17 +100,23 @@ export async function runCli(argv: string[]): Promise<void> {
     const sim = connect({ address: opts.url, productKey: opts.productKey })
     console.log(JSON.stringify(await sim.snapshots.node.call(method, kwargs), null, 2))
   }
-  remote(snapshot.command('save').description('save the structure of the running system'))
+  remote(snapshot.command('save').description('save the structure of the running system (and its runtime state with --include-state)'))
     .option('--path <path>', 'file to write (inside the snapshots directory)')
     .option('--directory <dir>', 'directory (with --name)')
     .option('--name <name>', 'file name (with --directory)')
     .option('--label <label>', 'label stored in the snapshot')
     .option('--notes <notes>', 'notes stored in the snapshot')
-    .action(async (opts) => call(opts, 'save', pickDefined(opts, ['path', 'directory', 'name', 'label', 'notes'])))
+    .option('--include-state', "also save the runtime state: every instance's values, timers, scenarios, action and Python object state")
+    .action(async (opts) =>
+      call(opts, 'save', {
+        ...pickDefined(opts, ['path', 'directory', 'name', 'label', 'notes']),
+        ...(opts.includeState ? { include_state: true } : {}),
+      }),
+    )
   remote(snapshot.command('list').description('list in-memory snapshots and snapshot files')).action(async (opts) => call(opts, 'list', {}))
-  remote(snapshot.command('load').description('replace the running system with a snapshot').argument('<id|path>')).action(async (ref: string, opts) =>
-    call(opts, 'load', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }),
-  )
+  remote(
+    snapshot.command('load').description('replace the running system with a snapshot (and its runtime state, when it holds one)').argument('<id|path>'),
+  ).action(async (ref: string, opts) => call(opts, 'load', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }))
   remote(snapshot.command('delete').description('delete a snapshot').argument('<id|path>')).action(async (ref: string, opts) =>
     call(opts, 'delete', /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }),
   )
@@ -208,6 +221,9 @@ export async function runCli(argv: string[]): Promise<void> {
 
   await program.parseAsync(argv)
 }
+
+/** Exit status of `serve` when `--snapshot-on-shutdown` could not save its snapshot (the log says why). */
+export const SHUTDOWN_SNAPSHOT_FAILED = 3
 
 /** One log record as a line of text: time, level, instance, message and the useful fields. */
 export function formatLogEntry(entry: Record<string, unknown>): string {

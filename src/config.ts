@@ -19,6 +19,8 @@ export const configSchema = z.strictObject({
   snapshotsDir: z.string().default('./snapshots'),
   snapshotsMode: z.enum(['durable', 'memory']).default('durable'),
   loadSnapshot: z.string().optional(),
+  snapshotsRetention: z.coerce.number().int().min(1).max(1_000_000).optional(),
+  snapshotOnShutdown: z.boolean().default(false),
   python: z.string().optional(),
   pythonWorkers: z.coerce.number().int().min(1).max(256).default(Math.max(1, availableParallelism())),
   pythonTimeout: z.coerce.number().positive().max(3600).default(10),
@@ -48,6 +50,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   snapshotsDir: 'MIMIC_SNAPSHOTS_DIR',
   snapshotsMode: 'MIMIC_SNAPSHOTS_MODE',
   loadSnapshot: 'MIMIC_LOAD_SNAPSHOT',
+  snapshotsRetention: 'MIMIC_SNAPSHOTS_RETENTION',
+  snapshotOnShutdown: 'MIMIC_SNAPSHOT_ON_SHUTDOWN',
   python: 'MIMIC_PYTHON',
   pythonWorkers: 'MIMIC_PYTHON_WORKERS',
   pythonTimeout: 'MIMIC_PYTHON_TIMEOUT',
@@ -74,7 +78,7 @@ export function parseConfig(flags: Partial<Record<keyof Config, unknown>>, env: 
     if (fromFlag !== undefined && !(Array.isArray(fromFlag) && fromFlag.length === 0)) merged[key] = fromFlag
     else if (fromEnv !== undefined && fromEnv !== '') {
       if (key === 'extensions') merged[key] = fromEnv.split(delimiter).filter(Boolean)
-      else if (key === 'insecure' || key === 'mcpAllowWrite') merged[key] = ['1', 'true', 'yes'].includes(fromEnv.toLowerCase())
+      else if (key === 'insecure' || key === 'mcpAllowWrite' || key === 'snapshotOnShutdown') merged[key] = ['1', 'true', 'yes'].includes(fromEnv.toLowerCase())
       else merged[key] = fromEnv
     }
   }

@@ -28,6 +28,12 @@ export interface MimicServer {
   logs: LogBuffer
   /** Stops HTTP, the simulation, protocol listeners and Python workers. */
   close(): Promise<void>
+  /**
+   * Saves an automatic snapshot with runtime state (what `--snapshot-on-shutdown` does on
+   * SIGTERM/SIGINT), then deletes the automatic snapshots beyond `--snapshots-retention`. Logs
+   * either way; false when it could not be saved.
+   */
+  snapshotOnShutdown(reason: string): Promise<boolean>
 }
 
 /** Options of {@link startMimic} beyond the configuration. */
@@ -115,10 +121,12 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       await system.exclusive(() => system.replaceStructure(asSystemDefinition(loaded.data), `System file ${config.system}`))
     }
     if (config.loadSnapshot) {
-      const ref = config.loadSnapshot
-      const selector = /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }
-      const snapshot = await snapshots.read(selector)
-      await system.exclusive(() => system.replaceStructure(snapshot.definition, `Snapshot '${snapshot.id}'`))
+      const selector = await snapshotToLoad(config.loadSnapshot, snapshots, logger)
+      if (selector) {
+        const snapshot = await snapshots.read(selector)
+        const counts = await system.exclusive(() => system.loadSnapshot(snapshot))
+        logger.info({ id: snapshot.id, path: snapshot.path || undefined, ...counts }, 'snapshot loaded at start')
+      }
     }
     app = await buildApp({
       system,
@@ -164,5 +172,46 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       })()
       return closing
     },
+    snapshotOnShutdown: async (reason) => {
+      try {
+        const saved = await withTimeout(
+          system.exclusive(() =>
+            system.saveSnapshot({ label: `on ${reason}`, notes: `saved by the server on ${reason}` }, { includeState: true, automatic: true }),
+          ),
+          (config.pythonTimeout + 20) * 1000,
+          'the snapshot took too long',
+        )
+        logger.info({ id: saved.id, path: saved.persisted_path, reason }, 'snapshot saved on shutdown')
+        if (config.snapshotsRetention !== undefined) await snapshots.prune(config.snapshotsRetention)
+        return true
+      } catch (err) {
+        logger.error({ err: (err as Error).message, reason }, 'the snapshot on shutdown could not be saved')
+        return false
+      }
+    },
   }
+}
+
+/**
+ * What `--load-snapshot` names: a path (it has a slash or ends in .json), an id, or `latest`, the
+ * newest snapshot file in the snapshots directory by created_at, automatic or saved by hand
+ * (none yet: the server starts without one, and says so).
+ */
+async function snapshotToLoad(ref: string, snapshots: SnapshotStore, logger: Logger): Promise<{ id: string } | { path: string } | undefined> {
+  if (ref !== 'latest') return /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }
+  const { latest, skipped } = await snapshots.latest()
+  for (const file of skipped) logger.warn({ path: file.path, err: file.error }, 'not a usable snapshot: --load-snapshot latest passes it over')
+  if (latest === undefined) {
+    logger.info({ snapshots: snapshots.dir }, '--load-snapshot latest: no snapshot in the snapshots directory yet, starting without one')
+    return undefined
+  }
+  return { path: latest.path }
+}
+
+function withTimeout<T>(task: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${message} (more than ${ms / 1000} s)`)), ms)
+  })
+  return Promise.race([task, timeout]).finally(() => clearTimeout(timer))
 }

@@ -21,6 +21,7 @@ method, attribute assignment sets a property, item assignment creates children::
     sim.reload()                                 # read the server's --system file again
     snap = sim["snapshots"].save(label="x")
     sim["snapshots"].load(id=snap["id"])
+    half = sim["snapshots"].save(include_state=True)   # values, timers, scenarios, Python state too
     inst["logs"].tail(limit=20, level="warn", since="5m")   # the instance's recent log records
     for entry in mimic.follow(sim["logs"], level="warn"): ...  # new records as they come
     list(sim["instances"].keys()); del sim["instances"]["s1"]

@@ -23,8 +23,9 @@ from typing import Any, BinaryIO, Optional
 
 #: The ``version`` of protocol.json this worker speaks; the server refuses a worker that speaks
 #: another one. 3: named fields, one step operation (plans), one write operation; 4: action
-#: expressions evaluated in the worker (``load`` takes ``expressions``, ``eval``).
-PROTOCOL_VERSION = 4
+#: expressions evaluated in the worker (``load`` takes ``expressions``, ``eval``); 5: the state of
+#: an instance's objects for snapshots (``getstate``, ``setstate``).
+PROTOCOL_VERSION = 5
 
 #: Where the messages are described, for both sides.
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.json")

@@ -14,7 +14,7 @@ holds the two together). Loading lives in :mod:`mimic_sdk.loading`, running in
 
 Example (what the server does)::
 
-    child = spawn("python3", ["-u", "python/mimic_sdk/worker.py", "--protocol", "4"],
+    child = spawn("python3", ["-u", "python/mimic_sdk/worker.py", "--protocol", "5"],
                   stdio=["ignore", "pipe", "pipe", "pipe", "pipe"])
 """
 
@@ -41,9 +41,10 @@ from mimic_sdk.loading import Loader
 from mimic_sdk.output import CaptureStream, OutputCapture
 from mimic_sdk.protocol import PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame, write_all
 from mimic_sdk.runner import Runner
+from mimic_sdk.state import get_state, set_state
 
 #: the operations of protocol.json, each a method of Worker
-OPERATIONS = ("load", "call", "step", "set", "eval", "unload", "ping", "shutdown")
+OPERATIONS = ("load", "call", "step", "set", "eval", "getstate", "setstate", "unload", "ping", "shutdown")
 
 #: an operation's method with the names of its required and of all its fields
 _Operation = Tuple[Callable[..., Dict[str, Any]], FrozenSet[str], FrozenSet[str]]
@@ -148,6 +149,12 @@ class Worker:
 
     def eval(self, instance: str, expression: int, values: str) -> Dict[str, Any]:
         return self.runner.evaluate(instance, expression, values)
+
+    def getstate(self, instance: str) -> Dict[str, Any]:
+        return get_state(self.runner.named(instance), self.capture)
+
+    def setstate(self, instance: str, states: str, values: Optional[str] = None) -> Dict[str, Any]:
+        return set_state(self.runner.named(instance), self.capture, states, values)
 
     def unload(self, instance: str) -> Dict[str, Any]:
         removed = self.runner.remove(instance)

@@ -139,6 +139,10 @@ class Schema(WorkerTestCase):
         self.answer("load", instance="e", entries=[], expressions=[expression])
         self.assertEqual(self.answer("eval", instance="e", expression=0, values="[2.0]")["value"], "1.5")
         self.answer("eval", instance="e", expression=0, values='["a"]')
+        states = self.answer("getstate", instance="s")["states"]
+        self.answer("setstate", instance="s", states=states, values='{"temperature":30.0}')
+        self.answer("setstate", instance="s", states=states)
+        self.answer("setstate", instance="s", states="[]")
         self.answer("unload", instance="s")
         self.answer("shutdown")
         self.assertFits(self.worker.hello(), SCHEMA["events"]["hello"]["fields"], "hello")

@@ -11,13 +11,16 @@ import type {
 } from './types.js'
 
 /**
- * The system's snapshots (`sim.snapshots`): save the structure (models, instances, connections;
- * never runtime values), list what exists, load one back in place of the active system.
+ * The system's snapshots (`sim.snapshots`): save the structure (models, instances, connections),
+ * and with `include_state: true` the runtime state too; list what exists; load one back in place
+ * of the active system.
  *
  * @example
  * const { id } = await sim.snapshots.save({ label: 'before' })
  * await sim.instances.delete('s1')
  * await sim.snapshots.load({ id })      // s1 is back, freshly INITIALIZED
+ * const half = await sim.snapshots.save({ include_state: true })
+ * await sim.snapshots.load({ id: half.id })  // every value, timer and scenario as it was
  * const { in_memory, files } = await sim.snapshots.list()
  */
 export class SnapshotsHandle {
@@ -28,7 +31,7 @@ export class SnapshotsHandle {
     this.node = new MimicNode(transport, ['snapshots'])
   }
 
-  /** Saves the structure; in durable mode also writes a file (`persisted_path`). */
+  /** Saves the structure (and with `include_state: true` the runtime state); in durable mode also writes a file (`persisted_path`). */
   async save(options: SnapshotSaveOptions = {}): Promise<SnapshotSaveResult> {
     return await this.node.call<SnapshotSaveResult>('save', { ...options })
   }
@@ -38,7 +41,7 @@ export class SnapshotsHandle {
     return await this.node.call<SnapshotList>('list')
   }
 
-  /** Replaces the active system with a snapshot's structure (404 `File not found` when unknown). */
+  /** Replaces the active system with a snapshot's structure, and its runtime state when it has one (404 `File not found` when unknown). */
   async load(target: SnapshotTarget): Promise<SnapshotLoadResult> {
     return await this.node.call<SnapshotLoadResult>('load', { ...target })
   }

@@ -194,10 +194,13 @@ export interface ReloadResult {
 
 /**
  * Options of `snapshots.save()`: nothing (in memory, plus a file in durable mode), a `path`, or a
- * `directory` with a `name`; `label` and `notes` are stored with the snapshot.
+ * `directory` with a `name`; `label` and `notes` are stored with the snapshot. `include_state`
+ * saves the runtime state too (attribute values, timers, scenarios, action and Python object
+ * state), which a load then restores.
  *
  * @example
  * await sim.snapshots.save({ label: 'before', notes: 'two sensors' })
+ * await sim.snapshots.save({ label: 'half-way', include_state: true })
  */
 export interface SnapshotSaveOptions {
   label?: string
@@ -205,6 +208,7 @@ export interface SnapshotSaveOptions {
   path?: string
   directory?: string
   name?: string
+  include_state?: boolean
 }
 
 /**
@@ -221,6 +225,10 @@ export interface SnapshotSaveResult {
   created_at: string
   label: string
   notes: string
+  /** Present (true) when the snapshot holds runtime state. */
+  state?: true
+  /** Present (true) when the server saved it by itself (on shutdown). */
+  automatic?: true
 }
 
 /**
@@ -235,6 +243,8 @@ export interface SnapshotInMemory {
   label: string
   notes: string
   persisted_path: string
+  state?: true
+  automatic?: true
 }
 
 /**
@@ -250,6 +260,10 @@ export interface SnapshotFile {
   label: string
   notes: string
   schema_version: number
+  /** Present (true) when the file holds runtime state. */
+  state?: true
+  /** Present (true) when the server saved it by itself; only these are deleted by retention. */
+  automatic?: true
 }
 
 /**
@@ -284,6 +298,8 @@ export interface SnapshotLoadResult {
   models: number
   instances: number
   connections: number
+  /** Present (true) when the snapshot's runtime state was restored too. */
+  state?: true
 }
 
 /**

@@ -186,6 +186,25 @@ export class Engine<I extends Steppable> {
     return { stepped, owners }
   }
 
+  /**
+   * Runs `fn` between two system steps: after the step under way, and before any other starts
+   * (a snapshot with state reads every instance at one moment).
+   */
+  async between<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.#stepping) await this.#stepping.catch(() => {})
+    const task = fn()
+    const gate = task.then(
+      () => {},
+      () => {},
+    )
+    this.#stepping = gate
+    try {
+      return await task
+    } finally {
+      if (this.#stepping === gate) this.#stepping = undefined
+    }
+  }
+
   /** Starts the background loop: a step of the polled instances every polling interval. */
   startPolling(): void {
     this.#loop.start()

@@ -509,11 +509,16 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     'save_snapshot',
     {
       title: 'Save a snapshot',
-      description: 'Saves the structure of the system (models, instances, connections; not runtime values) so it can be loaded again. Answers its id.',
-      inputSchema: { label: z.string().max(200).optional().describe('A short label'), notes: z.string().max(4000).optional().describe('Notes') },
+      description:
+        'Saves the structure of the system (models, instances, connections) so it can be loaded again; with include_state also its runtime state (attribute values, timers, scenarios, action and Python object state), which a load restores. Answers its id.',
+      inputSchema: {
+        label: z.string().max(200).optional().describe('A short label'),
+        notes: z.string().max(4000).optional().describe('Notes'),
+        include_state: z.boolean().optional().describe('Also save the runtime state (default false: structure only)'),
+      },
       annotations: WRITES,
     },
-    guard('save_snapshot', async (args: { label?: string; notes?: string }) => await sim.snapshots.save(args)),
+    guard('save_snapshot', async (args: { label?: string; notes?: string; include_state?: boolean }) => await sim.snapshots.save(args)),
   )
 
   server.registerTool(
@@ -526,7 +531,8 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     'load_snapshot',
     {
       title: 'Load a snapshot',
-      description: 'Replaces the whole running system with a snapshot (by id or by file path); every instance starts fresh (INITIALIZED).',
+      description:
+        'Replaces the whole running system with a snapshot (by id or by file path); every instance starts fresh (INITIALIZED), unless the snapshot holds runtime state, which is then restored.',
       inputSchema: {
         id: z.string().optional().describe('Snapshot id'),
         path: z.string().optional().describe('Snapshot file (inside the snapshots directory)'),

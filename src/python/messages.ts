@@ -13,12 +13,13 @@ import type { LoadEntry } from './types.js'
 /**
  * The `version` of protocol.json this server speaks; a worker announces its own in `hello` and
  * is refused when they differ. 3: named fields, one step operation (plans), one write operation;
- * 4: action expressions evaluated in the worker (`load` takes `expressions`, `eval`).
+ * 4: action expressions evaluated in the worker (`load` takes `expressions`, `eval`); 5: the
+ * state of an instance's objects for snapshots (`getstate`, `setstate`).
  *
  * @example
  * if (hello.protocol !== PROTOCOL_VERSION) worker.kill('protocol mismatch')
  */
-export const PROTOCOL_VERSION = 4
+export const PROTOCOL_VERSION = 5
 
 /**
  * The kinds of failure a worker reports; `remoteError` maps each onto the fault catalogue.
@@ -295,6 +296,51 @@ export interface SetAnswer {
 }
 
 /**
+ * `getstate`: the state of an instance's objects.
+ *
+ * @example
+ * const message: GetStateMessage = { instance: 'tank' }
+ */
+export interface GetStateMessage {
+  instance: string
+}
+
+/**
+ * The answer to `getstate`.
+ *
+ * @example
+ * const { states }: GetStateAnswer = answer  // '[{"level":25.0},null]'
+ */
+export interface GetStateAnswer {
+  /** Python-typed JSON text of a list: per object, its `__getstate__()` or null (no pair). */
+  states: string
+}
+
+/**
+ * `setstate`: give an instance's objects a saved state, then write bound values.
+ *
+ * @example
+ * const message: SetStateMessage = { instance: 'tank', states: '[{"level":25.0},null]', values: '{"pressure":1.0}' }
+ */
+export interface SetStateMessage {
+  instance: string
+  /** Python-typed JSON text of a list, one item per object: a state or null. */
+  states: string
+  /** Python-typed JSON text of an object: bound attribute -> value, written through its setter. */
+  values?: string
+}
+
+/**
+ * The answer to `setstate`.
+ *
+ * @example
+ * const { values }: SetStateAnswer = answer
+ */
+export interface SetStateAnswer {
+  values: Values
+}
+
+/**
  * `unload`: release an instance.
  *
  * @example
@@ -326,6 +372,8 @@ export interface Operations {
   step: { message: StepMessage; answer: StepAnswer }
   set: { message: SetMessage; answer: SetAnswer }
   eval: { message: EvalMessage; answer: EvalAnswer }
+  getstate: { message: GetStateMessage; answer: GetStateAnswer }
+  setstate: { message: SetStateMessage; answer: SetStateAnswer }
   unload: { message: UnloadMessage; answer: UnloadAnswer }
   ping: { message: Empty; answer: Empty }
   shutdown: { message: Empty; answer: Empty }
@@ -363,7 +411,7 @@ export type Answer<Op extends Operation> = ({ id: number; ok: true } & Operation
  * The worker's first message.
  *
  * @example
- * const hello: HelloEvent = { op: 'hello', protocol: 4, pid: 4242, python: '3.11.2', executable: '/usr/bin/python3' }
+ * const hello: HelloEvent = { op: 'hello', protocol: 5, pid: 4242, python: '3.11.2', executable: '/usr/bin/python3' }
  */
 export interface HelloEvent {
   op: 'hello'
@@ -419,6 +467,14 @@ export const MESSAGE_FIELDS = {
     eval: {
       fields: { required: ['instance', 'expression', 'values'], optional: [] },
       answer: { required: ['value'], optional: [] },
+    },
+    getstate: {
+      fields: { required: ['instance'], optional: [] },
+      answer: { required: ['states'], optional: [] },
+    },
+    setstate: {
+      fields: { required: ['instance', 'states'], optional: ['values'] },
+      answer: { required: ['values'], optional: [] },
     },
     unload: {
       fields: { required: ['instance'], optional: [] },

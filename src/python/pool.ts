@@ -301,6 +301,37 @@ export class PythonPool {
   }
 
   /**
+   * The state of an instance's objects, for a snapshot: Python-typed JSON text of a list, one
+   * item per object in the order of its entries, what the class's `__getstate__` returned or
+   * null for a class without the `__getstate__`/`__setstate__` pair. One round trip.
+   *
+   * @example
+   * await pool.getState('tank')  // '[{"level":25.0,"history":[]}]'
+   */
+  async getState(instance: string): Promise<string> {
+    const placement = this.#placement(instance)
+    const reply = await this.#send(placement.worker, 'getstate', { instance }, { label: `the state of '${instance}'`, path: '__getstate__' })
+    if (!reply.ok) throw remoteError(reply.error, { instance, action: 'getstate' })
+    return reply.states
+  }
+
+  /**
+   * Gives an instance's objects a saved state: `__setstate__` of each object whose item of
+   * `states` is not null, then `values` (Python-typed JSON text of bound attribute -> value)
+   * written through the setters that exist. Answers the bound values that changed.
+   *
+   * @example
+   * await pool.setState('tank', '[{"level":25.0,"history":[]}]')
+   */
+  async setState(instance: string, states: string, values?: string): Promise<{ values: Values }> {
+    const placement = this.#placement(instance)
+    const message = values === undefined ? { instance, states } : { instance, states, values }
+    const reply = await this.#send(placement.worker, 'setstate', message, { label: `the state of '${instance}'`, path: '__setstate__' })
+    if (!reply.ok) throw remoteError(reply.error, { instance, action: 'setstate' })
+    return { values: this.#merge(instance, reply.values) }
+  }
+
+  /**
    * Writes a bound attribute through its property setter or setter method. A binding without a
    * setter is read-only: ValidationError (422).
    *

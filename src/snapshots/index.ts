@@ -8,14 +8,15 @@ export { SnapshotStore } from './store.js'
 export { writeFileAtomic, isTempFile } from './atomic-write.js'
 export { migrate } from './migrate.js'
 export { parseSnapshot } from './parse-snapshot.js'
-export { CURRENT_SCHEMA_VERSION, snapshotFileSchema, systemDefinitionSchema } from './schema.js'
-export type { SnapshotFile, SystemDefinition } from './schema.js'
+export { CURRENT_SCHEMA_VERSION, STATE_VERSION, STRUCTURE_SCHEMA_VERSION, snapshotFileSchema, stateShapeProblems, systemDefinitionSchema } from './schema.js'
+export type { AttributeState, InstanceState, PollingState, SnapshotFile, SnapshotState, SystemDefinition, TimerState } from './schema.js'
 export type {
   DeleteResult,
   FileEntry,
   InMemoryEntry,
   ListResult,
   PersistAllResult,
+  SaveExtras,
   SaveOptions,
   SaveResult,
   SnapshotMode,

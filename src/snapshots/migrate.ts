@@ -20,7 +20,17 @@ type MigrationStep = (file: RawSnapshotFile) => RawSnapshotFile
  * Steps keyed by the version they upgrade from. Version 0 is the pre-versioned format: the
  * same shape as version 1 without `schema_version`.
  */
-const STEPS: ReadonlyMap<number, MigrationStep> = new Map<number, MigrationStep>([[0, (file) => ({ ...file, schema_version: 1 })]])
+const STEPS: ReadonlyMap<number, MigrationStep> = new Map<number, MigrationStep>([
+  [0, (file) => ({ ...file, schema_version: 1 })],
+  // Version 2 adds an optional `state` section (and `automatic`): a version 1 file is one without.
+  [
+    1,
+    (file) => {
+      const { state: _state, automatic: _automatic, ...rest } = file
+      return { ...rest, schema_version: 2 }
+    },
+  ],
+])
 
 /**
  * The schema_version a raw file declares; a file without one is version 0.

@@ -5,7 +5,7 @@
  */
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
-import { snapshotFileSchema, type SnapshotFile } from './schema.js'
+import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFile } from './schema.js'
 
 /**
  * A checked snapshot plus the schema_version it was stored with (before migration).
@@ -28,15 +28,29 @@ export function parseSnapshot(text: string, source: string): ParsedSnapshot {
   const raw = parseObject(text, source)
   const storedVersion = declaredVersion(raw)
   const migrated = migrate(raw, `Snapshot ${source}`)
+  checkStateVersion(migrated.state, `Snapshot ${source}`)
   const result = snapshotFileSchema.safeParse(migrated)
-  if (!result.success) {
-    const details: ErrorDetail[] = result.error.issues.map((issue) => ({
-      path: issue.path.map(String).join('.'),
-      message: issue.message,
-    }))
-    throw new ValidationError(summarize(`Snapshot ${source} is not a valid Mimic snapshot`, details), details)
-  }
+  const details: ErrorDetail[] = result.success
+    ? []
+    : result.error.issues.map((issue) => ({
+        path: issue.path.map(String).join('.'),
+        message: issue.message,
+      }))
+  if (migrated.state !== undefined) details.push(...stateShapeProblems(migrated.state))
+  if (!result.success || details.length) throw new ValidationError(summarize(`Snapshot ${source} is not a valid Mimic snapshot`, details), details)
   return { file: result.data, storedVersion: storedVersion as number }
+}
+
+/** A state section of a newer version is refused as a newer schema_version is: it is not guessed at. */
+function checkStateVersion(state: unknown, source: string): void {
+  if (!isPlainObject(state)) return
+  const version = state['version']
+  if (typeof version === 'number' && Number.isInteger(version) && version > STATE_VERSION) {
+    const message =
+      `${source} holds runtime state of version ${version}, written by a newer Mimic; ` +
+      `this server reads state version ${STATE_VERSION} and older. Upgrade Mimic to load it.`
+    throw new ValidationError(message, [{ path: 'state.version', message }])
+  }
 }
 
 /**

@@ -23,9 +23,10 @@ import { errnoCode, toMimicError } from './fs-error.js'
 import { looksLikeSnapshot, parseSnapshot, peekHeader, type ParsedSnapshot } from './parse-snapshot.js'
 import { canonicalPath, checkName, checkPathText, isWithin, resolveInside } from './safe-path.js'
 import { scanJsonFiles } from './scan.js'
-import { CURRENT_SCHEMA_VERSION, systemDefinitionSchema, type SnapshotFile, type SystemDefinition } from './schema.js'
+import { CURRENT_SCHEMA_VERSION, STRUCTURE_SCHEMA_VERSION, systemDefinitionSchema, type SnapshotFile, type SystemDefinition } from './schema.js'
 import type {
   DeleteResult,
+  SaveExtras,
   FileEntry,
   InMemoryEntry,
   ListResult,
@@ -41,6 +42,7 @@ import type {
 /** An in-memory snapshot keeps its serialized text: immutable, and ready to write as is. */
 interface MemoryEntry extends InMemoryEntry {
   text: string
+  schema_version: number
 }
 
 type Selection = { id: string; path?: undefined } | { path: string; id?: undefined }
@@ -87,21 +89,26 @@ export class SnapshotStore {
    * @example
    * await store.save(definition, { directory: 'plant-a', name: 'nightly', label: 'before upgrade' })
    */
-  async save(definition: SystemDefinition, options?: SaveOptions): Promise<SaveResult> {
+  async save(definition: SystemDefinition, options?: SaveOptions, extras: SaveExtras = {}): Promise<SaveResult> {
     const opts = options ?? {}
     checkDefinition(definition)
     const label = optionalText(opts.label, 'label')
     const notes = optionalText(opts.notes, 'notes')
+    const withState = extras.state !== undefined
+    const automatic = extras.automatic === true
     return this.#writes.runExclusive(async () => {
       const id = randomUUID()
       const created_at = new Date().toISOString()
+      // Structure only is written as version 1, which older builds read too.
+      const schema_version = withState || automatic ? CURRENT_SCHEMA_VERSION : STRUCTURE_SCHEMA_VERSION
       const file: SnapshotFile = {
-        schema_version: CURRENT_SCHEMA_VERSION,
+        schema_version,
         id,
         created_at,
         label,
         notes,
         server_version: this.#serverVersion,
+        ...(automatic ? { automatic: true } : {}),
         // Structure only: whatever else the caller's object carries is not part of a snapshot.
         definition: {
           models: definition.models,
@@ -109,13 +116,56 @@ export class SnapshotStore {
           connections: definition.connections,
         },
       }
+      if (withState) (file as { state?: unknown }).state = extras.state
       const text = serialize(file)
-      const target = await this.#saveTarget(id, opts)
+      let target = await this.#saveTarget(id, opts)
+      if (target === '' && extras.file) target = await this.#defaultTarget(id)
       if (target !== '') await this.#writeSnapshot(target, text)
-      this.#memory.set(id, { id, created_at, label, notes, persisted_path: target, text })
-      this.#logger?.info({ snapshot: id, path: target || undefined }, 'snapshot saved')
-      return { id, in_memory: true, persisted_path: target, created_at, label, notes }
+      const marks = { ...(withState ? { state: true as const } : {}), ...(automatic ? { automatic: true as const } : {}) }
+      this.#memory.set(id, { id, created_at, label, notes, persisted_path: target, text, schema_version, ...marks })
+      this.#logger?.info({ snapshot: id, path: target || undefined, state: withState, automatic }, 'snapshot saved')
+      return { id, in_memory: true, persisted_path: target, created_at, label, notes, ...marks }
     })
+  }
+
+  /**
+   * Deletes the oldest automatic snapshot files under the snapshots directory (and their
+   * in-memory copies) until `keep` remain, newest by created_at kept. Only files the server
+   * marked `automatic` are ever deleted: a snapshot saved by a user is never touched. Answers
+   * the paths deleted.
+   *
+   * @example
+   * await store.prune(5) // ['/srv/snapshots/3f0c….json']
+   */
+  async prune(keep: number): Promise<string[]> {
+    return this.#writes.runExclusive(async () => {
+      const { files } = await this.list()
+      const automatic = files.filter((f) => f.automatic === true && f.error === undefined)
+      const doomed = automatic.slice(0, Math.max(0, automatic.length - keep))
+      const deleted: string[] = []
+      for (const entry of doomed) {
+        // Read again: only a file that still is this automatic snapshot goes.
+        if ((await fileIdAt(entry.path)) !== entry.id) continue
+        await removeFile(entry.path)
+        if (entry.id !== null) this.#memory.delete(entry.id)
+        deleted.push(entry.path)
+      }
+      if (deleted.length) this.#logger?.info({ deleted, keep }, 'automatic snapshots beyond the retention deleted')
+      return deleted
+    })
+  }
+
+  /**
+   * The newest snapshot file under the snapshots directory by created_at, automatic or saved by
+   * hand, skipping files that cannot be used (`skipped` names them and why); undefined when none.
+   *
+   * @example
+   * const { latest } = await store.latest() // latest?.path: '/srv/snapshots/3f0c….json'
+   */
+  async latest(): Promise<{ latest: FileEntry | undefined; skipped: FileEntry[] }> {
+    const { files } = await this.list()
+    const usable = files.filter((f) => f.error === undefined && f.created_at !== null)
+    return { latest: usable[usable.length - 1], skipped: files.filter((f) => f.error !== undefined) }
   }
 
   /**
@@ -128,7 +178,15 @@ export class SnapshotStore {
    */
   async list(): Promise<ListResult> {
     const in_memory = [...this.#memory.values()]
-      .map(({ id, created_at, label, notes, persisted_path }) => ({ id, created_at, label, notes, persisted_path }))
+      .map(({ id, created_at, label, notes, persisted_path, state, automatic }) => ({
+        id,
+        created_at,
+        label,
+        notes,
+        persisted_path,
+        ...(state ? { state } : {}),
+        ...(automatic ? { automatic } : {}),
+      }))
       .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at))
     const root = await canonicalPath(this.#dir)
     const scan = await scanJsonFiles(root)
@@ -155,7 +213,7 @@ export class SnapshotStore {
       const entry = this.#memory.get(selection.id)
       if (entry !== undefined) {
         const file = JSON.parse(entry.text) as SnapshotFile
-        return toRecord({ file, storedVersion: CURRENT_SCHEMA_VERSION }, entry.persisted_path)
+        return toRecord({ file, storedVersion: entry.schema_version }, entry.persisted_path)
       }
       const found = await this.#locateById(selection.id)
       if (found === undefined) throw await this.#notFound(selection.id)
@@ -293,7 +351,16 @@ export class SnapshotStore {
     try {
       const { file, storedVersion } = parseSnapshot(text, path)
       const { id, created_at, label, notes } = file
-      return { path, id, created_at, label, notes, schema_version: storedVersion }
+      return {
+        path,
+        id,
+        created_at,
+        label,
+        notes,
+        schema_version: storedVersion,
+        ...(file.state ? { state: true as const } : {}),
+        ...(file.automatic ? { automatic: true as const } : {}),
+      }
     } catch (err) {
       return { path, ...peekHeader(text), error: err instanceof Error ? err.message : String(err) }
     }
@@ -387,10 +454,25 @@ function optionalText(value: unknown, field: string): string {
   return value
 }
 
+/** Where the instances of a state section go in the text of a file (random per process, so no value looks like it). */
+const INSTANCES_SLOT = JSON.stringify(`~instances~${randomUUID()}~`)
+
+/**
+ * The text of a snapshot file: indented with one space, except that each instance of a state
+ * section is one line (what changes between two saves of a running system is its values, so a
+ * diff shows one line per instance that changed; and the file is a third of the size).
+ */
 function serialize(file: SnapshotFile): string {
   const models = Object.fromEntries(Object.entries(file.definition.models).map(([name, model]) => [name, typedModelDefinition(model)]))
   try {
-    return `${typedJson({ ...file, definition: { ...file.definition, models } }, 1)}\n`
+    const definition = { ...file.definition, models }
+    const state = file.state
+    if (state === undefined) return `${typedJson({ ...file, definition }, 1)}\n`
+    const text = typedJson({ ...file, definition, state: { ...state, instances: JSON.parse(INSTANCES_SLOT) as string } }, 1)
+    const entries = Object.entries(state.instances).map(([name, instance]) => `   ${JSON.stringify(name)}: ${typedJson(instance)}`)
+    const instances = entries.length === 0 ? '{}' : `{\n${entries.join(',\n')}\n  }`
+    const at = text.indexOf(INSTANCES_SLOT)
+    return `${text.slice(0, at)}${instances}${text.slice(at + INSTANCES_SLOT.length)}\n`
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err)
     throw new ValidationError(`Cannot save the system definition: not serializable as JSON: ${reason}`, [{ path: 'definition', message: reason }])
@@ -398,8 +480,11 @@ function serialize(file: SnapshotFile): string {
 }
 
 function toRecord({ file, storedVersion }: ParsedSnapshot, path: string): SnapshotRecord {
-  const { id, created_at, label, notes, server_version, definition } = file
-  return { id, path, created_at, label, notes, schema_version: storedVersion, server_version, definition }
+  const { id, created_at, label, notes, server_version, definition, state } = file
+  const record: SnapshotRecord = { id, path, created_at, label, notes, schema_version: storedVersion, server_version, definition }
+  if (state !== undefined) record.state = state
+  if (file.automatic === true) record.automatic = true
+  return record
 }
 
 function byCreatedAt(a: FileEntry, b: FileEntry): number {

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino'
 
 export type { SystemDefinition } from './schema.js'
-import type { SystemDefinition } from './schema.js'
+import type { SnapshotState, SystemDefinition } from './schema.js'
 
 /**
  * `durable` writes every save to a file; `memory` keeps saves in memory until persisted.
@@ -50,6 +50,24 @@ export interface SaveOptions {
 }
 
 /**
+ * What a save holds besides the structure, and who made it.
+ *
+ * @example
+ * await store.save(definition, {}, { state, automatic: true, file: true })
+ */
+export interface SaveExtras {
+  /**
+   * The runtime state section (schema_version 2). Its values may carry `typed` marks
+   * (src/definition/typed-json.ts), so a float attribute's `25.0` is written as a float.
+   */
+  state?: unknown
+  /** Written by the server itself (on shutdown): marked in the file, the only kind retention deletes. */
+  automatic?: boolean
+  /** Write `<dir>/<id>.json` even in memory mode (an automatic save must outlive the process). */
+  file?: boolean
+}
+
+/**
  * Result of `save`.
  *
  * @example
@@ -63,6 +81,10 @@ export interface SaveResult {
   created_at: string
   label: string
   notes: string
+  /** Present (true) when the snapshot holds runtime state. */
+  state?: true
+  /** Present (true) when the server saved it by itself. */
+  automatic?: true
 }
 
 /**
@@ -77,6 +99,8 @@ export interface InMemoryEntry {
   label: string
   notes: string
   persisted_path: string
+  state?: true
+  automatic?: true
 }
 
 /**
@@ -93,6 +117,10 @@ export interface FileEntry {
   label: string
   notes: string
   schema_version: number | null
+  /** Present (true) when the file holds runtime state. */
+  state?: true
+  /** Present (true) when the server saved it by itself. */
+  automatic?: true
   error?: string
 }
 
@@ -136,6 +164,10 @@ export interface SnapshotRecord {
   schema_version: number
   server_version: string
   definition: SystemDefinition
+  /** The runtime state section, when the snapshot has one. */
+  state?: SnapshotState
+  /** Present (true) when the server saved it by itself. */
+  automatic?: true
 }
 
 /**

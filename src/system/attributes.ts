@@ -1,7 +1,8 @@
 import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
-import { inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
+import { ATTRIBUTE_TYPES, inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { nameProblem } from '../definition/names.js'
-import { floatJson, valueJson } from '../definition/typed-json.js'
+import { floatJson, typed, valueJson } from '../definition/typed-json.js'
+import type { AttributeState } from '../snapshots/index.js'
 import { Component, DOCUMENT_KEYS, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import type { System } from './system.js'
@@ -398,6 +399,71 @@ export class Attributes extends KeyedContainer<Attribute> {
   }
 
   /**
+   * Every attribute's values for a snapshot with state: the internal value, the external one
+   * when an override is set, and for an attribute the instance gained by a write its type. With
+   * `marked`, a float attribute's values are marked to be written as floats (`25.0`).
+   */
+  saveState(marked: boolean): Record<string, AttributeState> {
+    const out: Record<string, AttributeState> = {}
+    for (const [name, attr] of this.items) {
+      const type = attr.valueType
+      const value = (v: unknown): unknown => (v !== null && typeof v === 'object' ? structuredClone(v) : marked ? typed(v, type) : v)
+      const entry: AttributeState = { internal: value(attr.internalValue) }
+      const presented = attr.presented
+      if (presented !== undefined) entry.external = value(presented.value)
+      if (!this.#declared.has(name)) Object.assign(entry, { added: true, type })
+      out[name] = entry
+    }
+    return out
+  }
+
+  /**
+   * The problems of saved attribute values for this instance (each with its path under `path`):
+   * an attribute it does not have, a value its type or a protocol mapping cannot take. Creates the
+   * attributes marked `added` that it lacks.
+   */
+  checkState(saved: Record<string, AttributeState>, path: string): ErrorDetail[] {
+    const problems: ErrorDetail[] = []
+    for (const [name, entry] of Object.entries(saved)) {
+      const at = `${path}.${name}`
+      let attr = this.items.get(name)
+      if (attr === undefined && entry.added === true) {
+        const type = entry.type as AttributeType
+        const nameIssue = nameProblem(name)
+        if (nameIssue) problems.push({ path: at, message: nameIssue })
+        else if (!(ATTRIBUTE_TYPES as readonly string[]).includes(type))
+          problems.push({ path: `${at}.type`, message: `expected one of ${ATTRIBUTE_TYPES.join(', ')}` })
+        else this.#attach((attr = new Attribute(this, this.#owner, { name, default: structuredClone(entry.internal), type })))
+      }
+      if (attr === undefined) {
+        const model = this.#owner.properties().model
+        problems.push({
+          path: at,
+          message: `instance '${this.#owner.name}'${typeof model === 'string' ? ` (model '${model}')` : ''} has no attribute '${name}'`,
+        })
+        continue
+      }
+      const internal = attr.valueProblem(entry.internal)
+      if (internal) problems.push({ path: `${at}.internal`, message: internal })
+      if (Object.hasOwn(entry, 'external')) {
+        const external = attr.valueProblem(entry.external)
+        if (external) problems.push({ path: `${at}.external`, message: external })
+      }
+    }
+    return problems
+  }
+
+  /** Takes saved values checked by `checkState`: internal values and overrides, without hooks or Python setters. */
+  restoreState(saved: Record<string, AttributeState>): void {
+    for (const [name, entry] of Object.entries(saved)) {
+      const attr = this.items.get(name)
+      if (attr === undefined) continue
+      attr.setCached(copy(entry.internal))
+      attr.setPresented(Object.hasOwn(entry, 'external') ? { value: copy(entry.external) } : undefined)
+    }
+  }
+
+  /**
    * DELETE of an attribute: one the instance gained by a write (PUT) goes; one its model declares
    * stays (409), as does one a connection uses. Runs under the structure lock, as connection
    * changes do.
@@ -433,6 +499,11 @@ export class Attributes extends KeyedContainer<Attribute> {
       this.#revision++
     })
   }
+}
+
+/** A value of its own: objects are copied, so a snapshot's data is never shared with the running system. */
+function copy(value: unknown): unknown {
+  return value !== null && typeof value === 'object' ? structuredClone(value) : value
 }
 
 /** The system a component hangs in; none for a tree without a System at its root (unit tests). */

@@ -1,8 +1,9 @@
-import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError } from '../errors.js'
+import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError, type ErrorDetail } from '../errors.js'
 import { attributeDeclarations } from '../definition/model-schema.js'
 import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
-import { modelBehaviour, WorkerException, type InstanceBehaviour } from '../language/model/index.js'
-import { buildLoadEntries, workerImport, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
+import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
+import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
+import type { InstanceState as SavedInstance } from '../snapshots/index.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
 import { ActionsNode, InstanceHost, ScenariosNode } from './behaviour-host.js'
@@ -204,7 +205,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     }
   }
 
-  async #loadPython(): Promise<void> {
+  async #loadPython(): Promise<LoadEntry[]> {
     const pool = this.#services.python()
     if (this.#binding) {
       await pool.unload(this.name).catch(() => {})
@@ -226,6 +227,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     for (const attr of loaded.bound) this.attributes.get(attr)?.bind({ writable: !readOnly.has(attr) })
     this.#binding = { worker: loaded.worker, methods, component: loaded.components.some(Boolean) }
     this.#applyValues(loaded.values)
+    return entries
   }
 
   /** The model's action expressions its Python worker evaluates, their imports resolved under the extension directories. */
@@ -253,7 +255,9 @@ export class Instance extends Component implements AttributeOwner, Steppable {
    */
   async evaluateInWorker(index: number, values: string): Promise<string> {
     if (!this.#binding) {
-      this.#loadingWorker ??= this.#loadPython().finally(() => (this.#loadingWorker = undefined))
+      this.#loadingWorker ??= this.#loadPython()
+        .then(() => {})
+        .finally(() => (this.#loadingWorker = undefined))
       await this.#loadingWorker
     }
     try {
@@ -484,6 +488,131 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   /** Ends what held actions hold (overrides restored, suspended components back); a failure is logged. */
   async #deactivate(): Promise<void> {
     await this.behaviour?.deactivate().catch((err: unknown) => this.warn('ending held actions failed', { err: (err as Error).message }))
+  }
+
+  /**
+   * Its runtime state for a snapshot: lifecycle state, timer, polling, attribute values (floats
+   * marked to be written as floats when `marked`), its behaviour's state and, when its Python
+   * objects are loaded, their states (`__getstate__`). Waits for a step of its own loop under way.
+   * `tolerant`: objects whose state cannot be read are left out (logged), not a failure.
+   */
+  async captureState(marked: boolean, opts: { tolerant?: boolean } = {}): Promise<SavedInstance> {
+    await this.#waitIdle()
+    const state: SavedInstance = {
+      state: this.#state,
+      timer: this.timer.saveState(),
+      polling: this.polling.saveState(),
+      attributes: this.attributes.saveState(marked),
+    }
+    if (this.#ownLoop) state.own_loop = true
+    if (this.#lastError !== null) state.last_error = this.#lastError
+    if (this.behaviour) state.behaviour = this.behaviour.saveState() as unknown as Record<string, unknown>
+    if (this.#binding && this.codeDefined) {
+      try {
+        state.python = { states: await this.#services.python().getState(this.name) }
+      } catch (err) {
+        if (!opts.tolerant) throw err
+        this.warn('the state of its Python objects could not be read: they would be made anew', { err: (err as Error).message })
+      }
+    }
+    return state
+  }
+
+  /**
+   * Takes the part of a saved state that needs nothing started (timer, polling, attribute values,
+   * the behaviour's state) into this instance, which nothing runs yet (a snapshot load builds new
+   * instances); answers every problem with its path under `path`. `resume` then brings it to its
+   * saved lifecycle state.
+   */
+  stageState(state: SavedInstance, path: string): ErrorDetail[] {
+    const problems = this.attributes.checkState(state.attributes, `${path}.attributes`)
+    if (state.python !== undefined) problems.push(...this.#pythonStateProblems(state.python.states, `${path}.python.states`))
+    if (state.behaviour !== undefined && this.behaviour === undefined)
+      problems.push({ path: `${path}.behaviour`, message: `model '${this.model.name}' has no actions, conditions, scenarios or hooks` })
+    if (problems.length) return problems
+    this.timer.restoreState(state.timer)
+    this.polling.restoreState(state.polling)
+    this.attributes.restoreState(state.attributes)
+    if (state.behaviour !== undefined) problems.push(...(this.behaviour?.restoreState(state.behaviour as unknown as BehaviourState, `${path}.behaviour`) ?? []))
+    return problems
+  }
+
+  /** `resume` of a state that starts nothing (`INITIALIZED`, `ERROR`): the lifecycle state and last error. */
+  resumeIdle(state: SavedInstance): void {
+    this.#lastError = state.last_error ?? null
+    this.#state = state.state
+  }
+
+  /** Whether `resume` of this state could fail (starts Python objects, adapters or held actions). */
+  static resumeStarts(state: SavedInstance): boolean {
+    return state.state === 'PREPARED' || state.state === 'RUNNING' || state.state === 'STOPPED'
+  }
+
+  /**
+   * Brings a staged instance to its saved lifecycle state, as it was, without running what a
+   * prepare or start runs for the first time (mapped `prepare`/`start`, `on_prepare`/`on_start`
+   * hooks, scenarios marked `enabled`): its Python objects are loaded and given their saved
+   * states, its adapters started and its held actions made to hold again.
+   */
+  async resume(state: SavedInstance): Promise<void> {
+    if (!Instance.resumeStarts(state)) return this.resumeIdle(state)
+    this.#lastError = state.last_error ?? null
+    if (this.codeDefined || this.usesWorker) {
+      const entries = await this.#loadPython()
+      if (this.codeDefined) await this.#setPythonState(entries, state)
+    }
+    if (state.state !== 'STOPPED') {
+      await this.communication.startAll()
+      await this.behaviour?.activate()
+    }
+    this.#state = state.state
+    if (state.state === 'RUNNING' && state.own_loop) {
+      this.#ownLoop = true
+      this.#loop.start()
+    }
+  }
+
+  /**
+   * Each object its saved state; the bound attributes of objects without one (or of every
+   * object, when no object states were saved) written from the saved values.
+   */
+  async #setPythonState(entries: LoadEntry[], state: SavedInstance): Promise<void> {
+    const text = state.python?.states ?? JSON.stringify(entries.map(() => null))
+    const states = fromWorkerText(text) as unknown[]
+    const values = new Map<string, ReturnType<typeof toPy>>()
+    entries.forEach((entry, i) => {
+      if (states[i] !== null) return
+      for (const name of Object.keys(entry.attributes)) {
+        const attr = this.attributes.get(name)
+        const saved = state.attributes[name]
+        if (attr && saved) values.set(name, toPy(saved.internal, attr.valueType))
+      }
+    })
+    if (state.python === undefined && values.size === 0) return
+    const answer = await this.#services.python().setState(this.name, text, values.size ? toWorkerText(values) : undefined)
+    this.#applyValues(answer.values)
+  }
+
+  /** Whether saved object states fit this instance's `import` block: one per class it instantiates. */
+  #pythonStateProblems(text: string, path: string): ErrorDetail[] {
+    if (!this.codeDefined) return [{ path, message: `model '${this.model.name}' has no import block: there are no Python objects to restore` }]
+    let states: unknown
+    try {
+      states = fromWorkerText(text)
+    } catch (err) {
+      return [{ path, message: `not Python-typed JSON text: ${(err as Error).message}` }]
+    }
+    let classes = 0
+    for (const value of Object.values(this.model.parsed.import ?? {})) classes += Array.isArray(value) ? value.length : 1
+    if (!Array.isArray(states) || states.length !== classes) {
+      return [
+        {
+          path,
+          message: `expected a list of ${classes} state${classes === 1 ? '' : 's'} (one per class of the import block, null for a class without __getstate__/__setstate__)`,
+        },
+      ]
+    }
+    return []
   }
 
   override async destroy(): Promise<void> {

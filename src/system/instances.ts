@@ -4,6 +4,7 @@ import { checkInstance } from '../definition/parameters.js'
 import { instanceEntry } from '../definition/validate.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { Instance } from './instance.js'
+import type { Model } from './models.js'
 import type { System } from './system.js'
 
 /** How an instance was given: its parameters and attribute start values, resolved, and as written. */
@@ -92,6 +93,28 @@ export class Instances extends KeyedContainer<Instance> {
     })
     this.items.set(name, instance)
     return instance
+  }
+
+  /**
+   * An instance of a staged model, not yet in the tree: it starts nothing until adopted and
+   * resumed (a snapshot load with state builds and checks the new system beside the old one).
+   */
+  stage(name: string, model: Model, setup?: InstanceSetup): Instance {
+    return new Instance({
+      name,
+      parent: this,
+      model,
+      services: this.#system.services,
+      exclusive: (fn) => this.#system.exclusive(fn),
+      given: setup?.given,
+      parameters: setup?.parameters,
+      initValues: setup?.initValues,
+    })
+  }
+
+  /** Puts an instance made by `stage` into the tree. */
+  adopt(instance: Instance): void {
+    this.items.set(instance.name, instance)
   }
 
   /** Rebuilds every instance of `model` fresh (after the model was replaced). */

@@ -150,6 +150,16 @@ export class Models extends KeyedContainer<Model> {
     this.items.set(name, new Model({ name, parent: this, definition: raw, parsed, system: this.#system }))
   }
 
+  /** A validated model not yet installed (a snapshot load with state builds the new system beside the old one). */
+  stage(name: string, raw: unknown, parsed: ParsedModelDefinition): Model {
+    return new Model({ name, parent: this, definition: raw, parsed, system: this.#system })
+  }
+
+  /** Installs a model made by `stage`. */
+  adopt(model: Model): void {
+    this.items.set(model.name, model)
+  }
+
   clear(): void {
     this.items.clear()
   }

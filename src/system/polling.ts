@@ -1,4 +1,5 @@
 import { ValidationError } from '../errors.js'
+import type { PollingState } from '../snapshots/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
 
 /** Shortest polling interval accepted, in seconds: keeps a typo from pinning a core. */
@@ -73,6 +74,19 @@ export class Polling extends Component {
       return
     }
     await super.setProperty(name, value)
+  }
+
+  /** Whether it is enabled, its interval and the runs counted (for a snapshot with state). */
+  saveState(): PollingState {
+    return { enabled: this.#enabled, interval: this.#interval, iterations: this.#iterations }
+  }
+
+  /** Takes back what `saveState` gave (checked by the snapshot's schema). */
+  restoreState(state: PollingState): void {
+    this.#enabled = state.enabled
+    this.#interval = state.interval
+    this.#iterations = state.iterations
+    this.#onChange()
   }
 
   #set(enabled: boolean): void {

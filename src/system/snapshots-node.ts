@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors.js'
+import { ValidationError, type ErrorDetail } from '../errors.js'
 import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
 import type { System } from './system.js'
 
@@ -6,12 +6,13 @@ const SAVE_KEYS = ['path', 'directory', 'name', 'label', 'notes'] as const
 const SELECT_KEYS = ['id', 'path'] as const
 
 /**
- * The `snapshots` component: save, list, load, persist and delete the structure of the system.
- * Saves and loads take the structure lock, so they never interleave with other structural
- * changes; a load validates the snapshot completely before the active system is touched.
+ * The `snapshots` component: save, list, load, persist and delete the system. A save holds the
+ * structure, and with `include_state=true` the runtime state too; a load restores whatever the
+ * snapshot holds. Saves and loads take the structure lock, so they never interleave with other
+ * structural changes; a load validates the snapshot completely before the active system is touched.
  *
  * @example
- * await system.snapshots.call('save', { args: [], kwargs: { label: 'before' } })
+ * await system.snapshots.call('save', { args: [], kwargs: { label: 'before', include_state: true } })
  */
 export class SnapshotsNode extends Component {
   readonly type = 'Snapshots'
@@ -31,8 +32,9 @@ export class SnapshotsNode extends Component {
     const store = this.#system.services.snapshots
     return {
       save: (call) => {
-        const opts = pick(call, SAVE_KEYS, 'save')
-        return this.#system.exclusive(() => store.save(this.#system.structure(), opts))
+        const includeState = takeFlag(call, 'include_state', 'save')
+        const opts = pick(call, SAVE_KEYS, 'save', ['include_state'])
+        return this.#system.exclusive(() => this.#system.saveSnapshot(opts, { includeState }))
       },
       list: (call) => {
         pick(call, [], 'list')
@@ -42,7 +44,7 @@ export class SnapshotsNode extends Component {
         const selector = pick(call, SELECT_KEYS, 'load')
         return this.#system.exclusive(async () => {
           const snapshot = await store.read(selector)
-          const counts = await this.#system.replaceStructure(snapshot.definition, `Snapshot '${snapshot.id}'`)
+          const counts = await this.#system.loadSnapshot(snapshot)
           this.#system.services.logger.info({ id: snapshot.id, path: snapshot.path, ...counts }, 'snapshot loaded')
           return { id: snapshot.id, loaded: true, ...counts }
         })
@@ -59,14 +61,27 @@ export class SnapshotsNode extends Component {
   }
 }
 
+/** A boolean kwarg (absent or null: false); anything else is a 422 with its path. */
+function takeFlag(call: CallArgs, key: string, method: string): boolean {
+  const value = call.kwargs[key]
+  if (value === undefined || value === null) return false
+  if (typeof value !== 'boolean') {
+    const details: ErrorDetail[] = [{ path: `kwargs.${key}`, message: 'expected true or false' }]
+    throw new ValidationError(`Invalid arguments for ${method}: kwargs.${key}: expected true or false`, details)
+  }
+  return value
+}
+
 /** Takes the known string kwargs of a snapshot method; anything else is a 422 with its path. */
-function pick<K extends string>(call: CallArgs, keys: readonly K[], method: string): Partial<Record<K, string>> {
+function pick<K extends string>(call: CallArgs, keys: readonly K[], method: string, others: readonly string[] = []): Partial<Record<K, string>> {
   const out: Partial<Record<K, string>> = {}
   const details = []
+  const known = [...keys, ...others]
   if (call.args.length) details.push({ path: 'args', message: `${method} takes keyword arguments only` })
   for (const [key, value] of Object.entries(call.kwargs)) {
+    if (others.includes(key)) continue
     if (!(keys as readonly string[]).includes(key))
-      details.push({ path: `kwargs.${key}`, message: `unknown argument (${method} takes ${keys.join(', ') || 'no arguments'})` })
+      details.push({ path: `kwargs.${key}`, message: `unknown argument (${method} takes ${known.join(', ') || 'no arguments'})` })
     else if (value === null || value === undefined) continue
     else if (typeof value !== 'string') details.push({ path: `kwargs.${key}`, message: 'expected a string' })
     else out[key as K] = value

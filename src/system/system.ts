@@ -9,7 +9,6 @@ import { modelBehaviourProblems } from '../language/model/index.js'
 import { combinedFault, Engine } from '../engine/index.js'
 import { Component, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { Connections } from './connections.js'
-import type { Instance } from './instance.js'
 import { Instances } from './instances.js'
 import { Logs } from './logs.js'
 import { mappedDefaultProblems } from './mapping-check.js'
@@ -18,6 +17,8 @@ import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
 import { SnapshotsNode } from './snapshots-node.js'
 import { Timer } from './timer.js'
+import { Instance } from './instance.js'
+import { STATE_VERSION, type InstanceState, type SaveOptions, type SaveResult, type SnapshotRecord, type SnapshotState } from '../snapshots/index.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 
@@ -261,12 +262,7 @@ export class System extends Component {
    * The caller holds the structure lock.
    */
   async replaceStructure(definition: unknown, subject = 'System definition'): Promise<{ models: number; instances: number; connections: number }> {
-    const result = validateSystem(definition, modelBehaviourProblems)
-    if (!result.ok) throw new ValidationError(summarize(subject, result.details), result.details)
-    const unmappable = [...result.system.models].flatMap(([name, model]) =>
-      mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` })),
-    )
-    if (unmappable.length) throw new ValidationError(summarize(subject, unmappable), unmappable)
+    const result = this.#validated(definition, subject)
     await this.#halt()
     await this.instances.clear()
     this.connections.clear()
@@ -278,6 +274,136 @@ export class System extends Component {
     this.#engine.resetCount()
     this.#state = 'INITIALIZED'
     return { models: result.system.models.size, instances: result.system.instances.length, connections: result.system.connections.length }
+  }
+
+  /**
+   * Saves a snapshot of the structure and, with `includeState`, of the runtime state of every
+   * instance and of the system (taken between two steps, so every value is of one moment).
+   * `automatic` marks a snapshot the server saves by itself (retention deletes only those); it
+   * is always written to a file. The caller holds the structure lock.
+   */
+  async saveSnapshot(options: SaveOptions, how: { includeState: boolean; automatic?: boolean }): Promise<SaveResult> {
+    const structure = this.structure()
+    const state = how.includeState ? await this.#engine.between(() => this.captureState(true)) : undefined
+    const automatic = how.automatic === true
+    return await this.services.snapshots.save(structure, options, { ...(state ? { state } : {}), ...(automatic ? { automatic, file: true } : {}) })
+  }
+
+  /**
+   * The runtime state of the system and of every instance, as a snapshot's `state` section. With
+   * `marked`, float attribute values are marked to be written as floats. Call it between steps.
+   */
+  async captureState(marked: boolean, opts: { tolerant?: boolean } = {}): Promise<SnapshotState> {
+    const instances: Record<string, InstanceState> = {}
+    for (const instance of this.instances.all()) instances[instance.name] = await instance.captureState(marked, opts)
+    return {
+      version: STATE_VERSION,
+      system: { state: this.#state, timer: this.timer.saveState(), polling: this.polling.saveState() },
+      instances,
+    }
+  }
+
+  /**
+   * Loads a snapshot read from the store in place of the whole system: its structure and, when
+   * it has one, its runtime state. The caller holds the structure lock.
+   */
+  async loadSnapshot(snapshot: SnapshotRecord): Promise<{ models: number; instances: number; connections: number; state?: true }> {
+    const subject = `Snapshot '${snapshot.id}'`
+    if (snapshot.state === undefined) return await this.replaceStructure(snapshot.definition, subject)
+    return { ...(await this.#replaceWithState(snapshot.definition, snapshot.state, subject)), state: true as const }
+  }
+
+  /**
+   * Replaces the structure and takes the runtime state (a snapshot of schema_version 2). The
+   * new system is built and given its state beside the old one, which keeps running meanwhile:
+   * every problem of the structure or the state (an instance or attribute it names that does not
+   * exist, a value of the wrong type, a malformed part) is a 422 listing each with its path, and
+   * the old system is untouched. Only then is the old one stopped and the new one brought to its
+   * saved lifecycle state (Python objects with their states, adapters, held actions); if that
+   * fails (a `__setstate__` that raises, a port taken), the old system is put back as it was
+   * (its structure and state, taken before) and the failure is thrown.
+   */
+  async #replaceWithState(
+    definition: unknown,
+    state: SnapshotState,
+    subject: string,
+    keepBackup = true,
+  ): Promise<{ models: number; instances: number; connections: number }> {
+    const result = this.#validated(definition, subject)
+    const problems: ErrorDetail[] = []
+    const names = new Set(result.system.instances.map((i) => i.name))
+    for (const name of Object.keys(state.instances)) {
+      if (!names.has(name)) problems.push({ path: `state.instances.${name}`, message: `the snapshot's structure has no instance '${name}'` })
+    }
+    if (state.system.state === 'ERROR') problems.push({ path: 'state.system.state', message: 'expected INITIALIZED, PREPARED, RUNNING or STOPPED' })
+    const models = new Map([...result.system.models].map(([name, m]) => [name, this.models.stage(name, m.raw, m.parsed)]))
+    const staged: Instance[] = []
+    for (const inst of result.system.instances) {
+      const instance = this.instances.stage(inst.name, models.get(inst.model)!, inst)
+      staged.push(instance)
+      const saved = state.instances[inst.name]
+      if (saved !== undefined) problems.push(...instance.stageState(saved, `state.instances.${inst.name}`))
+    }
+    if (problems.length) throw new ValidationError(summarize(`${subject}: its runtime state cannot be loaded`, problems), problems)
+
+    // What could fail from here on starts something: only then is the old system kept to go back to.
+    const resumes = staged.filter((i) => state.instances[i.name] !== undefined && Instance.resumeStarts(state.instances[i.name]!))
+    const backup = keepBackup && (resumes.length || state.system.state === 'RUNNING') ? await this.#backup() : undefined
+    await this.#halt()
+    await this.instances.clear()
+    this.connections.clear()
+    this.models.clear()
+    for (const model of models.values()) this.models.adopt(model)
+    for (const instance of staged) this.instances.adopt(instance)
+    for (const conn of result.system.connections) this.connections.add(conn.name, conn.from, conn.to, conn.enabled)
+    this.timer.restoreState(state.system.timer)
+    this.polling.restoreState(state.system.polling)
+    this.#engine.resetCount()
+    this.#state = 'INITIALIZED'
+    try {
+      for (const instance of staged) {
+        const saved = state.instances[instance.name]
+        // Most instances start nothing (INITIALIZED): no promise for each of ten thousand.
+        if (saved === undefined) continue
+        if (Instance.resumeStarts(saved)) await instance.resume(saved)
+        else instance.resumeIdle(saved)
+      }
+      this.#state = state.system.state as SystemState
+      if (this.#state === 'RUNNING') this.#engine.startPolling()
+    } catch (err) {
+      await this.#restoreBackup(backup, subject, err)
+      throw err
+    }
+    return { models: result.system.models.size, instances: result.system.instances.length, connections: result.system.connections.length }
+  }
+
+  /** The system as it is (structure and state), to go back to when a load fails half-way; a Python state that cannot be read is left out (its objects are made anew). */
+  async #backup(): Promise<{ definition: SystemDefinition; state: SnapshotState }> {
+    const definition = this.structure()
+    const state = await this.#engine.between(() => this.captureState(false, { tolerant: true }))
+    return { definition, state }
+  }
+
+  async #restoreBackup(backup: { definition: SystemDefinition; state: SnapshotState } | undefined, subject: string, cause: unknown): Promise<void> {
+    const reason = (cause as Error).message
+    if (backup === undefined) return
+    this.services.logger.warn({ err: reason }, `${subject} failed while starting the loaded system: the system it replaced is put back`)
+    try {
+      await this.#replaceWithState(backup.definition, backup.state, 'The system before the load', false)
+    } catch (err) {
+      this.services.logger.error({ err: (err as Error).message }, 'putting back the system before a failed snapshot load failed too')
+    }
+  }
+
+  /** A system definition validated, or a 422 listing every problem (nothing changes). */
+  #validated(definition: unknown, subject: string): Extract<ReturnType<typeof validateSystem>, { ok: true }> {
+    const result = validateSystem(definition, modelBehaviourProblems)
+    if (!result.ok) throw new ValidationError(summarize(subject, result.details), result.details)
+    const unmappable = [...result.system.models].flatMap(([name, model]) =>
+      mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` })),
+    )
+    if (unmappable.length) throw new ValidationError(summarize(subject, unmappable), unmappable)
+    return result
   }
 
   /**

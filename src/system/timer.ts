@@ -1,5 +1,6 @@
 import { ValidationError } from '../errors.js'
 import type { TimerSettings } from '../definition/model-schema.js'
+import type { TimerState } from '../snapshots/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
 
 /**
@@ -104,6 +105,19 @@ export class Timer extends Component {
   pin(time: number): void {
     this.#time = time
     this.#pinned = true
+  }
+
+  /** Its time, step and whether it is pinned (for a snapshot with state). */
+  saveState(): TimerState {
+    return { time: this.#time, dt: this.#dt, pinned: this.#pinned }
+  }
+
+  /** Takes back what `saveState` gave (checked by the snapshot's schema); wall-clock time starts over from it. */
+  restoreState(state: TimerState): void {
+    this.#time = state.time
+    this.#dt = state.dt
+    this.#pinned = state.pinned
+    this.#wallStart = undefined
   }
 
   /** Back to time 0, unpinned, with the original dt. */

@@ -26,4 +26,4 @@ export {
   type PyDict,
 } from './values.js'
 export { floatRepr } from './float-format.js'
-export { PyRandom } from './random-module.js'
+export { PyRandom, type PyRandomState } from './random-module.js'

@@ -17,6 +17,18 @@ const N = 624
 const M = 397
 
 /**
+ * The state of a {@link PyRandom} as `getState` writes it (JSON-safe).
+ *
+ * @example
+ * const state: PyRandomState = { mt: '...', index: 624, gauss_next: null }
+ */
+export interface PyRandomState {
+  mt: string
+  index: number
+  gauss_next: number | null
+}
+
+/**
  * One Mersenne Twister generator with Python's `random.Random` methods.
  *
  * @example
@@ -97,6 +109,40 @@ export class PyRandom {
     y ^= (y << 15) & 0xefc60000
     y ^= y >>> 18
     return y >>> 0
+  }
+
+  /**
+   * The generator's whole state, JSON-safe: the 624 words of the twister (base64 of their
+   * little-endian bytes), the position in them and the cached second Gaussian. `setState` of it
+   * continues with exactly the numbers this generator would have given next.
+   *
+   * @example
+   * const saved = rng.getState(); rng.random(); rng.setState(saved) // the same random() again
+   */
+  getState(): PyRandomState {
+    const bytes = Buffer.alloc(N * 4)
+    for (let i = 0; i < N; i++) bytes.writeUInt32LE(this.#mt[i] ?? 0, i * 4)
+    return { mt: bytes.toString('base64'), index: this.#index, gauss_next: this.#gaussNext }
+  }
+
+  /**
+   * Takes a state `getState` gave; a state of the wrong shape is refused with what is wrong
+   * (and the generator is left as it was).
+   *
+   * @example
+   * rng.setState(saved)
+   */
+  setState(state: unknown): string | undefined {
+    if (state === null || typeof state !== 'object' || Array.isArray(state)) return 'expected {mt, index, gauss_next}'
+    const { mt, index, gauss_next: gauss } = state as Record<string, unknown>
+    const bytes = typeof mt === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(mt) ? Buffer.from(mt, 'base64') : undefined
+    if (bytes?.length !== N * 4) return `mt: expected base64 of ${N} 32-bit words`
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > N + 1) return `index: expected an integer from 0 to ${N + 1}`
+    if (gauss !== null && (typeof gauss !== 'number' || !Number.isFinite(gauss))) return 'gauss_next: expected a finite number or null'
+    for (let i = 0; i < N; i++) this.#mt[i] = bytes.readUInt32LE(i * 4)
+    this.#index = index
+    this.#gaussNext = gauss
+    return undefined
   }
 
   /** `random.random()`: 53 random bits, as CPython's genrand_res53. */

@@ -6,7 +6,8 @@
  * @example
  * const plan = compileAction({ function: '$out(power)', call: 'V * I' }, 'actions[0]', context, 0)
  */
-import { NotFoundError } from '../../errors.js'
+import { NotFoundError, type ErrorDetail } from '../../errors.js'
+import { typeProblem } from '../../definition/model-schema.js'
 import { PyException, type PyValue } from '../expression/index.js'
 import { pyRound } from '../expression/builtins.js'
 import { fromPy, toPy } from './convert.js'
@@ -22,6 +23,7 @@ import {
 } from './compile-context.js'
 import type { Fusion } from './fused.js'
 import { interpolator, Noise, Pid, rampValue, sawValue, textSeed } from './signals.js'
+import { StateReader, type StateValue } from './state.js'
 import { isReference, type Target } from './targets.js'
 
 /** The kinds, in the order an entry is recognised by (`call` last: it is also a field of `function`). */
@@ -81,6 +83,10 @@ export interface ActionRuntime {
   deactivate?(): Promise<void>
   /** `override`: its values written again after the conditions of each step. */
   reapply?(): void
+  /** What it keeps between steps (a PID's integral, a noise generator), JSON data; undefined: nothing now. */
+  state?(): StateValue | undefined
+  /** Takes back what `state` gave: the problems, each with its path (and nothing changed), or nothing. */
+  restore?(state: unknown, path: string): ErrorDetail[] | void
 }
 
 /** The kind an entry is, or null. */
@@ -303,7 +309,14 @@ function targetWriter(env: ActionEnvironment, targets: readonly Target[], label:
 const NOTHING = (): void => {}
 
 /** A runtime for an action that computes a value each step and writes it to its targets. */
-function valueAction(plan: ActionPlan, env: ActionEnvironment, targets: readonly Target[], compute: () => PyValue, reset: () => void = NOTHING): ActionRuntime {
+function valueAction(
+  plan: ActionPlan,
+  env: ActionEnvironment,
+  targets: readonly Target[],
+  compute: () => PyValue,
+  reset: () => void = NOTHING,
+  kept?: { state(): StateValue; restore(state: unknown, path: string): ErrorDetail[] | void },
+): ActionRuntime {
   const label = plan.label
   const host = env.ctx.host
   const writers = targets.map((t) => env.writer(t))
@@ -322,6 +335,7 @@ function valueAction(plan: ActionPlan, env: ActionEnvironment, targets: readonly
       }
     },
     reset,
+    ...(kept === undefined ? {} : { state: () => kept.state(), restore: (state: unknown, path: string) => kept.restore(state, path) }),
   }
 }
 
@@ -405,6 +419,20 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
         reset() {
           noise.reset()
           lastWritten = Symbol('none')
+        },
+        state() {
+          const state: Record<string, StateValue> = { noise: noise.saveState(), last_base: lastBase }
+          if (typeof lastWritten !== 'symbol') state.last_written = lastWritten as StateValue
+          return state
+        },
+        restore(state, path) {
+          const read = new StateReader(state, path)
+          const base = read.number('last_base', {})
+          if (!read.ok) return read.problems
+          const problems = noise.restoreState(read.raw('noise'), `${path}.noise`)
+          if (problems) return problems
+          lastBase = base
+          lastWritten = read.has('last_written') ? read.raw('last_written') : Symbol('none')
         },
       }
       return runtime
@@ -511,6 +539,7 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
         targets,
         () => pid.update(asNumber(sp()), asNumber(pv()), frame.time, frame.dt),
         () => pid.reset(),
+        { state: () => pid.saveState(), restore: (state, path) => pid.restoreState(state, path) },
       )
     }
   },
@@ -563,26 +592,56 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
     return (env, plan) => {
       const host = env.ctx.host
       let restore: Array<() => Promise<void>> = []
+      // Per path, the `enabled` it had before it was suspended (null: suspended by a method), for a
+      // snapshot; and what a restored snapshot says it had, for the next activation.
+      let befores: StateValue[] = []
+      let restored: StateValue[] | undefined
       return {
         plan,
         enabled: plan.enabled,
         run() {},
         reset() {},
         async activate() {
-          for (const path of paths) {
+          const given = restored
+          restored = undefined
+          befores = []
+          for (const [i, path] of paths.entries()) {
+            const was = await host.readPath(`${path}.enabled`)
             const undo = await host.suspendPath(path)
-            if (undo) restore.push(undo)
-            else if (failOnMissing)
+            if (undo && typeof was?.value === 'boolean') {
+              const back = typeof given?.[i] === 'boolean' ? (given[i] as boolean) : was.value
+              befores.push(back)
+              restore.push(() => host.writePath(`${path}.enabled`, back))
+            } else if (undo) {
+              befores.push(null)
+              restore.push(undo)
+            } else if (failOnMissing)
               throw new NotFoundError(`action '${plan.name}': '${path}' names nothing on instance '${host.name}'`, [
                 { path: plan.path, message: `'${path}' not found` },
               ])
-            else host.warn(`suspend: '${path}' names nothing`, { action: plan.name })
+            else {
+              befores.push(null)
+              host.warn(`suspend: '${path}' names nothing`, { action: plan.name })
+            }
           }
         },
         async deactivate() {
           const undo = restore.reverse()
           restore = []
+          befores = []
           for (const fn of undo) await fn()
+        },
+        state() {
+          return restore.length > 0 ? { before: befores } : undefined
+        },
+        restore(state, path) {
+          if (state === null) return void (restored = undefined)
+          const read = new StateReader(state, path)
+          const list = read.list('before')
+          if (read.ok && (list.length !== paths.length || !list.every((b) => b === null || typeof b === 'boolean')))
+            read.problem('before', `expected ${paths.length} values, each true, false or null`)
+          if (!read.ok) return read.problems
+          restored = list as StateValue[]
         },
       }
     }
@@ -617,6 +676,10 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
     const held = attributeOverrides.map(({ target, value }) => ({ target, value: toPy(value, 'any'), write: env.writer(target) }))
     let saved: Array<() => Promise<void> | void> = []
     let active = false
+    // What the attributes held before it took them ({value} of an external override, or none),
+    // for a snapshot; and what a restored snapshot says they held, for the next activation.
+    let befores: StateValue[] = []
+    let restored: StateValue[] | undefined
     const apply = (): void => {
       for (const h of held) {
         try {
@@ -635,17 +698,23 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
         if (active) apply()
       },
       async activate() {
-        for (const { target } of held) {
+        const given = restored
+        restored = undefined
+        befores = []
+        held.forEach(({ target }, i) => {
           const attr = host.attribute(target.attribute)
-          if (!attr) continue
+          if (!attr) return void befores.push(null)
           if (target.side === 'external') {
-            const before = attr.presented
-            saved.push(() => attr.setPresented(before))
+            const presented = given ? (given[i] as { value: unknown } | null) : attr.presented
+            const was = presented ?? undefined
+            befores.push((was ?? null) as StateValue)
+            saved.push(() => attr.setPresented(was))
           } else {
-            const before = attr.internalValue
-            saved.push(() => attr.setComputed(before))
+            const was = given ? given[i] : attr.internalValue
+            befores.push(was as StateValue)
+            saved.push(() => attr.setComputed(was))
           }
-        }
+        })
         apply()
         env.ctx.undo.commit()
         for (const { path, value } of pathOverrides) {
@@ -662,6 +731,32 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
           saved.push(() => host.writePath(path, before.value))
         }
         active = true
+      },
+      state() {
+        return active ? { before: befores } : undefined
+      },
+      restore(state, path) {
+        // null: what a behaviour gives back when it takes a failed restore back.
+        if (state === null) return void (restored = undefined)
+        const read = new StateReader(state, path)
+        const list = read.list('before')
+        if (read.ok && list.length !== held.length)
+          read.problem('before', `expected ${held.length} values (one per attribute it overrides), got ${list.length}`)
+        else
+          held.forEach(({ target }, i) => {
+            const attr = host.attribute(target.attribute)
+            const value = list[i]
+            if (!attr) return
+            const problem =
+              target.side === 'internal'
+                ? typeProblem(attr.valueType, value)
+                : value === null || (typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, 'value'))
+                  ? null
+                  : 'expected {"value": ...} (the external value it replaced) or null'
+            if (problem !== null) read.problem(`before.${i}`, problem)
+          })
+        if (!read.ok) return read.problems
+        restored = list as StateValue[]
       },
       async deactivate() {
         active = false

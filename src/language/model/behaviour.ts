@@ -20,6 +20,7 @@ import { AttributeSlots, fuseActions, FusedRun, type FusedInstance } from './fus
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
+import { restoreActions, saveActions, StateReader, type BehaviourState } from './state.js'
 
 /** The behaviour keys of a model definition. */
 export interface BehaviourDefinition {
@@ -173,6 +174,9 @@ export class InstanceBehaviour {
   readonly #fused: FusedInstance
   #actions: readonly ActionRuntime[] | undefined
   #active = false
+  readonly #heldValues = new HeldValues()
+  /** Set by `restoreState`: whether the held actions were active when the state was saved (the next `activate` resumes). */
+  #restored: { active: boolean } | undefined
   /** Whether a step needs the Python worker, and then the step under way (steps of one instance never overlap). */
   readonly usesWorker: boolean
   #stepping: Promise<void> | undefined
@@ -185,8 +189,7 @@ export class InstanceBehaviour {
     this.#top = model.steps.map((step) => (step instanceof FusedRun ? step : step.bind(ctx)))
     this.#groups = bindGroups(model.groups, ctx, model.groupSteps)
     this.#held = this.#top.filter((a): a is ActionRuntime => !(a instanceof FusedRun) && a.activate !== undefined)
-    const held = new HeldValues()
-    this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, held))
+    this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, this.#heldValues))
     this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
     this.#onRun = this.hooks.has('on_run')
     const enabled: number[] = []
@@ -352,12 +355,20 @@ export class InstanceBehaviour {
   async activate(): Promise<void> {
     if (this.#active) return
     this.#active = true
+    const restored = this.#restored
+    this.#restored = undefined
     for (const action of this.#held) if (action.enabled) await action.activate?.()
-    for (const scenario of this.scenarios) if (scenario.plan.enabled && scenario.state !== 'active') await scenario.start(this.#host.time)
+    for (const scenario of this.scenarios) {
+      // After a restore: scenarios that were active take their paths again; none starts anew if
+      // the state was saved active (it holds them as they were).
+      if (restored !== undefined && scenario.state === 'active') await scenario.resume()
+      else if (!restored?.active && scenario.plan.enabled && scenario.state !== 'active') await scenario.start(this.#host.time)
+    }
   }
 
   /** Ends them: scenarios stopped, `stop_path` called, suspended components back on, overridden values restored. */
   async deactivate(): Promise<void> {
+    this.#restored = undefined
     for (const scenario of this.scenarios) await scenario.stop()
     if (!this.#active) return
     this.#active = false
@@ -366,6 +377,7 @@ export class InstanceBehaviour {
 
   /** Back to the first state: PID integrals and noise generators start over, scenarios unrun. */
   async reset(): Promise<void> {
+    this.#restored = undefined
     // Fused actions (function, set) keep no state: only the bound ones have something to reset.
     for (const step of this.#top) if (!(step instanceof FusedRun)) step.reset()
     for (const group of this.#groups) for (const branch of group) for (const step of branch.steps) if (!(step instanceof FusedRun)) step.reset()
@@ -374,5 +386,83 @@ export class InstanceBehaviour {
 
   #background(task: Promise<void> | undefined): void {
     task?.catch((err: unknown) => this.#host.warn('an on_run hook failed', { err: (err as Error).message }))
+  }
+
+  /**
+   * What it keeps between steps, as JSON data (for a snapshot): whether its held actions hold,
+   * each named action's state (a PID's integral, a noise generator's whole state), each
+   * scenario's state, timer and runs, and the values the scenarios hold.
+   */
+  saveState(): BehaviourState {
+    const scenarios: BehaviourState['scenarios'] = {}
+    for (const scenario of this.scenarios) scenarios[scenario.plan.name] = scenario.saveState()
+    return {
+      active: this.#active,
+      actions: saveActions(this.#stateViews()),
+      scenarios,
+      held: this.#heldValues.saveState((owner) => (owner as ScenarioRuntime).plan.name),
+    }
+  }
+
+  /**
+   * Takes back what `saveState` gave (on a behaviour that is not active: a new instance's). The
+   * problems come back, each with its path under `path`, and then nothing changed. Held actions
+   * that were active hold again at the next `activate`, which then starts no scenario anew;
+   * scenarios that were active make their dotted-path overrides and calls again then too.
+   */
+  restoreState(state: BehaviourState, path: string): ErrorDetail[] | void {
+    const read = new StateReader(state, path)
+    const active = read.boolean('active')
+    const actions = read.map('actions', true)
+    const scenarios = read.map('scenarios', true)
+    const held = read.list('held', true)
+    for (const name of Object.keys(scenarios)) {
+      if (this.scenario(name) === undefined)
+        read.problem(`scenarios.${name}`, `no scenario of that name (scenarios: ${this.scenarios.map((s) => s.plan.name).join(', ') || 'none'})`)
+    }
+    // Every part is tried, so that every problem is reported; on any, all is taken back.
+    const before = this.saveState()
+    const problems = [...read.problems, ...this.#take(actions, scenarios, held, path)]
+    if (problems.length) {
+      this.#take(before.actions, before.scenarios, before.held, path)
+      return problems
+    }
+    this.#restored = { active }
+  }
+
+  /**
+   * Every action as a snapshot sees it: a bound action as it is; a fused one (function, set), which
+   * keeps nothing between steps but its enabled flag, as a view of that flag made for the snapshot
+   * alone, so that ten thousand saved instances keep no object per fused action.
+   */
+  #stateViews(): ActionRuntime[] {
+    if (this.#actions !== undefined) return [...this.#actions]
+    const flags = this.#fused.enabled
+    const each = (steps: ReadonlyArray<FusedRun | ActionRuntime>): ActionRuntime[] =>
+      steps.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => flagView(plan, flags, step.first + i)) : [step]))
+    return [...each(this.#top), ...this.#groups.flatMap((g) => g.flatMap((b) => each(b.steps)))]
+  }
+
+  #take(actions: Record<string, unknown>, scenarios: Record<string, unknown>, held: unknown[], path: string): ErrorDetail[] {
+    const problems: ErrorDetail[] = []
+    problems.push(...(restoreActions(this.#stateViews(), actions, `${path}.actions`) ?? []))
+    for (const [name, saved] of Object.entries(scenarios)) problems.push(...(this.scenario(name)?.restoreState(saved, `${path}.scenarios.${name}`) ?? []))
+    problems.push(...(this.#heldValues.restoreState(held, (name) => this.scenario(name), `${path}.held`) ?? []))
+    return problems
+  }
+}
+
+/** A fused action's enabled flag as an action (nothing else of it runs or resets alone here). */
+function flagView(plan: ActionPlan, flags: number[], flag: number): ActionRuntime {
+  return {
+    plan,
+    get enabled() {
+      return flags[flag] === 1
+    },
+    set enabled(on: boolean) {
+      flags[flag] = on ? 1 : 0
+    },
+    run: () => {},
+    reset: () => {},
   }
 }

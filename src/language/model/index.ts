@@ -19,6 +19,7 @@ export { HOOK_EVENTS, type HookEvent } from './hooks.js'
 export type { BehaviourSource, WorkerExpression } from './compile-context.js'
 export { toWorkerText, fromWorkerText } from './worker-values.js'
 export { parseTarget, type Target } from './targets.js'
+export type { ActionState, BehaviourState, HeldState, ScenarioSavedState, StateValue } from './state.js'
 export { toPy, fromPy, pyToJson } from './convert.js'
 
 const compiled = new WeakMap<ParsedModelDefinition, ModelBehaviour | ErrorDetail[]>()

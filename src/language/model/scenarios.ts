@@ -10,6 +10,7 @@
  * scenarios:
  *   sag: { duration: 5, overrides: { $out(v_nominal): 180.0 } }
  */
+import type { ErrorDetail } from '../../errors.js'
 import { PyRandom } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
 import { describe, type BindContext, type CompileContext, isMap, COMPONENT_PATH } from './compile-context.js'
@@ -17,6 +18,7 @@ import { bindGroups, compileConditions, compileList, runActions, runGroups, type
 import { fromPy, toPy } from './convert.js'
 import type { BehaviourHost, HostAttribute, StepFrame } from './runtime.js'
 import { textSeed } from './signals.js'
+import { saveActions, restoreActions, StateReader, type HeldState, type ScenarioSavedState, type StateValue } from './state.js'
 import { isReference, type Target } from './targets.js'
 
 const KEYS = ['display_name', 'description', 'enabled', 'duration', 'period', 'jitter', 'run_limit', 'overrides', 'actions', 'conditions', 'call']
@@ -218,6 +220,38 @@ export class HeldValues {
     }
     return wasTop ? { write: true, value: top.value } : { write: false }
   }
+
+  /** Every held key with its base and holders, each holder by `nameOf` (for a snapshot). */
+  saveState(nameOf: (owner: object) => string): HeldState[] {
+    return [...this.#entries].map(([key, { base, layers }]) => {
+      const out: HeldState = { key, layers: layers.map((l) => [nameOf(l.owner), l.value as StateValue]) }
+      if (base !== undefined) out.base = base as StateValue
+      return out
+    })
+  }
+
+  /** Replaces what is held with a saved list, each holder found by name; on a problem nothing changes. */
+  restoreState(list: unknown[], ownerOf: (name: string) => object | undefined, path: string): ErrorDetail[] | void {
+    const problems: ErrorDetail[] = []
+    const entries = new Map<string, { base: unknown; layers: Array<{ owner: object; value: unknown }> }>()
+    list.forEach((item, i) => {
+      const read = new StateReader(item, `${path}[${i}]`, problems)
+      const key = read.raw('key')
+      if (typeof key !== 'string' || !/^(internal|external|path):./.test(key))
+        read.problem('key', 'expected internal:<attribute>, external:<attribute> or path:<dotted path>')
+      const layers: Array<{ owner: object; value: unknown }> = []
+      read.list('layers').forEach((layer, j) => {
+        const pair = Array.isArray(layer) && layer.length === 2 ? (layer as [unknown, unknown]) : undefined
+        const owner = typeof pair?.[0] === 'string' ? ownerOf(pair[0]) : undefined
+        if (pair === undefined || owner === undefined) read.problem(`layers[${j}]`, 'expected [<scenario of this model>, value]')
+        else layers.push({ owner, value: pair[1] })
+      })
+      if (typeof key === 'string') entries.set(key, { base: read.raw('base'), layers })
+    })
+    if (problems.length) return problems
+    this.#entries.clear()
+    for (const [key, entry] of entries) this.#entries.set(key, entry)
+  }
 }
 
 /** A scenario's state as its node shows it. */
@@ -242,6 +276,8 @@ export class ScenarioRuntime {
   readonly #held: HeldValues
   /** Paths it took at its last start (some may have named nothing). */
   #takenPaths: string[] = []
+  /** Restored while active: its path overrides and call are made again when the instance is next activated. */
+  #resume = false
   /** The asynchronous part of the last start or stop (dotted-path overrides, calls). */
   #pending: Promise<void> = Promise.resolve()
 
@@ -384,6 +420,72 @@ export class ScenarioRuntime {
 
   #background(task: Promise<void>): void {
     task.catch((err: unknown) => this.#host.warn(`scenario '${this.plan.name}' failed`, { scenario: this.plan.name, err: (err as Error).message }))
+  }
+
+  /** Its state, timer, runs, the generator of its jitter and its own actions' state (for a snapshot). */
+  saveState(): ScenarioSavedState {
+    return {
+      state: this.#state,
+      runs: this.#runs,
+      started_at: this.#startedAt,
+      elapsed: this.#elapsed,
+      next_start: this.#nextStart ?? null,
+      // Its generator only draws the jitter of its restarts.
+      ...(this.plan.jitter > 0 ? { random: { ...this.#random.getState() } } : {}),
+      paths: [...this.#takenPaths],
+      actions: saveActions(this.#actions),
+    }
+  }
+
+  /**
+   * Takes back what `saveState` gave. The values it holds come back with the instance's held
+   * values; a scenario that was active makes its dotted-path overrides and its `call` again when
+   * the instance is next activated (`resume`), since they live outside the instance's values. On
+   * a problem nothing changes and the problems come back.
+   */
+  restoreState(state: unknown, path: string): ErrorDetail[] | void {
+    const read = new StateReader(state, path)
+    const status = read.choice('state', ['idle', 'active', 'finished'] as const)
+    const runs = read.number('runs', { integer: true, min: 0 })
+    const startedAt = read.number('started_at', {})
+    const elapsed = read.number('elapsed', {})
+    const nextStart = read.number('next_start', { nullable: true })
+    const paths = read.list('paths', true)
+    if (!paths.every((p) => typeof p === 'string' && this.plan.pathOverrides.some((o) => o.path === p)))
+      read.problem('paths', "expected the scenario's own override paths")
+    const actions = read.map('actions', true)
+    if (!read.ok) return read.problems
+    const random = new PyRandom(0n)
+    const problem = read.has('random') ? random.setState(read.raw('random')) : undefined
+    if (problem !== undefined) return [{ path: `${path}.random`, message: problem }]
+    const problems = restoreActions(this.#actions, actions, `${path}.actions`)
+    if (problems) return problems
+    this.#state = status
+    this.#runs = runs
+    this.#startedAt = startedAt
+    this.#elapsed = elapsed
+    this.#nextStart = nextStart ?? undefined
+    if (read.has('random')) this.#random.setState(random.getState())
+    this.#takenPaths = paths as string[]
+    this.#resume = status === 'active'
+  }
+
+  /** After a restore of an active scenario: its dotted-path overrides (those it holds on top) and its `call` made again. */
+  resume(): Promise<void> {
+    if (!this.#resume) return this.#pending
+    this.#resume = false
+    const host = this.#host
+    const plan = this.plan
+    const previous = this.#pending
+    this.#pending = (async () => {
+      await previous.catch(() => {})
+      for (const path of this.#takenPaths) {
+        const override = plan.pathOverrides.find((o) => o.path === path)
+        if (override !== undefined && this.#held.holds(`path:${path}`, this)) await host.writePath(path, override.value)
+      }
+      if (plan.call) await host.callPath(plan.call.path, plan.call.args, plan.call.kwargs)
+    })()
+    return this.#pending
   }
 }
 

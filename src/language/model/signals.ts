@@ -7,7 +7,9 @@
  * @example
  * rampValue({ start: 0, stop: 10, duration: 5, type: 'linear', overshoot: 0, stabilization: 0 }, 2.5) // 5
  */
+import type { ErrorDetail } from '../../errors.js'
 import { PyRandom } from '../expression/index.js'
+import { StateReader, type StateValue } from './state.js'
 
 /** A ramp from `start` to `stop` over `duration` seconds, optionally overshooting and settling. */
 export interface RampSettings {
@@ -192,6 +194,25 @@ export class Pid {
     this.#lastTime = undefined
     this.#output = 0
   }
+
+  /** What it keeps between steps: the integral, the last error, the time of the last update and the output held since. */
+  saveState(): StateValue {
+    return { integral: this.#integral, previous_error: this.#previousError ?? null, last_time: this.#lastTime ?? null, output: this.#output }
+  }
+
+  /** Takes back what `saveState` gave; on a problem nothing changes and the problems come back. */
+  restoreState(state: unknown, path: string): ErrorDetail[] | void {
+    const read = new StateReader(state, path)
+    const integral = read.number('integral', {})
+    const previous = read.number('previous_error', { nullable: true })
+    const last = read.number('last_time', { nullable: true })
+    const output = read.number('output', {})
+    if (!read.ok) return read.problems
+    this.#integral = integral
+    this.#previousError = previous ?? undefined
+    this.#lastTime = last ?? undefined
+    this.#output = output
+  }
 }
 
 /** A noise source's settings. */
@@ -237,6 +258,30 @@ export class Noise {
   reset(): void {
     this.#random = new PyRandom(this.#s.seed)
     this.#sum = this.#b0 = this.#b1 = this.#b2 = 0
+  }
+
+  /**
+   * Its generator's whole state (not its seed) and the filter's memory: restored, the noise goes
+   * on with exactly the samples it would have given next.
+   */
+  saveState(): StateValue {
+    return { random: { ...this.#random.getState() }, sum: this.#sum, b: [this.#b0, this.#b1, this.#b2] }
+  }
+
+  /** Takes back what `saveState` gave; on a problem nothing changes and the problems come back. */
+  restoreState(state: unknown, path: string): ErrorDetail[] | void {
+    const read = new StateReader(state, path)
+    const sum = read.number('sum', {})
+    const b = read.list('b')
+    if (read.has('b') && (b.length !== 3 || !b.every((x) => typeof x === 'number' && Number.isFinite(x))))
+      read.problem('b', 'expected a list of 3 finite numbers')
+    if (!read.ok) return read.problems
+    const random = new PyRandom(0n)
+    const problem = random.setState(read.raw('random'))
+    if (problem !== undefined) return [{ path: `${path}.random`, message: problem }]
+    this.#random = random
+    this.#sum = sum
+    ;[this.#b0, this.#b1, this.#b2] = b as [number, number, number]
   }
 }
 

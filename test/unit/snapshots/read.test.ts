@@ -179,8 +179,11 @@ test('migrate upgrades a v0 object to the current version and leaves current fil
   assert.deepEqual(migrate(v0), { ...v0, schema_version: CURRENT_SCHEMA_VERSION })
   assert.ok(!('schema_version' in v0), 'the input is not mutated')
   const v1 = { ...v0, schema_version: 1 }
-  assert.deepEqual(migrate(v1), v1)
-  assert.throws(() => migrate({ ...v0, schema_version: 2 }), /newer Mimic/)
+  assert.deepEqual(migrate(v1), { ...v1, schema_version: 2 }, 'version 2 only adds an optional state section')
+  assert.deepEqual(migrate({ ...v1, state: {} }), { ...v1, schema_version: 2 }, 'a version 1 file holds no state')
+  const v2 = { ...v0, schema_version: 2 }
+  assert.deepEqual(migrate(v2), v2)
+  assert.throws(() => migrate({ ...v0, schema_version: 3 }), /newer Mimic/)
   assert.throws(() => migrate({ ...v0, schema_version: -1 }), ValidationError)
 })
 
