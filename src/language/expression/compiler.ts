@@ -136,17 +136,12 @@ export class Compiler {
   readonly #refIndex = new Map<Reference, number>()
   readonly #text: string
   readonly #names: CompilerNames
-  /** Attribute names the values of the imported native modules lack but CPython's have: sent to the worker. */
-  readonly #unservedMembers = new Set<string>()
   #scope: CompileScope
 
   constructor(text: string, names: CompilerNames) {
     this.#text = text
     this.#names = names
     this.#scope = new CompileScope(null)
-    for (const module of names.imports.values()) {
-      for (const name of NATIVE_IMPORTS.get(module.split('.')[0] ?? '')?.unservedMembers ?? []) this.#unservedMembers.add(name)
-    }
   }
 
   /** Slots the top frame needs (locals of a function body). */
@@ -787,7 +782,6 @@ export class Compiler {
       if (k.unserved.has(name)) return this.#notNative(prop, `${owner}: '${name}' is not evaluated natively`)
       return this.#refuse(prop, `${owner} has no attribute '${name}'`)
     }
-    if (this.#unservedMembers.has(name)) return this.#notNative(prop, `'.${name}' is not evaluated natively`)
     return (f) => getAttribute(obj(f), name)
   }
 
@@ -850,7 +844,6 @@ export class Compiler {
         const obj = this.expr(objNode)
         const k = constantOf(obj)
         if (!(k instanceof PyModule) && !(k instanceof PyType)) {
-          if (this.#unservedMembers.has(name)) return this.#notNative(prop, `'.${name}()' is not evaluated natively`)
           return kwargs === null
             ? (f) => callMethod(obj(f), name, args(f), null)
             : (f) => callMethod(obj(f), name, args(f), (kwargs as (f: Frame) => PyKwargs)(f))

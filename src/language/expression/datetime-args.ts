@@ -77,7 +77,9 @@ export function parseArgs(spec: ArgSpec, args: readonly PyValue[], kwargs: PyKwa
       const bound = required < len ? 'at most' : 'exactly'
       throw new PyException(
         'TypeError',
-        positional === 0 ? `${fn} takes no positional arguments` : `${fn} takes ${bound} ${positional} positional argument${positional === 1 ? '' : 's'} (${nargs} given)`,
+        positional === 0
+          ? `${fn} takes no positional arguments`
+          : `${fn} takes ${bound} ${positional} positional argument${positional === 1 ? '' : 's'} (${nargs} given)`,
       )
     }
     let current: PyValue | undefined

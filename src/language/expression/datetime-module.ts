@@ -12,8 +12,9 @@
  */
 import { asBigInt, isInt } from './arithmetic.js'
 import { ArgTypeError, cAny, cInt, cStr, noArgs, oneArg, parseArgs, tupleArgs, type ArgSpec, type Converter } from './datetime-args.js'
-import { checkYear, localFields, MAX_ORDINAL, ordinalToYmd } from './datetime-calendar.js'
+import { localFields, ordinalToYmd } from './datetime-calendar.js'
 import { isoToYmd, parseIsoDate, parseIsoDateTime, parseIsoTime, type ParsedTime } from './datetime-format.js'
+import { strptimeFields } from './datetime-strptime.js'
 import {
   datetimeFromTimestamp,
   makeDate,
@@ -323,7 +324,31 @@ const DATETIME = new PyType(
     }),
     method('combine', (args, kwargs) => {
       const [date, time, tzinfo] = parseArgs(combineSpec, args, kwargs, [dateArg, timeArg, cAny]) as [PyDate, PyTime, PyValue | undefined]
-      return makeDateTime(date.year, date.month, date.day, time.hour, time.minute, time.second, time.microsecond, tzinfo === undefined ? time.tzinfo : tzinfo, time.fold)
+      return makeDateTime(
+        date.year,
+        date.month,
+        date.day,
+        time.hour,
+        time.minute,
+        time.second,
+        time.microsecond,
+        tzinfo === undefined ? time.tzinfo : tzinfo,
+        time.fold,
+      )
+    }),
+    method('strptime', (args, kwargs) => {
+      tupleArgs('strptime', args, kwargs, 2, 2)
+      const [data, format] = args.map((v, i) => {
+        if (typeof v !== 'string') throw new PyException('TypeError', `strptime() argument ${i + 1} must be str, not ${typeName(v)}`)
+        return v
+      }) as [string, string]
+      const f = strptimeFields(data, format)
+      let tz: PyValue = null
+      if (f.offset !== null) {
+        const delta = PyTimedelta.fromSeconds(f.offset.seconds, f.offset.microseconds)
+        tz = f.zoneName ? newTimezone(delta, f.zoneName) : newTimezone(delta, null)
+      }
+      return makeDateTime(f.year, f.month, f.day, f.hour, f.minute, f.second, f.fraction, tz, 0)
     }),
     method('fromisoformat', (args, kwargs) => {
       const text = isoString(oneArg('datetime.fromisoformat', args, kwargs))
@@ -353,7 +378,6 @@ const DATETIME = new PyType(
     'replace',
     'second',
     'strftime',
-    'strptime',
     'time',
     'timestamp',
     'timetuple',
@@ -402,9 +426,6 @@ PyDate.TABLE.type = DATE
 PyDateTime.DT_TABLE.type = DATETIME
 PyTime.TABLE.type = TIME
 
-/** Names of CPython's datetime values that no native one has: an expression using one is evaluated by the worker. */
-const UNSERVED_MEMBERS = ['timetuple', 'utctimetuple', 'isocalendar', 'strptime']
-
 export const DATETIME_MODULE = new PyModule(
   'datetime',
   new Map<string, PyValue>([
@@ -418,5 +439,4 @@ export const DATETIME_MODULE = new PyModule(
     ['timezone', TIMEZONE],
   ]),
   ['tzinfo', 'datetime_CAPI'],
-  UNSERVED_MEMBERS,
 )

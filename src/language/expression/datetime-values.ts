@@ -14,6 +14,7 @@ import {
   daysBeforeMonth,
   daysInMonth,
   EPOCH_SECONDS,
+  isoWeek1Monday,
   localFields,
   localFold,
   localOffset,
@@ -26,7 +27,19 @@ import {
 } from './datetime-calendar.js'
 import { formatOffset, formatTimeOfDay, strftime, type Replacements, type TimeTuple } from './datetime-format.js'
 import { localZoneName } from './datetime-zone.js'
-import { PyCallable, PyException, PyObject, PyTuple, strRepr, typeName, type OrderOp, type PyKwargs, type PyType, type PyValue } from './values.js'
+import {
+  PyCallable,
+  PyException,
+  PyNamedTuple,
+  PyObject,
+  PyTuple,
+  strRepr,
+  typeName,
+  type OrderOp,
+  type PyKwargs,
+  type PyType,
+  type PyValue,
+} from './values.js'
 
 type Method<T> = (self: T, args: PyValue[], kwargs: PyKwargs) => PyValue
 
@@ -353,10 +366,7 @@ export const UTC = new PyTimezone(ZERO, null)
 export function newTimezone(offset: PyTimedelta, name: string | null): PyTimezone {
   if (name === null && offset.isZero()) return UTC
   if ((offset.days === -1 && offset.seconds === 0 && offset.microseconds < 1) || offset.days < -1 || offset.days >= 1) {
-    throw new PyException(
-      'ValueError',
-      `offset must be a timedelta strictly between -timedelta(hours=24) and timedelta(hours=24), not ${offset.repr()}.`,
-    )
+    throw new PyException('ValueError', `offset must be a timedelta strictly between -timedelta(hours=24) and timedelta(hours=24), not ${offset.repr()}.`)
   }
   return new PyTimezone(offset, name)
 }
@@ -394,6 +404,30 @@ function ctime(d: PyDate, hour: number, minute: number, second: number): string 
   return `${DAY_NAMES[weekdayOf(d.ordinal)]} ${MONTH_NAMES[d.month - 1]} ${String(d.day).padStart(2, ' ')} ${p2(hour)}:${p2(minute)}:${p2(second)} ${String(d.year).padStart(4, '0')}`
 }
 
+const STRUCT_TIME_FIELDS = ['tm_year', 'tm_mon', 'tm_mday', 'tm_hour', 'tm_min', 'tm_sec', 'tm_wday', 'tm_yday', 'tm_isdst']
+
+/** `time.struct_time` of a time tuple (CPython's build_struct_time). */
+function structTime(tt: TimeTuple, isdst: number): PyNamedTuple {
+  const items = [tt.year, tt.month, tt.day, tt.hour, tt.minute, tt.second, tt.weekday, tt.yday, isdst].map((n) => BigInt(n))
+  return new PyNamedTuple('time.struct_time', STRUCT_TIME_FIELDS, items, { tm_zone: null, tm_gmtoff: null })
+}
+
+/** `date.isocalendar()`: ISO year, week and weekday. */
+function isoCalendar(d: PyDate): PyNamedTuple {
+  let year = d.year
+  const today = d.ordinal
+  let week = Math.floor((today - isoWeek1Monday(year)) / 7)
+  const day = today - isoWeek1Monday(year) - week * 7
+  if (week < 0) {
+    year--
+    week = Math.floor((today - isoWeek1Monday(year)) / 7)
+  } else if (week >= 52 && today >= isoWeek1Monday(year + 1)) {
+    year++
+    week = 0
+  }
+  return new PyNamedTuple('datetime.IsoCalendarDate', ['year', 'week', 'weekday'], [BigInt(year), BigInt(week + 1), BigInt(day + 1)])
+}
+
 const strftimeSpec = { fname: 'strftime', names: ['format'], required: 1 }
 
 function strftimeOf(self: PyDate | PyTime, args: PyValue[], kwargs: PyKwargs): string {
@@ -425,6 +459,8 @@ export class PyDate extends TableObject {
       weekday: (s, args, kwargs) => (noArgs('date.weekday', args, kwargs), BigInt(weekdayOf(s.ordinal))),
       isoweekday: (s, args, kwargs) => (noArgs('date.isoweekday', args, kwargs), BigInt(weekdayOf(s.ordinal) + 1)),
       toordinal: (s, args, kwargs) => (noArgs('date.toordinal', args, kwargs), BigInt(s.ordinal)),
+      timetuple: (s, args, kwargs) => (noArgs('date.timetuple', args, kwargs), structTime(s.timeTuple(), -1)),
+      isocalendar: (s, args, kwargs) => (noArgs('date.isocalendar', args, kwargs), isoCalendar(s)),
       replace: (s, args, kwargs) => {
         const [y = s.year, m = s.month, d = s.day] = parseArgs(dateReplaceSpec, args, kwargs, ints(3)) as Array<number | undefined>
         return makeDate(y, m, d)
@@ -528,7 +564,12 @@ export function makeDate(year: number, month: number, day: number): PyDate {
 const isoformatSpec = { fname: 'isoformat', names: ['sep', 'timespec'], required: 0 }
 const timeIsoformatSpec = { fname: 'isoformat', names: ['timespec'], required: 0 }
 const astimezoneSpec = { fname: 'astimezone', names: ['tz'], required: 0 }
-const dtReplaceSpec = { fname: 'replace', names: ['year', 'month', 'day', 'hour', 'minute', 'second', 'microsecond', 'tzinfo', 'fold'], required: 0, positional: 8 }
+const dtReplaceSpec = {
+  fname: 'replace',
+  names: ['year', 'month', 'day', 'hour', 'minute', 'second', 'microsecond', 'tzinfo', 'fold'],
+  required: 0,
+  positional: 8,
+}
 const timeReplaceSpec = { fname: 'replace', names: ['hour', 'minute', 'second', 'microsecond', 'tzinfo', 'fold'], required: 0, positional: 5 }
 
 /** CPython's `C` converter: one character. */
@@ -588,6 +629,12 @@ export class PyDateTime extends PyDate {
       time: (s, args, kwargs) => (noArgs('datetime.time', args, kwargs), new PyTime(s.hour, s.minute, s.second, s.microsecond, null, s.fold)),
       timetz: (s, args, kwargs) => (noArgs('datetime.timetz', args, kwargs), new PyTime(s.hour, s.minute, s.second, s.microsecond, s.tzinfo, s.fold)),
       timestamp: (s, args, kwargs) => (noArgs('datetime.timestamp', args, kwargs), s.timestamp()),
+      timetuple: (s, args, kwargs) => (noArgs('datetime.timetuple', args, kwargs), structTime(s.timeTuple(), -1)),
+      utctimetuple: (s, args, kwargs) => {
+        noArgs('datetime.utctimetuple', args, kwargs)
+        const utc = s.tzinfo === null ? s : s.plus(-s.tzinfo.offset.totalMicroseconds)
+        return structTime(utc.timeTuple(), 0)
+      },
       utcoffset: (s, args, kwargs) => (noArgs('datetime.utcoffset', args, kwargs), s.tzinfo?.offset ?? null),
       dst: (_s, args, kwargs) => (noArgs('datetime.dst', args, kwargs), null),
       tzname: (s, args, kwargs) => (noArgs('datetime.tzname', args, kwargs), s.tzinfo?.str() ?? null),

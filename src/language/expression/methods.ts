@@ -16,6 +16,7 @@ import {
   PyException,
   pyEquals,
   PyModule,
+  PyNamedTuple,
   PyObject,
   PyRange,
   PyType,
@@ -433,6 +434,10 @@ export function getAttribute(obj: PyValue, name: string): PyValue {
     if (name === 'start') return obj.start
     if (name === 'stop') return obj.stop
     if (name === 'step') return obj.step
+  }
+  if (obj instanceof PyNamedTuple) {
+    const v = obj.field(name)
+    if (v !== undefined) return v
   }
   if ((typeof obj === 'number' || isInt(obj)) && (name === 'real' || name === 'imag')) {
     if (name === 'imag') return typeof obj === 'number' ? 0 : 0n

@@ -12,20 +12,7 @@ import { floatRepr } from './float-format.js'
 
 /** Any value an expression can produce. */
 export type PyValue =
-  | null
-  | boolean
-  | bigint
-  | number
-  | string
-  | PyValue[]
-  | PyTuple
-  | PyDict
-  | PyCallable
-  | PyModule
-  | PySlice
-  | PyRange
-  | PyIterator
-  | PyObject
+  null | boolean | bigint | number | string | PyValue[] | PyTuple | PyDict | PyCallable | PyModule | PySlice | PyRange | PyIterator | PyObject
 
 /** A dict: insertion-ordered like Python's; keys that Python treats as equal (1, 1.0, True) are made one key by {@link dictKey}. */
 export type PyDict = Map<PyValue, PyValue>
@@ -40,6 +27,32 @@ export class PyTuple {
   readonly items: readonly PyValue[]
   constructor(items: readonly PyValue[]) {
     this.items = items
+  }
+}
+
+/**
+ * A tuple whose items also have names (a struct sequence or named tuple: `time.struct_time`,
+ * `datetime.IsoCalendarDate`): a tuple in every operation, printed with its names. `extra`
+ * holds attributes that are not items (struct_time's `tm_zone`).
+ *
+ * @example
+ * new PyNamedTuple('datetime.IsoCalendarDate', ['year', 'week', 'weekday'], [2024n, 19n, 2n])
+ */
+export class PyNamedTuple extends PyTuple {
+  constructor(
+    readonly typeName: string,
+    readonly fields: readonly string[],
+    items: readonly PyValue[],
+    readonly extra: Readonly<Record<string, PyValue>> = {},
+  ) {
+    super(items)
+  }
+
+  /** The item or extra attribute called `name`, or undefined. */
+  field(name: string): PyValue | undefined {
+    const i = this.fields.indexOf(name)
+    if (i >= 0) return this.items[i] ?? null
+    return Object.hasOwn(this.extra, name) ? this.extra[name] : undefined
   }
 }
 
@@ -64,8 +77,7 @@ export class PyCallable {
 /**
  * A module served natively (`math`, `random`): a name and its attributes. `unserved` names what
  * CPython's module has that is not served natively: an expression using one of them is sent to
- * the Python worker (NotNativeError) instead of being refused. `unservedMembers` does the same
- * for attribute names of the values the module makes (`d.timetuple()` on a datetime).
+ * the Python worker (NotNativeError) instead of being refused.
  *
  * @example
  * new PyModule('math', new Map([['pi', Math.PI]]))
@@ -74,12 +86,10 @@ export class PyModule {
   readonly name: string
   readonly attributes: ReadonlyMap<string, PyValue>
   readonly unserved: ReadonlySet<string>
-  readonly unservedMembers: ReadonlySet<string>
-  constructor(name: string, attributes: ReadonlyMap<string, PyValue>, unserved: Iterable<string> = [], unservedMembers: Iterable<string> = []) {
+  constructor(name: string, attributes: ReadonlyMap<string, PyValue>, unserved: Iterable<string> = []) {
     this.name = name
     this.attributes = attributes
     this.unserved = new Set(unserved)
-    this.unservedMembers = new Set(unservedMembers)
   }
 }
 
@@ -264,6 +274,7 @@ export function typeName(v: PyValue): string {
       return 'str'
   }
   if (Array.isArray(v)) return 'list'
+  if (v instanceof PyNamedTuple) return v.typeName
   if (v instanceof PyTuple) return 'tuple'
   if (v instanceof Map) return 'dict'
   if (v instanceof PyObject) return v.typeName
@@ -318,6 +329,7 @@ export function strRepr(s: string): string {
 export function pyRepr(v: PyValue): string {
   if (typeof v === 'string') return strRepr(v)
   if (Array.isArray(v)) return '[' + v.map(pyRepr).join(', ') + ']'
+  if (v instanceof PyNamedTuple) return `${v.typeName}(${v.fields.map((f, i) => `${f}=${pyRepr(v.items[i] ?? null)}`).join(', ')})`
   if (v instanceof PyTuple) return v.items.length === 1 ? '(' + pyRepr(v.items[0] ?? null) + ',)' : '(' + v.items.map(pyRepr).join(', ') + ')'
   if (v instanceof Map) {
     const keys = dictKeys(v)
@@ -356,7 +368,7 @@ export function dictKey(k: PyValue): PyValue {
   if (typeof k === 'boolean') return k ? 1n : 0n
   if (typeof k === 'number' && Number.isInteger(k)) return BigInt(k)
   if (Array.isArray(k) || k instanceof Map) throw new PyException('TypeError', `unhashable type: '${typeName(k)}'`)
-  if (k instanceof PyTuple) return 'tuple:' + pyRepr(k)
+  if (k instanceof PyTuple) return 'tuple:' + pyRepr(k instanceof PyNamedTuple ? new PyTuple(k.items) : k)
   if (k instanceof PyObject) return k.hashKey()
   return k
 }

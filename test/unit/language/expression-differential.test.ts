@@ -275,7 +275,29 @@ function datetimeGenerator(rand: () => number): () => string {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T
   const D = 'datetime'
   const num = (): string =>
-    pick(['0', '1', '2', '-1', '7', '30', '365', '-400', '1000000', '999999999', '0.5', '1.5', '-2.5', '0.1', '1e-6', '2.5e-6', '0.0000005', '1e9', '86399.9999995', 'True', '10**10'])
+    pick([
+      '0',
+      '1',
+      '2',
+      '-1',
+      '7',
+      '30',
+      '365',
+      '-400',
+      '1000000',
+      '999999999',
+      '0.5',
+      '1.5',
+      '-2.5',
+      '0.1',
+      '1e-6',
+      '2.5e-6',
+      '0.0000005',
+      '1e9',
+      '86399.9999995',
+      'True',
+      '10**10',
+    ])
   const tdArgs = (): string => {
     const keys = ['days', 'seconds', 'microseconds', 'milliseconds', 'minutes', 'hours', 'weeks']
     const parts: string[] = []
@@ -311,7 +333,27 @@ function datetimeGenerator(rand: () => number): () => string {
   const day = field(['1', '28', '29', '30', '31', '15', '0', '32'])
   const hms = field(['0', '1', '12', '23', '59', '24', '60', '-1'])
   const us = field(['0', '1', '500000', '999999', '1000000', '120'])
-  const ts = field(['0', '1', '-1', '1.5e9', '1700000000.123456', '1.0000005', '-1.0000005', '0.9999995', '86400*365*30', '253402300799', '253402300800', '-62135596800', '-62135596801', '1e11', '1e20', "float('nan')", '1234567890.5', '-0.5', '2**40'])
+  const ts = field([
+    '0',
+    '1',
+    '-1',
+    '1.5e9',
+    '1700000000.123456',
+    '1.0000005',
+    '-1.0000005',
+    '0.9999995',
+    '86400*365*30',
+    '253402300799',
+    '253402300800',
+    '-62135596800',
+    '-62135596801',
+    '1e11',
+    '1e20',
+    "float('nan')",
+    '1234567890.5',
+    '-0.5',
+    '2**40',
+  ])
   const iso = field([
     "'2020-01-01'",
     "'2020-01-01T01'",
@@ -400,6 +442,9 @@ function datetimeGenerator(rand: () => number): () => string {
         'utcoffset()',
         'tzname()',
         'dst()',
+        'timetuple()',
+        'utctimetuple()',
+        'isocalendar()',
         'year',
         'hour',
         'microsecond',
@@ -410,7 +455,8 @@ function datetimeGenerator(rand: () => number): () => string {
     }
     if (r < 0.72) return `${datetime()}.astimezone(${tz()})`
     if (r < 0.76) return `${datetime()}.replace(${pick(['year=2001', 'day=31', 'tzinfo=None', `tzinfo=${tz()}`, 'hour=25', 'fold=2', 'month=2, day=29'])})`
-    if (r < 0.8) return `${date()}.${pick(['isoformat()', 'ctime()', 'weekday()', 'toordinal()', 'replace(month=2)', 'replace(day=29)'])}`
+    if (r < 0.8)
+      return `${date()}.${pick(['isoformat()', 'ctime()', 'weekday()', 'toordinal()', 'replace(month=2)', 'replace(day=29)', 'timetuple()', 'isocalendar()'])}`
     if (r < 0.84) return `${time()}.${pick(['isoformat()', "isoformat('minutes')", 'utcoffset()', 'tzname()', 'replace(hour=3)', 'hour'])}`
     if (r < 0.87) return `${time()} ${pick(['<', '==', '>='])} ${time()}`
     if (r < 0.9)
@@ -420,11 +466,40 @@ function datetimeGenerator(rand: () => number): () => string {
         `${D}.date.fromisocalendar(${pick(['2020', '2021', '0', '9999'])}, ${pick(['1', '52', '53', '54'])}, ${pick(['1', '5', '7', '8'])})`,
         `${D}.date.fromtimestamp(${ts()})`,
       ])
+    if (r < 0.91) return `${D}.datetime.strptime(${pick(STRPTIME_CASES)})`
     if (r < 0.93) return `str(${value()})`
     if (r < 0.96) return `{${value()}: 1, ${value()}: 2}`
     return value()
   }
 }
+
+/** Text and format pairs for strptime, matching and not. */
+const STRPTIME_CASES = [
+  "'07.05.2024 13:45', '%d.%m.%Y %H:%M'",
+  "'2024-05-07T12:00:00+02:00', '%Y-%m-%dT%H:%M:%S%z'",
+  "'2024-05-07T12:00:00Z', '%Y-%m-%dT%H:%M:%S%z'",
+  "'Tue, 07 May 2024 12:00:00 +0000 UTC', '%a, %d %b %Y %H:%M:%S %z %Z'",
+  "'20 02 2020 1:02:03 PM', '%d %m %Y %I:%M:%S %p'",
+  "'2024 19 2', '%G %V %u'",
+  "'2024 19', '%G %V'",
+  "'2024 128', '%Y %j'",
+  "'2024 0 1', '%Y %U %w'",
+  "'Feb 29', '%b %d'",
+  "'29 Feb', '%d %b'",
+  "'Tue May  7 12:00:00 2024', '%c'",
+  "'07/05/24 23:59:60', '%x %X'",
+  "'1.1234567', '%S.%f'",
+  "'2020x', '%Y'",
+  "'2020', '%Y-'",
+  "'2020', '%Q'",
+  "'2020', '%'",
+  "'1 1', '%d %d'",
+  "'2024-05-07 12:00:00+0130:15', '%Y-%m-%d %H:%M:%S%z'",
+  "'2024-05-07 12:00:00+9900', '%Y-%m-%d %H:%M:%S%z'",
+  "'TUESDAY 7 MAY 99', '%A %d %B %y'",
+  "'a(B)2020', 'A(b)%Y'",
+  "2020, '%Y'",
+]
 
 // Reprs, or exception type and message, as CPython gives them.
 const DATETIME_PYTHON = String.raw`
@@ -554,7 +629,9 @@ describe('the datetime module against CPython', () => {
       process.env.TZ = zone
       try {
         const next = datetimeGenerator(mulberry32(SEED + 3))
-        const random = Array.from({ length: 100 }, next).filter((src) => src.includes('fromtimestamp') || src.includes('astimezone') || src.includes('timestamp()'))
+        const random = Array.from({ length: 100 }, next).filter(
+          (src) => src.includes('fromtimestamp') || src.includes('astimezone') || src.includes('timestamp()'),
+        )
         const mismatches = datetimeMismatches([...LOCAL_CASES, ...random], { ...process.env, TZ: zone })
         assert.deepEqual(mismatches, [])
       } finally {
@@ -577,7 +654,8 @@ describe('the datetime module against CPython', () => {
     assert.equal(py.status, 0, py.stderr)
     const theirs = (JSON.parse(py.stdout) as string[]).map(Number)
     const ours = sources.map((src) => Number(oursWithDatetime(src)))
-    for (let i = 0; i < sources.length; i++) assert.ok(Math.abs((ours[i] ?? NaN) - (theirs[i] ?? NaN)) < 1, `${sources[i]}: engine ${ours[i]}, python ${theirs[i]}`)
+    for (let i = 0; i < sources.length; i++)
+      assert.ok(Math.abs((ours[i] ?? NaN) - (theirs[i] ?? NaN)) < 1, `${sources[i]}: engine ${ours[i]}, python ${theirs[i]}`)
     const kinds = [
       'datetime.datetime.now().tzinfo is None and datetime.datetime.utcnow().tzinfo is None and datetime.datetime.now().fold in (0, 1)',
       'datetime.datetime.now(datetime.timezone.utc).tzinfo == datetime.timezone.utc',
