@@ -73,6 +73,11 @@ describe('the datetime module in expressions', () => {
     assert.equal(fromPy(d, 'str'), '2024-05-06 07:08:09.000010')
     assert.equal(fromPy(d, 'bool'), true)
     assert.equal(fromPy(evaluate('datetime.timedelta(hours=1)'), 'str'), '1:00:00')
+    assert.deepEqual(
+      fromPy(evaluate('{datetime.date(2024, 1, 1): 1.5, (1, 2): 2.5}'), 'dict'),
+      { '2024-01-01': 1.5, '(1, 2)': 2.5 },
+      "keys as str() of them, as Python's worker sends them",
+    )
     const typeError = (type: 'float' | 'int' | 'any', message: string): void => {
       assert.throws(
         () => fromPy(d, type),
