@@ -733,7 +733,7 @@ export class PyDateTime extends PyDate {
 
   override equals(other: PyValue): boolean {
     if (!(other instanceof PyDateTime)) return false
-    const diff = this.difference(other)
+    const diff = this.#difference(other)
     return diff !== undefined && diff === 0n
   }
 
@@ -742,7 +742,7 @@ export class PyDateTime extends PyDate {
       if (other instanceof PyDate) throw new PyException('TypeError', `can't compare ${this.typeName} to ${other.typeName}`)
       return undefined
     }
-    const diff = this.difference(other)
+    const diff = this.#difference(other)
     if (diff === undefined) throw new PyException('TypeError', "can't compare offset-naive and offset-aware datetimes")
     return compareNumbers(op, diff, 0n)
   }
@@ -754,10 +754,6 @@ export class PyDateTime extends PyDate {
     }
     if (this.tzinfo !== null && other.tzinfo !== null) return this.utcMicros - other.utcMicros
     return undefined
-  }
-
-  difference(other: PyDateTime): bigint | undefined {
-    return this.#difference(other)
   }
 
   override hashKey(): PyValue {
