@@ -58,7 +58,12 @@ export function strftime(format: string, tt: TimeTuple, rep: Replacements): stri
     else if (next === 'Z') out += (rep.Z ?? '').replace(/%/g, '%%')
     else out += '%' + next
   }
-  return cStrftime([...out], toTm(tt))
+  // CPython gives the C function a buffer of 1024 characters, doubled until it is 256 times the
+  // format's length; a result that does not fit even then comes back empty.
+  const format2 = [...out]
+  let buffer = 1024
+  while (buffer < 256 * format2.length) buffer *= 2
+  return cStrftime(format2, toTm(tt), buffer - 1) ?? ''
 }
 
 /** `struct tm` as the C library reads it: Sunday 0, yday 0-based. */
@@ -98,16 +103,41 @@ function caseOf(s: string, up: boolean): string {
 
 /**
  * The C library's wide-character strftime (CPython calls wcsftime) over the characters of a
- * format, C locale names.
+ * format, C locale names; null when the result is longer than `room`.
  */
-function cStrftime(f: readonly string[], tm: Tm): string {
+function cStrftime(f: readonly string[], tm: Tm, room: number): string | null {
   let out = ''
+  let size = 0
+  /** Appends `text` (of `length` characters), or gives up when the result outgrows the room. */
+  const put = (text: string, length = [...text].length): void => {
+    size += length
+    if (size > room) throw new ResultTooLong()
+    out += text
+  }
+  const repeat = (c: string, n: number): void => {
+    if (size + n > room) throw new ResultTooLong()
+    put(c.repeat(n), n)
+  }
+  try {
+    convert(f, tm, put, repeat, room)
+  } catch (err) {
+    if (err instanceof ResultTooLong) return null
+    throw err
+  }
+  return out
+}
+
+/** Thrown when a strftime result outgrows CPython's buffer. */
+class ResultTooLong extends Error {}
+
+/** The conversions of cStrftime, appending through `put` and `repeat`. */
+function convert(f: readonly string[], tm: Tm, put: (text: string) => void, repeat: (c: string, n: number) => void, room: number): void {
   let hour12 = tm.hour
   if (hour12 > 12) hour12 -= 12
   else if (hour12 === 0) hour12 = 12
   for (let i = 0; i < f.length; i++) {
     if (f[i] !== '%') {
-      out += f[i]
+      put(f[i] as string)
       continue
     }
     let pad = ''
@@ -134,8 +164,8 @@ function cStrftime(f: readonly string[], tm: Tm): string {
     /** Appends text padded to the field width. */
     const add = (s: string): void => {
       const delta = width - [...s].length
-      if (delta > 0) out += (pad === '0' ? '0' : ' ').repeat(delta)
-      out += toLower || toUpper ? caseOf(s, !toLower) : s
+      if (delta > 0) repeat(pad === '0' ? '0' : ' ', delta)
+      put(toLower || toUpper ? caseOf(s, !toLower) : s)
     }
     // An unknown conversion is copied from the nearest '%' back (the conversion itself when it is one).
     const bad = (): void => {
@@ -151,9 +181,10 @@ function cStrftime(f: readonly string[], tm: Tm): string {
         const padding = digits - body.length
         if (padding > 0) {
           if (pad === '_') {
-            out += ' '.repeat(padding)
+            repeat(' ', padding)
             width = width > padding ? width - padding : 0
           } else {
+            if (padding > room) throw new ResultTooLong()
             body = sign + '0'.repeat(padding) + text
             width = 0
           }
@@ -161,7 +192,11 @@ function cStrftime(f: readonly string[], tm: Tm): string {
       }
       add(body)
     }
-    const sub = (format: string): void => add(cStrftime([...format], tm))
+    const sub = (format: string): void => {
+      const text = cStrftime([...format], tm, room)
+      if (text === null) throw new ResultTooLong()
+      add(text)
+    }
     switch (conv) {
       case '%':
         add('%')
@@ -340,7 +375,6 @@ function cStrftime(f: readonly string[], tm: Tm): string {
         bad()
     }
   }
-  return out
 }
 
 /** `HH:MM:SS[.ffffff]` and the other `timespec` forms of `isoformat()`; undefined for an unknown one. */

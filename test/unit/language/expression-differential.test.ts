@@ -397,6 +397,8 @@ function datetimeGenerator(rand: () => number): () => string {
     "'%P %^p %#p'",
     "'a\\x00b'",
     "'%Ea %Oc %Ex'",
+    "'%2048Y'",
+    "'%2147483647d'",
   ])
   const date = (): string => (rand() < 0.1 ? pick([`${D}.date.min`, `${D}.date.max`]) : `${D}.date(${year()}, ${month()}, ${day()})`)
   const time = (): string =>
