@@ -9,7 +9,22 @@
  */
 import { powInt, powReal, rsqrt } from './double-double.js'
 import { FormatSpecError, formatFloat, formatInt, formatStr } from './float-format.js'
-import { dictGet, iterate, PyException, pyEquals, pyLess, pyRepr, pyStr, PyRange, PyTuple, truthy, typeName, type PyValue } from './values.js'
+import {
+  dictGet,
+  iterate,
+  objectOrder,
+  PyException,
+  pyEquals,
+  pyLess,
+  PyObject,
+  pyRepr,
+  pyStr,
+  PyRange,
+  PyTuple,
+  truthy,
+  typeName,
+  type PyValue,
+} from './values.js'
 
 /** int, float or bool. */
 export function isNumber(v: PyValue): v is number | bigint | boolean {
@@ -169,6 +184,19 @@ function unsupported(op: string, a: PyValue, b: PyValue): never {
   throw new PyException('TypeError', `unsupported operand type(s) for ${op}: '${typeName(a)}' and '${typeName(b)}'`)
 }
 
+/** `a <op> b` when an operand may be a {@link PyObject}: its method, else Python's TypeError. */
+function objectBinary(op: string, a: PyValue, b: PyValue, name = op): PyValue {
+  if (a instanceof PyObject) {
+    const r = a.binary(op, a, b)
+    if (r !== undefined) return r
+  }
+  if (b instanceof PyObject && (!(a instanceof PyObject) || a.binary !== b.binary)) {
+    const r = b.binary(op, a, b)
+    if (r !== undefined) return r
+  }
+  return unsupported(name, a, b)
+}
+
 function repeat(seq: PyValue, n: bigint | boolean): PyValue {
   const big = asBigInt(n)
   if (big > 2n ** 63n - 1n || big < -(2n ** 63n)) throw new PyException('OverflowError', "cannot fit 'int' into an index-sized integer")
@@ -207,7 +235,7 @@ export function pyAdd(a: PyValue, b: PyValue): PyValue {
     if (b instanceof PyTuple) return new PyTuple([...a.items, ...b.items])
     throw new PyException('TypeError', `can only concatenate tuple (not "${typeName(b)}") to tuple`)
   }
-  return unsupported('+', a, b)
+  return objectBinary('+', a, b)
 }
 
 /** `a - b`. */
@@ -217,7 +245,7 @@ export function pySub(a: PyValue, b: PyValue): PyValue {
     if (isInt(a) && isInt(b)) return asBigInt(a) - asBigInt(b)
     return toFloat(a) - toFloat(b)
   }
-  return unsupported('-', a, b)
+  return objectBinary('-', a, b)
 }
 
 /** `a * b`. */
@@ -235,7 +263,7 @@ export function pyMul(a: PyValue, b: PyValue): PyValue {
     if (isInt(a)) return repeat(b, a)
     throw new PyException('TypeError', `can't multiply sequence by non-int of type '${typeName(a)}'`)
   }
-  return unsupported('*', a, b)
+  return objectBinary('*', a, b)
 }
 
 /** `a / b`. */
@@ -246,7 +274,7 @@ export function pyTrueDiv(a: PyValue, b: PyValue): PyValue {
     if (y === 0) throw new PyException('ZeroDivisionError', 'float division by zero')
     return toFloat(a) / y
   }
-  return unsupported('/', a, b)
+  return objectBinary('/', a, b)
 }
 
 /** `a // b`. */
@@ -255,7 +283,7 @@ export function pyFloorDiv(a: PyValue, b: PyValue): PyValue {
     if (isInt(a) && isInt(b)) return intFloorDiv(asBigInt(a), asBigInt(b))
     return floatFloorDiv(toFloat(a), toFloat(b))
   }
-  return unsupported('//', a, b)
+  return objectBinary('//', a, b)
 }
 
 /** `a % b`, including str % args. */
@@ -265,11 +293,11 @@ export function pyMod(a: PyValue, b: PyValue): PyValue {
     return floatMod(toFloat(a), toFloat(b))
   }
   if (typeof a === 'string') return percentFormat(a, b)
-  return unsupported('%', a, b)
+  return objectBinary('%', a, b)
 }
 
 /** `divmod(a, b)`. */
-export function pyDivmod(a: PyValue, b: PyValue): PyTuple {
+export function pyDivmod(a: PyValue, b: PyValue): PyValue {
   if (isNumber(a) && isNumber(b)) {
     if (isInt(a) && isInt(b)) {
       const x = asBigInt(a)
@@ -278,7 +306,7 @@ export function pyDivmod(a: PyValue, b: PyValue): PyTuple {
     }
     return new PyTuple(floatDivmod(toFloat(a), toFloat(b), 'float divmod()'))
   }
-  return unsupported('divmod()', a, b)
+  return objectBinary('divmod', a, b, 'divmod()')
 }
 
 /** `a ** b`. */
@@ -348,18 +376,25 @@ export function pyBinary(op: string, a: PyValue, b: PyValue): PyValue {
   }
 }
 
+/** A unary operator on a {@link PyObject}, else Python's TypeError (`what`: `unary -`, `abs()`). */
+export function objectUnary(op: '-' | '+' | 'abs', a: PyValue, what: string): PyValue {
+  const r = a instanceof PyObject ? a.unary(op) : undefined
+  if (r !== undefined) return r
+  throw new PyException('TypeError', `bad operand type for ${what}: '${typeName(a)}'`)
+}
+
 /** `-a`. */
 export function pyNeg(a: PyValue): PyValue {
   if (typeof a === 'number') return -a
   if (isInt(a)) return -asBigInt(a)
-  throw new PyException('TypeError', `bad operand type for unary -: '${typeName(a)}'`)
+  return objectUnary('-', a, 'unary -')
 }
 
 /** `+a`. */
 export function pyPos(a: PyValue): PyValue {
   if (typeof a === 'number') return a
   if (isInt(a)) return asBigInt(a)
-  throw new PyException('TypeError', `bad operand type for unary +: '${typeName(a)}'`)
+  return objectUnary('+', a, 'unary +')
 }
 
 /** `~a`. */
@@ -382,6 +417,9 @@ export function pyContains(container: PyValue, item: PyValue): boolean {
     const { start, stop, step } = container
     const inside = step > 0n ? n >= start && n < stop : n <= start && n > stop
     return inside && (n - start) % step === 0n
+  }
+  if (container instanceof PyObject || isNumber(container) || container === null) {
+    throw new PyException('TypeError', `argument of type '${typeName(container)}' is not iterable`)
   }
   const items = Array.isArray(container) ? container : container instanceof PyTuple ? container.items : iterate(container)
   for (const x of items) if (x === item || pyEquals(x, item)) return true
@@ -438,6 +476,11 @@ function lessOrEqual(a: PyValue, b: PyValue, op: string): boolean {
   }
   if (typeof a === 'string' && typeof b === 'string') return a <= b
   const xs = Array.isArray(a) && Array.isArray(b) ? [a, b] : a instanceof PyTuple && b instanceof PyTuple ? [a.items, b.items] : null
+  if (xs === null && (a instanceof PyObject || b instanceof PyObject)) {
+    // `x >= y` arrives here as `y <= x`.
+    const ordered = op === '>=' ? objectOrder(b, a, '>=', '<=') : objectOrder(a, b, '<=', '>=')
+    if (ordered !== undefined) return ordered
+  }
   if (xs === null)
     throw new PyException('TypeError', `'${op}' not supported between instances of '${typeName(op === '>=' ? b : a)}' and '${typeName(op === '>=' ? a : b)}'`)
   const [p = [], q = []] = xs
@@ -457,6 +500,7 @@ export function pyFormat(value: PyValue, spec: string): string {
     if (typeof value === 'bigint') return formatInt(value, spec, intToFloat)
     if (typeof value === 'boolean') return spec === '' ? pyStr(value) : formatInt(value ? 1n : 0n, spec, intToFloat)
     if (typeof value === 'string') return formatStr(value, spec)
+    if (value instanceof PyObject) return value.format(spec)
     if (spec === '') return pyStr(value)
   } catch (err) {
     if (err instanceof FormatSpecError) throw new PyException('ValueError', err.message)

@@ -6,7 +6,7 @@
  * @example
  * BUILTINS.get('round')?.call([2.5], null) // 2n
  */
-import { asBigInt, floatPow, isInt, isNumber, pyAdd, pyCompare, pyDivmod, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
+import { asBigInt, floatPow, isInt, isNumber, objectUnary, pyAdd, pyCompare, pyDivmod, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
 import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, log2 as ddLog2, tan as ddTan } from './double-double.js'
 import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
@@ -245,7 +245,7 @@ function pyAbs(x: PyValue): PyValue {
     const v = asBigInt(x)
     return v < 0n ? -v : v
   }
-  throw new PyException('TypeError', `bad operand type for abs(): '${typeName(x)}'`)
+  return objectUnary('abs', x, 'abs()')
 }
 
 function pyLen(x: PyValue): bigint {

@@ -23,7 +23,7 @@ export interface CompileOptions {
   constants?: Readonly<Record<string, PyValue>> | ReadonlyMap<string, PyValue>
   /** Names whose values come at evaluation time through `scope.parameter(name)`. */
   parameters?: readonly string[]
-  /** The action's `imports`: alias -> module (`{m: math}`); `math`, `random` and `time` are served natively. */
+  /** The action's `imports`: alias -> module (`{m: math}`); `math`, `random`, `time` and `datetime` are served natively. */
   imports?: Readonly<Record<string, string>>
   /** The model's attribute names; when given, a bare name that is none of them is refused. */
   attributes?: Iterable<string>
@@ -51,7 +51,7 @@ export interface CompiledExpression {
 
 /**
  * Thrown when an expression is valid but uses something only the Python worker runs (an import
- * other than math, random and time, sets, complex numbers): callers send it to the worker instead
+ * other than math, random, time and datetime, sets, complex numbers): callers send it to the worker instead
  * (`worker` holds what it needs).
  * Left unhandled it is a 422 like any refusal.
  *

@@ -13,6 +13,7 @@ import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, p
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
 import { callMethod, getAttribute, getItem, setItem } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
+import { DATETIME_MODULE } from './datetime-module.js'
 import { TIME_MODULE } from './time-module.js'
 import {
   dictSet,
@@ -25,6 +26,7 @@ import {
   PySlice,
   pyStr,
   PyTuple,
+  PyType,
   truthy,
   type PyDict,
   type PyKwargs,
@@ -91,6 +93,7 @@ const OPERATOR_NODES = new Set(['ArithOp', 'BitOp', 'CompareOp', 'not', 'in', 'i
 const NATIVE_IMPORTS: ReadonlyMap<string, PyModule> = new Map([
   ['math', MATH_MODULE],
   ['time', TIME_MODULE],
+  ['datetime', DATETIME_MODULE],
 ])
 
 function children(node: SyntaxNode): SyntaxNode[] {
@@ -516,13 +519,11 @@ export class Compiler {
     if (this.#names.parameters.has(name)) return undefined
     const imported = this.#names.imports.get(name)
     if (imported !== undefined) {
-      const mod = imported === 'random' ? this.#names.random : NATIVE_IMPORTS.get(imported)
-      if (mod !== undefined) return mod
-      const dot = imported.indexOf('.')
-      if (dot > 0) {
-        const v = NATIVE_IMPORTS.get(imported.slice(0, dot))?.attributes.get(imported.slice(dot + 1))
-        if (v !== undefined) return v
-      }
+      // A module, or a name inside one (`datetime.timezone.utc`) when each step is known natively.
+      const [head = '', ...rest] = imported.split('.')
+      let v = (head === 'random' ? this.#names.random : NATIVE_IMPORTS.get(head)) as PyValue | undefined
+      for (const part of rest) v = v instanceof PyModule || v instanceof PyType ? v.attributes.get(part) : undefined
+      if (v !== undefined) return v
       this.#notNative(node, `import '${imported}' is not evaluated natively`)
       return null
     }
@@ -774,10 +775,12 @@ export class Compiler {
     const obj = this.expr(objNode)
     if (name.startsWith('_')) return this.#refuse(prop, `attribute '${name}' is not allowed (names starting with '_' are reserved)`)
     const k = constantOf(obj)
-    if (k instanceof PyModule) {
+    if (k instanceof PyModule || k instanceof PyType) {
       const v = k.attributes.get(name)
-      if (v === undefined) return this.#refuse(prop, `module '${k.name}' has no attribute '${name}'`)
-      return constant(v)
+      if (v !== undefined) return constant(v)
+      const owner = k instanceof PyModule ? `module '${k.name}'` : `type object '${k.name}'`
+      if (k.unserved.has(name)) return this.#notNative(prop, `${owner}: '${name}' is not evaluated natively`)
+      return this.#refuse(prop, `${owner} has no attribute '${name}'`)
     }
     return (f) => getAttribute(obj(f), name)
   }
@@ -840,7 +843,7 @@ export class Compiler {
         if (name.startsWith('_')) return this.#refuse(prop, `attribute '${name}' is not allowed (names starting with '_' are reserved)`)
         const obj = this.expr(objNode)
         const k = constantOf(obj)
-        if (!(k instanceof PyModule)) {
+        if (!(k instanceof PyModule) && !(k instanceof PyType)) {
           return kwargs === null
             ? (f) => callMethod(obj(f), name, args(f), null)
             : (f) => callMethod(obj(f), name, args(f), (kwargs as (f: Frame) => PyKwargs)(f))

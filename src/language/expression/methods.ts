@@ -16,7 +16,10 @@ import {
   PyException,
   pyEquals,
   PyModule,
+  PyNamedTuple,
+  PyObject,
   PyRange,
+  PyType,
   pyRepr,
   PySlice,
   pyStr,
@@ -403,16 +406,20 @@ function methodTable(obj: PyValue): Record<string, Method> | null {
 
 function noAttribute(obj: PyValue, name: string): never {
   if (obj instanceof PyModule) throw new PyException('AttributeError', `module '${obj.name}' has no attribute '${name}'`)
+  if (obj instanceof PyType) throw new PyException('AttributeError', `type object '${obj.name}' has no attribute '${name}'`)
   throw new PyException('AttributeError', `'${typeName(obj)}' object has no attribute '${name}'`)
 }
 
 /** `obj.name(*args, **kwargs)`, without building a bound method. */
 export function callMethod(obj: PyValue, name: string, args: PyValue[], kwargs: PyKwargs): PyValue {
-  if (obj instanceof PyModule) return callable(getAttribute(obj, name)).call(args, kwargs)
+  if (obj instanceof PyModule || obj instanceof PyType) return callable(getAttribute(obj, name)).call(args, kwargs)
   if (typeof obj === 'number' && name === 'is_integer') return Number.isInteger(obj)
   const table = methodTable(obj)
   const method = table === null ? undefined : Object.hasOwn(table, name) ? table[name] : undefined
-  if (method === undefined) return noAttribute(obj, name)
+  if (method === undefined) {
+    const r = obj instanceof PyObject ? obj.callMethod(name, args, kwargs) : undefined
+    return r === undefined ? noAttribute(obj, name) : r
+  }
   return method(obj as never, args, kwargs)
 }
 
@@ -428,11 +435,16 @@ export function getAttribute(obj: PyValue, name: string): PyValue {
     if (name === 'stop') return obj.stop
     if (name === 'step') return obj.step
   }
+  if (obj instanceof PyNamedTuple) {
+    const v = obj.field(name)
+    if (v !== undefined) return v
+  }
   if ((typeof obj === 'number' || isInt(obj)) && (name === 'real' || name === 'imag')) {
     if (name === 'imag') return typeof obj === 'number' ? 0 : 0n
     return typeof obj === 'number' ? obj : asBigInt(obj)
   }
   const table = methodTable(obj)
   if (table !== null && Object.hasOwn(table, name)) return new PyCallable(name, (args, kwargs) => callMethod(obj, name, args, kwargs))
-  return noAttribute(obj, name)
+  const v = obj instanceof PyObject ? obj.attribute(name) : obj instanceof PyType ? obj.attributes.get(name) : undefined
+  return v === undefined ? noAttribute(obj, name) : v
 }

@@ -11,7 +11,8 @@ import { MimicError } from '../../errors.js'
 import { floatRepr } from './float-format.js'
 
 /** Any value an expression can produce. */
-export type PyValue = null | boolean | bigint | number | string | PyValue[] | PyTuple | PyDict | PyCallable | PyModule | PySlice | PyRange | PyIterator
+export type PyValue =
+  null | boolean | bigint | number | string | PyValue[] | PyTuple | PyDict | PyCallable | PyModule | PySlice | PyRange | PyIterator | PyObject
 
 /** A dict: insertion-ordered like Python's; keys that Python treats as equal (1, 1.0, True) are made one key by {@link dictKey}. */
 export type PyDict = Map<PyValue, PyValue>
@@ -26,6 +27,32 @@ export class PyTuple {
   readonly items: readonly PyValue[]
   constructor(items: readonly PyValue[]) {
     this.items = items
+  }
+}
+
+/**
+ * A tuple whose items also have names (a struct sequence or named tuple: `time.struct_time`,
+ * `datetime.IsoCalendarDate`): a tuple in every operation, printed with its names. `extra`
+ * holds attributes that are not items (struct_time's `tm_zone`).
+ *
+ * @example
+ * new PyNamedTuple('datetime.IsoCalendarDate', ['year', 'week', 'weekday'], [2024n, 19n, 2n])
+ */
+export class PyNamedTuple extends PyTuple {
+  constructor(
+    readonly typeName: string,
+    readonly fields: readonly string[],
+    items: readonly PyValue[],
+    readonly extra: Readonly<Record<string, PyValue>> = {},
+  ) {
+    super(items)
+  }
+
+  /** The item or extra attribute called `name`, or undefined. */
+  field(name: string): PyValue | undefined {
+    const i = this.fields.indexOf(name)
+    if (i >= 0) return this.items[i] ?? null
+    return Object.hasOwn(this.extra, name) ? this.extra[name] : undefined
   }
 }
 
@@ -48,7 +75,9 @@ export class PyCallable {
 }
 
 /**
- * A module served natively (`math`, `random`): a name and its attributes.
+ * A module served natively (`math`, `random`): a name and its attributes. `unserved` names what
+ * CPython's module has that is not served natively: an expression using one of them is sent to
+ * the Python worker (NotNativeError) instead of being refused.
  *
  * @example
  * new PyModule('math', new Map([['pi', Math.PI]]))
@@ -56,9 +85,94 @@ export class PyCallable {
 export class PyModule {
   readonly name: string
   readonly attributes: ReadonlyMap<string, PyValue>
-  constructor(name: string, attributes: ReadonlyMap<string, PyValue>) {
+  readonly unserved: ReadonlySet<string>
+  constructor(name: string, attributes: ReadonlyMap<string, PyValue>, unserved: Iterable<string> = []) {
     this.name = name
     this.attributes = attributes
+    this.unserved = new Set(unserved)
+  }
+}
+
+/**
+ * A class served natively (`datetime.timedelta`): callable to make an instance, with class
+ * attributes and class methods known at compile time, like a module's (`unserved` as there).
+ *
+ * @example
+ * new PyType('datetime.date', (args) => makeDate(args), new Map([['today', today]]))
+ */
+export class PyType extends PyCallable {
+  readonly attributes: ReadonlyMap<string, PyValue>
+  readonly unserved: ReadonlySet<string>
+  constructor(name: string, call: (args: PyValue[], kwargs: PyKwargs) => PyValue, attributes: ReadonlyMap<string, PyValue>, unserved: Iterable<string> = []) {
+    super(name, call)
+    this.attributes = attributes
+    this.unserved = new Set(unserved)
+  }
+}
+
+/** A comparison operator as {@link PyObject.compare} gets it. */
+export type OrderOp = '<' | '<=' | '>' | '>='
+
+/**
+ * An instance of a class served natively (the `datetime` module's): the special methods Python
+ * calls on it. A method answers `undefined` where Python's answers NotImplemented (or the object
+ * has no such attribute); the caller then goes on as Python does (the other operand, identity,
+ * TypeError, AttributeError).
+ *
+ * @example
+ * class Point extends PyObject { readonly typeName = 'Point'; str() { return 'Point()' } }
+ */
+export abstract class PyObject {
+  /** The type's name as Python's messages print it (`datetime.timedelta`). */
+  abstract readonly typeName: string
+  /** `str(self)`. */
+  abstract str(): string
+  /** `repr(self)`. */
+  repr(): string {
+    return this.str()
+  }
+  /** `self == other`: identity unless the class says otherwise. */
+  equals(other: PyValue): boolean {
+    return this === other
+  }
+  /** `self <op> other`, or undefined when the class does not order against `other`. */
+  compare(_op: OrderOp, _other: PyValue): boolean | undefined {
+    return undefined
+  }
+  /** `bool(self)`. */
+  truthy(): boolean {
+    return true
+  }
+  /** The dict key standing for `self`: equal objects give the same key; throws when unhashable. */
+  hashKey(): PyValue {
+    return this
+  }
+  /** `format(self, spec)`. */
+  format(spec: string): string {
+    if (spec === '') return this.str()
+    throw new PyException('TypeError', `unsupported format string passed to ${this.typeName}.__format__`)
+  }
+  /** `self.name`, or undefined when there is no such attribute. */
+  attribute(_name: string): PyValue | undefined {
+    return undefined
+  }
+  /** `self.name(*args, **kwargs)`, or undefined when there is no such attribute. */
+  callMethod(name: string, args: PyValue[], kwargs: PyKwargs): PyValue | undefined {
+    const method = this.attribute(name)
+    if (method === undefined) return undefined
+    if (method instanceof PyCallable) return method.call(args, kwargs)
+    throw new PyException('TypeError', `'${typeName(method)}' object is not callable`)
+  }
+  /**
+   * A binary operator (`+ - * / // % divmod`) with `left` and `right` in the order written, one
+   * of them `self` (Python's number slots get both operands so).
+   */
+  binary(_op: string, _left: PyValue, _right: PyValue): PyValue | undefined {
+    return undefined
+  }
+  /** A unary operator: `-`, `+` or `abs`. */
+  unary(_op: '-' | '+' | 'abs'): PyValue | undefined {
+    return undefined
   }
 }
 
@@ -160,8 +274,11 @@ export function typeName(v: PyValue): string {
       return 'str'
   }
   if (Array.isArray(v)) return 'list'
+  if (v instanceof PyNamedTuple) return v.typeName
   if (v instanceof PyTuple) return 'tuple'
   if (v instanceof Map) return 'dict'
+  if (v instanceof PyObject) return v.typeName
+  if (v instanceof PyType) return 'type'
   if (v instanceof PyCallable) return 'builtin_function_or_method'
   if (v instanceof PyModule) return 'module'
   if (v instanceof PySlice) return 'slice'
@@ -186,6 +303,7 @@ export function truthy(v: PyValue): boolean {
   if (v instanceof PyTuple) return v.items.length > 0
   if (v instanceof Map) return v.size > 0
   if (v instanceof PyRange) return v.length > 0n
+  if (v instanceof PyObject) return v.truthy()
   return true
 }
 
@@ -211,8 +329,13 @@ export function strRepr(s: string): string {
 export function pyRepr(v: PyValue): string {
   if (typeof v === 'string') return strRepr(v)
   if (Array.isArray(v)) return '[' + v.map(pyRepr).join(', ') + ']'
+  if (v instanceof PyNamedTuple) return `${v.typeName}(${v.fields.map((f, i) => `${f}=${pyRepr(v.items[i] ?? null)}`).join(', ')})`
   if (v instanceof PyTuple) return v.items.length === 1 ? '(' + pyRepr(v.items[0] ?? null) + ',)' : '(' + v.items.map(pyRepr).join(', ') + ')'
-  if (v instanceof Map) return '{' + [...v].map(([k, x]) => pyRepr(k) + ': ' + pyRepr(x)).join(', ') + '}'
+  if (v instanceof Map) {
+    const keys = dictKeys(v)
+    return '{' + [...v.values()].map((x, i) => pyRepr(keys[i] ?? null) + ': ' + pyRepr(x)).join(', ') + '}'
+  }
+  if (v instanceof PyObject) return v.repr()
   return pyStr(v)
 }
 
@@ -229,6 +352,8 @@ export function pyStr(v: PyValue): string {
     case 'string':
       return v
   }
+  if (v instanceof PyObject) return v.str()
+  if (v instanceof PyType) return `<class '${v.name}'>`
   if (v instanceof PyCallable) return `<built-in function ${v.name}>`
   if (v instanceof PyModule) return `<module '${v.name}' (built-in)>`
   if (v instanceof PySlice) return `slice(${pyRepr(v.start)}, ${pyRepr(v.stop)}, ${pyRepr(v.step)})`
@@ -243,7 +368,8 @@ export function dictKey(k: PyValue): PyValue {
   if (typeof k === 'boolean') return k ? 1n : 0n
   if (typeof k === 'number' && Number.isInteger(k)) return BigInt(k)
   if (Array.isArray(k) || k instanceof Map) throw new PyException('TypeError', `unhashable type: '${typeName(k)}'`)
-  if (k instanceof PyTuple) return 'tuple:' + pyRepr(k)
+  if (k instanceof PyTuple) return 'tuple:' + pyRepr(k instanceof PyNamedTuple ? new PyTuple(k.items) : k)
+  if (k instanceof PyObject) return k.hashKey()
   return k
 }
 
@@ -327,6 +453,8 @@ export function pyEquals(a: PyValue, b: PyValue): boolean {
     return true
   }
   if (a instanceof PyRange && b instanceof PyRange) return seqEquals(iterate(a), iterate(b))
+  if (a instanceof PyObject) return a.equals(b)
+  if (b instanceof PyObject) return b.equals(a)
   return false
 }
 
@@ -352,7 +480,21 @@ export function pyLess(a: PyValue, b: PyValue, op = '<'): boolean {
   if (ta === 'string' && tb === 'string') return (a as string) < (b as string)
   if (Array.isArray(a) && Array.isArray(b)) return seqLess(a, b, op)
   if (a instanceof PyTuple && b instanceof PyTuple) return seqLess(a.items, b.items, op)
-  throw new PyException('TypeError', `'${op}' not supported between instances of '${typeName(a)}' and '${typeName(b)}'`)
+  const ordered = op === '>' ? objectOrder(b, a, '>', '<') : objectOrder(a, b, '<', '>')
+  if (ordered !== undefined) return ordered
+  // `x > y` arrives here as `y < x`: the message names the operands as written.
+  const [left, right] = op === '>' ? [b, a] : [a, b]
+  throw new PyException('TypeError', `'${op}' not supported between instances of '${typeName(left)}' and '${typeName(right)}'`)
+}
+
+/**
+ * `a <op> b` when either is a {@link PyObject}: its method, else the other's reflected one
+ * (`reflected`), as Python's rich comparison does; undefined when neither orders them.
+ */
+export function objectOrder(a: PyValue, b: PyValue, op: OrderOp, reflected: OrderOp): boolean | undefined {
+  const r = a instanceof PyObject ? a.compare(op, b) : undefined
+  if (r !== undefined || !(b instanceof PyObject)) return r
+  return b.compare(reflected, a)
 }
 
 function seqLess(a: readonly PyValue[], b: readonly PyValue[], op: string): boolean {

@@ -11,7 +11,7 @@
  */
 import type { AttributeType } from '../../definition/model-schema.js'
 import { pyFloat, pyInt } from '../expression/builtins.js'
-import { PyException, PyTuple, pyStr, truthy, typeName, type PyDict, type PyValue } from '../expression/values.js'
+import { dictKeys, PyException, PyTuple, pyStr, truthy, typeName, type PyDict, type PyValue } from '../expression/values.js'
 
 /**
  * An attribute value as an expression sees it. Numbers of a `float` attribute are floats, of an
@@ -102,8 +102,14 @@ export function pyToJson(value: PyValue): unknown {
       if (Array.isArray(value)) return value.map(pyToJson)
       if (value instanceof PyTuple) return value.items.map(pyToJson)
       if (value instanceof Map) {
+        // Keys as written (a dict keeps 1.0, (1, 2) or a date under a canonical key of its own).
         const out: Record<string, unknown> = {}
-        for (const [k, v] of value) out[typeof k === 'string' ? k : pyStr(k)] = pyToJson(v)
+        const keys = dictKeys(value)
+        let i = 0
+        for (const v of value.values()) {
+          const k = keys[i++] ?? null
+          out[typeof k === 'string' ? k : pyStr(k)] = pyToJson(v)
+        }
         return out
       }
       throw new PyException('TypeError', `a value of type '${typeName(value)}' cannot be stored in an attribute`)
