@@ -19,12 +19,14 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import builtins
 import importlib
 import json
 import math
 import random
 import textwrap
+import types
 from typing import Any, Callable, Dict, List
 
 from mimic_sdk.errors import WorkerError, describe, user_traceback
@@ -84,6 +86,7 @@ def _compile(spec: Any, index: int, import_file: FileImporter) -> Expression:
     constants = spec.get("constants")
     if constants:
         scope.update(json.loads(constants))
+    _check_reach(text, form, scope, path)
     filename = f"<{path}>"
     try:
         if form == "expression":
@@ -100,6 +103,41 @@ def _compile(spec: Any, index: int, import_file: FileImporter) -> Expression:
 
 def _expression_runner(code: Any, scope: Dict[str, Any]) -> Callable[[], Any]:
     return lambda: eval(code, scope)  # noqa: S307 - names were checked by the server, builtins are restricted
+
+
+def _denied(value: Any) -> bool:
+    """Whether ``value`` is a module actions may not use (``sys``, ``os.path``, ...)."""
+    return isinstance(value, types.ModuleType) and value.__name__.split(".")[0] in DENIED_MODULES
+
+
+def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str) -> None:
+    """Refuses an attribute chain that reaches a denied module from an imported one
+    (``statistics.sys``): the import check alone would let it through. Chains are followed
+    through modules only, at load time; the text already compiled on the server, so a text
+    that does not parse here is left to ``compile`` to report."""
+    try:
+        tree = ast.parse(text if form == "expression" else textwrap.dedent(text), mode="eval" if form == "expression" else "exec")
+    except SyntaxError:
+        return
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        chain: List[str] = []
+        base: ast.AST = node
+        while isinstance(base, ast.Attribute):
+            chain.append(base.attr)
+            base = base.value
+        if not isinstance(base, ast.Name) or base.id not in scope:
+            continue
+        value = scope[base.id]
+        reached = [base.id]
+        for attr in reversed(chain):
+            if not isinstance(value, types.ModuleType):
+                break
+            value = getattr(value, attr, None)
+            reached.append(attr)
+            if _denied(value):
+                raise WorkerError("load", f"{path}: {'.'.join(reached)} is the module {value.__name__!r}, which actions may not use", path)
 
 
 def _import(spec: Any, fallback_path: str, import_file: FileImporter) -> Any:
@@ -136,6 +174,8 @@ def _import(spec: Any, fallback_path: str, import_file: FileImporter) -> Any:
             if not hasattr(value, part):
                 raise WorkerError("load", f"cannot import {module_name!r}: module {name!r} has no {part!r}", path)
             value = getattr(value, part)
+            if _denied(value):
+                raise WorkerError("load", f"cannot import {module_name!r}: it is the module {value.__name__!r}, which actions may not import", path)
         return value
     raise WorkerError("load", f"cannot import {module_name!r}", path)
 

@@ -95,6 +95,7 @@ class Expressions(WorkerTestCase):
             ({"module": "statistics.no_such_name", "path": "actions[0].imports.m"}, "has no 'no_such_name'"),
             ({"module": "os", "path": "actions[0].imports.m"}, "may not import"),
             ({"module": "json._private", "path": "actions[0].imports.m"}, "may not import"),
+            ({"module": "statistics.sys", "path": "actions[0].imports.m"}, "may not import"),
         ]
         for imported, message in cases:
             with self.subTest(module=imported["module"]):
@@ -104,6 +105,16 @@ class Expressions(WorkerTestCase):
                 self.assertEqual(error["path"], "actions[0].imports.m")
                 self.assertIn(imported["module"], error["message"])
                 self.assertIn(message, error["message"])
+
+    def test_an_attribute_chain_from_an_import_to_a_denied_module_is_a_load_error(self):
+        imports = {"statistics": {"module": "statistics", "path": "actions[0].imports.statistics"}}
+        for text, form in (("statistics.sys.modules", "expression"), ("x = statistics.sys\nreturn 1", "body")):
+            with self.subTest(text=text):
+                error = self.failure("load", instance="a", entries=[], expressions=[spec("actions[0].call", text, [], form=form, imports=imports)])
+                self.assertEqual((error["kind"], error["path"]), ("load", "actions[0].call"))
+                self.assertIn("statistics.sys is the module 'sys'", error["message"])
+        self.load(spec("actions[0].call", "statistics.fmean([1.0, 2.0]) + statistics.math.pi", [], imports=imports))
+        self.assertEqual(self.eval(0), "4.641592653589793")
 
     def test_text_python_cannot_compile_is_a_load_error(self):
         error = self.failure("load", instance="a", entries=[], expressions=[spec("actions[0].call", "x +", ["x"])])
