@@ -30,6 +30,7 @@ import types
 from typing import Any, Callable, Dict, List
 
 from mimic_sdk.errors import WorkerError, describe, user_traceback
+from mimic_sdk.instance import MISSING, plain_scalar
 
 #: the builtins an expression may name (MODEL_LANGUAGE.md section 2); the server refuses the others
 ALLOWED_BUILTINS = (
@@ -203,19 +204,12 @@ def evaluate(expression: Expression, values: Any) -> str:
 
 def _plain(value: Any, depth: int = 0) -> Any:
     """The result as JSON data, with Python's types kept where JSON can tell them (int, float)."""
+    scalar = plain_scalar(value)
+    if scalar is not MISSING:
+        return scalar
     kind = type(value)
-    if kind is float or kind is int or kind is str or kind is bool or value is None:
-        return value
     if depth > 64:
         raise ValueError("the result is nested too deeply to be sent to the server")
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):

@@ -26,19 +26,17 @@ MISSING = object()
 Binding = Tuple[Callable[[], Any], Optional[Callable[[Any], Any]]]
 
 
-def jsonable(value: Any, depth: int = 0) -> Any:
-    """A JSON-able copy of a value: containers become lists/dicts, arrays use ``tolist()``,
-    anything else becomes its ``repr``.
+def plain_scalar(value: Any) -> Any:
+    """A JSON scalar as its plain type (a subclass of bool, int, float or str as that type, None
+    as it is), or ``MISSING`` for anything else. The first step of each conversion of Python
+    values to JSON data (here, in expressions.py and in state.py).
 
     Example::
 
-        assert jsonable({1: (2, 3)}) == {"1": [2, 3]}
+        assert plain_scalar(True) is True and plain_scalar([1]) is MISSING
     """
-    kind = type(value)
-    if kind in SCALARS:
+    if type(value) in SCALARS:
         return value
-    if depth > 32:
-        return repr(value)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
@@ -47,6 +45,22 @@ def jsonable(value: Any, depth: int = 0) -> Any:
         return float(value)
     if isinstance(value, str):
         return str(value)
+    return MISSING
+
+
+def jsonable(value: Any, depth: int = 0) -> Any:
+    """A JSON-able copy of a value: containers become lists/dicts, arrays use ``tolist()``,
+    anything else becomes its ``repr``.
+
+    Example::
+
+        assert jsonable({1: (2, 3)}) == {"1": [2, 3]}
+    """
+    scalar = plain_scalar(value)
+    if scalar is not MISSING:
+        return scalar
+    if depth > 32:
+        return repr(value)
     if isinstance(value, dict):
         return {k if type(k) is str else str(k): jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -29,7 +29,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from mimic_sdk.errors import WorkerError, describe, user_traceback
-from mimic_sdk.instance import Instance
+from mimic_sdk.instance import MISSING, Instance, plain_scalar
 from mimic_sdk.output import OutputCapture
 
 _PAIR = ("__getstate__", "__setstate__")
@@ -57,19 +57,12 @@ def json_data(value: Any, path: str, depth: int = 0) -> Any:
 
         assert json_data({"a": (1, 2.5)}, "state") == {"a": [1, 2.5]}
     """
+    scalar = plain_scalar(value)
+    if scalar is not MISSING:
+        return scalar
     kind = type(value)
-    if kind is float or kind is int or kind is str or kind is bool or value is None:
-        return value
     if depth > 64:
         raise TypeError(f"{path}: nested too deeply")
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
