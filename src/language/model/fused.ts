@@ -1,13 +1,19 @@
 /**
- * The step of a run of `function` and `set` actions, generated once per model into one JS
- * function: each expression's generated text (codegen.ts) inlined in list order, each reference
- * read straight from the instance's attribute by its slot, each result written and logged for
- * undo in place. V8 then optimizes a model's step as one function; bound one by one (actions.ts),
- * each action of each instance is a few closures calling each other, and 10,000 instances hold
- * 160,000 of them (bench/ANALYSIS.md, benchmark 7).
+ * The step of a run of `function` and `set` actions (of a model's `actions` or of one condition
+ * branch), generated once per model into one JS function: each expression's generated text
+ * (codegen.ts) inlined in list order; each float attribute it reads loaded once from the
+ * instance's attribute by its slot into a local, which its writes keep current; each result
+ * converted, checked against the protocol mappings and written in place. V8 then optimizes the
+ * run as one function; bound one by one (actions.ts), each action of each instance is a few
+ * closures calling each other, and 10,000 instances hold 160,000 of them (bench/ANALYSIS.md,
+ * benchmark 7). An instance keeps only its attributes by slot and an enabled flag per action.
  *
- * It changes nothing but speed and memory: the same values, writes, undo entries and faults as
- * the actions bound one by one (test/unit/language/fused.test.ts runs both on the same models).
+ * All-or-nothing holds as for bound actions: a run logs its writes in the step's undo log when
+ * something after it in the step can fail; when nothing can (the run is the model's whole step),
+ * it keeps the values from before in locals and puts them back itself if one of its actions fails.
+ *
+ * It changes nothing but speed and memory: the same values, writes and faults as the actions
+ * bound one by one (test/unit/language/fused.test.ts runs both side by side on the same models).
  * Only actions whose every part it can generate are fused (native expressions without local
  * variables, no expression `params`); the others run as before, between the fused runs.
  *
