@@ -128,7 +128,10 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
     if (attrHooks !== undefined) hooks.attributes.set(name, compileHooks(attrHooks, `attributes.${name}.hooks`, context))
   }
   for (const worker of context.workerExpressions.slice(workerBefore)) {
-    context.problem(worker.path, 'expressions of scenarios and hooks are evaluated natively: imports other than math, random, time and datetime are not supported there')
+    context.problem(
+      worker.path,
+      'expressions of scenarios and hooks are evaluated natively: imports other than math, random, time and datetime are not supported there',
+    )
   }
   if (context.problems.length > 0) throw behaviourProblems(context.problems)
   const slots = new AttributeSlots(source.attributes)
