@@ -72,7 +72,9 @@ function fast(x: number, wantCos: number): number {
     bh2 = COS_HI[j] as number
     bl2 = COS_LO[j] as number
   }
-  // A + B*bh exactly as a double-double (two-product, then two-sum) ...
+  // A + B*bh exactly as a double-double (two-product, then two-sum) ... written out here rather
+  // than through double-double.ts's helpers, which pass results through an array: here they stay
+  // in registers, and this is the hot path.
   const p = bh2 * bh
   let t = SPLITTER * bh2
   const xh = t - (t - bh2)
