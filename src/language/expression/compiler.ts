@@ -799,9 +799,19 @@ export class Compiler {
     } else {
       const pos: SyntaxNode[] = []
       const named: Array<{ name: string | null; code: Code }> = []
+      // Python's order: positional arguments, then keywords and `**` (a `*` may follow keywords).
+      let after: 'keyword' | 'unpacking' | null = null
       for (let i = 0; i < argKids.length; i++) {
         const k = argKids[i] as SyntaxNode
+        if (after !== null && k.name === '*' && after === 'unpacking') return this.#refuse(k, 'iterable argument unpacking follows keyword argument unpacking')
+        if (after !== null && isExpressionNode(k) && argKids[i - 1]?.name !== '*' && argKids[i + 1]?.name !== 'AssignOp') {
+          return this.#refuse(
+            k,
+            after === 'keyword' ? 'positional argument follows keyword argument' : 'positional argument follows keyword argument unpacking',
+          )
+        }
         if (k.name === 'VariableName' && argKids[i + 1]?.name === 'AssignOp') {
+          after ??= 'keyword'
           const valueNode = argKids[i + 2]
           if (valueNode === undefined) return this.#refuse(node, 'syntax error')
           const kname = this.#src(k)
@@ -809,6 +819,7 @@ export class Compiler {
           named.push({ name: kname, code: this.expr(valueNode) })
           i += 2
         } else if (k.name === '**') {
+          after = 'unpacking'
           const valueNode = argKids[++i]
           if (valueNode !== undefined) named.push({ name: null, code: this.expr(valueNode) })
         } else pos.push(k)

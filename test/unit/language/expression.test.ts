@@ -325,6 +325,14 @@ describe('refusals at compile time', () => {
     refused('def f():\n    return 1\nreturn f()', /not supported/)
   })
 
+  it('refuses arguments out of order as Python does: a positional one after a keyword or **, a * after **', () => {
+    refused('round(ndigits=1, 2.5)', /positional argument follows keyword argument$/)
+    refused('max(**{}, 1)', /positional argument follows keyword argument unpacking/)
+    refused('max(**{}, *[1, 2])', /iterable argument unpacking follows keyword argument unpacking/)
+    assert.equal(repr('max(key=abs, *[1, -3])'), '-3')
+    assert.equal(repr('round(2.567, ndigits=2)'), '2.57')
+  })
+
   it('lists every problem, and reports syntax errors with their position', () => {
     const err = refused('open(_a) + eval(1)', /builtin 'open'/)
     assert.equal(err.details.length, 3)
