@@ -207,30 +207,24 @@ export class InstanceBehaviour {
 
   /** Every action of the instance (top level, then those of conditions), made on first use for the fused ones. */
   get actions(): readonly ActionRuntime[] {
-    const each = (steps: ReadonlyArray<FusedRun | ActionRuntime>): ActionRuntime[] =>
-      steps.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => this.#fusedAction(step, plan, step.first + i)) : [step]))
-    this.#actions ??= [...each(this.#top), ...this.#groups.flatMap((g) => g.flatMap((b) => each(b.steps)))]
+    this.#actions ??= this.#every((run, plan, flag) => this.#fusedAction(run, plan, flag))
     return this.#actions
+  }
+
+  /** Every action in model order: the bound ones as they are, each fused one as `view` makes it. */
+  #every(view: (run: FusedRun, plan: ActionPlan, flag: number) => ActionRuntime): ActionRuntime[] {
+    const each = (steps: ReadonlyArray<FusedRun | ActionRuntime>): ActionRuntime[] =>
+      steps.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => view(step, plan, step.first + i)) : [step]))
+    return [...each(this.#top), ...this.#groups.flatMap((g) => g.flatMap((b) => each(b.steps)))]
   }
 
   /** A fused action seen alone: its enabled flag, and a run of it by itself. */
   #fusedAction(run: FusedRun, plan: ActionPlan, flag: number): ActionRuntime {
     const fused = this.#fused
-    const enabled = fused.enabled
-    return {
-      plan,
-      get enabled() {
-        return enabled[flag] === 1
-      },
-      set enabled(on: boolean) {
-        enabled[flag] = on ? 1 : 0
-      },
-      run: () => {
-        const only = enabled.map((_x, i) => (i === flag ? 1 : 0))
-        run.run(fused.attrs, fused.mapped, only, fused.host, fused.frame, this.#undo)
-      },
-      reset: () => {},
-    }
+    return flagView(plan, fused.enabled, flag, () => {
+      const only = fused.enabled.map((_x, i) => (i === flag ? 1 : 0))
+      run.run(fused.attrs, fused.mapped, only, fused.host, fused.frame, this.#undo)
+    })
   }
 
   /** The number of actions (top level and of conditions). */
@@ -441,9 +435,7 @@ export class InstanceBehaviour {
   #stateViews(): ActionRuntime[] {
     if (this.#actions !== undefined) return [...this.#actions]
     const flags = this.#fused.enabled
-    const each = (steps: ReadonlyArray<FusedRun | ActionRuntime>): ActionRuntime[] =>
-      steps.flatMap((step) => (step instanceof FusedRun ? step.plans.map((plan, i) => flagView(plan, flags, step.first + i)) : [step]))
-    return [...each(this.#top), ...this.#groups.flatMap((g) => g.flatMap((b) => each(b.steps)))]
+    return this.#every((_run, plan, flag) => flagView(plan, flags, flag))
   }
 
   #take(actions: Record<string, unknown>, scenarios: Record<string, unknown>, held: unknown[], path: string): ErrorDetail[] {
@@ -455,8 +447,8 @@ export class InstanceBehaviour {
   }
 }
 
-/** A fused action's enabled flag as an action (nothing else of it runs or resets alone here). */
-function flagView(plan: ActionPlan, flags: number[], flag: number): ActionRuntime {
+/** A fused action's enabled flag as an action; `run` runs it alone (nothing by default: a snapshot's view). */
+function flagView(plan: ActionPlan, flags: number[], flag: number, run: () => void = () => {}): ActionRuntime {
   return {
     plan,
     get enabled() {
@@ -465,7 +457,7 @@ function flagView(plan: ActionPlan, flags: number[], flag: number): ActionRuntim
     set enabled(on: boolean) {
       flags[flag] = on ? 1 : 0
     },
-    run: () => {},
+    run,
     reset: () => {},
   }
 }
