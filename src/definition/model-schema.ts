@@ -5,6 +5,7 @@ import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
 import { opcuaServerSchema } from './opcua-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
+import { FloatMark } from './json-float.js'
 
 /** Value types an attribute may declare; `any` accepts every JSON value. */
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
@@ -374,6 +375,8 @@ function methodNameProblem(method: string): string | null {
  * typeProblem('float', 'hot') // "expected a number (float), got string"
  */
 export function typeProblem(type: AttributeType, value: unknown): string | null {
+  // An integral float of a list, dict or `any` value (json-float.ts) is a float here.
+  if (value instanceof FloatMark) value = value.value
   const got = value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value
   switch (type) {
     case 'float':
@@ -404,7 +407,7 @@ function describe(value: unknown, got: string): string {
  * inferType(0.0) // 'float'
  */
 export function inferType(value: unknown): AttributeType {
-  if (typeof value === 'number') return 'float'
+  if (typeof value === 'number' || value instanceof FloatMark) return 'float'
   if (typeof value === 'boolean') return 'bool'
   if (typeof value === 'string') return 'str'
   if (Array.isArray(value)) return 'list'

@@ -4,28 +4,15 @@
  * would read back the int `30`. The type of the attribute says which it is: a value of a `float`
  * attribute is written as a JSON float (`30.0`, `-0.0`; `0.1` and `1e+21` are floats already),
  * any other value as JSON.stringify writes it. Numbers inside `list`, `dict` and `any` values
- * have no type of their own and are written as JavaScript writes them.
+ * have no type of their own: an integral float among them is held as a `FloatMark`
+ * (json-float.ts), which is written as a float too.
  *
  * Two ways in: `valueJson` writes one value, and `typed` marks a value inside a larger document
  * (a node document, an event frame, a snapshot file) that `typedJson` then writes.
  */
 import { randomBytes } from 'node:crypto'
+import { collectFloats, FloatMark } from './json-float.js'
 import { inferType, isAttributeSpec, type AttributeType } from './model-schema.js'
-
-/**
- * An integral number of a float attribute inside a document: `typed` makes them, `typedJson`
- * writes them as `30.0`. Plain `JSON.stringify` writes the bare number (`toJSON`), so a document
- * that takes another path loses the `.0` and nothing else.
- */
-class FloatMark {
-  constructor(readonly value: number) {}
-
-  toJSON(): number | string {
-    if (placeholders === undefined) return this.value
-    placeholders.push(floatJson(this.value))
-    return `${PLACEHOLDER}${placeholders.length - 1}`
-  }
-}
 
 /**
  * The JSON text of a float: `30.0`, `-2.0`, `-0.0`, `0.1`, `1e+21`; `null` for NaN and the
@@ -50,9 +37,11 @@ export function floatJson(value: number): string {
  * valueJson(30, 'float') // '30.0'
  * valueJson(30, 'int') // '30'
  * valueJson([30], 'list') // '[30]'
+ * valueJson([floatValue(30)], 'list') // '[30.0]'
  */
 export function valueJson(value: unknown, type: AttributeType): string | undefined {
-  return type === 'float' && typeof value === 'number' ? floatJson(value) : JSON.stringify(value)
+  if (typeof value === 'number') return type === 'float' ? floatJson(value) : JSON.stringify(value)
+  return value !== null && typeof value === 'object' ? typedJson(value) : JSON.stringify(value)
 }
 
 /**
@@ -68,14 +57,13 @@ export function typed(value: unknown, type: AttributeType): unknown {
 }
 
 /**
- * While `typedJson` runs JSON.stringify, the float texts of the marks it met, in order. Each
- * mark's toJSON answers a placeholder string with its index, replaced by the text afterwards:
+ * While `typedJson` runs JSON.stringify, it collects the float texts of the marks it meets, in
+ * order. Each mark's toJSON answers a placeholder string with its index, replaced by the text afterwards:
  * JSON.stringify does all the work at native speed (a JavaScript writer took ten times as long
  * for a 10,000-instance snapshot). The placeholder's prefix is random per process; a string of
  * the document that looks like one anyway is caught by counting the replacements, and the
  * document is then written by `walkTypedJson` instead.
  */
-let placeholders: string[] | undefined
 const PLACEHOLDER = `~float~${randomBytes(9).toString('base64url')}~`
 
 /**
@@ -87,14 +75,13 @@ const PLACEHOLDER = `~float~${randomBytes(9).toString('base64url')}~`
  */
 export function typedJson(value: unknown, indent = 0): string {
   const texts: string[] = []
-  const outer = placeholders
-  let text: string
-  placeholders = texts
-  try {
-    text = JSON.stringify(value, null, indent)
-  } finally {
-    placeholders = outer
-  }
+  const text = collectFloats(
+    (float) => {
+      texts.push(floatJson(float))
+      return `${PLACEHOLDER}${texts.length - 1}`
+    },
+    () => JSON.stringify(value, null, indent),
+  )
   if (texts.length === 0 || text === undefined) return text
   // Placeholders come in the order JSON.stringify met the marks: `"<prefix>0"`, `"<prefix>1"`,
   // ... Anything else that carries the prefix is a string of the document.

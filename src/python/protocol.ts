@@ -6,6 +6,7 @@
  * const decoder = new FrameDecoder()
  * const [message] = decoder.push(encodeFrame({ id: 1, op: 'ping' }))
  */
+import { typedJson } from '../definition/typed-json.js'
 import { InternalError } from '../errors.js'
 import type { Operation } from './messages.js'
 
@@ -46,7 +47,8 @@ export function encodeFrame(message: unknown): Buffer {
  * requestText(7, 'unload', { instance: 'sensor' }) // '{"id":7,"op":"unload","instance":"sensor"}'
  */
 export function requestText(id: number, op: Operation, fields: object): string {
-  const body = JSON.stringify(fields)
+  // typedJson: an integral float inside a list or dict value (json-float.ts) reaches Python as a float.
+  const body = typedJson(fields)
   const head = `{"id":${id},"op":"${op}"`
   return body === '{}' ? `${head}}` : `${head},${body.slice(1)}`
 }

@@ -379,5 +379,5 @@ function diffInstance(instance: Instance, stream: Stream, withValues: boolean): 
 function encode(value: unknown): string {
   if (value === 0 && 1 / value < 0) return 'p-0'
   if (value === null || typeof value !== 'object') return typeof value === 'string' ? `s${value}` : `p${String(value)}`
-  return `j${JSON.stringify(value)}`
+  return `j${typedJson(value)}`
 }

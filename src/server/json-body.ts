@@ -1,3 +1,4 @@
+import { mayHoldFloats, parseJsonKeepingFloats } from '../definition/json-float.js'
 import { BadRequestError } from '../errors.js'
 
 /** Deepest nesting accepted in a request body; real definitions stay far below it. */
@@ -22,7 +23,25 @@ export function parseJsonBody(text: string): unknown {
     throw new BadRequestError(`Body is not valid JSON: ${(err as Error).message}`, [{ path: '', message: 'invalid JSON' }])
   }
   checkShape(data)
+  if (data !== null && typeof data === 'object' && mayHoldFloats(text)) TEXTS.set(data, text)
   return data
+}
+
+/** The text of each parsed body that may hold integral floats, for `keepingFloats`. */
+const TEXTS = new WeakMap<object, string>()
+
+/**
+ * A body parsed by `parseJsonBody` again, with each integral float written as one (`2.0`) a
+ * `FloatMark` (src/definition/json-float.ts): for a write of attribute values, where a list,
+ * dict or `any` value keeps the floats its writer sent. The body itself when its text held none.
+ * Everything else reads the plain body, which schemas and handlers expect.
+ *
+ * @example
+ * keepingFloats(parseJsonBody('{"value": [2.0]}')) // { value: [FloatMark(2)] }
+ */
+export function keepingFloats(body: unknown): unknown {
+  const text = body !== null && typeof body === 'object' ? TEXTS.get(body) : undefined
+  return text === undefined ? body : parseJsonKeepingFloats(text)
 }
 
 function checkShape(root: unknown): void {

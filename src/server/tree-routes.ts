@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BadRequestError, ConflictError } from '../errors.js'
+import { keepingFloats } from './json-body.js'
 import type { System } from '../system/system.js'
 import type { Component, CallArgs } from '../tree/component.js'
 import { resolvePath, type Target } from '../tree/resolve.js'
@@ -154,6 +155,8 @@ export function guessComponent(segments: string[]): FaultComponent | null {
 /** The answer to a request on a resolved target: a value for a read, a promise otherwise. */
 function dispatch(verb: Verb, target: Target, body: unknown, system: System): unknown {
   const node = target.node
+  // A write of attribute values keeps the integral floats of list, dict and `any` values.
+  if (verb !== 'POST' && (node.type === 'Attribute' || node.type === 'Attributes')) body = keepingFloats(body)
   switch (target.kind) {
     case 'method':
       if (verb !== 'POST') throw new BadRequestError(`Methods are called with POST (got ${verb} on .../method/${target.method})`)

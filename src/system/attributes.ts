@@ -1,6 +1,7 @@
 import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { ATTRIBUTE_TYPES, inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { nameProblem } from '../definition/names.js'
+import { cloneJson, plainJson } from '../definition/json-float.js'
 import { floatJson, typed, valueJson } from '../definition/typed-json.js'
 import type { AttributeState } from '../snapshots/index.js'
 import { Component, DOCUMENT_KEYS, type NodeDocument } from '../tree/component.js'
@@ -77,8 +78,18 @@ export class Attribute extends Component {
     this.valueType = decl.type
     this.unit = decl.unit
     this.description = decl.description
-    this.#default = decl.default
-    this.#store(structuredClone(decl.default))
+    this.#default = this.#accepted(decl.default)
+    this.#store(cloneJson(this.#default))
+  }
+
+  /**
+   * `value` as this attribute holds it: integral floats stay marked (json-float.ts) inside a list,
+   * dict or `any` value, where the type cannot tell them from ints; elsewhere they are numbers.
+   */
+  #accepted(value: unknown): unknown {
+    if (value === null || typeof value !== 'object') return value
+    const type = this.valueType
+    return type === 'list' || type === 'dict' || type === 'any' ? value : plainJson(value)
   }
 
   get internalValue(): unknown {
@@ -115,7 +126,7 @@ export class Attribute extends Component {
 
   /** Takes a value reported by Python (the object's own state); no checks: Python is the authority. */
   setCached(value: unknown): void {
-    this.#store(value)
+    this.#store(this.#accepted(value))
   }
 
   /** The presentation override, if one is set (declarative behaviour reads and restores it). */
@@ -151,21 +162,23 @@ export class Attribute extends Component {
 
   /** Sets the model state, through the Python setter when bound (`property`: the name it was written as, for faults). */
   async setInternal(value: unknown, property = 'internal_value'): Promise<void> {
+    value = this.#accepted(value)
     const problem = this.valueProblem(value)
     if (problem) throw this.#invalid(property, problem)
     if (this.#binding) {
       if (!this.#binding.writable) throw this.#invalid(property, `attribute '${this.name}' is bound to a getter without a setter and is read-only`)
       await this.#owner.writeBound(this.name, value)
-    } else this.#store(structuredClone(value))
+    } else this.#store(cloneJson(value))
     const hooks = this.#owner.attributeSet?.(this.name, 'internal')
     if (hooks) await hooks
   }
 
   /** Sets the presented value until the next run. */
   setExternal(value: unknown): void {
+    value = this.#accepted(value)
     const problem = this.valueProblem(value)
     if (problem) throw this.#invalid('external_value', problem)
-    this.#override = { value: structuredClone(value) }
+    this.#override = { value: cloneJson(value) }
     this.#container.overridden.add(this)
     void this.#owner.attributeSet?.(this.name, 'external')?.catch(() => {})
   }
@@ -177,13 +190,13 @@ export class Attribute extends Component {
   /** Back to the declared default (declarative attributes only; Python owns bound ones). */
   resetValue(): void {
     this.#override = undefined
-    if (!this.#binding) this.#store(structuredClone(this.#default))
+    if (!this.#binding) this.#store(cloneJson(this.#default))
   }
 
   /** Turns a detached attribute created by a write into a declared one of the value's type. */
   adopt(value: unknown): void {
     this.valueType = inferType(value)
-    this.#default = structuredClone(value)
+    this.#default = cloneJson(this.#accepted(value))
   }
 
   override properties(): Record<string, unknown> {
@@ -296,7 +309,7 @@ export class Attribute extends Component {
           json = long[1]
         }
       } else {
-        json = JSON.stringify(value)
+        json = VALUE_PROPERTIES.has(key) ? valueJson(value, this.valueType) : JSON.stringify(value)
       }
       if (key === 'internal_value') internal = json
       attr += `${attr ? ',' : ''}"${key}":${json === undefined ? '{}' : `{"value":${json}}`}`
@@ -314,7 +327,7 @@ export class Attribute extends Component {
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (INTERNAL_NAMES.has(name)) return await this.setInternal(value, name)
     if (name === 'external_value') return this.setExternal(value)
-    await super.setProperty(name, value)
+    await super.setProperty(name, plainJson(value))
   }
 
   #invalid(property: string, message: string): ValidationError {
@@ -407,7 +420,7 @@ export class Attributes extends KeyedContainer<Attribute> {
     const out: Record<string, AttributeState> = {}
     for (const [name, attr] of this.items) {
       const type = attr.valueType
-      const value = (v: unknown): unknown => (v !== null && typeof v === 'object' ? structuredClone(v) : marked ? typed(v, type) : v)
+      const value = (v: unknown): unknown => (v !== null && typeof v === 'object' ? cloneJson(v) : marked ? typed(v, type) : v)
       const entry: AttributeState = { internal: value(attr.internalValue) }
       const presented = attr.presented
       if (presented !== undefined) entry.external = value(presented.value)
@@ -433,7 +446,7 @@ export class Attributes extends KeyedContainer<Attribute> {
         if (nameIssue) problems.push({ path: at, message: nameIssue })
         else if (!(ATTRIBUTE_TYPES as readonly string[]).includes(type))
           problems.push({ path: `${at}.type`, message: `expected one of ${ATTRIBUTE_TYPES.join(', ')}` })
-        else this.#attach((attr = new Attribute(this, this.#owner, { name, default: structuredClone(entry.internal), type })))
+        else this.#attach((attr = new Attribute(this, this.#owner, { name, default: cloneJson(entry.internal), type })))
       }
       if (attr === undefined) {
         const model = this.#owner.properties().model
@@ -453,13 +466,16 @@ export class Attributes extends KeyedContainer<Attribute> {
     return problems
   }
 
-  /** Takes saved values checked by `checkState`: internal values and overrides, without hooks or Python setters. */
+  /**
+   * Takes saved values checked by `checkState`: internal values and overrides, without hooks or
+   * Python setters. Copied, so a snapshot's data is never shared with the running system.
+   */
   restoreState(saved: Record<string, AttributeState>): void {
     for (const [name, entry] of Object.entries(saved)) {
       const attr = this.items.get(name)
       if (attr === undefined) continue
-      attr.setCached(copy(entry.internal))
-      attr.setPresented(Object.hasOwn(entry, 'external') ? { value: copy(entry.external) } : undefined)
+      attr.setCached(cloneJson(entry.internal))
+      attr.setPresented(Object.hasOwn(entry, 'external') ? { value: cloneJson(entry.external) } : undefined)
     }
   }
 
@@ -499,11 +515,6 @@ export class Attributes extends KeyedContainer<Attribute> {
       this.#revision++
     })
   }
-}
-
-/** A value of its own: objects are copied, so a snapshot's data is never shared with the running system. */
-function copy(value: unknown): unknown {
-  return value !== null && typeof value === 'object' ? structuredClone(value) : value
 }
 
 /** The system a component hangs in; none for a tree without a System at its root (unit tests). */

@@ -1,3 +1,4 @@
+import { unmarked } from '../definition/json-float.js'
 import { attributeDeclarations } from '../definition/model-schema.js'
 import { NotFoundError } from '../errors.js'
 import { substituteParameters } from '../definition/parameters.js'
@@ -156,7 +157,9 @@ export class AdapterNode extends Component {
       },
       instance: instance.name,
       accessor: {
-        read: (attr) => instance.attributes.get(attr)?.externalValue,
+        // An `any` attribute holding an integral float holds it marked (json-float.ts): adapters
+        // read the number. Marks inside lists and dicts stay, so JSON payloads keep `2.0`.
+        read: (attr) => unmarked(instance.attributes.get(attr)?.externalValue),
         write: (attr, value) => {
           const target = instance.attributes.get(attr)
           if (!target) throw new NotFoundError(`Attribute '${attr}' not found`)

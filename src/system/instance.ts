@@ -1,4 +1,5 @@
 import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError, type ErrorDetail } from '../errors.js'
+import { unmarked } from '../definition/json-float.js'
 import { attributeDeclarations } from '../definition/model-schema.js'
 import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
 import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
@@ -385,7 +386,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   }
 
   mappedValueProblem(attr: string, value: unknown): string | null {
-    return this.communication.valueProblem(attr, value)
+    return this.communication.valueProblem(attr, unmarked(value))
   }
 
   /** Runs the hooks of a client's write of `attr` (on_set, then on_internal_set or on_external_set). */

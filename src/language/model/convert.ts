@@ -8,15 +8,17 @@
  * toPy(3, 'int')           // 3n
  * fromPy(3.7, 'int')       // 3
  * fromPy(2n, 'float')      // 2
+ * fromPy([2.0], 'list')    // [FloatMark(2)]: written [2.0]
  */
+import { FloatMark, floatValue } from '../../definition/json-float.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import { pyFloat, pyInt } from '../expression/builtins.js'
 import { dictKeys, PyException, PyTuple, pyStr, truthy, typeName, type PyDict, type PyValue } from '../expression/values.js'
 
 /**
  * An attribute value as an expression sees it. Numbers of a `float` attribute are floats, of an
- * `int` attribute ints; elsewhere (lists, dicts, `any`) an integral number is an int, as the
- * JSON it came from would be to Python's `json.loads`.
+ * `int` attribute ints; elsewhere (lists, dicts, `any`) an integral number is an int and a
+ * `FloatMark` a float, as the JSON they are written as would be to Python's `json.loads`.
  */
 export function toPy(value: unknown, type: AttributeType): PyValue {
   switch (typeof value) {
@@ -42,6 +44,7 @@ function jsonToPy(value: unknown): PyValue {
   if (value === null || value === undefined) return null
   if (typeof value === 'number') return jsonNumber(value)
   if (typeof value !== 'object') return value as PyValue
+  if (value instanceof FloatMark) return value.value
   if (Array.isArray(value)) return value.map(jsonToPy)
   const dict: PyDict = new Map()
   for (const [k, v] of Object.entries(value)) dict.set(k, jsonToPy(v))
@@ -81,8 +84,9 @@ export function fromPy(value: PyValue, type: AttributeType): unknown {
 }
 
 /**
- * A Python value as JSON: ints and floats as numbers, tuples as lists, dicts as objects (keys as
- * `str()` of them); a value JSON cannot hold (a function, a module, a float NaN) is a TypeError.
+ * A Python value as JSON: ints as numbers, floats as numbers or, when integral, as a `FloatMark`
+ * (written `2.0`), tuples as lists, dicts as objects (keys as `str()` of them); a value JSON
+ * cannot hold (a function, a module, a float NaN) is a TypeError.
  */
 export function pyToJson(value: PyValue): unknown {
   switch (typeof value) {
@@ -93,7 +97,7 @@ export function pyToJson(value: PyValue): unknown {
     }
     case 'number':
       if (!Number.isFinite(value)) throw new PyException('ValueError', `cannot store ${pyStr(value)} (not a finite number)`)
-      return value
+      return floatValue(value)
     case 'string':
     case 'boolean':
       return value

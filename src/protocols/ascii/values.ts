@@ -10,6 +10,7 @@
  * convertValue('int', '2.5') // { problem: "invalid literal for int() with base 10: '2.5'" }
  * formatValue(2, 'float') // '2.0'
  */
+import { FloatMark, parseJsonKeepingFloats } from '../../definition/json-float.js'
 
 /** A converted value, or why the input does not fit the type. */
 export type Conversion = { value: unknown; problem?: undefined } | { problem: string; value?: undefined }
@@ -90,7 +91,7 @@ function toStructure(type: 'list' | 'dict', input: unknown): Conversion {
   let value = input
   if (typeof input === 'string') {
     try {
-      value = JSON.parse(input)
+      value = parseJsonKeepingFloats(input)
     } catch {
       return { problem: `${pyRepr(input)} is not a JSON ${type === 'list' ? 'array' : 'object'}` }
     }
@@ -156,6 +157,7 @@ function pyRepr(value: unknown): string {
   if (value === null || value === undefined) return 'None'
   if (typeof value === 'boolean') return value ? 'True' : 'False'
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : pyFloat(value)
+  if (value instanceof FloatMark) return pyFloat(value.value)
   if (typeof value === 'string') {
     const quote = value.includes("'") && !value.includes('"') ? '"' : "'"
     const body = value.replaceAll('\\', '\\\\').replaceAll('\n', '\\n').replaceAll('\r', '\\r').replaceAll('\t', '\\t')

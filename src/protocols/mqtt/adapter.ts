@@ -3,6 +3,7 @@ import { connect, type IClientOptions, type MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import { MQTT_EMBEDDED, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
+import type { AttributeType } from '../../definition/model-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
 import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadResult } from './payload.js'
@@ -430,7 +431,8 @@ export class MqttAdapter implements ProtocolAdapter {
       this.#warning.warn({ binding: b.name, attribute: b.binding.attribute, reason: problem }, 'mqtt value not published')
       return
     }
-    const payload = formatPayload(b.binding, value, { instance: this.#instance, topic: b.topic })
+    const type = this.#accessor.describe?.(b.binding.attribute)?.type as AttributeType | undefined
+    const payload = formatPayload(b.binding, value, { instance: this.#instance, topic: b.topic }, type)
     b.lastPayload = payload
     this.#counters.published++
     client.publish(b.topic, payload, { qos: b.binding.qos, retain: b.binding.retain }, (error) => {

@@ -1,4 +1,7 @@
+import { FloatMark, parseJsonKeepingFloats, unmarked } from '../../definition/json-float.js'
+import type { AttributeType } from '../../definition/model-schema.js'
 import { templateValuePath, type MqttBinding } from '../../definition/mqtt-schema.js'
+import { typedJson, valueJson } from '../../definition/typed-json.js'
 
 /**
  * Payloads of the `mqtt` adapter: a value as the text a binding publishes (`raw` or `json`,
@@ -18,13 +21,15 @@ export interface TemplateFields {
 }
 
 /**
- * The payload a binding publishes for `value`.
+ * The payload a binding publishes for `value`, an attribute's of `type`. As JSON, a float
+ * attribute's value is written as a float (`2.0`), as are the integral floats of a list or dict.
  *
  * @example
- * formatPayload({ ...binding, format: 'json', template: '{"v": {{value}}}' }, 2, fields) // '{"v": 2}'
+ * formatPayload({ ...binding, format: 'json', template: '{"v": {{value}}}' }, 2, fields, 'int') // '{"v": 2}'
+ * formatPayload({ ...binding, format: 'json' }, 2, fields, 'float') // '2.0'
  */
-export function formatPayload(binding: MqttBinding, value: unknown, fields: TemplateFields): string {
-  const text = binding.format === 'json' ? JSON.stringify(value) : rawText(value)
+export function formatPayload(binding: MqttBinding, value: unknown, fields: TemplateFields, type: AttributeType = 'any'): string {
+  const text = binding.format === 'json' ? (valueJson(value, type) ?? 'null') : rawText(value)
   if (binding.template === undefined) return text
   let out = binding.template
   if (binding.format === 'json') out = out.replaceAll('"{{value}}"', text)
@@ -38,14 +43,14 @@ export function formatPayload(binding: MqttBinding, value: unknown, fields: Temp
 
 /**
  * A value as the text a `raw` binding publishes: strings as they are, numbers and booleans as
- * JSON writes them, lists and dicts as JSON.
+ * JSON writes them, lists and dicts as JSON (their integral floats as `2.0`).
  *
  * @example
  * rawText(true) // 'true'
  */
 export function rawText(value: unknown): string {
   if (typeof value === 'string') return value
-  return JSON.stringify(value) ?? ''
+  return (value !== null && typeof value === 'object' ? typedJson(value) : JSON.stringify(value)) ?? ''
 }
 
 /** Why a value cannot be published, or null. */
@@ -85,13 +90,13 @@ export class PayloadReader {
     if (this.#format === 'json') {
       let doc: unknown
       try {
-        doc = JSON.parse(payload)
+        doc = parseJsonKeepingFloats(payload)
       } catch {
         return { problem: 'the payload is not JSON' }
       }
       if (this.#path !== null) {
         for (const key of this.#path) {
-          if (doc === null || typeof doc !== 'object' || !Object.hasOwn(doc, key)) return { problem: `the payload has no value at ${this.#path.join('.')}` }
+          if (doc === null || typeof doc !== 'object' || doc instanceof FloatMark || !Object.hasOwn(doc, key)) return { problem: `the payload has no value at ${this.#path.join('.')}` }
           doc = (doc as Record<string | number, unknown>)[key]
         }
       }
@@ -157,7 +162,7 @@ export function fitText(text: string, type: string): ReadResult {
     case 'dict': {
       let value: unknown
       try {
-        value = JSON.parse(text)
+        value = parseJsonKeepingFloats(text)
       } catch {
         return { problem: `${quote(text)} is not JSON (${type})` }
       }
@@ -165,7 +170,7 @@ export function fitText(text: string, type: string): ReadResult {
     }
     default:
       try {
-        return { value: JSON.parse(text) }
+        return { value: parseJsonKeepingFloats(text) }
       } catch {
         return { value: text }
       }
@@ -174,12 +179,15 @@ export function fitText(text: string, type: string): ReadResult {
 
 /**
  * A JSON value checked against `type` (a whole number fits a float; nothing is coerced otherwise).
+ * Integral floats (`FloatMark`, json-float.ts) stay marked in a list, dict or `any` value.
  *
  * @example
  * fitJson('21', 'float') // { problem: 'expected a number (float), got a string' }
  */
 export function fitJson(value: unknown, type: string): ReadResult {
-  const got = value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'an object' : `a ${typeof value}`
+  if (type !== 'list' && type !== 'dict' && type !== 'any') value = unmarked(value)
+  const got =
+    value === null ? 'null' : Array.isArray(value) ? 'a list' : value instanceof FloatMark ? 'a number' : typeof value === 'object' ? 'an object' : `a ${typeof value}`
   switch (type) {
     case 'float':
       return typeof value === 'number' && Number.isFinite(value) ? { value } : { problem: `expected a number (float), got ${got}` }
@@ -192,7 +200,7 @@ export function fitJson(value: unknown, type: string): ReadResult {
     case 'list':
       return Array.isArray(value) ? { value } : { problem: `expected a list, got ${got}` }
     case 'dict':
-      return value !== null && typeof value === 'object' && !Array.isArray(value) ? { value } : { problem: `expected an object (dict), got ${got}` }
+      return got === 'an object' ? { value } : { problem: `expected an object (dict), got ${got}` }
     default:
       return value === undefined ? { problem: 'no value' } : { value }
   }

@@ -7,6 +7,7 @@ import { DataType, Variant } from 'node-opcua-variant'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import type { OpcuaBinding, OpcuaDataType, OpcuaMethod, OpcuaServerDefinition } from '../../definition/opcua-schema.js'
+import { typedJson } from '../../definition/typed-json.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import { DATA_TYPE_IDS, defaultDataType, fromVariantValue, toVariantValue } from './data-types.js'
 import type { EndpointLease, OpcuaServers } from './servers.js'
@@ -333,7 +334,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
           value = undefined
         }
         // Lists and dicts may be the same object with other contents.
-        if (typeof value === 'object' && value !== null) value = JSON.stringify(value)
+        if (typeof value === 'object' && value !== null) value = typedJson(value)
       }
       if (Object.is(value, bound.pushed)) continue
       bound.pushed = value

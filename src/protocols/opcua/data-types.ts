@@ -1,5 +1,7 @@
 import { DataType } from 'node-opcua-variant'
 import type { OpcuaDataType } from '../../definition/opcua-schema.js'
+import { parseJsonKeepingFloats } from '../../definition/json-float.js'
+import { valueJson } from '../../definition/typed-json.js'
 
 /**
  * Values between attributes and OPC UA variants: which built-in type an attribute is shown as,
@@ -67,7 +69,7 @@ export type Conversion = { value: unknown } | { problem: string }
 export function toVariantValue(value: unknown, dataType: OpcuaDataType): Conversion {
   if (dataType === 'String') {
     if (typeof value === 'string') return { value }
-    const text = value === undefined ? undefined : JSON.stringify(value)
+    const text = value === undefined ? undefined : valueJson(value, 'any')
     return text === undefined ? { problem: 'no value' } : { value: text }
   }
   if (dataType === 'Boolean') {
@@ -113,7 +115,7 @@ export function fromVariantValue(raw: unknown, dataType: OpcuaDataType, attribut
     case 'any': {
       if (typeof value !== 'string' || dataType !== 'String') return { value }
       try {
-        const parsed: unknown = JSON.parse(value)
+        const parsed: unknown = parseJsonKeepingFloats(value)
         if (attributeType === 'list' && !Array.isArray(parsed)) return { problem: 'expected JSON of a list' }
         if (attributeType === 'dict' && (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)))
           return { problem: 'expected JSON of an object' }
