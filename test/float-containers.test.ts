@@ -119,7 +119,8 @@ describe('numbers inside list, dict and any values', () => {
   })
 
   it('a value written as [2.0, 2] reads back [2.0, 2] by every way in; a float that a dict cannot take is refused with its path', async () => {
-    const models = '{"Held": {"attributes": {"xs": {"default": [1.0, 1], "type": "list"}, "v": {"default": null, "type": "any"}, "d": {"default": {}, "type": "dict"}, "f": 0.5}}}'
+    const models =
+      '{"Held": {"attributes": {"xs": {"default": [1.0, 1], "type": "list"}, "v": {"default": null, "type": "any"}, "d": {"default": {}, "type": "dict"}, "f": 0.5}}}'
     assert.equal((await raw(t, 'PUT', `${SYS}/models`, models)).status, 200)
     assert.equal((await t.api('PUT', `${SYS}/instances`, { h1: 'Held' })).status, 200)
     const base = `${SYS}/instances/h1/attributes`
@@ -141,17 +142,20 @@ describe('numbers inside list, dict and any values', () => {
 
     const refused = await raw(t, 'PUT', `${base}/d/internal_value`, '{"value": 2.0}')
     assert.equal(refused.status, 422)
-    const fault = JSON.parse(refused.text)
+    const { details } = JSON.parse(refused.text).error
     assert.deepEqual(
-      fault.details.map((d: { path: string }) => d.path),
+      details.map((d: { path: string }) => d.path),
       ['internal_value'],
     )
-    assert.match(fault.details[0].message, /expected an object \(dict\), got 2/)
+    assert.match(details[0].message, /expected an object \(dict\), got float/)
     assert.equal((await raw(t, 'GET', `${base}/d/internal_value`)).text, '{"value":{}}')
   })
 
   it('a Python client writes [2.0, 2] and reads back a float and an int; a snapshot with state keeps them', async () => {
-    assert.equal((await raw(t, 'PUT', `${SYS}/models`, '{"Py": {"attributes": {"xs": {"default": [], "type": "list"}, "m": {"default": {}, "type": "dict"}}}}')).status, 200)
+    assert.equal(
+      (await raw(t, 'PUT', `${SYS}/models`, '{"Py": {"attributes": {"xs": {"default": [], "type": "list"}, "m": {"default": {}, "type": "dict"}}}}')).status,
+      200,
+    )
     const script = String.raw`
 import json, os
 from mimic_sdk import client as mimic

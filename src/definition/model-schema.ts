@@ -375,9 +375,13 @@ function methodNameProblem(method: string): string | null {
  * typeProblem('float', 'hot') // "expected a number (float), got string"
  */
 export function typeProblem(type: AttributeType, value: unknown): string | null {
-  // An integral float of a list, dict or `any` value (json-float.ts) is a float here.
-  if (value instanceof FloatMark) value = value.value
-  const got = value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value
+  // An integral float written as one (`2.0`, json-float.ts) is a float here.
+  let float = false
+  if (value instanceof FloatMark) {
+    value = value.value
+    float = true
+  }
+  const got = float ? 'float' : value === null ? 'null' : Array.isArray(value) ? 'list' : typeof value
   switch (type) {
     case 'float':
       return typeof value === 'number' && Number.isFinite(value) ? null : `expected a finite number (float), got ${describe(value, got)}`

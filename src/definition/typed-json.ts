@@ -175,6 +175,52 @@ export function typedModelDefinition(definition: unknown): unknown {
   return out
 }
 
+/**
+ * Gives the list, dict and `any` attributes of a model definition parsed plainly (JSON.parse)
+ * the defaults of `marked`, the same text parsed keeping floats (json-float.ts), so
+ * `samples: [1.0, 2.5]` reads back `[1.0, 2.5]` and starts the attribute with floats. Every other
+ * number of the definition stays plain, as schemas expect. Changes `model` in place and returns it.
+ *
+ * @example
+ * withContainerFloats({ attributes: { xs: [1] } }, { attributes: { xs: [new FloatMark(1)] } }) // { attributes: { xs: [FloatMark(1)] } }
+ */
+export function withContainerFloats(model: unknown, marked: unknown): unknown {
+  if (!isRecord(model) || !isRecord(marked) || !isRecord(model.attributes) || !isRecord(marked.attributes)) return model
+  const theirs = marked.attributes
+  for (const [name, value] of Object.entries(model.attributes)) {
+    if (!CONTAINERS.has(attributeType(value))) continue
+    const given = theirs[name]
+    if (!isAttributeSpec(value)) model.attributes[name] = given
+    else if (isRecord(given) && Object.hasOwn(value, 'default')) value.default = given.default
+  }
+  return model
+}
+
+/**
+ * `withContainerFloats` for each model of a system definition (`{models: {...}}`) parsed plainly.
+ *
+ * @example
+ * withSystemContainerFloats(JSON.parse(text), parseJsonKeepingFloats(text))
+ */
+export function withSystemContainerFloats(definition: unknown, marked: unknown): unknown {
+  if (!isRecord(definition) || !isRecord(marked) || !isRecord(definition.models) || !isRecord(marked.models)) return definition
+  for (const [name, model] of Object.entries(definition.models)) withContainerFloats(model, marked.models[name])
+  return definition
+}
+
+/**
+ * Whether a system definition (`{models: {...}}`) has a list, dict or `any` attribute: only then
+ * can a number of its text need `parseJsonKeepingFloats`.
+ */
+export function hasContainerAttributes(definition: unknown): boolean {
+  if (!isRecord(definition) || !isRecord(definition.models)) return false
+  return Object.values(definition.models).some(
+    (model) => isRecord(model) && isRecord(model.attributes) && Object.values(model.attributes).some((value) => CONTAINERS.has(attributeType(value))),
+  )
+}
+
+const CONTAINERS: ReadonlySet<AttributeType> = new Set(['list', 'dict', 'any'])
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
 }

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BadRequestError, ConflictError } from '../errors.js'
+import { withContainerFloats, withSystemContainerFloats } from '../definition/typed-json.js'
 import { keepingFloats } from './json-body.js'
 import type { System } from '../system/system.js'
 import type { Component, CallArgs } from '../tree/component.js'
@@ -155,8 +156,7 @@ export function guessComponent(segments: string[]): FaultComponent | null {
 /** The answer to a request on a resolved target: a value for a read, a promise otherwise. */
 function dispatch(verb: Verb, target: Target, body: unknown, system: System): unknown {
   const node = target.node
-  // A write of attribute values keeps the integral floats of list, dict and `any` values.
-  if (verb !== 'POST' && (node.type === 'Attribute' || node.type === 'Attributes')) body = keepingFloats(body)
+  if (verb !== 'POST') body = withFloats(node, body)
   switch (target.kind) {
     case 'method':
       if (verb !== 'POST') throw new BadRequestError(`Methods are called with POST (got ${verb} on .../method/${target.method})`)
@@ -168,6 +168,31 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
     case 'node':
       if (verb !== 'GET') return dispatchNode(verb, node, body, system)
       return documentOf(node)
+  }
+}
+
+/**
+ * The body of a write with the integral floats that matter kept as floats (json-body.ts
+ * `keepingFloats`): in attribute values, and in the defaults of list, dict and `any` attributes
+ * of a model definition. Everything else reads the plain body.
+ */
+function withFloats(node: Component, body: unknown): unknown {
+  switch (node.type) {
+    case 'Attribute':
+    case 'Attributes':
+      return keepingFloats(body)
+    case 'Models': {
+      const marked = keepingFloats(body)
+      if (marked !== body) withSystemContainerFloats({ models: body }, { models: marked })
+      return body
+    }
+    case 'Model': {
+      const marked = keepingFloats(body)
+      if (marked !== body && isObject(body) && isObject(marked)) for (const key of ['definition', 'value']) withContainerFloats(body[key], marked[key])
+      return body
+    }
+    default:
+      return body
   }
 }
 

@@ -3,9 +3,44 @@
  * shape check. Every failure is a 422 that says which file and why, with each problem's path
  * (`definition.instances.3`), so a user can fix a hand-edited file without guessing.
  */
+import { mayHoldFloats, parseJsonKeepingFloats } from '../definition/json-float.js'
+import { hasContainerAttributes, withSystemContainerFloats } from '../definition/typed-json.js'
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
 import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFile } from './schema.js'
+
+/**
+ * The JSON of a snapshot file, parsed as JSON.parse does, but for the values of list, dict and
+ * `any` attributes: there an integral float written `2.0` stays a float (json-float.ts), in
+ * model defaults and in the saved state alike. A file whose models have no such attribute and
+ * whose state adds none to an instance, the common case, is parsed once by JSON.parse; otherwise the text is parsed a second time keeping
+ * floats, and those values are taken from it. Throws JSON.parse's SyntaxError.
+ *
+ * @example
+ * parseSnapshotJson(text).state.instances.m1.attributes.xs.internal // [FloatMark(2), 3]
+ */
+export function parseSnapshotJson(text: string): unknown {
+  const raw: unknown = JSON.parse(text)
+  if (!isPlainObject(raw) || !mayHoldFloats(text) || !(hasContainerAttributes(raw['definition']) || text.includes('"added"'))) return raw
+  const marked = parseJsonKeepingFloats(text) as Record<string, unknown>
+  withSystemContainerFloats(raw['definition'], marked['definition'])
+  const state = raw['state']
+  const markedState = marked['state']
+  if (!isPlainObject(state) || !isPlainObject(markedState) || !isPlainObject(state['instances']) || !isPlainObject(markedState['instances'])) return raw
+  const theirs = markedState['instances']
+  // Every saved attribute value: each attribute keeps the marks only where its type needs them.
+  for (const [name, instance] of Object.entries(state['instances'])) {
+    const other = theirs[name]
+    if (!isPlainObject(instance) || !isPlainObject(other) || !isPlainObject(instance['attributes']) || !isPlainObject(other['attributes'])) continue
+    const markedAttributes = other['attributes']
+    for (const [attr, entry] of Object.entries(instance['attributes'])) {
+      const given = markedAttributes[attr]
+      if (!isPlainObject(entry) || !isPlainObject(given)) continue
+      for (const side of ['internal', 'external']) if (Object.hasOwn(entry, side)) entry[side] = given[side]
+    }
+  }
+  return raw
+}
 
 /**
  * A checked snapshot plus the schema_version it was stored with (before migration).
@@ -103,7 +138,7 @@ export function looksLikeSnapshot(text: string): boolean {
 function parseObject(text: string, source: string): RawSnapshotFile {
   let raw: unknown
   try {
-    raw = JSON.parse(text)
+    raw = parseSnapshotJson(text)
   } catch (err) {
     const why = text.trim() === '' ? 'the file is empty' : `not valid JSON (truncated or corrupt?)${jsonErrorPlace(text, err)}`
     throw new ValidationError(`Snapshot ${source}: ${why}`, [{ path: '', message: why }])

@@ -20,7 +20,7 @@ import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
 import { ConflictError, ForbiddenError, NotFoundError, summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { writeFileAtomic } from './atomic-write.js'
 import { errnoCode, toMimicError } from './fs-error.js'
-import { looksLikeSnapshot, parseSnapshot, peekHeader, type ParsedSnapshot } from './parse-snapshot.js'
+import { looksLikeSnapshot, parseSnapshot, parseSnapshotJson, peekHeader, type ParsedSnapshot } from './parse-snapshot.js'
 import { canonicalPath, checkName, checkPathText, isWithin, resolveInside } from './safe-path.js'
 import { scanJsonFiles } from './scan.js'
 import { CURRENT_SCHEMA_VERSION, STRUCTURE_SCHEMA_VERSION, systemDefinitionSchema, type SnapshotFile, type SystemDefinition } from './schema.js'
@@ -212,7 +212,7 @@ export class SnapshotStore {
     if (selection.id !== undefined) {
       const entry = this.#memory.get(selection.id)
       if (entry !== undefined) {
-        const file = JSON.parse(entry.text) as SnapshotFile
+        const file = parseSnapshotJson(entry.text) as SnapshotFile
         return toRecord({ file, storedVersion: entry.schema_version }, entry.persisted_path)
       }
       const found = await this.#locateById(selection.id)

@@ -1,6 +1,7 @@
 import { ConflictError, ValidationError, validationFailure, type ErrorDetail } from '../errors.js'
 import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
+import { cloneJson } from '../definition/json-float.js'
 import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
 import { joinPath, validateModel } from '../definition/validate.js'
 import { checkInstance } from '../definition/parameters.js'
@@ -19,7 +20,7 @@ export class Model extends Component {
 
   constructor(opts: { name: string; parent: Models; definition: unknown; parsed: ParsedModelDefinition; system: System }) {
     super(opts.name, opts.parent)
-    this.definition = structuredClone(opts.definition)
+    this.definition = cloneJson(opts.definition)
     this.parsed = opts.parsed
     this.#system = opts.system
   }

@@ -1,5 +1,6 @@
 import type { AsciiDefinition, AsciiWriteValue } from '../../definition/ascii-schema.js'
 import { placeholders, referencedAttribute } from '../../definition/ascii-schema.js'
+import { cloneJson } from '../../definition/json-float.js'
 import type { AdapterSubject, AttributeAccessor } from '../adapter.js'
 import { commandKey, compilePattern, isQuery, matchPattern, splitCommands } from './patterns.js'
 import type { CompiledPattern, PatternOptions } from './patterns.js'
@@ -284,7 +285,7 @@ export class Instrument {
     for (const attr of this.#subject?.attributes ?? []) {
       if (!written.has(attr.name) || !this.#accessor.writable(attr.name)) continue
       try {
-        const result = this.#accessor.write(attr.name, structuredClone(attr.default))
+        const result = this.#accessor.write(attr.name, cloneJson(attr.default))
         if (result instanceof Promise)
           pending.push(result.catch((error: unknown) => void this.raise(SCPI_ERRORS.execution, `${attr.name}: ${(error as Error).message}`)))
       } catch (error) {

@@ -96,7 +96,8 @@ export class PayloadReader {
       }
       if (this.#path !== null) {
         for (const key of this.#path) {
-          if (doc === null || typeof doc !== 'object' || doc instanceof FloatMark || !Object.hasOwn(doc, key)) return { problem: `the payload has no value at ${this.#path.join('.')}` }
+          if (doc === null || typeof doc !== 'object' || doc instanceof FloatMark || !Object.hasOwn(doc, key))
+            return { problem: `the payload has no value at ${this.#path.join('.')}` }
           doc = (doc as Record<string | number, unknown>)[key]
         }
       }
@@ -187,7 +188,15 @@ export function fitText(text: string, type: string): ReadResult {
 export function fitJson(value: unknown, type: string): ReadResult {
   if (type !== 'list' && type !== 'dict' && type !== 'any') value = unmarked(value)
   const got =
-    value === null ? 'null' : Array.isArray(value) ? 'a list' : value instanceof FloatMark ? 'a number' : typeof value === 'object' ? 'an object' : `a ${typeof value}`
+    value === null
+      ? 'null'
+      : Array.isArray(value)
+        ? 'a list'
+        : value instanceof FloatMark
+          ? 'a number'
+          : typeof value === 'object'
+            ? 'an object'
+            : `a ${typeof value}`
   switch (type) {
     case 'float':
       return typeof value === 'number' && Number.isFinite(value) ? { value } : { problem: `expected a number (float), got ${got}` }
