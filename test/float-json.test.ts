@@ -169,8 +169,8 @@ describe('float attributes in JSON', () => {
     assert.deepEqual(seen.inferred, ['30.0', 'float'])
     assert.deepEqual(seen.int_read, ['30', 'int'])
     assert.deepEqual(seen.int_default, ['30', 'int'])
-    // Inside a list a number has no type of its own: JavaScript's 1.0 is written 1.
-    assert.deepEqual(seen.list_inside, ['1', 'int'])
+    // Inside a list the float the definition gave stays a float (test/float-containers.test.ts).
+    assert.deepEqual(seen.list_inside, ['1.0', 'float'])
 
     assert.deepEqual(seen.definition_declared, ['25.0', 'float'])
     assert.deepEqual(seen.definition_inferred, ['30.0', 'float'])

@@ -1,6 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
 import type { ErrorDetail } from '../errors.js'
+import { FloatMark } from './json-float.js'
+import { isAttributeSpec } from './model-schema.js'
+import { withContainerFloats } from './typed-json.js'
 import { validateModel, validateSystem, type ModelCheck, type SystemDefinition } from './validate.js'
 
 /** A definition file read from disk, with what it holds and every problem located by line:column. */
@@ -27,7 +30,59 @@ export function parseDefinitionText(text: string): { data: unknown; doc: Documen
     })
     return { data: undefined, doc: null, lines, details }
   }
-  return { data: doc.toJS({ maxAliasCount: 100 }), doc, lines, details: [] }
+  const data: unknown = doc.toJS({ maxAliasCount: 100 })
+  keepContainerFloats(doc, data)
+  return { data, doc, lines, details: [] }
+}
+
+/**
+ * Gives the list, dict and `any` attributes of the parsed definition (a system, or one model)
+ * their defaults with each integral float written as one (`1.0`, `1e3`) a `FloatMark`
+ * (json-float.ts), read from the document's scalars: `samples: [1.0, 2.5]` starts as `[1.0, 2.5]`
+ * and reads back so. A default that uses an alias stays as parsed.
+ */
+function keepContainerFloats(doc: Document, data: unknown): void {
+  const graft = (model: unknown, at: Array<string | number>): void => {
+    const marked: Record<string, unknown> = {}
+    const attributes = isRecord(model) && isRecord(model.attributes) ? model.attributes : {}
+    for (const [name, value] of Object.entries(attributes)) {
+      const spec = isAttributeSpec(value)
+      const node = doc.getIn([...at, 'attributes', name, ...(spec ? ['default'] : [])], true)
+      const kept = markedJs(node)
+      if (kept !== undefined) marked[name] = spec ? { default: kept } : kept
+    }
+    withContainerFloats(model, { attributes: { ...attributes, ...marked } })
+  }
+  if (looksLikeModel(data)) return graft(data, [])
+  if (!isRecord(data) || !isRecord(data.models)) return
+  for (const [name, model] of Object.entries(data.models)) graft(model, ['models', name])
+}
+
+/** A YAML node as JavaScript with integral floats marked; undefined for what it does not read (an alias, a tag). */
+function markedJs(node: unknown): unknown {
+  if (isScalar(node)) {
+    const value = node.value
+    return typeof value === 'number' && Number.isInteger(value) && /[.eE]/.test(node.source ?? '') ? new FloatMark(value) : value
+  }
+  if (isSeq(node)) {
+    const items = node.items.map(markedJs)
+    return items.includes(undefined) ? undefined : items
+  }
+  if (isMap(node)) {
+    const out: Record<string, unknown> = {}
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? pair.key.value : undefined
+      const value = markedJs(pair.value)
+      if ((typeof key !== 'string' && typeof key !== 'number') || key === '<<' || value === undefined) return undefined
+      Object.defineProperty(out, String(key), { value, enumerable: true, writable: true, configurable: true })
+    }
+    return out
+  }
+  return undefined
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /**

@@ -1,0 +1,133 @@
+// src/definition/json-float.ts: integral floats inside list, dict and `any` values, from the text
+// a writer sent (JSON or YAML) to the text Mimic answers, compared with what python3's json
+// module reads and writes for the same values.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { describe, it } from 'node:test'
+import { cloneJson, FloatMark, floatValue, mayHoldFloats, parseJsonKeepingFloats, plainJson, unmarked } from '../../src/definition/json-float.js'
+import { parseDefinitionText } from '../../src/definition/load-file.js'
+import { typeProblem } from '../../src/definition/model-schema.js'
+import { typedJson, valueJson } from '../../src/definition/typed-json.js'
+import { fromPy, toPy } from '../../src/language/model/convert.js'
+
+/** What python3 writes for each JSON text after reading it: json.dumps(json.loads(text)), compact. */
+function pythonRoundTrip(texts: string[]): string[] {
+  const script = 'import json, sys\nfor t in json.loads(sys.stdin.read()):\n    print(json.dumps(json.loads(t), separators=(",", ":")))'
+  const run = spawnSync('python3', ['-c', script], { input: JSON.stringify(texts), encoding: 'utf8' })
+  assert.equal(run.status, 0, run.stderr)
+  return run.stdout.trim().split('\n')
+}
+
+const TEXTS = [
+  '[2.0,2,2.5,-0.0,0,1e3,1E-2,-3.0e2,100]',
+  '{"a":1.0,"b":{"c":[0.0,{"d":7.00}]},"e":"2.0 in a string","f":null,"g":true}',
+  '5.0',
+  '5',
+  '[[],{},[1.0],{"x":[1,1.0]}]',
+  '[1e21,123456789012.0,0.5]',
+]
+
+describe('parseJsonKeepingFloats and typedJson', () => {
+  it('write back what python3 writes for the same text: floats with their point, ints without', () => {
+    const ours = TEXTS.map((text) => typedJson(parseJsonKeepingFloats(text)))
+    assert.deepEqual(ours, pythonRoundTrip(TEXTS))
+  })
+
+  it('mark only integral floats; plain JSON.stringify writes the numbers as before', () => {
+    const value = parseJsonKeepingFloats('[2.0, 2, 2.5, {"k": 1e3}]') as unknown[]
+    assert.ok(value[0] instanceof FloatMark)
+    assert.equal(value[1], 2)
+    assert.equal(value[2], 2.5)
+    assert.ok((value[3] as { k: unknown }).k instanceof FloatMark)
+    assert.equal(JSON.stringify(value), '[2,2,2.5,{"k":1000}]')
+  })
+
+  it('parse as JSON.parse does: the last of duplicate keys wins, a __proto__ key stays a key, bad text throws', () => {
+    assert.deepEqual(plainJson(parseJsonKeepingFloats('{"a": 1.0, "a": 2.5}')), { a: 2.5 })
+    const proto = parseJsonKeepingFloats('{"__proto__": 1.0}') as Record<string, unknown>
+    assert.ok(Object.hasOwn(proto, '__proto__'))
+    assert.equal(Object.getPrototypeOf(proto), Object.prototype)
+    assert.throws(() => parseJsonKeepingFloats('[1.0,'))
+    assert.throws(() => parseJsonKeepingFloats('[1,'))
+  })
+
+  it('leave text without a point or exponent after a digit to JSON.parse', () => {
+    assert.equal(mayHoldFloats('{"value": [1, 2], "s": "a.b"}'), false)
+    assert.equal(mayHoldFloats('[1.0]'), true)
+    assert.equal(mayHoldFloats('[1e3]'), true)
+  })
+})
+
+describe('marks in values', () => {
+  it('plainJson replaces marks and keeps what holds none', () => {
+    const inner = { s: 'x' }
+    const value = [floatValue(2), inner, floatValue(2.5)]
+    const plain = plainJson(value) as unknown[]
+    assert.deepEqual(plain, [2, { s: 'x' }, 2.5])
+    assert.equal(plain[1], inner)
+    assert.equal(plainJson(inner), inner)
+    assert.equal(unmarked(floatValue(3)), 3)
+    assert.equal(unmarked(value), value)
+  })
+
+  it('cloneJson copies lists and objects and keeps the marks (structuredClone would not)', () => {
+    const value = { xs: [floatValue(2), 3], d: { e: floatValue(-0) } }
+    const copy = cloneJson(value)
+    assert.notEqual(copy.xs, value.xs)
+    assert.equal(typedJson(copy), '{"xs":[2.0,3],"d":{"e":-0.0}}')
+    assert.equal(typedJson(structuredClone(value)), '{"xs":[{"value":2},3],"d":{"e":{"value":0}}}')
+  })
+
+  it('a mark is a float to type checks: it fits float and any, not dict or list', () => {
+    assert.equal(typeProblem('float', floatValue(2)), null)
+    assert.equal(typeProblem('any', floatValue(2)), null)
+    assert.equal(typeProblem('dict', floatValue(2)), 'expected an object (dict), got float')
+    assert.equal(typeProblem('list', floatValue(2)), 'expected a list, got float')
+  })
+
+  it('valueJson writes marks inside list, dict and any values', () => {
+    assert.equal(valueJson([floatValue(1), 1], 'list'), '[1.0,1]')
+    assert.equal(valueJson(floatValue(4), 'any'), '4.0')
+    assert.equal(valueJson({ a: floatValue(0) }, 'dict'), '{"a":0.0}')
+  })
+
+  it('expressions read marks as floats and store integral float results marked', () => {
+    const py = toPy([floatValue(2), 2, { a: floatValue(1) }], 'list') as unknown[]
+    assert.equal(py[0], 2)
+    assert.equal(py[1], 2n)
+    assert.equal((py[2] as Map<string, unknown>).get('a'), 1)
+    assert.equal(typedJson(fromPy(py as never, 'list')), '[2.0,2,{"a":1.0}]')
+    assert.equal(typedJson(fromPy(2, 'any')), '2.0')
+    assert.equal(typedJson(fromPy(2n, 'any')), '2')
+  })
+})
+
+describe('definition files', () => {
+  it('keep the integral floats of list, dict and any defaults as written in YAML, and nothing else marked', () => {
+    const text = [
+      'models:',
+      '  m:',
+      '    attributes:',
+      '      xs: [1.0, 1, 2.5]',
+      '      d: {default: {a: 3.0, b: [4.0]}, type: dict}',
+      '      v: {default: 1e3, type: any}',
+      '      t: 25.0',
+      '      quoted: ["1.0"]',
+      '    polling: {interval: 1.0}',
+    ].join('\n')
+    const { data } = parseDefinitionText(text) as { data: { models: { m: Record<string, any> } } }
+    const m = data.models.m
+    assert.equal(typedJson(m.attributes.xs), '[1.0,1,2.5]')
+    assert.equal(typedJson(m.attributes.d.default), '{"a":3.0,"b":[4.0]}')
+    assert.equal(typedJson(m.attributes.v.default), '1000.0')
+    // A float attribute's number, and numbers outside attribute values, stay plain numbers.
+    assert.equal(m.attributes.t, 25)
+    assert.deepEqual(m.attributes.quoted, ['1.0'])
+    assert.equal(m.polling.interval, 1)
+  })
+
+  it('read a single model file the same way', () => {
+    const { data } = parseDefinitionText('attributes:\n  xs: [2.0]\n') as { data: { attributes: Record<string, unknown> } }
+    assert.equal(typedJson(data.attributes.xs), '[2.0]')
+  })
+})
