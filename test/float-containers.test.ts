@@ -187,3 +187,50 @@ print(json.dumps(seen))
     assert.ok((await readFile(join(t.dir, 'containers.py'), 'utf8')).length > 0)
   })
 })
+
+const SAMPLES_PY = `
+class Samples:
+    def __init__(self):
+        self.samples = [2.0, 2]
+        self.table = {"k": 1.0, "n": 1}
+
+    def tick(self):
+        self.samples = self.samples + [float(len(self.samples))]
+
+    def kinds(self):
+        return [type(v).__name__ for v in self.samples]
+`
+
+describe('numbers inside the list and dict values of a Python object', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer({ files: { 'samples.py': SAMPLES_PY } })
+  })
+  after(async () => t.close())
+
+  it("a Python object's [2.0, 2] reads back [2.0, 2]; a list written as [5.0, 5] reaches its setter as a float and an int", async () => {
+    const model = {
+      attributes: { samples: { default: [], type: 'list' }, table: { default: {}, type: 'dict' } },
+      import: {
+        'samples.py': { class: 'Samples', attributes: { samples: { property: 'samples' }, table: { property: 'table' } }, methods: { run: 'tick', kinds: 'kinds' } },
+      },
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Samples: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { s1: 'Samples' })).status, 200)
+    const inst = `${SYS}/instances/s1`
+    assert.equal((await t.call(`${inst}/polling`, 'disable')).status, 200)
+    assert.equal((await t.call(inst, 'prepare')).status, 200)
+    const value = async (attr: string): Promise<string> => (await raw(t, 'GET', `${inst}/attributes/${attr}/internal_value`)).text
+    assert.equal(await value('samples'), '{"value":[2.0,2]}')
+    assert.equal(await value('table'), '{"value":{"k":1.0,"n":1}}')
+    assert.equal((await t.call(inst, 'run')).status, 200)
+    assert.equal(await value('samples'), '{"value":[2.0,2,2.0]}')
+
+    const written = await raw(t, 'PUT', `${inst}/attributes/samples/internal_value`, '{"value": [5.0, 5]}')
+    assert.equal(written.status, 200, written.text)
+    assert.equal(written.text, '{"value":[5.0,5]}')
+    assert.deepEqual((await t.call(inst, 'kinds')).body, { result: ['float', 'int'] })
+    assert.equal((await t.call(inst, 'run')).status, 200)
+    assert.equal(await value('samples'), '{"value":[5.0,5,2.0]}')
+  })
+})

@@ -120,25 +120,29 @@ export function cloneJson<T>(value: T): T {
   return out as T
 }
 
-/** A digit before a point or an exponent: where a JSON text may hold an integral float. */
-const FLOAT_TOKEN = /\d[.eE]/
+/**
+ * Where a JSON text may hold an integral float: a point followed by zeros only (`2.0`, `1.00`),
+ * or an exponent (`1e3`, `2.5E2`). `2.5` and `0.25` are floats to JSON.parse already.
+ */
+const INTEGRAL_FLOAT = /\d\.0+(?![0-9])|\d[eE]/
 
 /**
  * Whether a JSON text may hold an integral float written as one (`2.0`, `1e3`); false means
  * JSON.parse reads it exactly as `parseJsonKeepingFloats` would.
  *
  * @example
- * mayHoldFloats('{"value": [2, 3]}') // false
+ * mayHoldFloats('{"value": [2, 3.5]}') // false
+ * mayHoldFloats('{"value": [2.0]}') // true
  */
 export function mayHoldFloats(text: string): boolean {
-  return FLOAT_TOKEN.test(text)
+  return INTEGRAL_FLOAT.test(text)
 }
 
 /**
  * Parses JSON text as `JSON.parse` does (the last of duplicate keys wins), with each integral
  * float written with a point or an exponent (`2.0`, `1e3`) a `FloatMark`: the value of a write to
- * a list, dict or `any` attribute keeps the floats its writer sent. Text without a point or an
- * exponent after a digit is parsed by JSON.parse itself. lossless-json does the rest, since
+ * a list, dict or `any` attribute keeps the floats its writer sent. Text without such a number
+ * (`mayHoldFloats`) is parsed by JSON.parse itself. lossless-json does the rest, since
  * JSON.parse's reviver cannot see the text of a number on Node 20.
  *
  * @example

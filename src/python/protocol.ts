@@ -6,6 +6,7 @@
  * const decoder = new FrameDecoder()
  * const [message] = decoder.push(encodeFrame({ id: 1, op: 'ping' }))
  */
+import { mayHoldFloats, parseJsonKeepingFloats, plainJson } from '../definition/json-float.js'
 import { typedJson } from '../definition/typed-json.js'
 import { InternalError } from '../errors.js'
 import type { Operation } from './messages.js'
@@ -77,6 +78,34 @@ export function encodeFrames(texts: string[]): Buffer {
 }
 
 /**
+ * A message whose text may hold an integral float (`2.0`), parsed as JSON.parse would, but for the
+ * attribute values it carries (`values`, `attributes`, the values of `changes`, a `set`'s
+ * `results[i].values`): there an integral float stays a `FloatMark`
+ * (src/definition/json-float.ts), so a Python object's `[2.0]` in a list attribute reads back
+ * `[2.0]`. Each attribute keeps marks only where its type needs them; everything else of the
+ * message (method results, errors) is plain.
+ *
+ * @example
+ * keepingValueFloats('{"id":1,"ok":true,"result":2.0,"values":{"xs":[2.0]}}') // { ..., result: 2, values: { xs: [FloatMark(2)] } }
+ */
+export function keepingValueFloats(text: string): unknown {
+  const marked = parseJsonKeepingFloats(text)
+  const plain = plainJson(marked)
+  if (plain === marked || !isRecord(marked) || !isRecord(plain)) return plain
+  for (const key of ['values', 'attributes', 'changes']) if (Object.hasOwn(marked, key)) plain[key] = marked[key]
+  const results = marked['results']
+  // A `set` answer's results are objects; a step answer's are flat pairs of slot and method result.
+  if (Array.isArray(results) && results.every(isRecord)) {
+    plain['results'] = results.map((r) => (Object.hasOwn(r, 'values') ? { ...(plainJson(r) as object), values: r['values'] } : plainJson(r)))
+  }
+  return plain
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/**
  * Reassembles frames from stream chunks of any size (partial headers, partial bodies, several
  * frames in one chunk) without copying more than once per frame.
  *
@@ -106,7 +135,8 @@ export class FrameDecoder {
       this.#need = -1
       let message: unknown
       try {
-        message = JSON.parse(body.toString('utf8'))
+        const text = body.toString('utf8')
+        message = mayHoldFloats(text) ? keepingValueFloats(text) : JSON.parse(text)
       } catch (err) {
         throw new InternalError(`Python worker sent a frame that is not JSON: ${(err as Error).message}`)
       }

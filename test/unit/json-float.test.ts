@@ -51,10 +51,10 @@ describe('parseJsonKeepingFloats and typedJson', () => {
     assert.throws(() => parseJsonKeepingFloats('[1,'))
   })
 
-  it('leave text without a point or exponent after a digit to JSON.parse', () => {
-    assert.equal(mayHoldFloats('{"value": [1, 2], "s": "a.b"}'), false)
-    assert.equal(mayHoldFloats('[1.0]'), true)
-    assert.equal(mayHoldFloats('[1e3]'), true)
+  it('leave text without an integral float to JSON.parse, and read what JSON.parse reads', () => {
+    for (const text of ['{"value": [1, 2], "s": "a.b"}', '[2.5, 21.05, 3.10, 0.25]']) assert.equal(mayHoldFloats(text), false, text)
+    for (const text of ['[1.0]', '[1.00]', '[-0.0]', '[1e3]', '[2.5E2]', '[21.0]']) assert.equal(mayHoldFloats(text), true, text)
+    for (const text of TEXTS) assert.deepEqual(plainJson(parseJsonKeepingFloats(text)), JSON.parse(text))
   })
 })
 
