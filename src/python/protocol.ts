@@ -6,7 +6,7 @@
  * const decoder = new FrameDecoder()
  * const [message] = decoder.push(encodeFrame({ id: 1, op: 'ping' }))
  */
-import { mayHoldFloats, parseJsonKeepingFloats, plainJson } from '../definition/json-float.js'
+import { mayHoldFloats, parseJsonKeepingFloats, plainJson, unmarked } from '../definition/json-float.js'
 import { typedJson } from '../definition/typed-json.js'
 import { InternalError } from '../errors.js'
 import type { Operation } from './messages.js'
@@ -82,8 +82,8 @@ export function encodeFrames(texts: string[]): Buffer {
  * attribute values it carries (`values`, `attributes`, the values of `changes`, a `set`'s
  * `results[i].values`): there an integral float stays a `FloatMark`
  * (src/definition/json-float.ts), so a Python object's `[2.0]` in a list attribute reads back
- * `[2.0]`. Each attribute keeps marks only where its type needs them; everything else of the
- * message (method results, errors) is plain.
+ * `[2.0]`. A value that is a float itself comes as its number (its attribute's type says what it
+ * is); everything else of the message (method results, errors) is plain.
  *
  * @example
  * keepingValueFloats('{"id":1,"ok":true,"result":2.0,"values":{"xs":[2.0]}}') // { ..., result: 2, values: { xs: [FloatMark(2)] } }
@@ -92,13 +92,22 @@ export function keepingValueFloats(text: string): unknown {
   const marked = parseJsonKeepingFloats(text)
   const plain = plainJson(marked)
   if (plain === marked || !isRecord(marked) || !isRecord(plain)) return plain
-  for (const key of ['values', 'attributes', 'changes']) if (Object.hasOwn(marked, key)) plain[key] = marked[key]
+  for (const key of ['values', 'attributes']) if (Object.hasOwn(marked, key)) plain[key] = nestedMarks(marked[key])
+  if (Array.isArray(marked['changes'])) plain['changes'] = marked['changes'].map(unmarked)
   const results = marked['results']
   // A `set` answer's results are objects; a step answer's are flat pairs of slot and method result.
   if (Array.isArray(results) && results.every(isRecord)) {
-    plain['results'] = results.map((r) => (Object.hasOwn(r, 'values') ? { ...(plainJson(r) as object), values: r['values'] } : plainJson(r)))
+    plain['results'] = results.map((r) => (Object.hasOwn(r, 'values') ? { ...(plainJson(r) as object), values: nestedMarks(r['values']) } : plainJson(r)))
   }
   return plain
+}
+
+/**
+ * Attribute name -> value with the marks inside lists and dicts kept, and a value that is itself
+ * a float given as its number: its attribute's type says what it is.
+ */
+function nestedMarks(values: unknown): unknown {
+  return isRecord(values) ? Object.fromEntries(Object.entries(values).map(([name, value]) => [name, unmarked(value)])) : values
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
