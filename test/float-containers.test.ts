@@ -3,64 +3,13 @@
 // an expression reading the value sees floats and ints as they were. Checked the way users see
 // it: the raw text of HTTP answers and event frames, and the types a Python client reads.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { readFile, writeFile } from 'node:fs/promises'
-import { get as httpGet } from 'node:http'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { frameMatching, pythonSeen, rawRequest } from './helpers/wire.js'
 
-const PYTHON_DIR = new URL('../python', import.meta.url).pathname
 const SYS = '/api/v3/system'
-
-/** A request whose body is sent as written (JSON.stringify would write 2.0 as 2). */
-async function raw(t: TestServer, method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${t.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TEST_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body,
-  })
-  return { status: res.status, text: await res.text() }
-}
-
-/** Runs a Python script with the SDK on PYTHONPATH; its last stdout line is JSON. */
-async function runPython(scriptPath: string, env: Record<string, string>): Promise<Record<string, any>> {
-  const child = spawn('python3', [scriptPath], { env: { ...process.env, PYTHONPATH: PYTHON_DIR, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  clearTimeout(timer)
-  assert.equal(code, 0, `python failed:\n${stderr}`)
-  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '')
-}
-
-/** Reads the event stream until a frame's data line matches `pattern`; returns that line. */
-async function frameMatching(t: TestServer, pattern: RegExp): Promise<string> {
-  const abort = new AbortController()
-  let text = ''
-  try {
-    return await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no frame matched ${pattern} within 5 s; got:\n${text}`)), 5000)
-      const req = httpGet(`${t.url}/api/v3/events`, { agent: false, headers: { authorization: `Bearer ${TEST_KEY}` }, signal: abort.signal }, (res) => {
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => {
-          text += chunk
-          const line = text.split('\n').find((l) => l.startsWith('data: ') && pattern.test(l))
-          if (line) {
-            clearTimeout(timer)
-            resolve(line.slice('data: '.length))
-          }
-        })
-      })
-      req.once('error', (err) => (abort.signal.aborted ? undefined : reject(err)))
-    })
-  } finally {
-    abort.abort()
-  }
-}
 
 /** Computes containers with floats, ints and floats that are whole, and reads their types back. */
 const COMPUTED = {
@@ -96,7 +45,7 @@ describe('numbers inside list, dict and any values', () => {
     assert.equal((await t.api('PUT', `${SYS}/instances`, { c1: 'Computed' })).status, 200)
     for (let i = 0; i < 2; i++) assert.equal((await t.call(`${SYS}/instances/c1`, 'run')).status, 200)
     const value = async (attr: string): Promise<string> => {
-      const res = await raw(t, 'GET', `${SYS}/instances/c1/attributes/${attr}/attr/internal_value`)
+      const res = await rawRequest(t, 'GET', `${SYS}/instances/c1/attributes/${attr}/attr/internal_value`)
       assert.equal(res.status, 200, res.text)
       return res.text
     }
@@ -108,7 +57,7 @@ describe('numbers inside list, dict and any values', () => {
     // str() of what the second step read: Python's own text of each number.
     assert.equal(await value('seen'), `{"value":"[[0.0, 1.0, 2.0, 3, 3.5], {'a': 2.0, 'b': 2, 'c': -0.0}, 2.0, 2, [[1.0, 1], {'k': [3.0, 3]}]]"}`)
     // The attribute document, both values and in `attr` alike.
-    const doc = await raw(t, 'GET', `${SYS}/instances/c1/attributes/xs`)
+    const doc = await rawRequest(t, 'GET', `${SYS}/instances/c1/attributes/xs`)
     assert.match(doc.text, /"attr":\{"internal_value":\{"value":\[0\.0,1\.0,2\.0,3,3\.5\]\},"external_value":\{"value":\[0\.0,1\.0,2\.0,3,3\.5\]\}/)
     assert.match(doc.text, /,"internal_value":\[0\.0,1\.0,2\.0,3,3\.5\],/)
 
@@ -121,26 +70,26 @@ describe('numbers inside list, dict and any values', () => {
   it('a value written as [2.0, 2] reads back [2.0, 2] by every way in; a float that a dict cannot take is refused with its path', async () => {
     const models =
       '{"Held": {"attributes": {"xs": {"default": [1.0, 1], "type": "list"}, "v": {"default": null, "type": "any"}, "d": {"default": {}, "type": "dict"}, "f": 0.5}}}'
-    assert.equal((await raw(t, 'PUT', `${SYS}/models`, models)).status, 200)
+    assert.equal((await rawRequest(t, 'PUT', `${SYS}/models`, models)).status, 200)
     assert.equal((await t.api('PUT', `${SYS}/instances`, { h1: 'Held' })).status, 200)
     const base = `${SYS}/instances/h1/attributes`
     // The default, as given in the definition, and the definition read back.
-    assert.equal((await raw(t, 'GET', `${base}/xs/attr/internal_value`)).text, '{"value":[1.0,1]}')
-    assert.match((await raw(t, 'GET', `${SYS}/models/Held`)).text, /"xs":\{"default":\[1\.0,1\],"type":"list"\}/)
+    assert.equal((await rawRequest(t, 'GET', `${base}/xs/attr/internal_value`)).text, '{"value":[1.0,1]}')
+    assert.match((await rawRequest(t, 'GET', `${SYS}/models/Held`)).text, /"xs":\{"default":\[1\.0,1\],"type":"list"\}/)
 
-    assert.equal((await raw(t, 'PUT', `${base}/xs/attr/internal_value`, '{"value": [2.0, 2, 2.5, 1e3]}')).text, '{"value":[2.0,2,2.5,1000.0]}')
-    assert.equal((await raw(t, 'PUT', `${base}/v/internal_value`, '{"value": 2.0}')).text, '{"value":2.0}')
-    assert.equal((await raw(t, 'PUT', `${base}/f/internal_value`, '{"value": 2.0}')).text, '{"value":2.0}')
-    const patched = await raw(t, 'PATCH', `${base}/d`, '{"external_value": {"a": [4.0]}}')
+    assert.equal((await rawRequest(t, 'PUT', `${base}/xs/attr/internal_value`, '{"value": [2.0, 2, 2.5, 1e3]}')).text, '{"value":[2.0,2,2.5,1000.0]}')
+    assert.equal((await rawRequest(t, 'PUT', `${base}/v/internal_value`, '{"value": 2.0}')).text, '{"value":2.0}')
+    assert.equal((await rawRequest(t, 'PUT', `${base}/f/internal_value`, '{"value": 2.0}')).text, '{"value":2.0}')
+    const patched = await rawRequest(t, 'PATCH', `${base}/d`, '{"external_value": {"a": [4.0]}}')
     assert.equal(patched.status, 200, patched.text)
     assert.match(patched.text, /"external_value":\{"a":\[4\.0\]\}/)
-    const many = await raw(t, 'PUT', base, '{"xs": [5.0], "added": [6.0, 6], "number": 7.0}')
+    const many = await rawRequest(t, 'PUT', base, '{"xs": [5.0], "added": [6.0, 6], "number": 7.0}')
     assert.equal(many.status, 200, many.text)
-    assert.equal((await raw(t, 'GET', `${base}/xs/internal_value`)).text, '{"value":[5.0]}')
-    assert.equal((await raw(t, 'GET', `${base}/added/internal_value`)).text, '{"value":[6.0,6]}')
-    assert.match((await raw(t, 'GET', `${base}/number`)).text, /"type":"float"/)
+    assert.equal((await rawRequest(t, 'GET', `${base}/xs/internal_value`)).text, '{"value":[5.0]}')
+    assert.equal((await rawRequest(t, 'GET', `${base}/added/internal_value`)).text, '{"value":[6.0,6]}')
+    assert.match((await rawRequest(t, 'GET', `${base}/number`)).text, /"type":"float"/)
 
-    const refused = await raw(t, 'PUT', `${base}/d/internal_value`, '{"value": 2.0}')
+    const refused = await rawRequest(t, 'PUT', `${base}/d/internal_value`, '{"value": 2.0}')
     assert.equal(refused.status, 422)
     const { details } = JSON.parse(refused.text).error
     assert.deepEqual(
@@ -148,12 +97,13 @@ describe('numbers inside list, dict and any values', () => {
       ['internal_value'],
     )
     assert.match(details[0].message, /expected an object \(dict\), got float/)
-    assert.equal((await raw(t, 'GET', `${base}/d/internal_value`)).text, '{"value":{}}')
+    assert.equal((await rawRequest(t, 'GET', `${base}/d/internal_value`)).text, '{"value":{}}')
   })
 
   it('a Python client writes [2.0, 2] and reads back a float and an int; a snapshot with state keeps them', async () => {
     assert.equal(
-      (await raw(t, 'PUT', `${SYS}/models`, '{"Py": {"attributes": {"xs": {"default": [], "type": "list"}, "m": {"default": {}, "type": "dict"}}}}')).status,
+      (await rawRequest(t, 'PUT', `${SYS}/models`, '{"Py": {"attributes": {"xs": {"default": [], "type": "list"}, "m": {"default": {}, "type": "dict"}}}}'))
+        .status,
       200,
     )
     const script = String.raw`
@@ -178,13 +128,12 @@ print(json.dumps(seen))
 `
     const path = join(t.dir, 'containers.py')
     await writeFile(path, script)
-    const seen = await runPython(path, { MIMIC_URL: t.url, MIMIC_PRODUCT_KEY: TEST_KEY })
+    const seen = await pythonSeen(path, { MIMIC_URL: t.url, MIMIC_PRODUCT_KEY: TEST_KEY })
     assert.deepEqual(seen.written, ['float', 'int', 'dict'])
     assert.equal(seen.inner, 'float')
     assert.match(seen.file, /"internal":\[2\.0,2,\{"k":1\.0\}\]/)
     assert.deepEqual(seen.loaded, ['float', 'int', 'dict'])
     assert.equal(seen.loaded_dict, 'float')
-    assert.ok((await readFile(join(t.dir, 'containers.py'), 'utf8')).length > 0)
   })
 })
 
@@ -212,7 +161,11 @@ describe('numbers inside the list and dict values of a Python object', () => {
     const model = {
       attributes: { samples: { default: [], type: 'list' }, table: { default: {}, type: 'dict' } },
       import: {
-        'samples.py': { class: 'Samples', attributes: { samples: { property: 'samples' }, table: { property: 'table' } }, methods: { run: 'tick', kinds: 'kinds' } },
+        'samples.py': {
+          class: 'Samples',
+          attributes: { samples: { property: 'samples' }, table: { property: 'table' } },
+          methods: { run: 'tick', kinds: 'kinds' },
+        },
       },
     }
     assert.equal((await t.api('PUT', `${SYS}/models`, { Samples: model })).status, 200)
@@ -220,13 +173,13 @@ describe('numbers inside the list and dict values of a Python object', () => {
     const inst = `${SYS}/instances/s1`
     assert.equal((await t.call(`${inst}/polling`, 'disable')).status, 200)
     assert.equal((await t.call(inst, 'prepare')).status, 200)
-    const value = async (attr: string): Promise<string> => (await raw(t, 'GET', `${inst}/attributes/${attr}/internal_value`)).text
+    const value = async (attr: string): Promise<string> => (await rawRequest(t, 'GET', `${inst}/attributes/${attr}/internal_value`)).text
     assert.equal(await value('samples'), '{"value":[2.0,2]}')
     assert.equal(await value('table'), '{"value":{"k":1.0,"n":1}}')
     assert.equal((await t.call(inst, 'run')).status, 200)
     assert.equal(await value('samples'), '{"value":[2.0,2,2.0]}')
 
-    const written = await raw(t, 'PUT', `${inst}/attributes/samples/internal_value`, '{"value": [5.0, 5]}')
+    const written = await rawRequest(t, 'PUT', `${inst}/attributes/samples/internal_value`, '{"value": [5.0, 5]}')
     assert.equal(written.status, 200, written.text)
     assert.equal(written.text, '{"value":[5.0,5]}')
     assert.deepEqual((await t.call(inst, 'kinds')).body, { result: ['float', 'int'] })

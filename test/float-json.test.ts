@@ -2,14 +2,11 @@
 // a Python client reads back over HTTP, what the event stream sends, what a snapshot file holds
 // and what a model definition reads back as. An int attribute stays an int.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { readFile, writeFile } from 'node:fs/promises'
-import { get as httpGet } from 'node:http'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
-
-const PYTHON_DIR = new URL('../python', import.meta.url).pathname
+import { frameMatching, pythonSeen, rawRequest } from './helpers/wire.js'
 
 /**
  * A user's script with the Python client: defines a model, writes and reads values, reads the
@@ -86,55 +83,6 @@ see("loaded_definition", sim["models"]["Meter"].definition["attributes"]["voltag
 print(json.dumps(seen))
 `
 
-/** Runs a Python script with the SDK on PYTHONPATH; its last stdout line is JSON. */
-async function runPython(scriptPath: string, env: Record<string, string>): Promise<Record<string, any>> {
-  const child = spawn('python3', [scriptPath], { env: { ...process.env, PYTHONPATH: PYTHON_DIR, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  clearTimeout(timer)
-  assert.equal(code, 0, `python failed:\n${stderr}`)
-  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '')
-}
-
-/** The body of a request as text, exactly as it came over the wire. */
-async function rawText(t: TestServer, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${t.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TEST_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  return { status: res.status, text: await res.text() }
-}
-
-/** Reads the event stream until a frame's data line matches `pattern`; returns that line. */
-async function frameMatching(t: TestServer, pattern: RegExp): Promise<string> {
-  const abort = new AbortController()
-  let text = ''
-  try {
-    return await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no frame matched ${pattern} within 5 s; got:\n${text}`)), 5000)
-      const req = httpGet(`${t.url}/api/v3/events`, { agent: false, headers: { authorization: `Bearer ${TEST_KEY}` }, signal: abort.signal }, (res) => {
-        res.setEncoding('utf8')
-        res.on('data', (chunk: string) => {
-          text += chunk
-          const line = text.split('\n').find((l) => l.startsWith('data: ') && pattern.test(l))
-          if (line) {
-            clearTimeout(timer)
-            resolve(line.slice('data: '.length))
-          }
-        })
-      })
-      req.once('error', (err) => (abort.signal.aborted ? undefined : reject(err)))
-    })
-  } finally {
-    abort.abort()
-  }
-}
-
 const METER = {
   attributes: {
     voltage: { default: 25.0, type: 'float', unit: 'V' },
@@ -153,7 +101,7 @@ describe('float attributes in JSON', () => {
   it('a Python client writes 30.0 and reads back the float 30.0; an int stays an int; definitions and snapshots keep 25.0', async () => {
     const scriptPath = join(t.dir, 'floats.py')
     await writeFile(scriptPath, FLOATS_PY)
-    const seen = await runPython(scriptPath, { MIMIC_URL: t.url, MIMIC_PRODUCT_KEY: TEST_KEY })
+    const seen = await pythonSeen(scriptPath, { MIMIC_URL: t.url, MIMIC_PRODUCT_KEY: TEST_KEY })
 
     assert.deepEqual(seen.default_read, ['25.0', 'float'])
     assert.deepEqual(seen.written_read, ['30.0', 'float'])
@@ -195,26 +143,26 @@ describe('float attributes in JSON', () => {
     assert.equal((await t.api('PUT', '/api/v3/system/instances', { a1: 'Answers' })).status, 200)
     const base = '/api/v3/system/instances/a1/attributes'
 
-    const put = await rawText(t, 'PUT', `${base}/voltage/attr/internal_value`, { value: 30 })
+    const put = await rawRequest(t, 'PUT', `${base}/voltage/attr/internal_value`, { value: 30 })
     assert.equal(put.status, 200)
     assert.equal(put.text, '{"value":30.0}')
-    const patched = await rawText(t, 'PATCH', `${base}/voltage`, { attr: { external_value: { value: 31 } } })
+    const patched = await rawRequest(t, 'PATCH', `${base}/voltage`, { attr: { external_value: { value: 31 } } })
     assert.equal(patched.status, 200)
     assert.match(patched.text, /"attr":\{"internal_value":\{"value":30\.0\},"external_value":\{"value":31\.0\},"type":\{"value":"float"\}/)
     assert.match(patched.text, /,"internal_value":30\.0,"external_value":31\.0,"unit":"V","default":25\.0,/)
-    const created = await rawText(t, 'PUT', `${base}/fresh/attr/internal_value`, { value: 7 })
+    const created = await rawRequest(t, 'PUT', `${base}/fresh/attr/internal_value`, { value: 7 })
     assert.equal(created.text, '{"value":7.0}')
-    const shorthand = await rawText(t, 'PUT', base, { count: 30, setpoint: 12 })
+    const shorthand = await rawRequest(t, 'PUT', base, { count: 30, setpoint: 12 })
     assert.equal(shorthand.status, 200)
-    assert.match((await rawText(t, 'GET', `${base}/count`)).text, /,"internal_value":30,"external_value":30,"default":30,/)
-    assert.match((await rawText(t, 'GET', `${base}/setpoint`)).text, /,"internal_value":12\.0,"external_value":12\.0,"default":30\.0,/)
+    assert.match((await rawRequest(t, 'GET', `${base}/count`)).text, /,"internal_value":30,"external_value":30,"default":30,/)
+    assert.match((await rawRequest(t, 'GET', `${base}/setpoint`)).text, /,"internal_value":12\.0,"external_value":12\.0,"default":30\.0,/)
 
-    const model = await rawText(t, 'GET', '/api/v3/system/models/Answers')
+    const model = await rawRequest(t, 'GET', '/api/v3/system/models/Answers')
     assert.match(
       model.text,
       /"definition":\{"attributes":\{"voltage":\{"default":25\.0,"type":"float","unit":"V"\},"setpoint":30\.0,"count":\{"default":30,"type":"int"\}\}\}/,
     )
-    const replaced = await rawText(t, 'PUT', '/api/v3/system/models/Answers', { definition: METER })
+    const replaced = await rawRequest(t, 'PUT', '/api/v3/system/models/Answers', { definition: METER })
     assert.equal(replaced.status, 200)
     assert.match(replaced.text, /"setpoint":30\.0/)
   })

@@ -3,7 +3,6 @@
 // of an attribute, and model faults whose first line says what is wrong. Runs again with the
 // fast lane off (test/lane-off/reference-client-gaps.test.ts).
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,9 +10,9 @@ import { after, before, describe, it } from 'node:test'
 import { parse as parseYaml } from 'yaml'
 import { connect, type MimicApiError } from '../src/client/index.js'
 import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { runPythonWithSdk } from './helpers/wire.js'
 
 const SYS = '/api/v3/system'
-const PYTHON_DIR = new URL('../python', import.meta.url).pathname
 
 const SYSTEM_YAML = `models:
   pt100:
@@ -453,7 +452,7 @@ describe('the clients', () => {
   it('the Python client and plain http.client / urllib calls, as a script sends them', async () => {
     const script = join(dir, 'gaps.py')
     await writeFile(script, PYTHON_SCRIPT)
-    const run = await runPython(script, { MIMIC_URL: t.url, MIMIC_PRODUCT_KEY: TEST_KEY })
+    const run = await runPythonWithSdk(script, { MIMIC_URL: t.url, MIMIC_PRODUCT_KEY: TEST_KEY })
     assert.equal(run.code, 0, run.stderr)
     const seen = JSON.parse(run.stdout.trim().split('\n').pop()!)
     assert.deepEqual(seen, {
@@ -564,16 +563,3 @@ with urllib.request.urlopen(request, timeout=10) as response:
 
 print(json.dumps(seen))
 `
-
-/** Runs a Python script with the SDK on PYTHONPATH, killed if it outlives 20 s. */
-async function runPython(scriptPath: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn('python3', [scriptPath], { env: { ...process.env, PYTHONPATH: PYTHON_DIR, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  clearTimeout(timer)
-  return { code, stdout, stderr }
-}
