@@ -58,9 +58,9 @@ export function typed(value: unknown, type: AttributeType): unknown {
 
 /**
  * While `typedJson` runs JSON.stringify, it collects the float texts of the marks it meets, in
- * order. Each mark's toJSON answers a placeholder string with its index, replaced by the text afterwards:
- * JSON.stringify does all the work at native speed (a JavaScript writer took ten times as long
- * for a 10,000-instance snapshot). The placeholder's prefix is random per process; a string of
+ * order. Each mark's toJSON answers a placeholder string with its index, replaced by the text
+ * afterwards: JSON.stringify does all the work at native speed (a JavaScript writer took ten
+ * times as long for a 10,000-instance snapshot). The placeholder's prefix is random per process; a string of
  * the document that looks like one anyway is caught by counting the replacements, and the
  * document is then written by `walkTypedJson` instead.
  */
@@ -188,9 +188,10 @@ export function withContainerFloats(model: unknown, marked: unknown): unknown {
   if (!isRecord(model) || !isRecord(marked) || !isRecord(model.attributes) || !isRecord(marked.attributes)) return model
   const theirs = marked.attributes
   for (const [name, value] of Object.entries(model.attributes)) {
-    if (!CONTAINERS.has(attributeType(value))) continue
     const given = theirs[name]
-    if (!isAttributeSpec(value)) model.attributes[name] = given
+    if (!CONTAINERS.has(attributeType(value)) || given === undefined) continue
+    // Defined, not assigned: an attribute named __proto__ is refused later with its path, not taken as a prototype.
+    if (!isAttributeSpec(value)) Object.defineProperty(model.attributes, name, { value: given, enumerable: true, writable: true, configurable: true })
     else if (isRecord(given) && Object.hasOwn(value, 'default')) value.default = given.default
   }
   return model

@@ -8,7 +8,11 @@ import { cloneJson, FloatMark, floatValue, mayHoldFloats, parseJsonKeepingFloats
 import { parseDefinitionText } from '../../src/definition/load-file.js'
 import { typeProblem } from '../../src/definition/model-schema.js'
 import { typedJson, valueJson } from '../../src/definition/typed-json.js'
+import { mqttSchema } from '../../src/definition/mqtt-schema.js'
 import { fromPy, toPy } from '../../src/language/model/convert.js'
+import { convertValue, formatValue } from '../../src/protocols/ascii/values.js'
+import { formatPayload, PayloadReader } from '../../src/protocols/mqtt/payload.js'
+import { toVariantValue } from '../../src/protocols/opcua/data-types.js'
 
 /** What python3 writes for each JSON text after reading it: json.dumps(json.loads(text)), compact. */
 function pythonRoundTrip(texts: string[]): string[] {
@@ -129,5 +133,34 @@ describe('definition files', () => {
   it('read a single model file the same way', () => {
     const { data } = parseDefinitionText('attributes:\n  xs: [2.0]\n') as { data: { attributes: Record<string, unknown> } }
     assert.equal(typedJson(data.attributes.xs), '[2.0]')
+  })
+})
+
+describe('protocol payloads', () => {
+  const binding = (format: 'raw' | 'json', template?: string) =>
+    mqttSchema.parse({ bindings: [{ attribute: 'x', topic: 'x', format, ...(template === undefined ? {} : { template }) }] }).bindings[0]!
+  const fields = { instance: 'i', topic: 't' }
+
+  it('MQTT json payloads write a float attribute and the floats of a list as floats; a received [2.0] stays a float', () => {
+    assert.equal(formatPayload(binding('json'), 230, fields, 'float'), '230.0')
+    assert.equal(formatPayload(binding('json', '{"v": {{value}}}'), 230, fields, 'float'), '{"v": 230.0}')
+    assert.equal(formatPayload(binding('json'), 230, fields, 'int'), '230')
+    assert.equal(formatPayload(binding('json'), [floatValue(2), 2], fields, 'list'), '[2.0,2]')
+    assert.equal(formatPayload(binding('raw'), [floatValue(2), 2], fields, 'list'), '[2.0,2]')
+    const read = PayloadReader.for(binding('json')).read('[2.0, 2]', 'list')
+    assert.ok('value' in read)
+    assert.equal(typedJson(read.value), '[2.0,2]')
+    assert.deepEqual(PayloadReader.for(binding('json')).read('2.0', 'float'), { value: 2 })
+    assert.deepEqual(PayloadReader.for(binding('json')).read('2.0', 'dict'), { problem: 'expected an object (dict), got a number' })
+  })
+
+  it('text instruments answer a list with its floats as Python prints it; a written [2.0] stays a float', () => {
+    assert.equal(formatValue([floatValue(2), 2, 2.5], 'list'), '[2.0, 2, 2.5]')
+    const converted = convertValue('list', '[2.0, 2]')
+    assert.equal(typedJson(converted.value), '[2.0,2]')
+  })
+
+  it('OPC UA String variables of a list carry its floats', () => {
+    assert.deepEqual(toVariantValue([floatValue(2), 2], 'String'), { value: '[2.0,2]' })
   })
 })
