@@ -111,6 +111,29 @@ describe('actions evaluated by the Python worker', () => {
     assert.equal((await t.api('GET', `${SYS}/instances/m1/timer/attr/time`)).body.value, 2)
   })
 
+  it('library functions written in C import what they need: datetime parsing and formatting in a worker action', async () => {
+    // statistics sends the action to the worker; datetime's C functions load _strptime and the
+    // locale data on their first call, through the builtins of the action's frame.
+    await define({
+      dates: {
+        attributes: { stamp: '2024-03-01', day: '', days: { type: 'int', default: 0 } },
+        actions: [
+          { function: '$out(day)', imports: ['datetime', 'statistics'], call: "datetime.datetime.strptime(stamp, '%Y-%m-%d').strftime('%A %d %B')" },
+          {
+            function: '$out(days)',
+            imports: ['datetime', 'statistics'],
+            call: "statistics.median_low([datetime.date.fromisoformat(stamp).toordinal(), datetime.datetime.strptime(stamp, '%Y-%m-%d').toordinal()])",
+          },
+        ],
+      },
+    })
+    await create({ d1: 'dates' })
+    await run('d1')
+    assert.equal(await value('d1', 'day'), 'Friday 01 March')
+    assert.equal(await value('d1', 'days'), 738946)
+    assert.equal((await t.api('DELETE', `${SYS}/instances/d1`)).status, 200)
+  })
+
   it('run(steps=N) of the system steps worker and native instances alike', async () => {
     await define({
       mixed2: MIXED,

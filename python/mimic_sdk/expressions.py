@@ -25,6 +25,7 @@ import importlib
 import json
 import math
 import random
+import sys
 import textwrap
 import types
 from typing import Any, Callable, Dict, List
@@ -37,7 +38,7 @@ ALLOWED_BUILTINS = (
     "abs", "min", "max", "round", "int", "float", "bool", "str", "len", "sum", "pow", "divmod", "any", "all",
     "sorted", "enumerate", "zip", "range", "list", "tuple", "dict",
 )
-_BUILTINS = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS}
+_BUILTINS: Dict[str, Any] = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS}
 #: modules an action may not import: they reach the file system, processes, the network or the
 #: interpreter itself (the server refuses them at load time too)
 DENIED_MODULES = frozenset((
@@ -48,6 +49,21 @@ DENIED_MODULES = frozenset((
     "webbrowser", "sqlite3", "dbm", "zipfile", "tarfile", "zipimport", "pkgutil", "site", "sysconfig",
     "mimic_sdk",
 ))
+
+
+
+def _library_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    """The import statement of library code running in an expression's frame. A function written
+    in C imports through the builtins of the frame that calls it (``datetime.strptime`` loads
+    ``_strptime`` on its first call), so without it such calls fail with ``KeyError: '__import__'``.
+    Expression text cannot name it: names starting with ``_`` are refused when expressions load. A
+    denied module stays out unless the interpreter has it loaded already, as it has ``os``."""
+    if level == 0 and name.split(".")[0] in DENIED_MODULES and name not in sys.modules:
+        raise ImportError(f"actions may not import {name!r}")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+_BUILTINS["__import__"] = _library_import
 
 #: imports a file under the extension directories: (file, path in the model) -> its module
 FileImporter = Callable[[str, str], Any]
@@ -87,7 +103,7 @@ def _compile(spec: Any, index: int, import_file: FileImporter) -> Expression:
     constants = spec.get("constants")
     if constants:
         scope.update(json.loads(constants))
-    _check_reach(text, form, scope, path)
+    _check_reach(text, form, scope, path, [str(n) for n in names])
     filename = f"<{path}>"
     try:
         if form == "expression":
@@ -111,9 +127,11 @@ def _denied(value: Any) -> bool:
     return isinstance(value, types.ModuleType) and value.__name__.split(".")[0] in DENIED_MODULES
 
 
-def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str) -> None:
-    """Refuses an attribute chain that reaches a denied module from an imported one
-    (``statistics.sys``): the import check alone would let it through. Chains are followed
+def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str, bound: List[str]) -> None:
+    """Refuses a name or an attribute starting with ``_`` (as the server does; the names the server
+    binds, ``__mimic_ref_0``, are its own), and an attribute
+    chain that reaches a denied module from an imported one (``statistics.sys``): the import check
+    alone would let it through. Chains are followed
     through modules only, at load time; the text already compiled on the server, so a text
     that does not parse here is left to ``compile`` to report."""
     try:
@@ -121,8 +139,12 @@ def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str) -> None
     except SyntaxError:
         return
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id.startswith("_") and node.id not in bound:
+            raise WorkerError("load", f"{path}: name {node.id!r} is not allowed (names starting with '_' are reserved)", path)
         if not isinstance(node, ast.Attribute):
             continue
+        if node.attr.startswith("_"):
+            raise WorkerError("load", f"{path}: attribute {node.attr!r} is not allowed (names starting with '_' are reserved)", path)
         chain: List[str] = []
         base: ast.AST = node
         while isinstance(base, ast.Attribute):

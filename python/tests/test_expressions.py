@@ -2,6 +2,7 @@
 Python's own semantics and types both ways, imports of modules and of helper files, and faults
 that name the expression or the import."""
 
+import datetime
 import json
 import unittest
 
@@ -83,11 +84,30 @@ class Expressions(WorkerTestCase):
         self.assertEqual(self.eval(0, 1.0, 4.0), "0.25", "the expression works again")
 
     def test_only_the_allowed_builtins_are_there(self):
-        self.load(spec("actions[0].call", "open", []), spec("actions[1].call", "__import__('os')", []))
+        self.load(spec("actions[0].call", "open", []))
         self.assertEqual(self.failure("eval", instance="a", expression=0, values="[]")["message"],
                          "NameError: name 'open' is not defined")
-        self.assertEqual(self.failure("eval", instance="a", expression=1, values="[]")["message"],
-                         "NameError: name '__import__' is not defined")
+
+    def test_names_and_attributes_starting_with_an_underscore_are_load_errors_but_bound_names(self):
+        for text in ("__import__('os')", "__builtins__", "math.__dict__", "_x + 1"):
+            with self.subTest(text=text):
+                error = self.failure("load", instance="a", entries=[], expressions=[spec("actions[0].call", text, [])])
+                self.assertEqual(error["kind"], "load")
+                self.assertIn("names starting with '_' are reserved", error["message"])
+        self.load(spec("actions[0].call", "__mimic_ref_0 * 2", ["__mimic_ref_0"]))
+        self.assertEqual(self.eval(0, 21), "42")
+
+    def test_library_functions_written_in_c_may_import_what_they_need(self):
+        # datetime's strptime and strftime import _strptime and locale data on their first call,
+        # through the builtins of the expression's frame.
+        imports = {"datetime": {"module": "datetime", "path": "actions[0].imports.datetime"}}
+        self.load(spec("actions[0].call", "datetime.datetime.strptime(s, '%Y-%m-%d').toordinal()", ["s"], imports=imports),
+                  spec("actions[1].call", "datetime.date(2024, 1, 1).strftime('%A %d %B')", [], imports=imports))
+        self.assertEqual(self.eval(0, "2024-03-01"), str(datetime.datetime(2024, 3, 1).toordinal()))
+        self.assertEqual(self.eval(1), '"Monday 01 January"')
+        from mimic_sdk.expressions import _BUILTINS
+        with self.assertRaisesRegex(ImportError, "may not import 'sqlite3'"):
+            _BUILTINS["__import__"]("sqlite3")
 
     def test_imports_that_fail_are_load_errors_naming_the_import(self):
         cases = [
