@@ -36,6 +36,27 @@ export function arity(name: string, args: PyValue[], min: number, max: number): 
   }
 }
 
+/**
+ * The arguments of a builtin whose parameters may also be given by name (`round(number=2.5)`,
+ * `pow(base=2, exp=3)`), in the order of `params`, undefined where not given; Python's TypeError,
+ * in CPython's words, for too many, an unknown keyword, one given twice or a missing required one.
+ */
+function bind(name: string, args: PyValue[], kwargs: PyKwargs, params: readonly string[], required: number): Array<PyValue | undefined> {
+  if (args.length > params.length)
+    throw new PyException('TypeError', `${name}() takes at most ${params.length} argument${params.length === 1 ? '' : 's'} (${args.length} given)`)
+  // In CPython's order: each parameter from its position or its name (a missing required one
+  // first), then the keywords left over.
+  const bound = params.map((param, i) => (i < args.length ? args[i] : kwargs?.get(param)))
+  const missing = bound.findIndex((v, i) => i < required && v === undefined)
+  if (missing >= 0) throw new PyException('TypeError', `${name}() missing required argument '${params[missing]}' (pos ${missing + 1})`)
+  for (const key of kwargs?.keys() ?? []) {
+    const at = params.indexOf(key)
+    if (at < 0) throw new PyException('TypeError', `'${key}' is an invalid keyword argument for ${name}()`)
+    if (at < args.length) throw new PyException('TypeError', `argument for ${name}() given by name ('${key}') and position (${at + 1})`)
+  }
+  return bound
+}
+
 function noKwargs(name: string, kwargs: PyKwargs): void {
   if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', `${name}() takes no keyword arguments`)
 }
@@ -283,7 +304,6 @@ function pyDict(args: PyValue[], kwargs: PyKwargs): PyDict {
 }
 
 function pow3(args: PyValue[]): PyValue {
-  arity('pow', args, 2, 3)
   const [a = null, b = null, m = null] = args
   if (m === null) return pyPow(a, b)
   if (!isInt(a) || !isInt(b) || !isInt(m)) throw new PyException('TypeError', 'pow() 3rd argument not allowed unless all arguments are integers')
@@ -303,6 +323,19 @@ function pow3(args: PyValue[]): PyValue {
   return result !== 0n && result < 0n !== mod < 0n ? result + mod : result
 }
 
+/** `zip(..., strict=True)`'s ValueError, in CPython's words, when the lengths differ. */
+function zipMismatch(lengths: number[]): void {
+  const n = Math.min(...lengths)
+  const first = lengths[0] ?? 0
+  const before = (i: number): string => (i === 1 ? 'argument 1' : `arguments 1-${i}`)
+  if (first > n) {
+    const i = lengths.findIndex((l) => l === n)
+    throw new PyException('ValueError', `zip() argument ${i + 1} is shorter than ${before(i)}`)
+  }
+  const i = lengths.findIndex((l) => l > n)
+  if (i > 0) throw new PyException('ValueError', `zip() argument ${i + 1} is longer than ${before(i)}`)
+}
+
 function fixed(name: string, min: number, max: number, fn: (...args: PyValue[]) => PyValue): PyCallable {
   return new PyCallable(name, (args, kwargs) => {
     noKwargs(name, kwargs)
@@ -319,24 +352,28 @@ export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCalla
   [
     'round',
     new PyCallable('round', (args, kwargs) => {
-      const nd = kwarg(kwargs, 'ndigits', ['ndigits'], 'round')
-      arity('round', args, 1, 2)
-      return pyRound(args[0] ?? null, args[1] ?? nd ?? null)
+      const [x = null, ndigits = null] = bind('round', args, kwargs, ['number', 'ndigits'], 1)
+      return pyRound(x, ndigits)
     }),
   ],
   [
     'int',
-    new PyCallable(
-      'int',
-      (args, kwargs) => (arity('int', args, 0, 2), args.length === 0 ? 0n : pyInt(args[0] ?? null, args[1] ?? kwarg(kwargs, 'base', ['base'], 'int') ?? null)),
-    ),
+    new PyCallable('int', (args, kwargs) => {
+      arity('int', args, 0, 2)
+      const base = kwarg(kwargs, 'base', ['base'], 'int')
+      if (args.length === 0) {
+        if (base !== undefined) throw new PyException('TypeError', 'int() missing string argument')
+        return 0n
+      }
+      return pyInt(args[0] ?? null, args[1] ?? base ?? null)
+    }),
   ],
   ['float', fixed('float', 0, 1, (x = 0) => pyFloat(x))],
   ['bool', fixed('bool', 0, 1, (x = false) => truthy(x))],
-  ['str', fixed('str', 0, 1, (x = '') => pyStr(x))],
+  ['str', new PyCallable('str', (args, kwargs) => pyStr(bind('str', args, kwargs, ['object'], 0)[0] ?? ''))],
   ['len', fixed('len', 1, 1, pyLen)],
   ['sum', new PyCallable('sum', sum)],
-  ['pow', new PyCallable('pow', (args, kwargs) => (noKwargs('pow', kwargs), pow3(args)))],
+  ['pow', new PyCallable('pow', (args, kwargs) => pow3(bind('pow', args, kwargs, ['base', 'exp', 'mod'], 2).map((v) => v ?? null)))],
   ['divmod', fixed('divmod', 2, 2, (a = null, b = null) => pyDivmod(a, b))],
   ['any', fixed('any', 1, 1, (x = null) => iterate(x).some(truthy))],
   ['all', fixed('all', 1, 1, (x = null) => iterate(x).every(truthy))],
@@ -352,9 +389,12 @@ export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCalla
   [
     'zip',
     new PyCallable('zip', (args, kwargs) => {
-      noKwargs('zip', kwargs)
+      const strict = kwarg(kwargs, 'strict', ['strict'], 'zip')
       const lists = args.map(iterate)
       const n = lists.length === 0 ? 0 : Math.min(...lists.map((l) => l.length))
+      // Iterators are whole lists here, so a strict zip's mismatch is found at once, not when
+      // the shorter one runs out.
+      if (strict !== undefined && truthy(strict)) zipMismatch(lists.map((l) => l.length))
       const out: PyValue[] = []
       for (let i = 0; i < n; i++) out.push(new PyTuple(lists.map((l) => l[i] ?? null)))
       return new PyIterator(out)
@@ -623,7 +663,7 @@ export const MATH_MODULE = new PyModule(
     ],
     ['isfinite', fixed('isfinite', 1, 1, (x = null) => Number.isFinite(realArg('isfinite', x)))],
     ['factorial', fixed('factorial', 1, 1, (x = null) => factorial(x))],
-    ['gcd', new PyCallable('gcd', (args) => args.reduce<bigint>((acc, a) => gcd2(acc, indexArg(a)), 0n))],
+    ['gcd', new PyCallable('gcd', (args, kwargs) => (noKwargs('math.gcd', kwargs), args.reduce<bigint>((acc, a) => gcd2(acc, indexArg(a)), 0n)))],
     ['fsum', fixed('fsum', 1, 1, (x = null) => fsum(x))],
     [
       'prod',
