@@ -115,7 +115,9 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     assert.equal(unit.value.displayName.text, 'degC')
   })
 
-  it('a write sets the internal value (read back over HTTP); a wrong type is BadTypeMismatch and changes nothing', async () => {
+  it('a write sets the internal value (read back over HTTP); a wrong type is BadTypeMismatch, changes nothing and is counted', async () => {
+    const counters = async (): Promise<Record<string, number>> => (await t.api('GET', `${SYS}/instances/boiler_1/communication/opcua_server`)).body.counters
+    const before = await counters()
     const good = await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.sp', dataType: 'Double', value: 65.5 })
     assert.equal(good.status, 'Good')
     assert.equal((await attribute('boiler_1', 'setpoint')).internal_value, 65.5)
@@ -124,6 +126,12 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     const int32 = await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.sp', dataType: 'Int32', value: 70 })
     assert.equal(int32.status, 'BadTypeMismatch')
     assert.equal((await attribute('boiler_1', 'setpoint')).internal_value, 65.5)
+    const after = await counters()
+    assert.deepEqual(
+      [after.writes! - before.writes!, after.refused! - before.refused!, after.errors! - before.errors!],
+      [3, 2, 2],
+      'three writes, the two of another type refused (by node-opcua, before the setter) and counted',
+    )
     // A variable bound with writable: false is not writable for clients.
     assert.equal((await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.count', dataType: 'UInt16', value: 9 })).status, 'BadNotWritable')
     assert.equal((await attribute('boiler_1', 'count')).internal_value, 3)

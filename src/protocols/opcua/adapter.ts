@@ -243,6 +243,19 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
         set: writable ? (variant: Variant) => this.#write(bound, variant) : null,
       },
     })
+    // node-opcua refuses a value of another built-in type (a String for a Double) with
+    // BadTypeMismatch before the setter runs, in UAVariable.checkVariantCompatibility, the check
+    // its own variable kinds override: counted and logged here like the setter's own refusals.
+    const checked = variable as unknown as { checkVariantCompatibility(value: Variant): StatusCode }
+    const check = checked.checkVariantCompatibility.bind(variable)
+    checked.checkVariantCompatibility = (value) => {
+      const status = check(value)
+      if (status.isNotGood()) {
+        this.#counters.writes++
+        this.#status(status, { attribute: binding.attribute, reason: `expected ${dataType}, got ${DataType[value.dataType]}` })
+      }
+      return status
+    }
     // A monitored item that watches by exception listens for value_changed, which the getter alone
     // never emits: such variables are looked at for changes (#push).
     const events = variable as unknown as EventEmitter
