@@ -148,6 +148,12 @@ class Samples:
 
     def kinds(self):
         return [type(v).__name__ for v in self.samples]
+
+    def summary(self):
+        return {"first": self.samples[0], "samples": self.samples, "count": len(self.samples)}
+
+    def half(self, x):
+        return x / 2
 `
 
 describe('numbers inside the list and dict values of a Python object', () => {
@@ -157,14 +163,14 @@ describe('numbers inside the list and dict values of a Python object', () => {
   })
   after(async () => t.close())
 
-  it("a Python object's [2.0, 2] reads back [2.0, 2]; a list written as [5.0, 5] reaches its setter as a float and an int", async () => {
+  it("a Python object's [2.0, 2] reads back [2.0, 2]; a list written as [5.0, 5] reaches its setter as a float and an int; results keep their floats", async () => {
     const model = {
       attributes: { samples: { default: [], type: 'list' }, table: { default: {}, type: 'dict' } },
       import: {
         'samples.py': {
           class: 'Samples',
           attributes: { samples: { property: 'samples' }, table: { property: 'table' } },
-          methods: { run: 'tick', kinds: 'kinds' },
+          methods: { run: 'tick', kinds: 'kinds', summary: 'summary', half: 'half' },
         },
       },
     }
@@ -185,5 +191,11 @@ describe('numbers inside the list and dict values of a Python object', () => {
     assert.deepEqual((await t.call(inst, 'kinds')).body, { result: ['float', 'int'] })
     assert.equal((await t.call(inst, 'run')).status, 200)
     assert.equal(await value('samples'), '{"value":[5.0,5,2.0]}')
+
+    // A method's result keeps its floats too, itself included.
+    const summary = await rawRequest(t, 'POST', `${inst}/method/summary`, '{}')
+    assert.equal(summary.text, '{"result":{"first":5.0,"samples":[5.0,5,2.0],"count":3}}')
+    assert.equal((await rawRequest(t, 'POST', `${inst}/method/half`, '{"kwargs": {"x": 4}}')).text, '{"result":2.0}')
+    assert.equal((await rawRequest(t, 'POST', `${inst}/method/half`, '{"kwargs": {"x": 5}}')).text, '{"result":2.5}')
   })
 })

@@ -82,8 +82,8 @@ export function encodeFrames(texts: string[]): Buffer {
  * attribute values it carries (`values`, `attributes`, the values of `changes`, a `set`'s
  * `results[i].values`): there an integral float stays a `FloatMark`
  * (src/definition/json-float.ts), so a Python object's `[2.0]` in a list attribute reads back
- * `[2.0]`. A value that is a float itself comes as its number (its attribute's type says what it
- * is); everything else of the message (method results, errors) is plain.
+ * `[2.0]`, and for a method's `result`. An attribute value that is a float itself comes as its
+ * number (its attribute's type says what it is); everything else of the message is plain.
  *
  * @example
  * keepingValueFloats('{"id":1,"ok":true,"result":2.0,"values":{"xs":[2.0]}}') // { ..., result: 2, values: { xs: [FloatMark(2)] } }
@@ -93,6 +93,8 @@ export function keepingValueFloats(text: string): unknown {
   const plain = plainJson(marked)
   if (plain === marked || !isRecord(marked) || !isRecord(plain)) return plain
   for (const key of ['values', 'attributes']) if (Object.hasOwn(marked, key)) plain[key] = nestedMarks(marked[key])
+  // A method's result keeps its floats, itself included: `return 2.0` answers {"result": 2.0}.
+  if (Object.hasOwn(marked, 'result')) plain['result'] = marked['result']
   if (Array.isArray(marked['changes'])) plain['changes'] = marked['changes'].map(unmarked)
   const results = marked['results']
   // A `set` answer's results are objects; a step answer's are flat pairs of slot and method result.

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BadRequestError, ConflictError } from '../errors.js'
-import { withContainerFloats, withSystemContainerFloats } from '../definition/typed-json.js'
+import { typedJson, withContainerFloats, withSystemContainerFloats } from '../definition/typed-json.js'
 import { keepingFloats } from './json-body.js'
 import type { System } from '../system/system.js'
 import type { Component, CallArgs } from '../tree/component.js'
@@ -197,7 +197,8 @@ function withFloats(node: Component, body: unknown): unknown {
 }
 
 async function callMethod(node: Component, method: string, body: unknown): Promise<unknown> {
-  return { result: toJson(await node.call(method, callArgs(body))) }
+  // typedJson: a Python method's float result keeps its point (`{"result": 2.0}`, json-float.ts).
+  return new JsonText(typedJson({ result: toJson(await node.call(method, callArgs(body))) }))
 }
 
 async function setProperty(node: Component, property: string, body: unknown): Promise<unknown> {

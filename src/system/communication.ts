@@ -175,7 +175,8 @@ export class AdapterNode extends Component {
           return target && { type: target.valueType, unit: target.unit, description: target.description }
         },
         methods: () => Object.keys(instance.methods()).filter((m) => !LIFECYCLE_METHODS.has(m)),
-        call: (method, args) => instance.call(method, { args, kwargs: {} }),
+        // A float result of a Python method comes marked (json-float.ts); adapters take the number.
+        call: async (method, args) => unmarked(await instance.call(method, { args, kwargs: {} })),
       },
     })
   }
