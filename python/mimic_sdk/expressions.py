@@ -129,11 +129,10 @@ def _denied(value: Any) -> bool:
 
 def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str, bound: List[str]) -> None:
     """Refuses a name or an attribute starting with ``_`` (as the server does; the names the server
-    binds, ``__mimic_ref_0``, are its own), and an attribute
-    chain that reaches a denied module from an imported one (``statistics.sys``): the import check
-    alone would let it through. Chains are followed
-    through modules only, at load time; the text already compiled on the server, so a text
-    that does not parse here is left to ``compile`` to report."""
+    binds, ``__mimic_ref_0``, are its own), and an attribute chain that reaches a denied module
+    from an imported one (``statistics.sys``): the import check alone would let it through. Chains
+    are followed through modules only, at load time; the text already compiled on the server, so a
+    text that does not parse here is left to ``compile`` to report."""
     try:
         tree = ast.parse(text if form == "expression" else textwrap.dedent(text), mode="eval" if form == "expression" else "exec")
     except SyntaxError:

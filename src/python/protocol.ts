@@ -79,14 +79,15 @@ export function encodeFrames(texts: string[]): Buffer {
 
 /**
  * A message whose text may hold an integral float (`2.0`), parsed as JSON.parse would, but for the
- * attribute values it carries (`values`, `attributes`, the values of `changes`, a `set`'s
- * `results[i].values`): there an integral float stays a `FloatMark`
- * (src/definition/json-float.ts), so a Python object's `[2.0]` in a list attribute reads back
- * `[2.0]`, and for a method's `result`. An attribute value that is a float itself comes as its
- * number (its attribute's type says what it is); everything else of the message is plain.
+ * values Python computed: in the attribute values it carries (`values`, `attributes`, the values
+ * of `changes`, a `set`'s `results[i].values`) and in a method's `result` an integral float stays
+ * a `FloatMark` (src/definition/json-float.ts), so a Python object's `[2.0]` reads back `[2.0]`.
+ * An attribute value that is a float itself comes as its number (its attribute's type says what
+ * it is); everything else of the message is plain.
  *
  * @example
- * keepingValueFloats('{"id":1,"ok":true,"result":2.0,"values":{"xs":[2.0]}}') // { ..., result: 2, values: { xs: [FloatMark(2)] } }
+ * keepingValueFloats('{"id":1,"ok":true,"result":2.0,"values":{"t":2.0,"xs":[2.0]}}')
+ * // { id: 1, ok: true, result: FloatMark(2), values: { t: 2, xs: [FloatMark(2)] } }
  */
 export function keepingValueFloats(text: string): unknown {
   const marked = parseJsonKeepingFloats(text)
