@@ -154,6 +154,9 @@ class Samples:
 
     def half(self, x):
         return x / 2
+
+    def kind(self, x):
+        return [type(v).__name__ for v in x] if isinstance(x, list) else type(x).__name__
 `
 
 describe('numbers inside the list and dict values of a Python object', () => {
@@ -170,7 +173,7 @@ describe('numbers inside the list and dict values of a Python object', () => {
         'samples.py': {
           class: 'Samples',
           attributes: { samples: { property: 'samples' }, table: { property: 'table' } },
-          methods: { run: 'tick', kinds: 'kinds', summary: 'summary', half: 'half' },
+          methods: { run: 'tick', kinds: 'kinds', summary: 'summary', half: 'half', kind: 'kind' },
         },
       },
     }
@@ -197,5 +200,13 @@ describe('numbers inside the list and dict values of a Python object', () => {
     assert.equal(summary.text, '{"result":{"first":5.0,"samples":[5.0,5,2.0],"count":3}}')
     assert.equal((await rawRequest(t, 'POST', `${inst}/method/half`, '{"kwargs": {"x": 4}}')).text, '{"result":2.0}')
     assert.equal((await rawRequest(t, 'POST', `${inst}/method/half`, '{"kwargs": {"x": 5}}')).text, '{"result":2.5}')
+
+    // And its arguments: 2.0 reaches Python as a float, 2 as an int.
+    const kind = async (body: string): Promise<string> => (await rawRequest(t, 'POST', `${inst}/method/kind`, body)).text
+    assert.equal(await kind('{"kwargs": {"x": 2.0}}'), '{"result":"float"}')
+    assert.equal(await kind('{"kwargs": {"x": 2}}'), '{"result":"int"}')
+    assert.equal(await kind('{"args": [[2.0, 2, 1e3]]}'), '{"result":["float","int","float"]}')
+    // Built-in methods read their arguments as before.
+    assert.equal((await rawRequest(t, 'POST', `${inst}/method/run`, '{"kwargs": {"dt": 1.0}}')).status, 200)
   })
 })

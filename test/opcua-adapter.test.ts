@@ -17,6 +17,9 @@ class Boiler:
     def heat(self, delta):
         self.temp = self.temp + delta
         return self.temp
+
+    def show(self, value):
+        return repr(value)
 `
 
 function boilerModel(port: number, extra: Record<string, unknown> = {}) {
@@ -27,7 +30,7 @@ function boilerModel(port: number, extra: Record<string, unknown> = {}) {
       mode: { default: 'off', type: 'str' },
       count: { default: 3, type: 'int' },
     },
-    import: { 'boiler.py': { class: 'Boiler', attributes: { temp: { property: 'temp' } }, methods: { heat: 'heat' } } },
+    import: { 'boiler.py': { class: 'Boiler', attributes: { temp: { property: 'temp' } }, methods: { heat: 'heat', show: 'show' } } },
     communication: {
       opcua_server: {
         port,
@@ -37,7 +40,10 @@ function boilerModel(port: number, extra: Record<string, unknown> = {}) {
           { attribute: 'mode' },
           { attribute: '#out(count)', data_type: 'UInt16', writable: false },
         ],
-        methods: [{ method: 'heat', inputs: [{ name: 'delta', data_type: 'Double' }], output: 'Double' }],
+        methods: [
+          { method: 'heat', inputs: [{ name: 'delta', data_type: 'Double' }], output: 'Double' },
+          { method: 'show', inputs: [{ name: 'value', data_type: 'Double' }], output: 'String' },
+        ],
         ...extra,
       },
     },
@@ -94,6 +100,7 @@ describe('opcua_server adapter with a client in another process: browse, read, w
       { browseName: 'mode', nodeId: 'ns=1;s=boiler_1.mode', nodeClass: 'Variable' },
       { browseName: 'count', nodeId: 'ns=1;s=boiler_1.count', nodeClass: 'Variable' },
       { browseName: 'heat', nodeId: 'ns=1;s=boiler_1.heat', nodeClass: 'Method' },
+      { browseName: 'show', nodeId: 'ns=1;s=boiler_1.show', nodeClass: 'Method' },
     ])
   })
 
@@ -225,6 +232,11 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     assert.equal(result.status, 'Good')
     assert.deepEqual(result.outputs, [22.5])
     assert.equal((await attribute('boiler_1', 'temp')).internal_value, 22.5)
+    // A Double argument reaches Python as a float, a whole one included.
+    const show = async (value: number): Promise<unknown> =>
+      (await client.ok({ op: 'call', objectId: 'ns=1;s=boiler_1', methodId: 'ns=1;s=boiler_1.show', inputs: [{ dataType: 'Double', value }] })).outputs
+    assert.deepEqual(await show(2), ['2.0'])
+    assert.deepEqual(await show(2.5), ['2.5'])
     const wrong = await client.ok({ op: 'call', objectId: 'ns=1;s=boiler_1', methodId: 'ns=1;s=boiler_1.heat', inputs: [{ dataType: 'String', value: 'x' }] })
     assert.equal(wrong.status, 'BadTypeMismatch')
     assert.equal((await attribute('boiler_1', 'temp')).internal_value, 22.5)

@@ -160,7 +160,7 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
   switch (target.kind) {
     case 'method':
       if (verb !== 'POST') throw new BadRequestError(`Methods are called with POST (got ${verb} on .../method/${target.method})`)
-      return callMethod(node, target.method, body)
+      return callMethod(node, target.method, node.keepsFloatsIn(target.method) ? keepingFloats(body) : body)
     case 'property':
       if (verb === 'GET') return propertyDocument(node, target.property)
       if (verb === 'PUT' || verb === 'PATCH') return setProperty(node, target.property, body)

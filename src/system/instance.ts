@@ -1,6 +1,6 @@
 import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError, type ErrorDetail } from '../errors.js'
 import { unmarked } from '../definition/json-float.js'
-import { attributeDeclarations } from '../definition/model-schema.js'
+import { attributeDeclarations, LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
 import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
 import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
@@ -164,6 +164,11 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       if (!Object.hasOwn(methods, method)) methods[method] = (call) => this.callMapped(method, call)
     }
     return methods
+  }
+
+  /** A model method mapped to Python (not one of the lifecycle methods, which take precedence). */
+  override keepsFloatsIn(method: string): boolean {
+    return !LIFECYCLE_METHODS.has(method) && this.#mappedMethods().includes(method)
   }
 
   /** `run` is what clients call most: answered without building the method table, or an extra promise. */

@@ -131,6 +131,15 @@ export abstract class Component {
     return {}
   }
 
+  /**
+   * Whether a call of `method` takes its arguments with integral floats kept as floats
+   * (`FloatMark`, src/definition/json-float.ts): true for methods whose arguments reach Python,
+   * which tells `2.0` from `2`. Built-in methods take plain JSON.
+   */
+  keepsFloatsIn(_method: string): boolean {
+    return false
+  }
+
   /** Calls a public method; unknown names are a 404. */
   async call(method: string, call: CallArgs): Promise<unknown> {
     const methods = this.methods()

@@ -7,6 +7,7 @@ import { DataType, Variant } from 'node-opcua-variant'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import type { OpcuaBinding, OpcuaDataType, OpcuaMethod, OpcuaServerDefinition } from '../../definition/opcua-schema.js'
+import { floatValue } from '../../definition/json-float.js'
 import { typedJson } from '../../definition/typed-json.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import { DATA_TYPE_IDS, defaultDataType, fromVariantValue, toVariantValue } from './data-types.js'
@@ -297,7 +298,9 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       for (let i = 0; i < method.inputs.length; i++) {
         const converted = fromVariantValue(inputs[i]?.value, method.inputs[i]!.data_type, undefined)
         if ('problem' in converted) return this.#refused(StatusCodes.BadTypeMismatch, { method: method.method, reason: converted.problem })
-        args.push(converted.value)
+        // A Double or Float argument reaches Python as a float, 2.0 included (json-float.ts).
+        const float = method.inputs[i]!.data_type === 'Double' || method.inputs[i]!.data_type === 'Float'
+        args.push(float && typeof converted.value === 'number' ? floatValue(converted.value) : converted.value)
       }
       let result: unknown
       try {
