@@ -8,16 +8,10 @@
  * strftime('%Y-%m-%d %H:%M', { year: 2020, month: 3, day: 7, hour: 15, minute: 4, second: 5, weekday: 5, yday: 67 }, {})
  * // '2020-03-07 15:04'
  */
-import { isLeap, isoWeek1Monday, localToTimestamp, ordinalToYmd, weekdayOf, ymdToOrdinal } from './datetime-calendar.js'
+import { isLeap, isoWeek1Monday, localToTimestamp, ordinalToYmd, weekdayOf, ymdToOrdinal, type Fields } from './datetime-calendar.js'
 
 /** The fields of a `struct tm` that strftime reads (weekday: Monday 0, yday: 1-based, as `timetuple()`). */
-export interface TimeTuple {
-  year: number
-  month: number
-  day: number
-  hour: number
-  minute: number
-  second: number
+export interface TimeTuple extends Fields {
   weekday: number
   yday: number
 }

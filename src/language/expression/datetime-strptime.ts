@@ -8,7 +8,7 @@
  * strptimeFields('07.05.2024 13:45', '%d.%m.%Y %H:%M') // { year: 2024, month: 5, day: 7, hour: 13, minute: 45, ... }
  */
 import { pyInt } from './builtins.js'
-import { isLeap, localOffset, ordinalToYmd, weekdayOf, ymdToOrdinal } from './datetime-calendar.js'
+import { isLeap, localOffset, ordinalToYmd, weekdayOf, ymdToOrdinal, type Fields } from './datetime-calendar.js'
 import { localZoneName } from './datetime-zone.js'
 import { checkDate } from './datetime-values.js'
 import { PyException, strRepr } from './values.js'
@@ -147,13 +147,7 @@ function toRegExp(pattern: string): RegExp {
 }
 
 /** The fields `datetime.strptime(data, format)` builds its datetime from. */
-export interface StrptimeFields {
-  year: number
-  month: number
-  day: number
-  hour: number
-  minute: number
-  second: number
+export interface StrptimeFields extends Fields {
   fraction: number
   /** The UTC offset from `%z` (seconds and microseconds), or null. */
   offset: { seconds: number; microseconds: number } | null
