@@ -164,14 +164,28 @@ test(
     await page.locator('.chart-panel.paused').waitFor()
     await page.click('[data-action=pause]')
 
-    // Edit a value through the API: the live table shows it.
+    // Edit a value through the API: the live table shows it. The answer to the PUT is held back
+    // until the user has typed the next value, as on a slow link where the event stream is first:
+    // what was typed meanwhile stays in the field.
     const setpoint = view.locator('tr[data-attribute=setpoint]')
+    const setpointPath = '**/instances/tank_sensor/attributes/setpoint/attr/internal_value'
+    let release = (): void => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
+    await page.route(setpointPath, async (route) => {
+      const response = await route.fetch()
+      await released
+      await route.fulfill({ response })
+    })
     await setpoint.locator('.edit-cell input').fill('75.5')
     await setpoint.locator('.edit-cell button').click()
     await setpoint.locator('[data-cell=internal]', { hasText: '75.5' }).waitFor()
 
     // Faults are readable: a bad value is caught in the page, Python's exception shows its details.
     await setpoint.locator('.edit-cell input').fill('hot')
+    release()
+    await page.locator('.notice-info', { hasText: 'tank_sensor.setpoint = 75.5' }).waitFor()
+    await page.unroute(setpointPath)
+    assert.equal(await setpoint.locator('.edit-cell input').inputValue(), 'hot')
     await setpoint.locator('.edit-cell button').click()
     await page.locator('.notice-error', { hasText: "'hot' is not a number" }).waitFor()
     await view.locator('[data-kwargs=calibrate]').fill('{"offset": 0.5, "bogus": 1}')

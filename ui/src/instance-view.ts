@@ -303,9 +303,11 @@ export class InstanceView implements View {
       }
       const button = (e.currentTarget as HTMLFormElement).querySelector('button')
       if (button) button.disabled = true
+      const submitted = input.value
       try {
         await api.put(path, { value })
-        input.value = ''
+        // Clear only what was sent: a value typed while the request was on its way stays.
+        if (input.value === submitted) input.value = ''
         notices.info(`${name}.${attr.name} = ${formatValue(value)}`)
       } catch (err) {
         notices.error(err, `Setting ${name}.${attr.name} failed`)

@@ -48,10 +48,12 @@ export class SnapshotsView implements View {
       e.preventDefault()
       const button = (e.currentTarget as HTMLFormElement).querySelector('button')
       if (button) button.disabled = true
+      const sent = { label: label.value, notes: notes.value }
       try {
-        const result = await this.#api.call<{ id: string; persisted_path: string }>(PATH, 'save', { label: label.value, notes: notes.value })
-        label.value = ''
-        notes.value = ''
+        const result = await this.#api.call<{ id: string; persisted_path: string }>(PATH, 'save', sent)
+        // Clear only what was sent: text typed while the snapshot was being saved stays.
+        if (label.value === sent.label) label.value = ''
+        if (notes.value === sent.notes) notes.value = ''
         this.#notices.info(`Snapshot ${result.id} saved${result.persisted_path ? ' to disk' : ' in memory'}`)
         await this.refresh()
       } catch (err) {
