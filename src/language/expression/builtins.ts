@@ -10,6 +10,7 @@ import { asBigInt, floatPow, isInt, isNumber, objectUnary, pyAdd, pyCompare, pyD
 import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, log2 as ddLog2, tan as ddTan } from './double-double.js'
 import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
+import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
 import {
   dictSet,
   iterate,
@@ -28,45 +29,13 @@ import {
   type PyValue,
 } from './values.js'
 
-/** Checks the argument count of a builtin, with Python's message. */
-export function arity(name: string, args: PyValue[], min: number, max: number): void {
-  if (args.length < min || args.length > max) {
-    const expected = min === max ? `exactly ${min}` : args.length < min ? `at least ${min}` : `at most ${max}`
-    throw new PyException('TypeError', `${name}() takes ${expected} argument${(args.length < min ? min : max) === 1 ? '' : 's'} (${args.length} given)`)
-  }
-}
-
 /**
- * The arguments of a builtin whose parameters may also be given by name (`round(number=2.5)`,
- * `pow(base=2, exp=3)`), in the order of `params`, undefined where not given; Python's TypeError,
- * in CPython's words, for too many, an unknown keyword, one given twice or a missing required one.
+ * A native function checked by the calling convention its CPython counterpart has (see
+ * call-args.ts); `fn` gets the checked arguments (one per parameter for `keywords`).
  */
-function bind(name: string, args: PyValue[], kwargs: PyKwargs, params: readonly string[], required: number): Array<PyValue | undefined> {
-  if (args.length > params.length)
-    throw new PyException('TypeError', `${name}() takes at most ${params.length} argument${params.length === 1 ? '' : 's'} (${args.length} given)`)
-  // In CPython's order: each parameter from its position or its name (a missing required one
-  // first), then the keywords left over.
-  const bound = params.map((param, i) => (i < args.length ? args[i] : kwargs?.get(param)))
-  const missing = bound.findIndex((v, i) => i < required && v === undefined)
-  if (missing >= 0) throw new PyException('TypeError', `${name}() missing required argument '${params[missing]}' (pos ${missing + 1})`)
-  for (const key of kwargs?.keys() ?? []) {
-    const at = params.indexOf(key)
-    if (at < 0) throw new PyException('TypeError', `'${key}' is an invalid keyword argument for ${name}()`)
-    if (at < args.length) throw new PyException('TypeError', `argument for ${name}() given by name ('${key}') and position (${at + 1})`)
-  }
-  return bound
-}
-
-function noKwargs(name: string, kwargs: PyKwargs): void {
-  if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', `${name}() takes no keyword arguments`)
-}
-
-function kwarg(kwargs: PyKwargs, name: string, allowed: readonly string[], fn: string): PyValue | undefined {
-  if (kwargs === null) return undefined
-  for (const k of kwargs.keys()) {
-    if (!allowed.includes(k)) throw new PyException('TypeError', `'${k}' is an invalid keyword argument for ${fn}()`)
-  }
-  return kwargs.get(name)
+function native(qualname: string, convention: Convention, fn: (...args: Array<PyValue | undefined>) => PyValue): PyCallable {
+  const name = qualname.slice(qualname.lastIndexOf('.') + 1)
+  return new PyCallable(name, (args, kwargs) => fn(...checkArgs(convention, name, qualname, args, kwargs)))
 }
 
 /** An int argument (bool counts), or Python's TypeError. */
@@ -203,10 +172,11 @@ export function pyFloat(x: PyValue): number {
   throw new PyException('TypeError', `float() argument must be a string or a real number, not '${typeName(x)}'`)
 }
 
+const MIN_MAX_KEYWORDS = keywords(['key', 'default'], 0, { maxpos: 0 })
+
 function minMax(name: 'min' | 'max', args: PyValue[], kwargs: PyKwargs): PyValue {
-  const key = kwarg(kwargs, 'key', ['key', 'default'], name)
-  const dflt = kwargs?.get('default')
   if (args.length === 0) throw new PyException('TypeError', `${name} expected at least 1 argument, got 0`)
+  const [key, dflt] = checkArgs(MIN_MAX_KEYWORDS, name, name, [], kwargs)
   let items: PyValue[]
   if (args.length === 1) items = iterate(args[0] ?? null)
   else {
@@ -237,26 +207,25 @@ export function callable(v: PyValue): PyCallable {
   throw new PyException('TypeError', `'${typeName(v)}' object is not callable`)
 }
 
+/** The keyword-only parameters of `list.sort`, which `sorted` passes on. */
+export const SORT_KEYWORDS = keywords(['key', 'reverse'], 0, { maxpos: 0 })
+
 /** `sorted(...)` / `list.sort(...)`: stable, with key and reverse. */
-export function sortValues(items: PyValue[], kwargs: PyKwargs, fn: string): PyValue[] {
-  const key = kwarg(kwargs, 'key', ['key', 'reverse'], fn)
-  const reverse = truthy(kwargs?.get('reverse') ?? false)
-  const keyFn = key === undefined || key === null ? null : callable(key)
+export function sortValues(items: PyValue[], key: PyValue = null, reverse: PyValue = false): PyValue[] {
+  const keyFn = key === null ? null : callable(key)
   const keyed = items.map((v, i) => ({ v, k: keyFn === null ? v : keyFn.call([v], null), i }))
   keyed.sort((a, b) => {
-    if (reverse) return pyLess(b.k, a.k) ? -1 : pyLess(a.k, b.k) ? 1 : a.i - b.i
+    if (truthy(reverse)) return pyLess(b.k, a.k) ? -1 : pyLess(a.k, b.k) ? 1 : a.i - b.i
     return pyLess(a.k, b.k) ? -1 : pyLess(b.k, a.k) ? 1 : a.i - b.i
   })
   return keyed.map((e) => e.v)
 }
 
-function sum(args: PyValue[], kwargs: PyKwargs): PyValue {
-  arity('sum', args, 1, 2)
-  const startKw = kwarg(kwargs, 'start', ['start'], 'sum')
-  let total: PyValue = args[1] ?? startKw ?? 0n
+function sum(iterable: PyValue = null, start: PyValue = 0n): PyValue {
+  let total = start
   if (typeof total === 'string') throw new PyException('TypeError', "sum() can't sum strings [use ''.join(seq) instead]")
   // Plain left-to-right addition: CPython 3.11's sum (3.12 compensates float sums).
-  for (const item of iterate(args[0] ?? null)) total = typeof total === 'number' && typeof item === 'number' ? total + item : pyAdd(total, item)
+  for (const item of iterate(iterable)) total = typeof total === 'number' && typeof item === 'number' ? total + item : pyAdd(total, item)
   return total
 }
 
@@ -269,7 +238,8 @@ function pyAbs(x: PyValue): PyValue {
   return objectUnary('abs', x, 'abs()')
 }
 
-function pyLen(x: PyValue): bigint {
+/** `len(x)`. */
+export function pyLen(x: PyValue): bigint {
   if (typeof x === 'string') return BigInt([...x].length)
   if (Array.isArray(x)) return BigInt(x.length)
   if (x instanceof PyTuple) return BigInt(x.items.length)
@@ -278,8 +248,7 @@ function pyLen(x: PyValue): bigint {
   throw new PyException('TypeError', `object of type '${typeName(x)}' has no len()`)
 }
 
-function pyRange(args: PyValue[]): PyRange {
-  arity('range', args, 1, 3)
+function pyRange(args: readonly PyValue[]): PyRange {
   const [a = null, b = null, c = null] = args
   if (args.length === 1) return new PyRange(0n, indexArg(a), 1n)
   const step = args.length === 3 ? indexArg(c) : 1n
@@ -288,7 +257,7 @@ function pyRange(args: PyValue[]): PyRange {
 }
 
 function pyDict(args: PyValue[], kwargs: PyKwargs): PyDict {
-  arity('dict', args, 0, 1)
+  checkArgs(positional(0, 1), 'dict', 'dict', args, null)
   const d: PyDict = new Map()
   const src = args[0]
   if (src instanceof Map) for (const [k, v] of src) d.set(k, v)
@@ -303,9 +272,11 @@ function pyDict(args: PyValue[], kwargs: PyKwargs): PyDict {
   return d
 }
 
-function pow3(args: PyValue[]): PyValue {
-  const [a = null, b = null, m = null] = args
+function pow3(a: PyValue = null, b: PyValue = null, m: PyValue = null): PyValue {
   if (m === null) return pyPow(a, b)
+  if (![a, b, m].every(isNumber)) {
+    throw new PyException('TypeError', `unsupported operand type(s) for ** or pow(): '${typeName(a)}', '${typeName(b)}', '${typeName(m)}'`)
+  }
   if (!isInt(a) || !isInt(b) || !isInt(m)) throw new PyException('TypeError', 'pow() 3rd argument not allowed unless all arguments are integers')
   let base = asBigInt(a)
   let exp = asBigInt(b)
@@ -336,73 +307,87 @@ function zipMismatch(lengths: number[]): void {
   if (i > 0) throw new PyException('ValueError', `zip() argument ${i + 1} is longer than ${before(i)}`)
 }
 
-function fixed(name: string, min: number, max: number, fn: (...args: PyValue[]) => PyValue): PyCallable {
-  return new PyCallable(name, (args, kwargs) => {
-    noKwargs(name, kwargs)
-    arity(name, args, min, max)
-    return fn(...args)
-  })
+const ENUMERATE_KEYWORDS = keywords(['iterable', 'start'], 1)
+const ZIP_KEYWORDS = keywords(['strict'], 0, { maxpos: 0 })
+
+/** `enumerate(...)`, whose vectorcall and keyword paths word their refusals differently. */
+function enumerate(args: PyValue[], kwargs: PyKwargs): PyIterator {
+  if (kwargs === null || kwargs.size === 0) {
+    if (args.length === 0) throw new PyException('TypeError', "enumerate() missing required argument 'iterable'")
+    if (args.length > 2) throw new PyException('TypeError', `enumerate() takes at most 2 arguments (${args.length} given)`)
+  } else if (args.length === 0 && !kwargs.has('iterable') && kwargs.size <= 2) {
+    throw new PyException('TypeError', `'${[...kwargs.keys()][0]}' is an invalid keyword argument for enumerate()`)
+  }
+  const [iterable = null, start = 0n] = checkArgs(ENUMERATE_KEYWORDS, 'enumerate', 'enumerate', args, kwargs)
+  const first = indexArg(start)
+  return new PyIterator(iterate(iterable).map((v, i) => new PyTuple([first + BigInt(i), v])))
+}
+
+/** `str(object='', encoding=..., errors=...)`: there are no bytes here, so only `object` can be decoded from nothing. */
+function str(object: PyValue | undefined, encoding: PyValue | undefined, errors: PyValue | undefined): string {
+  for (const [name, v] of [
+    ['encoding', encoding],
+    ['errors', errors],
+  ] as const) {
+    if (v !== undefined && typeof v !== 'string')
+      throw new PyException('TypeError', `str() argument '${name}' must be str, not ${v === null ? 'None' : typeName(v)}`)
+  }
+  if (object === undefined) return ''
+  if (encoding === undefined && errors === undefined) return pyStr(object)
+  if (typeof object === 'string') throw new PyException('TypeError', 'decoding str is not supported')
+  throw new PyException('TypeError', `decoding to str: need a bytes-like object, ${typeName(object)} found`)
 }
 
 /** The builtins of the contract, by name. */
 export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCallable>([
-  ['abs', fixed('abs', 1, 1, pyAbs)],
+  ['abs', native('abs', ONE, (x = null) => pyAbs(x))],
   ['min', new PyCallable('min', (args, kwargs) => minMax('min', args, kwargs))],
   ['max', new PyCallable('max', (args, kwargs) => minMax('max', args, kwargs))],
-  [
-    'round',
-    new PyCallable('round', (args, kwargs) => {
-      const [x = null, ndigits = null] = bind('round', args, kwargs, ['number', 'ndigits'], 1)
-      return pyRound(x, ndigits)
-    }),
-  ],
+  ['round', native('round', keywords(['number', 'ndigits'], 1), (x = null, ndigits = null) => pyRound(x, ndigits))],
   [
     'int',
-    new PyCallable('int', (args, kwargs) => {
-      arity('int', args, 0, 2)
-      const base = kwarg(kwargs, 'base', ['base'], 'int')
-      if (args.length === 0) {
+    native('int', keywords(['x', 'base'], 0, { posonly: 1 }), (x, base) => {
+      if (x === undefined) {
         if (base !== undefined) throw new PyException('TypeError', 'int() missing string argument')
         return 0n
       }
-      return pyInt(args[0] ?? null, args[1] ?? base ?? null)
+      return pyInt(x, base ?? null)
     }),
   ],
-  ['float', fixed('float', 0, 1, (x = 0) => pyFloat(x))],
-  ['bool', fixed('bool', 0, 1, (x = false) => truthy(x))],
-  ['str', new PyCallable('str', (args, kwargs) => pyStr(bind('str', args, kwargs, ['object'], 0)[0] ?? ''))],
-  ['len', fixed('len', 1, 1, pyLen)],
-  ['sum', new PyCallable('sum', sum)],
-  ['pow', new PyCallable('pow', (args, kwargs) => pow3(bind('pow', args, kwargs, ['base', 'exp', 'mod'], 2).map((v) => v ?? null)))],
-  ['divmod', fixed('divmod', 2, 2, (a = null, b = null) => pyDivmod(a, b))],
-  ['any', fixed('any', 1, 1, (x = null) => iterate(x).some(truthy))],
-  ['all', fixed('all', 1, 1, (x = null) => iterate(x).every(truthy))],
-  ['sorted', new PyCallable('sorted', (args, kwargs) => (arity('sorted', args, 1, 1), sortValues(iterate(args[0] ?? null), kwargs, 'sorted')))],
+  ['float', native('float', positional(0, 1), (x = 0) => pyFloat(x))],
+  ['bool', native('bool', positional(0, 1), (x = false) => truthy(x))],
+  ['str', native('str', keywords(['object', 'encoding', 'errors'], 0), str)],
+  ['len', native('len', ONE, (x = null) => pyLen(x))],
+  ['sum', native('sum', keywords(['iterable', 'start'], 1, { posonly: 1 }), sum)],
+  ['pow', native('pow', keywords(['base', 'exp', 'mod'], 2), pow3)],
+  ['divmod', native('divmod', positional(2), (a = null, b = null) => pyDivmod(a, b))],
+  ['any', native('any', ONE, (x = null) => iterate(x).some(truthy))],
+  ['all', native('all', ONE, (x = null) => iterate(x).every(truthy))],
   [
-    'enumerate',
-    new PyCallable('enumerate', (args, kwargs) => {
-      arity('enumerate', args, 1, 2)
-      const start = indexArg(args[1] ?? kwarg(kwargs, 'start', ['start'], 'enumerate') ?? 0n)
-      return new PyIterator(iterate(args[0] ?? null).map((v, i) => new PyTuple([start + BigInt(i), v])))
+    'sorted',
+    new PyCallable('sorted', (args, kwargs) => {
+      const [iterable = null] = checkArgs(positional(1), 'sorted', 'sorted', args, null)
+      return sortValues(iterate(iterable), ...checkArgs(SORT_KEYWORDS, 'sort', 'list.sort', [], kwargs))
     }),
   ],
+  ['enumerate', new PyCallable('enumerate', enumerate)],
   [
     'zip',
     new PyCallable('zip', (args, kwargs) => {
-      const strict = kwarg(kwargs, 'strict', ['strict'], 'zip')
+      const [strict = false] = checkArgs(ZIP_KEYWORDS, 'zip', 'zip', [], kwargs)
       const lists = args.map(iterate)
       const n = lists.length === 0 ? 0 : Math.min(...lists.map((l) => l.length))
       // Iterators are whole lists here, so a strict zip's mismatch is found at once, not when
       // the shorter one runs out.
-      if (strict !== undefined && truthy(strict)) zipMismatch(lists.map((l) => l.length))
+      if (truthy(strict)) zipMismatch(lists.map((l) => l.length))
       const out: PyValue[] = []
       for (let i = 0; i < n; i++) out.push(new PyTuple(lists.map((l) => l[i] ?? null)))
       return new PyIterator(out)
     }),
   ],
-  ['range', new PyCallable('range', (args, kwargs) => (noKwargs('range', kwargs), pyRange(args)))],
-  ['list', fixed('list', 0, 1, (...a) => (a.length === 0 ? [] : iterate(a[0] ?? null)))],
-  ['tuple', fixed('tuple', 0, 1, (x = new PyTuple([])) => (x instanceof PyTuple ? x : new PyTuple(iterate(x))))],
+  ['range', new PyCallable('range', (args, kwargs) => pyRange(checkArgs(positional(1, 3), 'range', 'range', args, kwargs) as PyValue[]))],
+  ['list', native('list', positional(0, 1), (...a) => (a.length === 0 ? [] : iterate(a[0] ?? null)))],
+  ['tuple', native('tuple', positional(0, 1), (x = new PyTuple([])) => (x instanceof PyTuple ? x : new PyTuple(iterate(x))))],
   ['dict', new PyCallable('dict', pyDict)],
 ])
 
@@ -441,7 +426,7 @@ export function mathFloatFunction(fn: PyCallable): { name: string; f: (x: number
 
 /** A one-argument math function with CPython's domain (ValueError) and range (OverflowError) checks. */
 function math1(name: string, f: (x: number) => number, canOverflow = false): [string, PyCallable] {
-  const callable = fixed(name, 1, 1, (v = null) => {
+  const callable = native(`math.${name}`, ONE, (v = null) => {
     const x = realArg(name, v)
     const r = f(x)
     if (Number.isNaN(r) && !Number.isNaN(x)) throw new PyException('ValueError', 'math domain error')
@@ -478,12 +463,11 @@ function logOf(v: PyValue, fn: (x: number) => number): number {
   return fn(x)
 }
 
-function isclose(args: PyValue[], kwargs: PyKwargs): boolean {
-  arity('isclose', args, 2, 2)
-  const a = realArg('isclose', args[0] ?? null)
-  const b = realArg('isclose', args[1] ?? null)
-  const rel = realArg('isclose', kwarg(kwargs, 'rel_tol', ['rel_tol', 'abs_tol'], 'isclose') ?? 1e-9)
-  const abs = realArg('isclose', kwargs?.get('abs_tol') ?? 0)
+function isclose(x: PyValue = null, y: PyValue = null, relTol: PyValue = 1e-9, absTol: PyValue = 0): boolean {
+  const a = realArg('isclose', x)
+  const b = realArg('isclose', y)
+  const rel = realArg('isclose', relTol)
+  const abs = realArg('isclose', absTol)
   if (rel < 0 || abs < 0) throw new PyException('ValueError', 'tolerances must be non-negative')
   if (a === b) return true
   if (!Number.isFinite(a) || !Number.isFinite(b)) return false
@@ -561,11 +545,14 @@ function fsum(iterable: PyValue): number {
 }
 
 function toIntFloor(name: string, f: (x: number) => number): PyCallable {
-  return fixed(name, 1, 1, (v = null) => {
+  return native(`math.${name}`, ONE, (v = null) => {
     if (isInt(v)) return asBigInt(v)
     return floatToIntChecked(f(realArg(name, v)))
   })
 }
+
+/** Any number of positional arguments and no keywords (`math.gcd`). */
+const VARARGS = positional(0, Infinity)
 
 /** The `math` module served natively. */
 export const MATH_MODULE = new PyModule(
@@ -597,7 +584,10 @@ export const MATH_MODULE = new PyModule(
     math1('radians', (x) => x * (Math.PI / 180)),
     [
       'log',
-      fixed('log', 1, 2, (x = null, base = null) => {
+      new PyCallable('log', (args, kwargs) => {
+        if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', 'log() takes no keyword arguments')
+        if (args.length < 1 || args.length > 2) throw new PyException('TypeError', 'math.log requires 1 to 2 arguments')
+        const [x = null, base = null] = args
         const n = logOf(x, ddLog)
         if (base === null) return n
         const d = logOf(base, ddLog)
@@ -605,22 +595,19 @@ export const MATH_MODULE = new PyModule(
         return n / d
       }),
     ],
-    ['log10', fixed('log10', 1, 1, (x = null) => logOf(x, Math.log10))],
-    ['log2', fixed('log2', 1, 1, (x = null) => logOf(x, ddLog2))],
+    ['log10', native('math.log10', ONE, (x = null) => logOf(x, Math.log10))],
+    ['log2', native('math.log2', ONE, (x = null) => logOf(x, ddLog2))],
     ['floor', toIntFloor('floor', Math.floor)],
     ['ceil', toIntFloor('ceil', Math.ceil)],
     ['trunc', toIntFloor('trunc', Math.trunc)],
-    ['atan2', fixed('atan2', 2, 2, (y = null, x = null) => ddAtan2(realArg('atan2', y), realArg('atan2', x)))],
+    ['atan2', native('math.atan2', positional(2), (y = null, x = null) => ddAtan2(realArg('atan2', y), realArg('atan2', x)))],
     [
       'hypot',
-      new PyCallable('hypot', (args, kwargs) => {
-        noKwargs('hypot', kwargs)
-        return hypot(args.map((a) => realArg('hypot', a)))
-      }),
+      new PyCallable('hypot', (args, kwargs) => hypot(checkArgs(VARARGS, 'hypot', 'math.hypot', args, kwargs).map((a) => realArg('hypot', a ?? null)))),
     ],
     [
       'pow',
-      fixed('pow', 2, 2, (a = null, b = null) => {
+      native('math.pow', positional(2), (a = null, b = null) => {
         const x = realArg('pow', a)
         const y = realArg('pow', b)
         try {
@@ -634,7 +621,7 @@ export const MATH_MODULE = new PyModule(
     ],
     [
       'fmod',
-      fixed('fmod', 2, 2, (a = null, b = null) => {
+      native('math.fmod', positional(2), (a = null, b = null) => {
         const x = realArg('fmod', a)
         const y = realArg('fmod', b)
         if (Number.isNaN(x) || Number.isNaN(y)) return NaN
@@ -646,37 +633,41 @@ export const MATH_MODULE = new PyModule(
     ],
     [
       'copysign',
-      fixed('copysign', 2, 2, (a = null, b = null) => {
+      native('math.copysign', positional(2), (a = null, b = null) => {
         const x = Math.abs(realArg('copysign', a))
         const y = realArg('copysign', b)
         return signBit(y) ? -x : x
       }),
     ],
-    ['isclose', new PyCallable('isclose', isclose)],
-    ['isnan', fixed('isnan', 1, 1, (x = null) => Number.isNaN(realArg('isnan', x)))],
+    ['isclose', native('math.isclose', keywords(['a', 'b', 'rel_tol', 'abs_tol'], 2, { maxpos: 2 }), isclose)],
+    ['isnan', native('math.isnan', ONE, (x = null) => Number.isNaN(realArg('isnan', x)))],
     [
       'isinf',
-      fixed('isinf', 1, 1, (x = null) => {
+      native('math.isinf', ONE, (x = null) => {
         const v = realArg('isinf', x)
         return !Number.isFinite(v) && !Number.isNaN(v)
       }),
     ],
-    ['isfinite', fixed('isfinite', 1, 1, (x = null) => Number.isFinite(realArg('isfinite', x)))],
-    ['factorial', fixed('factorial', 1, 1, (x = null) => factorial(x))],
-    ['gcd', new PyCallable('gcd', (args, kwargs) => (noKwargs('math.gcd', kwargs), args.reduce<bigint>((acc, a) => gcd2(acc, indexArg(a)), 0n)))],
-    ['fsum', fixed('fsum', 1, 1, (x = null) => fsum(x))],
+    ['isfinite', native('math.isfinite', ONE, (x = null) => Number.isFinite(realArg('isfinite', x)))],
+    ['factorial', native('math.factorial', ONE, (x = null) => factorial(x))],
+    [
+      'gcd',
+      new PyCallable('gcd', (args, kwargs) =>
+        checkArgs(VARARGS, 'gcd', 'math.gcd', args, kwargs).reduce<bigint>((acc, a) => gcd2(acc, indexArg(a ?? null)), 0n),
+      ),
+    ],
+    ['fsum', native('math.fsum', ONE, (x = null) => fsum(x))],
     [
       'prod',
-      new PyCallable('prod', (args, kwargs) => {
-        arity('prod', args, 1, 1)
-        let acc: PyValue = kwarg(kwargs, 'start', ['start'], 'prod') ?? 1n
-        for (const v of iterate(args[0] ?? null)) acc = pyMul(acc, v)
+      native('math.prod', keywords(['iterable', 'start'], 1, { posonly: 1, maxpos: 1 }), (iterable = null, start = 1n) => {
+        let acc = start
+        for (const v of iterate(iterable)) acc = pyMul(acc, v)
         return acc
       }),
     ],
     [
       'modf',
-      fixed('modf', 1, 1, (x = null) => {
+      native('math.modf', ONE, (x = null) => {
         const v = realArg('modf', x)
         if (!Number.isFinite(v)) return new PyTuple([Number.isNaN(v) ? v : v < 0 ? -0 : 0, v])
         const i = Math.trunc(v)

@@ -8,6 +8,7 @@
  * const [year, month] = parseArgs({ fname: null, names: ['year', 'month'], required: 2 }, [2020n, 1n], null, [cInt, cInt])
  */
 import { asBigInt, isInt } from './arithmetic.js'
+import { checkArgs, NOARGS, ONE, parsedTuple } from './call-args.js'
 import { PyException, typeName, type PyKwargs, type PyValue } from './values.js'
 
 /** How a function takes its arguments: CPython's format string, as data. */
@@ -121,23 +122,15 @@ function convert(spec: ArgSpec, i: number, v: PyValue, converter: Converter<unkn
 
 /** A method that takes no arguments (`METH_NOARGS`); `qualname` as `date.weekday`. */
 export function noArgs(qualname: string, args: readonly PyValue[], kwargs: PyKwargs): void {
-  if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', `${qualname}() takes no keyword arguments`)
-  if (args.length > 0) throw new PyException('TypeError', `${qualname}() takes no arguments (${args.length} given)`)
+  checkArgs(NOARGS, qualname, qualname, args, kwargs)
 }
 
 /** A method that takes exactly one positional argument (`METH_O`). */
 export function oneArg(qualname: string, args: readonly PyValue[], kwargs: PyKwargs): PyValue {
-  if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', `${qualname}() takes no keyword arguments`)
-  if (args.length !== 1) throw new PyException('TypeError', `${qualname}() takes exactly one argument (${args.length} given)`)
-  return args[0] ?? null
+  return checkArgs(ONE, qualname, qualname, args, kwargs)[0] ?? null
 }
 
 /** A function parsed by `PyArg_ParseTuple` alone (positional only, no keywords). */
 export function tupleArgs(fname: string, args: readonly PyValue[], kwargs: PyKwargs, min: number, max: number): void {
-  if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', `${fname}() takes no keyword arguments`)
-  if (args.length < min || args.length > max) {
-    const bound = min === max ? 'exactly' : args.length < min ? 'at least' : 'at most'
-    const n = args.length < min ? min : max
-    throw new PyException('TypeError', `${fname}() takes ${bound} ${n} argument${n === 1 ? '' : 's'} (${args.length} given)`)
-  }
+  checkArgs(parsedTuple(min, max), fname, fname, args, kwargs)
 }

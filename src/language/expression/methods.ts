@@ -6,7 +6,8 @@
  * callMethod(',', 'join', [['a', 'b']], null) // 'a,b'
  */
 import { asBigInt, isInt, pyFormat } from './arithmetic.js'
-import { arity, callable, indexArg, sortValues } from './builtins.js'
+import { callable, indexArg, SORT_KEYWORDS, sortValues } from './builtins.js'
+import { ANY, checkArgs, keywords, NOARGS, ONE, parsedTuple, positional, type Convention } from './call-args.js'
 import {
   dictGet,
   dictKeys,
@@ -29,17 +30,6 @@ import {
   type PyKwargs,
   type PyValue,
 } from './values.js'
-
-type Method = (self: never, args: PyValue[], kwargs: PyKwargs) => PyValue
-
-function strArg(fn: string, v: PyValue): string {
-  if (typeof v === 'string') return v
-  throw new PyException('TypeError', `${fn}() argument must be str, not ${typeName(v)}`)
-}
-
-function optChars(v: PyValue | undefined): string | null {
-  return v === undefined || v === null ? null : strArg('strip', v)
-}
 
 function stripWith(s: string, chars: string | null, left: boolean, right: boolean): string {
   if (chars === null) {
@@ -74,7 +64,8 @@ function split(s: string, sep: PyValue | undefined, maxsplit: bigint): string[] 
     }
     return parts
   }
-  const d = strArg('split', sep)
+  if (typeof sep !== 'string') throw new PyException('TypeError', `must be str or None, not ${typeName(sep)}`)
+  const d = sep
   if (d === '') throw new PyException('ValueError', 'empty separator')
   const all = s.split(d)
   if (maxsplit < 0n || BigInt(all.length - 1) <= maxsplit) return all
@@ -224,8 +215,91 @@ export function strFormat(fmt: string, args: readonly PyValue[], kwargs: PyKwarg
   return out
 }
 
-function findIndex(items: readonly PyValue[], x: PyValue, what: string): bigint {
-  for (let i = 0; i < items.length; i++) if (pyEquals(items[i] ?? null, x)) return BigInt(i)
+/**
+ * A method's convention (see call-args.ts) and its body, which gets the checked arguments: the
+ * positional ones as given, or one per parameter for a `keywords` convention.
+ */
+interface MethodEntry<T> {
+  readonly convention: Convention
+  readonly call: (self: T, args: ReadonlyArray<PyValue | undefined>, kwargs: PyKwargs) => PyValue
+}
+
+function m<T>(convention: Convention, call: MethodEntry<T>['call']): MethodEntry<T> {
+  return { convention, call }
+}
+
+/**
+ * A start or end of a str search (`s.find(sub, start, end)`) or of `list.index`, resolved as
+ * CPython does: negative counts from the end (not below 0), and an end past the sequence is its
+ * length. A start past the end stays there, so the window is empty.
+ */
+function searchBound(v: PyValue | undefined, dflt: number, length: number, noneAllowed: boolean): number {
+  if (v === undefined || (v === null && noneAllowed)) return dflt
+  if (!isInt(v)) {
+    throw new PyException('TypeError', `slice indices must be integers ${noneAllowed ? 'or None ' : ''}or have an __index__ method`)
+  }
+  const i = Number(asBigInt(v))
+  return i < 0 ? Math.max(0, i + length) : i
+}
+
+/** Python indexes a str by code point; JavaScript by UTF-16 unit. Both agree unless a character is outside the BMP. */
+const SURROGATE = /[\uD800-\uDFFF]/
+
+/** The window `s[start:end]` of a str search, with the UTF-16 offset of its start; null when start is past end. */
+function searchWindow(s: string, args: ReadonlyArray<PyValue | undefined>): { text: string; offset: number; cpStart: number } | null {
+  const chars = SURROGATE.test(s) ? [...s] : null
+  const length = chars === null ? s.length : chars.length
+  const start = searchBound(args[1], 0, length, true)
+  const end = Math.min(searchBound(args[2], length, length, true), length)
+  if (start > end) return null
+  if (chars === null) return { text: s.slice(start, end), offset: start, cpStart: start }
+  const before = chars.slice(0, start).join('')
+  return { text: chars.slice(start, end).join(''), offset: before.length, cpStart: start }
+}
+
+/** A UTF-16 index found in `window.text` as a code-point index of the whole str. */
+function cpIndex(window: { text: string; cpStart: number }, utf16: number): bigint {
+  if (utf16 < 0) return -1n
+  const head = window.text.slice(0, utf16)
+  return BigInt(window.cpStart + (SURROGATE.test(head) ? [...head].length : utf16))
+}
+
+/** `str.find`, `rfind`, `index`, `count`: the first argument must be a str. */
+function subArg(v: PyValue | undefined): string {
+  if (typeof v === 'string') return v
+  throw new PyException('TypeError', `must be str, not ${typeName(v ?? null)}`)
+}
+
+function strFind(s: string, args: ReadonlyArray<PyValue | undefined>, last: boolean): bigint {
+  const sub = subArg(args[0])
+  const w = searchWindow(s, args)
+  if (w === null) return -1n
+  return cpIndex(w, last ? w.text.lastIndexOf(sub) : w.text.indexOf(sub))
+}
+
+/** `startswith`/`endswith`: a str or a tuple of them, within `[start:end]`. */
+function affix(s: string, args: ReadonlyArray<PyValue | undefined>, fn: 'startswith' | 'endswith'): boolean {
+  const p = args[0] ?? null
+  const w = searchWindow(s, args)
+  const test = (x: PyValue): boolean => {
+    if (typeof x !== 'string') {
+      throw new PyException(
+        'TypeError',
+        p instanceof PyTuple
+          ? `tuple for ${fn} must only contain str, not ${typeName(x)}`
+          : `${fn} first arg must be str or a tuple of str, not ${typeName(x)}`,
+      )
+    }
+    return w !== null && (fn === 'startswith' ? w.text.startsWith(x) : w.text.endsWith(x))
+  }
+  return p instanceof PyTuple ? p.items.some(test) : test(p)
+}
+
+function findIndex(items: readonly PyValue[], args: ReadonlyArray<PyValue | undefined>, what: string): bigint {
+  const x = args[0] ?? null
+  const start = searchBound(args[1], 0, items.length, false)
+  const stop = Math.min(searchBound(args[2], items.length, items.length, false), items.length)
+  for (let i = start; i < stop; i++) if (pyEquals(items[i] ?? null, x)) return BigInt(i)
   throw new PyException('ValueError', what)
 }
 
@@ -235,10 +309,11 @@ function countOf(items: readonly PyValue[], x: PyValue): bigint {
   return n
 }
 
-function padTo(s: string, args: PyValue[], where: 'left' | 'right' | 'center', fn: string): string {
-  arity(fn, args, 1, 2)
+function padTo(s: string, args: ReadonlyArray<PyValue | undefined>, where: 'left' | 'right' | 'center'): string {
   const width = Number(indexArg(args[0] ?? null))
-  const fill = args[1] === undefined ? ' ' : strArg(fn, args[1])
+  const fill = args[1] ?? ' '
+  if (typeof fill !== 'string') throw new PyException('TypeError', `The fill character must be a unicode character, not ${typeName(fill)}`)
+  if ([...fill].length !== 1) throw new PyException('TypeError', 'The fill character must be exactly one character long')
   const len = [...s].length
   if (width <= len) return s
   const missing = width - len
@@ -249,126 +324,139 @@ function padTo(s: string, args: PyValue[], where: 'left' | 'right' | 'center', f
   return fill.repeat(left) + s + fill.repeat(missing - left)
 }
 
-const STR_METHODS: Record<string, (s: string, args: PyValue[], kwargs: PyKwargs) => PyValue> = {
-  format: (s, args, kwargs) => strFormat(s, args, kwargs),
-  join: (s, args) => {
-    arity('join', args, 1, 1)
-    return iterate(args[0] ?? null)
+function stripChars(v: PyValue | undefined): string | null {
+  if (v === undefined || v === null) return null
+  if (typeof v === 'string') return v
+  throw new PyException('TypeError', 'strip arg must be None or str')
+}
+
+const LINE_BREAK = /\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/gu
+
+function splitlines(s: string, keepends: boolean): string[] {
+  const out: string[] = []
+  let at = 0
+  for (const match of s.matchAll(LINE_BREAK)) {
+    const end = match.index + match[0].length
+    out.push(s.slice(at, keepends ? end : match.index))
+    at = end
+  }
+  if (at < s.length) out.push(s.slice(at))
+  return out
+}
+
+/** How CPython 3.11 declares each: keyword refusals and count messages follow from it. */
+const STR_METHODS: Record<string, MethodEntry<string>> = {
+  format: m(ANY, (s, args, kwargs) => strFormat(s, args as PyValue[], kwargs)),
+  join: m(ONE, (s, [items = null]) =>
+    iterate(items)
       .map((v, i) => {
         if (typeof v !== 'string') throw new PyException('TypeError', `sequence item ${i}: expected str instance, ${typeName(v)} found`)
         return v
       })
-      .join(s)
-  },
-  upper: (s) => s.toUpperCase(),
-  lower: (s) => s.toLowerCase(),
-  strip: (s, args) => stripWith(s, optChars(args[0]), true, true),
-  lstrip: (s, args) => stripWith(s, optChars(args[0]), true, false),
-  rstrip: (s, args) => stripWith(s, optChars(args[0]), false, true),
-  split: (s, args, kwargs) => split(s, args[0] ?? kwargs?.get('sep'), indexArg(args[1] ?? kwargs?.get('maxsplit') ?? -1n)),
-  replace: (s, args) => {
-    arity('replace', args, 2, 3)
-    const old = strArg('replace', args[0] ?? null)
-    const neu = strArg('replace', args[1] ?? null)
-    const count = args[2] === undefined ? -1 : Number(indexArg(args[2]))
-    if (count < 0) return s.split(old).join(neu)
-    const parts = s.split(old)
-    return parts.slice(0, count + 1).join(neu) + (parts.length > count + 1 ? old + parts.slice(count + 1).join(old) : '')
-  },
-  startswith: (s, args) => {
-    const p = args[0] ?? null
-    return p instanceof PyTuple ? p.items.some((x) => s.startsWith(strArg('startswith', x))) : s.startsWith(strArg('startswith', p))
-  },
-  endswith: (s, args) => {
-    const p = args[0] ?? null
-    return p instanceof PyTuple ? p.items.some((x) => s.endsWith(strArg('endswith', x))) : s.endsWith(strArg('endswith', p))
-  },
-  find: (s, args) => BigInt(s.indexOf(strArg('find', args[0] ?? null))),
-  rfind: (s, args) => BigInt(s.lastIndexOf(strArg('rfind', args[0] ?? null))),
-  index: (s, args) => {
-    const i = s.indexOf(strArg('index', args[0] ?? null))
-    if (i < 0) throw new PyException('ValueError', 'substring not found')
-    return BigInt(i)
-  },
-  count: (s, args) => {
-    const sub = strArg('count', args[0] ?? null)
-    return sub === '' ? BigInt([...s].length + 1) : BigInt(s.split(sub).length - 1)
-  },
-  zfill: (s, args) => {
-    const width = Number(indexArg(args[0] ?? null))
+      .join(s),
+  ),
+  upper: m(NOARGS, (s) => s.toUpperCase()),
+  lower: m(NOARGS, (s) => s.toLowerCase()),
+  strip: m(positional(0, 1), (s, [chars]) => stripWith(s, stripChars(chars), true, true)),
+  lstrip: m(positional(0, 1), (s, [chars]) => stripWith(s, stripChars(chars), true, false)),
+  rstrip: m(positional(0, 1), (s, [chars]) => stripWith(s, stripChars(chars), false, true)),
+  split: m(keywords(['sep', 'maxsplit'], 0), (s, [sep, maxsplit = -1n]) => split(s, sep, indexArg(maxsplit))),
+  replace: m(positional(2, 3), (s, [old, neu, count]) => {
+    for (const [i, v] of [old, neu].entries()) {
+      if (typeof v !== 'string') throw new PyException('TypeError', `replace() argument ${i + 1} must be str, not ${typeName(v ?? null)}`)
+    }
+    const from = old as string
+    const to = neu as string
+    const n = count === undefined ? -1 : Number(indexArg(count))
+    if (n < 0) return s.split(from).join(to)
+    const parts = s.split(from)
+    return parts.slice(0, n + 1).join(to) + (parts.length > n + 1 ? from + parts.slice(n + 1).join(from) : '')
+  }),
+  startswith: m(parsedTuple(1, 3), (s, args) => affix(s, args, 'startswith')),
+  endswith: m(parsedTuple(1, 3), (s, args) => affix(s, args, 'endswith')),
+  find: m(parsedTuple(1, 3), (s, args) => strFind(s, args, false)),
+  rfind: m(parsedTuple(1, 3), (s, args) => strFind(s, args, true)),
+  index: m(parsedTuple(1, 3), (s, args) => {
+    const i = strFind(s, args, false)
+    if (i < 0n) throw new PyException('ValueError', 'substring not found')
+    return i
+  }),
+  count: m(parsedTuple(1, 3), (s, args) => {
+    const sub = subArg(args[0])
+    const w = searchWindow(s, args)
+    if (w === null) return 0n
+    return sub === '' ? BigInt([...w.text].length + 1) : BigInt(w.text.split(sub).length - 1)
+  }),
+  zfill: m(ONE, (s, [w = null]) => {
+    const width = Number(indexArg(w))
     const sign = s.startsWith('-') || s.startsWith('+') ? (s[0] ?? '') : ''
     const body = s.slice(sign.length)
     return sign + body.padStart(width - sign.length, '0')
-  },
-  ljust: (s, args) => padTo(s, args, 'left', 'ljust'),
-  rjust: (s, args) => padTo(s, args, 'right', 'rjust'),
-  center: (s, args) => padTo(s, args, 'center', 'center'),
-  capitalize: (s) => (s === '' ? s : (s[0] ?? '').toUpperCase() + s.slice(1).toLowerCase()),
-  title: (s) => s.toLowerCase().replace(/(^|[^A-Za-z])([a-z])/g, (_m, a: string, b: string) => a + b.toUpperCase()),
-  isdigit: (s) => s !== '' && /^\d+$/u.test(s),
-  isalpha: (s) => s !== '' && /^\p{L}+$/u.test(s),
-  isspace: (s) => s !== '' && /^\s+$/u.test(s),
-  isupper: (s) => /\p{Lu}/u.test(s) && s === s.toUpperCase(),
-  islower: (s) => /\p{Ll}/u.test(s) && s === s.toLowerCase(),
-  splitlines: (s) => s.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/u).filter((_x, i, a) => i < a.length - 1 || a[i] !== ''),
-  partition: (s, args) => {
-    const sep = strArg('partition', args[0] ?? null)
+  }),
+  ljust: m(positional(1, 2), (s, args) => padTo(s, args, 'left')),
+  rjust: m(positional(1, 2), (s, args) => padTo(s, args, 'right')),
+  center: m(positional(1, 2), (s, args) => padTo(s, args, 'center')),
+  capitalize: m(NOARGS, (s) => (s === '' ? s : (s[0] ?? '').toUpperCase() + s.slice(1).toLowerCase())),
+  title: m(NOARGS, (s) => s.toLowerCase().replace(/(^|[^A-Za-z])([a-z])/g, (_m, a: string, b: string) => a + b.toUpperCase())),
+  isdigit: m(NOARGS, (s) => s !== '' && /^\d+$/u.test(s)),
+  isalpha: m(NOARGS, (s) => s !== '' && /^\p{L}+$/u.test(s)),
+  isspace: m(NOARGS, (s) => s !== '' && /^\s+$/u.test(s)),
+  isupper: m(NOARGS, (s) => /\p{Lu}/u.test(s) && s === s.toUpperCase()),
+  islower: m(NOARGS, (s) => /\p{Ll}/u.test(s) && s === s.toLowerCase()),
+  splitlines: m(keywords(['keepends'], 0), (s, [keepends = 0n]) => splitlines(s, indexArg(keepends) !== 0n)),
+  partition: m(ONE, (s, [sep]) => {
+    if (typeof sep !== 'string') throw new PyException('TypeError', `must be str, not ${typeName(sep ?? null)}`)
+    if (sep === '') throw new PyException('ValueError', 'empty separator')
     const i = s.indexOf(sep)
     return i < 0 ? new PyTuple([s, '', '']) : new PyTuple([s.slice(0, i), sep, s.slice(i + sep.length)])
-  },
+  }),
 }
 
-const LIST_METHODS: Record<string, (l: PyValue[], args: PyValue[], kwargs: PyKwargs) => PyValue> = {
-  append: (l, args) => (arity('append', args, 1, 1), l.push(args[0] ?? null), null),
-  extend: (l, args) => (arity('extend', args, 1, 1), l.push(...iterate(args[0] ?? null)), null),
-  insert: (l, args) => {
-    arity('insert', args, 2, 2)
-    let i = Number(indexArg(args[0] ?? null))
+const LIST_METHODS: Record<string, MethodEntry<PyValue[]>> = {
+  append: m(ONE, (l, [x = null]) => (l.push(x), null)),
+  extend: m(ONE, (l, [x = null]) => (l.push(...iterate(x)), null)),
+  insert: m(positional(2), (l, [at = null, x = null]) => {
+    let i = Number(indexArg(at))
     if (i < 0) i = Math.max(0, i + l.length)
-    l.splice(Math.min(i, l.length), 0, args[1] ?? null)
+    l.splice(Math.min(i, l.length), 0, x)
     return null
-  },
-  pop: (l, args) => {
+  }),
+  pop: m(positional(0, 1), (l, [at]) => {
     if (l.length === 0) throw new PyException('IndexError', 'pop from empty list')
-    const i = args[0] === undefined ? l.length - 1 : seqIndex('pop', l.length, args[0])
+    const i = at === undefined ? l.length - 1 : seqIndex('pop', l.length, at)
     return l.splice(i, 1)[0] ?? null
-  },
-  remove: (l, args) => {
-    const i = Number(findIndex(l, args[0] ?? null, 'list.remove(x): x not in list'))
+  }),
+  remove: m(ONE, (l, args) => {
+    const i = Number(findIndex(l, args, 'list.remove(x): x not in list'))
     l.splice(i, 1)
     return null
-  },
-  index: (l, args) => findIndex(l, args[0] ?? null, `${pyRepr(args[0] ?? null)} is not in list`),
-  count: (l, args) => countOf(l, args[0] ?? null),
-  copy: (l) => l.slice(),
-  clear: (l) => ((l.length = 0), null),
-  reverse: (l) => (l.reverse(), null),
-  sort: (l, args, kwargs) => {
-    arity('sort', args, 0, 0)
-    const sorted = sortValues(l, kwargs, 'sort')
+  }),
+  index: m(positional(1, 3), (l, args) => findIndex(l, args, `${pyRepr(args[0] ?? null)} is not in list`)),
+  count: m(ONE, (l, [x = null]) => countOf(l, x)),
+  copy: m(NOARGS, (l) => l.slice()),
+  clear: m(NOARGS, (l) => ((l.length = 0), null)),
+  reverse: m(NOARGS, (l) => (l.reverse(), null)),
+  sort: m(SORT_KEYWORDS, (l, [key, reverse]) => {
+    const sorted = sortValues(l, key, reverse)
     for (let i = 0; i < sorted.length; i++) l[i] = sorted[i] ?? null
     return null
-  },
+  }),
 }
 
-const TUPLE_METHODS: Record<string, (t: PyTuple, args: PyValue[]) => PyValue> = {
-  index: (t, args) => findIndex(t.items, args[0] ?? null, 'tuple.index(x): x not in tuple'),
-  count: (t, args) => countOf(t.items, args[0] ?? null),
+const TUPLE_METHODS: Record<string, MethodEntry<PyTuple>> = {
+  index: m(positional(1, 3), (t, args) => findIndex(t.items, args, 'tuple.index(x): x not in tuple')),
+  count: m(ONE, (t, [x = null]) => countOf(t.items, x)),
 }
 
-const DICT_METHODS: Record<string, (d: PyDict, args: PyValue[], kwargs: PyKwargs) => PyValue> = {
-  get: (d, args) => {
-    arity('get', args, 1, 2)
-    return dictGet(d, args[0] ?? null) ?? args[1] ?? null
-  },
-  keys: (d) => dictKeys(d),
-  values: (d) => [...d.values()],
-  items: (d) => {
+const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
+  get: m(positional(1, 2), (d, [k = null, dflt = null]) => dictGet(d, k) ?? dflt),
+  keys: m(NOARGS, (d) => dictKeys(d)),
+  values: m(NOARGS, (d) => [...d.values()]),
+  items: m(NOARGS, (d) => {
     const keys = dictKeys(d)
     return [...d.values()].map((v, i) => new PyTuple([keys[i] ?? null, v]))
-  },
-  pop: (d, args) => {
-    arity('pop', args, 1, 2)
+  }),
+  pop: m(positional(1, 2), (d, args) => {
     const k = args[0] ?? null
     const v = dictGet(d, k)
     if (v === undefined) {
@@ -377,30 +465,31 @@ const DICT_METHODS: Record<string, (d: PyDict, args: PyValue[], kwargs: PyKwargs
     }
     d.delete([...d.keys()].find((x) => pyEquals(x, k)) ?? k)
     return v
-  },
-  setdefault: (d, args) => {
-    const k = args[0] ?? null
+  }),
+  setdefault: m(positional(1, 2), (d, [k = null, dflt = null]) => {
     const v = dictGet(d, k)
     if (v !== undefined) return v
-    dictSet(d, k, args[1] ?? null)
-    return args[1] ?? null
-  },
-  update: (d, args, kwargs) => {
+    dictSet(d, k, dflt)
+    return dflt
+  }),
+  update: m(ANY, (d, args, kwargs) => {
+    checkArgs(positional(0, 1), 'update', 'dict.update', args as PyValue[], null)
     const src = args[0]
     if (src instanceof Map) for (const [k, v] of src) d.set(k, v)
     else if (src !== undefined) for (const kv of iterate(src)) dictSet(d, getItem(kv, 0n), getItem(kv, 1n))
     if (kwargs !== null) for (const [k, v] of kwargs) dictSet(d, k, v)
     return null
-  },
-  copy: (d) => new Map(d),
-  clear: (d) => (d.clear(), null),
+  }),
+  copy: m(NOARGS, (d) => new Map(d)),
+  clear: m(NOARGS, (d) => (d.clear(), null)),
 }
 
-function methodTable(obj: PyValue): Record<string, Method> | null {
-  if (typeof obj === 'string') return STR_METHODS as Record<string, Method>
-  if (Array.isArray(obj)) return LIST_METHODS as Record<string, Method>
-  if (obj instanceof PyTuple) return TUPLE_METHODS as Record<string, Method>
-  if (obj instanceof Map) return DICT_METHODS as Record<string, Method>
+/** The methods of a value's type and the type's name (for `str.join()` in messages), or null. */
+function methodTable(obj: PyValue): { type: string; methods: Record<string, MethodEntry<never>> } | null {
+  if (typeof obj === 'string') return { type: 'str', methods: STR_METHODS }
+  if (Array.isArray(obj)) return { type: 'list', methods: LIST_METHODS }
+  if (obj instanceof PyTuple) return { type: 'tuple', methods: TUPLE_METHODS }
+  if (obj instanceof Map) return { type: 'dict', methods: DICT_METHODS }
   return null
 }
 
@@ -413,14 +502,17 @@ function noAttribute(obj: PyValue, name: string): never {
 /** `obj.name(*args, **kwargs)`, without building a bound method. */
 export function callMethod(obj: PyValue, name: string, args: PyValue[], kwargs: PyKwargs): PyValue {
   if (obj instanceof PyModule || obj instanceof PyType) return callable(getAttribute(obj, name)).call(args, kwargs)
-  if (typeof obj === 'number' && name === 'is_integer') return Number.isInteger(obj)
+  if (typeof obj === 'number' && name === 'is_integer') {
+    checkArgs(NOARGS, name, 'float.is_integer', args, kwargs)
+    return Number.isInteger(obj)
+  }
   const table = methodTable(obj)
-  const method = table === null ? undefined : Object.hasOwn(table, name) ? table[name] : undefined
-  if (method === undefined) {
+  const method = table === null ? undefined : Object.hasOwn(table.methods, name) ? table.methods[name] : undefined
+  if (method === undefined || table === null) {
     const r = obj instanceof PyObject ? obj.callMethod(name, args, kwargs) : undefined
     return r === undefined ? noAttribute(obj, name) : r
   }
-  return method(obj as never, args, kwargs)
+  return method.call(obj as never, checkArgs(method.convention, name, `${table.type}.${name}`, args, kwargs), kwargs)
 }
 
 /** `obj.name`: a module attribute or a bound method. */
@@ -444,7 +536,7 @@ export function getAttribute(obj: PyValue, name: string): PyValue {
     return typeof obj === 'number' ? obj : asBigInt(obj)
   }
   const table = methodTable(obj)
-  if (table !== null && Object.hasOwn(table, name)) return new PyCallable(name, (args, kwargs) => callMethod(obj, name, args, kwargs))
+  if (table !== null && Object.hasOwn(table.methods, name)) return new PyCallable(name, (args, kwargs) => callMethod(obj, name, args, kwargs))
   const v = obj instanceof PyObject ? obj.attribute(name) : obj instanceof PyType ? obj.attributes.get(name) : undefined
   return v === undefined ? noAttribute(obj, name) : v
 }

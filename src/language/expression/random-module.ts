@@ -9,8 +9,9 @@
  * rng.random() // 0.6394267984578837, as random.seed(42); random.random()
  */
 import { asBigInt, isInt, toFloat, isNumber } from './arithmetic.js'
-import { arity, indexArg } from './builtins.js'
-import { iterate, PyCallable, PyException, PyModule, typeName, type PyValue } from './values.js'
+import { indexArg, pyLen } from './builtins.js'
+import { checkArgs, NOARGS, ONE, pythonFunction, type Convention } from './call-args.js'
+import { PyCallable, PyException, PyModule, typeName, type PyValue } from './values.js'
 import { getItem } from './methods.js'
 
 const N = 624
@@ -195,12 +196,12 @@ function real(v: PyValue): number {
   throw new PyException('TypeError', `must be real number, not ${typeName(v)}`)
 }
 
-function randrange(rng: PyRandom, args: PyValue[]): bigint {
-  arity('randrange', args, 1, 3)
-  const [a = null, b = null, c = null] = args
-  const start = args.length === 1 ? 0n : indexArg(a)
-  const stop = args.length === 1 ? indexArg(a) : indexArg(b)
-  const step = args.length === 3 ? indexArg(c) : 1n
+/** `randrange(start, stop=None, step=1)`; `c` undefined when no step was given. */
+function randrange(rng: PyRandom, a: PyValue, b: PyValue, c: PyValue | undefined): bigint {
+  if (b === null && c !== undefined) throw new PyException('TypeError', 'Missing a non-None stop argument')
+  const start = b === null ? 0n : indexArg(a)
+  const stop = b === null ? indexArg(a) : indexArg(b)
+  const step = c === undefined ? 1n : indexArg(c)
   if (step === 1n) {
     if (stop <= start) throw new PyException('ValueError', `empty range in randrange(${start}, ${stop})`)
     return start + rng.randbelow(stop - start)
@@ -218,36 +219,33 @@ function randrange(rng: PyRandom, args: PyValue[]): bigint {
  * randomModule(new PyRandom(42n)).attributes.get('random')
  */
 export function randomModule(rng: PyRandom): PyModule {
-  const fn = (name: string, min: number, max: number, f: (args: PyValue[]) => PyValue): [string, PyValue] => [
+  // Bound methods of a `Random` instance in CPython: their messages name `Random.uniform()`.
+  const fn = (name: string, convention: Convention, f: (...args: Array<PyValue | undefined>) => PyValue): [string, PyValue] => [
     name,
-    new PyCallable(name, (args, kwargs) => {
-      if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', `${name}() takes no keyword arguments`)
-      arity(name, args, min, max)
-      return f(args)
-    }),
+    new PyCallable(name, (args, kwargs) => f(...checkArgs(convention, name, `Random.${name}`, args, kwargs))),
   ]
   return new PyModule(
     'random',
     new Map<string, PyValue>([
-      fn('random', 0, 0, () => rng.random()),
-      fn('seed', 0, 1, ([s = null]) => {
+      fn('random', NOARGS, () => rng.random()),
+      fn('seed', pythonFunction(['a', 'version'], 0, { method: true }), (s = null) => {
         if (s !== null && !isInt(s)) throw new PyException('TypeError', 'only int seeds are served natively')
         rng.seed(s === null ? BigInt(Math.floor(Math.random() * 2 ** 52)) : asBigInt(s))
         return null
       }),
-      fn('uniform', 2, 2, ([a = null, b = null]) => {
+      fn('uniform', pythonFunction(['a', 'b'], 2, { method: true }), (a = null, b = null) => {
         const x = real(a)
         return x + (real(b) - x) * rng.random()
       }),
-      fn('randint', 2, 2, ([a = null, b = null]) => randrange(rng, [indexArg(a), indexArg(b) + 1n])),
-      fn('randrange', 1, 3, (args) => randrange(rng, args)),
-      fn('choice', 1, 1, ([seq = null]) => {
-        const n = BigInt(iterate(seq).length)
+      fn('randint', pythonFunction(['a', 'b'], 2, { method: true }), (a = null, b = null) => randrange(rng, indexArg(a), indexArg(b) + 1n, undefined)),
+      fn('randrange', pythonFunction(['start', 'stop', 'step'], 1, { method: true }), (a = null, b = null, c) => randrange(rng, a, b, c)),
+      fn('choice', pythonFunction(['seq'], 1, { method: true }), (seq = null) => {
+        const n = pyLen(seq)
         if (n === 0n) throw new PyException('IndexError', 'Cannot choose from an empty sequence')
         return getItem(seq, rng.randbelow(n))
       }),
-      fn('gauss', 0, 2, ([mu = 0, sigma = 1]) => rng.gauss(real(mu), real(sigma))),
-      fn('getrandbits', 1, 1, ([k = null]) => rng.getrandbits(Number(indexArg(k)))),
+      fn('gauss', pythonFunction(['mu', 'sigma'], 0, { method: true }), (mu = 0, sigma = 1) => rng.gauss(real(mu), real(sigma))),
+      fn('getrandbits', ONE, (k = null) => rng.getrandbits(Number(indexArg(k)))),
     ]),
   )
 }
