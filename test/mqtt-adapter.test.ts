@@ -249,6 +249,57 @@ describe('mqtt adapter against the embedded broker, with MQTT.js clients', () =>
     }
   })
 
+  it('one model serves many instances: {{instance}} in topics, client id, will and birth gives each its own', async () => {
+    const broker = new TestBroker(await freePort())
+    await broker.up()
+    const model = {
+      attributes: { temp: { default: 20.5, type: 'float' } },
+      communication: {
+        mqtt: {
+          broker: '127.0.0.1',
+          port: broker.port,
+          client_id: 'site-{{instance}}',
+          topic_prefix: 'site/{{instance}}/',
+          birth: { topic: 'site/{{instance}}/status', payload: '{{instance}} online', retain: true },
+          bindings: [
+            { attribute: 'temp', topic: 'temp', retain: true, on_change: true },
+            { name: 'temp_set', attribute: 'temp', topic: 'temp/set', direction: 'subscribe' },
+          ],
+        },
+      },
+    }
+    try {
+      assert.equal((await t.api('PUT', `${SYS}/models`, { Sensor: model })).status, 200)
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { s1: { type: 'Sensor', init_parameters: { temp: 11.5 } }, s2: 'Sensor' })).status, 200)
+      for (const i of ['s1', 's2']) assert.equal((await t.call(`${SYS}/instances/${i}`, 'prepare')).status, 200)
+      const nodeOf = (i: string) => `${SYS}/instances/${i}/communication/mqtt`
+      await eventually(async () => (await t.api('GET', nodeOf('s1'))).body.connection === 'connected')
+      await eventually(async () => (await t.api('GET', nodeOf('s2'))).body.connection === 'connected')
+      const s1 = (await t.api('GET', nodeOf('s1'))).body
+      assert.equal(s1.client_id, 'site-s1')
+      assert.equal(s1.topic_prefix, 'site/s1/')
+      // The model keeps its placeholders.
+      assert.equal((await t.api('GET', `${SYS}/models/Sensor`)).body.definition.communication.mqtt.topic_prefix, 'site/{{instance}}/')
+
+      const { client, heard } = await listener(broker.port, 'site/#')
+      try {
+        await eventually(() => heard.some((m) => m.topic === 'site/s1/temp' && m.payload === '11.5'))
+        await eventually(() => heard.some((m) => m.topic === 'site/s2/temp' && m.payload === '20.5'))
+        await eventually(() => heard.some((m) => m.topic === 'site/s1/status' && m.payload === 's1 online'))
+        await eventually(() => heard.some((m) => m.topic === 'site/s2/status' && m.payload === 's2 online'))
+        // A write to one instance's topic sets that instance only.
+        await client.publishAsync('site/s2/temp/set', '42.25', { qos: 1 })
+        await eventually(async () => (await t.api('GET', `${SYS}/instances/s2/attributes/temp`)).body.internal_value === 42.25)
+        assert.equal((await t.api('GET', `${SYS}/instances/s1/attributes/temp`)).body.internal_value, 11.5)
+      } finally {
+        await client.endAsync()
+      }
+      for (const i of ['s1', 's2']) assert.equal((await t.api('DELETE', `${SYS}/instances/${i}`)).status, 200)
+    } finally {
+      await broker.down()
+    }
+  })
+
   it('deleting the instance closes its link and the embedded broker with it: no socket left', async () => {
     const { client } = await listener(port, 'plant/#')
     const closed = new Promise<void>((resolve) => client.once('close', () => resolve()))

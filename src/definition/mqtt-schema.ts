@@ -93,11 +93,12 @@ export const mqttSchema = z
     tls_verify: z.boolean().default(true),
     username: z.string().max(1024).optional(),
     password: z.string().max(1024).optional(),
-    /** Default `mimic-<instance>-<adapter>`. */
+    /** Default `mimic-<instance>-<adapter>`; `{{instance}}` is the instance's name. */
     client_id: z.string().min(1).max(256).optional(),
     /** Seconds between keep-alive pings. */
     keepalive: z.number().int().min(0).max(65535).default(30),
     clean: z.boolean().default(true),
+    /** Put before every binding's topic; `{{instance}}` (here, in topics, the client id, will and birth) is the instance's name. */
     topic_prefix: z.string().max(4096).default(''),
     /** Seconds between publications of each publish binding (0: only on change and on connect). */
     publish_interval: seconds(86_400).default(1),

@@ -64,6 +64,24 @@ interface LiveBinding {
   lastPayload: string | undefined
 }
 
+/**
+ * The definition with `{{instance}}` replaced by the instance's name in `topic_prefix`, the
+ * bindings' topics, `client_id` and the will and birth messages, so one model serves many
+ * instances, each on its own topics. (Binding templates fill it in when they publish.)
+ */
+function forInstance(d: MqttDefinition, instance: string): MqttDefinition {
+  const fill = (text: string): string => text.replaceAll('{{instance}}', instance)
+  const message = (m: MqttDefinition['will']) => m && { ...m, topic: fill(m.topic), payload: fill(m.payload) }
+  return {
+    ...d,
+    topic_prefix: fill(d.topic_prefix),
+    client_id: d.client_id === undefined ? undefined : fill(d.client_id),
+    will: message(d.will),
+    birth: message(d.birth),
+    bindings: d.bindings.map((b) => ({ ...b, topic: fill(b.topic) })),
+  }
+}
+
 /** See the module comment. */
 export class MqttAdapter implements ProtocolAdapter {
   readonly name: string
@@ -93,7 +111,7 @@ export class MqttAdapter implements ProtocolAdapter {
   constructor(options: MqttAdapterOptions) {
     this.name = options.name ?? 'mqtt'
     this.#instance = options.instance ?? this.name.split('.')[0]!
-    this.#definition = structuredClone(options.definition)
+    this.#definition = forInstance(structuredClone(options.definition), this.#instance)
     this.#accessor = options.accessor
     this.#logger = options.logger.child({ adapter: this.name })
     this.#warning = new ThrottledWarning(this.#logger)
