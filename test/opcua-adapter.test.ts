@@ -42,7 +42,8 @@ function boilerModel(port: number, extra: Record<string, unknown> = {}) {
         ],
         methods: [
           { method: 'heat', inputs: [{ name: 'delta', data_type: 'Double' }], output: 'Double' },
-          { method: 'show', inputs: [{ name: 'value', data_type: 'Double' }], output: 'String' },
+          // `{{instance}}`, as MQTT spells it, works as `{instance}` does.
+          { method: 'show', node_id: 's={{instance}}.show', inputs: [{ name: 'value', data_type: 'Double' }], output: 'String' },
         ],
         ...extra,
       },

@@ -39,7 +39,7 @@ const browseNameSchema = z
 
 const bindingSchema = z.strictObject({
   attribute: attributeReferenceSchema,
-  /** Default `ns=<namespace>;s=<instance>.<attribute>`; `{instance}` is replaced by the instance's name. */
+  /** Default `ns=<namespace>;s=<instance>.<attribute>`; `{instance}` (or `{{instance}}`) is replaced by the instance's name. */
   node_id: nodeIdSchema.optional(),
   /** Default the attribute's name. */
   browse_name: browseNameSchema.optional(),

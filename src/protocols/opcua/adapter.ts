@@ -431,12 +431,12 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
 }
 
 /**
- * A written node id in the adapter's namespace, `{instance}` replaced by the instance's name (so
+ * A written node id in the adapter's namespace, `{instance}` (or `{{instance}}`, as the MQTT adapter writes it) replaced by the instance's name (so
  * one model serves several instances): `s=x` gets the namespace's index, `ns=N;s=x` must name it.
  * Throws ValidationError when N is another namespace.
  */
 function resolveNodeId(written: string | undefined, fallback: string, ns: Namespace, path: string, instance: string): string {
-  const id = written === undefined ? fallback : written.replaceAll('{instance}', instance)
+  const id = written === undefined ? fallback : written.replaceAll('{{instance}}', instance).replaceAll('{instance}', instance)
   const match = /^ns=(\d+);(.*)$/s.exec(id)
   if (match === null) return `ns=${ns.index};${id}`
   if (Number(match[1]) !== ns.index) {
