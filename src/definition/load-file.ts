@@ -5,6 +5,7 @@ import { FloatMark } from './json-float.js'
 import { isAttributeSpec } from './model-schema.js'
 import { withContainerFloats } from './typed-json.js'
 import { validateModel, validateSystem, type ModelCheck, type SystemDefinition } from './validate.js'
+import { isRecord } from './is-record.js'
 
 /** A definition file read from disk, with what it holds and every problem located by line:column. */
 export interface LoadedDefinition {
@@ -79,10 +80,6 @@ function markedJs(node: unknown): unknown {
     return out
   }
   return undefined
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /**

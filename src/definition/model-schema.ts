@@ -6,6 +6,7 @@ import { mqttSchema } from './mqtt-schema.js'
 import { opcuaServerSchema } from './opcua-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
 import { FloatMark } from './json-float.js'
+import { isRecord } from './is-record.js'
 
 /** Value types an attribute may declare; `any` accepts every JSON value. */
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
@@ -394,7 +395,7 @@ export function typeProblem(type: AttributeType, value: unknown): string | null 
     case 'list':
       return Array.isArray(value) ? null : `expected a list, got ${got}`
     case 'dict':
-      return value !== null && typeof value === 'object' && !Array.isArray(value) ? null : `expected an object (dict), got ${got}`
+      return isRecord(value) ? null : `expected an object (dict), got ${got}`
     case 'any':
       return value === undefined ? 'a value is required' : null
   }

@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto'
 import { collectFloats, FloatMark } from './json-float.js'
 import { inferType, isAttributeSpec, type AttributeType } from './model-schema.js'
+import { isRecord } from './is-record.js'
 
 /**
  * The JSON text of a float: `30.0`, `-2.0`, `-0.0`, `0.1`, `1e+21`; `null` for NaN and the
@@ -221,10 +222,6 @@ export function hasContainerAttributes(definition: unknown): boolean {
 }
 
 const CONTAINERS: ReadonlySet<AttributeType> = new Set(['list', 'dict', 'any'])
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
 
 /**
  * A system definition (models, instances, connections, as `System.structure()` gives it) ready

@@ -10,6 +10,7 @@ import { mayHoldFloats, parseJsonKeepingFloats, plainJson, unmarked } from '../d
 import { typedJson } from '../definition/typed-json.js'
 import { InternalError } from '../errors.js'
 import type { Operation } from './messages.js'
+import { isRecord } from '../definition/is-record.js'
 
 /**
  * Frames larger than this can only come from a broken peer.
@@ -111,10 +112,6 @@ export function keepingValueFloats(text: string): unknown {
  */
 function nestedMarks(values: unknown): unknown {
   return isRecord(values) ? Object.fromEntries(Object.entries(values).map(([name, value]) => [name, unmarked(value)])) : values
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /**

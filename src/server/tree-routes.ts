@@ -7,6 +7,7 @@ import type { System } from '../system/system.js'
 import type { Component, CallArgs } from '../tree/component.js'
 import { resolvePath, type Target } from '../tree/resolve.js'
 import type { FaultComponent } from './faults.js'
+import { isRecord } from '../definition/is-record.js'
 
 /** Per-request context the error handler reads to fill the fault document. */
 export interface RequestFaultContext {
@@ -188,7 +189,7 @@ function withFloats(node: Component, body: unknown): unknown {
     }
     case 'Model': {
       const marked = keepingFloats(body)
-      if (marked !== body && isObject(body) && isObject(marked)) for (const key of ['definition', 'value']) withContainerFloats(body[key], marked[key])
+      if (marked !== body && isRecord(body) && isRecord(marked)) for (const key of ['definition', 'value']) withContainerFloats(body[key], marked[key])
       return body
     }
     default:
@@ -244,17 +245,13 @@ function currentDocument(node: Component, system: System): JsonText {
   return documentOf(live)
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-}
-
 function objectEnvelope(body: unknown, verb: string): Record<string, unknown> {
-  if (!isObject(body)) throw new BadRequestError(`${verb} needs a JSON object body: {"<key>": value, ...}`, [{ path: '', message: 'expected an object' }])
+  if (!isRecord(body)) throw new BadRequestError(`${verb} needs a JSON object body: {"<key>": value, ...}`, [{ path: '', message: 'expected an object' }])
   return body
 }
 
 function valueEnvelope(body: unknown): unknown {
-  if (!isObject(body) || !Object.hasOwn(body, 'value'))
+  if (!isRecord(body) || !Object.hasOwn(body, 'value'))
     throw new BadRequestError('Setting a property needs the body {"value": v}', [{ path: 'value', message: 'required' }])
   const extra = Object.keys(body).filter((k) => k !== 'value')
   if (extra.length)
@@ -268,10 +265,10 @@ function valueEnvelope(body: unknown): unknown {
 function patchEnvelope(body: unknown): Record<string, unknown> {
   const obj = objectEnvelope(body, 'PATCH')
   if (!Object.hasOwn(obj, 'attr')) return obj
-  if (Object.keys(obj).length !== 1 || !isObject(obj.attr)) throw new BadRequestError('PATCH takes {"attr": {"<name>": {"value": v}}} or a flat {"<name>": v}')
+  if (Object.keys(obj).length !== 1 || !isRecord(obj.attr)) throw new BadRequestError('PATCH takes {"attr": {"<name>": {"value": v}}} or a flat {"<name>": v}')
   const out: Record<string, unknown> = {}
   for (const [name, wrapped] of Object.entries(obj.attr)) {
-    if (!isObject(wrapped) || !Object.hasOwn(wrapped, 'value'))
+    if (!isRecord(wrapped) || !Object.hasOwn(wrapped, 'value'))
       throw new BadRequestError(`PATCH attr.${name} must be {"value": v}`, [{ path: `attr.${name}`, message: 'expected {"value": v}' }])
     out[name] = wrapped.value
   }
@@ -280,7 +277,7 @@ function patchEnvelope(body: unknown): Record<string, unknown> {
 
 function callArgs(body: unknown): CallArgs {
   if (body === undefined || body === null) return { args: [], kwargs: {} }
-  if (!isObject(body)) throw new BadRequestError('A method call body is {"kwargs": {...}, "args": [...]} (both optional)')
+  if (!isRecord(body)) throw new BadRequestError('A method call body is {"kwargs": {...}, "args": [...]} (both optional)')
   const extra = Object.keys(body).filter((k) => k !== 'kwargs' && k !== 'args')
   if (extra.length)
     throw new BadRequestError(
@@ -289,7 +286,7 @@ function callArgs(body: unknown): CallArgs {
     )
   const kwargs = body.kwargs ?? {}
   const args = body.args ?? []
-  if (!isObject(kwargs)) throw new BadRequestError('"kwargs" must be an object', [{ path: 'kwargs', message: 'expected an object' }])
+  if (!isRecord(kwargs)) throw new BadRequestError('"kwargs" must be an object', [{ path: 'kwargs', message: 'expected an object' }])
   if (!Array.isArray(args)) throw new BadRequestError('"args" must be a list', [{ path: 'args', message: 'expected a list' }])
   return { args, kwargs }
 }

@@ -8,6 +8,7 @@ import { hasContainerAttributes, withSystemContainerFloats } from '../definition
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
 import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFile } from './schema.js'
+import { isRecord } from '../definition/is-record.js'
 
 /**
  * The JSON of a snapshot file, parsed as JSON.parse does, but for the values of list, dict and
@@ -21,21 +22,21 @@ import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFil
  */
 export function parseSnapshotJson(text: string): unknown {
   const raw: unknown = JSON.parse(text)
-  if (!isPlainObject(raw) || !mayHoldFloats(text) || !(hasContainerAttributes(raw['definition']) || text.includes('"added"'))) return raw
+  if (!isRecord(raw) || !mayHoldFloats(text) || !(hasContainerAttributes(raw['definition']) || text.includes('"added"'))) return raw
   const marked = parseJsonKeepingFloats(text) as Record<string, unknown>
   withSystemContainerFloats(raw['definition'], marked['definition'])
   const state = raw['state']
   const markedState = marked['state']
-  if (!isPlainObject(state) || !isPlainObject(markedState) || !isPlainObject(state['instances']) || !isPlainObject(markedState['instances'])) return raw
+  if (!isRecord(state) || !isRecord(markedState) || !isRecord(state['instances']) || !isRecord(markedState['instances'])) return raw
   const theirs = markedState['instances']
   // Every saved attribute value: each attribute keeps the marks only where its type needs them.
   for (const [name, instance] of Object.entries(state['instances'])) {
     const other = theirs[name]
-    if (!isPlainObject(instance) || !isPlainObject(other) || !isPlainObject(instance['attributes']) || !isPlainObject(other['attributes'])) continue
+    if (!isRecord(instance) || !isRecord(other) || !isRecord(instance['attributes']) || !isRecord(other['attributes'])) continue
     const markedAttributes = other['attributes']
     for (const [attr, entry] of Object.entries(instance['attributes'])) {
       const given = markedAttributes[attr]
-      if (!isPlainObject(entry) || !isPlainObject(given)) continue
+      if (!isRecord(entry) || !isRecord(given)) continue
       for (const side of ['internal', 'external']) if (Object.hasOwn(entry, side)) entry[side] = given[side]
     }
   }
@@ -78,7 +79,7 @@ export function parseSnapshot(text: string, source: string): ParsedSnapshot {
 
 /** A state section of a newer version is refused as a newer schema_version is: it is not guessed at. */
 function checkStateVersion(state: unknown, source: string): void {
-  if (!isPlainObject(state)) return
+  if (!isRecord(state)) return
   const version = state['version']
   if (typeof version === 'number' && Number.isInteger(version) && version > STATE_VERSION) {
     const message =
@@ -107,7 +108,7 @@ export function peekHeader(text: string): {
   } catch {
     raw = undefined
   }
-  const obj = isPlainObject(raw) ? raw : {}
+  const obj = isRecord(raw) ? raw : {}
   const str = (key: string): string | null => (typeof obj[key] === 'string' ? (obj[key] as string) : null)
   const version = obj['schema_version']
   return {
@@ -129,7 +130,7 @@ export function peekHeader(text: string): {
 export function looksLikeSnapshot(text: string): boolean {
   try {
     const raw: unknown = JSON.parse(text)
-    return isPlainObject(raw) && typeof raw['id'] === 'string' && isPlainObject(raw['definition'])
+    return isRecord(raw) && typeof raw['id'] === 'string' && isRecord(raw['definition'])
   } catch {
     return false
   }
@@ -143,7 +144,7 @@ function parseObject(text: string, source: string): RawSnapshotFile {
     const why = text.trim() === '' ? 'the file is empty' : `not valid JSON (truncated or corrupt?)${jsonErrorPlace(text, err)}`
     throw new ValidationError(`Snapshot ${source}: ${why}`, [{ path: '', message: why }])
   }
-  if (!isPlainObject(raw)) {
+  if (!isRecord(raw)) {
     const why = 'not a Mimic snapshot: expected a JSON object'
     throw new ValidationError(`Snapshot ${source}: ${why}`, [{ path: '', message: why }])
   }
@@ -161,8 +162,4 @@ function jsonErrorPlace(text: string, err: unknown): string {
   const before = text.slice(0, Number(position))
   const line = before.split('\n').length
   return ` at line ${line}, column ${Number(position) - before.lastIndexOf('\n')}`
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

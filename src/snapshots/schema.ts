@@ -7,6 +7,7 @@
  */
 import { z } from 'zod'
 import type { ErrorDetail } from '../errors.js'
+import { isRecord } from '../definition/is-record.js'
 
 /**
  * The newest schema_version this build reads (and writes, for a snapshot with runtime state).
@@ -297,10 +298,6 @@ function fields<K extends string>(
   for (const [key, need] of Object.entries(known))
     if (need === 'required' && value[key] === undefined) problems.push({ path: `${path}.${key}`, message: 'required' })
   return problems.length === before ? (value as Record<K, unknown>) : undefined
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /**

@@ -19,6 +19,7 @@ import { SnapshotsNode } from './snapshots-node.js'
 import { Timer } from './timer.js'
 import { Instance } from './instance.js'
 import { STATE_VERSION, type InstanceState, type SaveOptions, type SaveResult, type SnapshotRecord, type SnapshotState } from '../snapshots/index.js'
+import { isRecord } from '../definition/is-record.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 
@@ -469,7 +470,7 @@ function instanceRecord(value: unknown): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   const details: ErrorDetail[] = []
   value.forEach((entry: unknown, index) => {
-    const keys = entry !== null && typeof entry === 'object' && !Array.isArray(entry) ? Object.keys(entry) : []
+    const keys = isRecord(entry) ? Object.keys(entry) : []
     if (keys.length !== 1) details.push({ path: `instances[${index}]`, message: 'expected a single-entry map: {"<instance>": "<model>"}' })
     else if (Object.hasOwn(out, keys[0]!)) details.push({ path: `instances[${index}]`, message: `instance '${keys[0]}' is listed twice` })
     else Object.defineProperty(out, keys[0]!, { value: (entry as Record<string, unknown>)[keys[0]!], enumerable: true, writable: true, configurable: true })

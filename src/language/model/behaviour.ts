@@ -21,6 +21,7 @@ import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './h
 import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
 import { restoreActions, saveActions, StateReader, type BehaviourState } from './state.js'
+import { isRecord } from '../../definition/is-record.js'
 
 /** The behaviour keys of a model definition. */
 export interface BehaviourDefinition {
@@ -124,7 +125,7 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
   const scenarios = compileScenarios(definition.scenarios, context)
   const hooks: HookPlans = { model: compileHooks(definition.hooks, 'hooks', context), attributes: new Map() }
   for (const [name, spec] of Object.entries(definition.attributes ?? {})) {
-    const attrHooks = spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? (spec as { hooks?: unknown }).hooks : undefined
+    const attrHooks = isRecord(spec) ? spec.hooks : undefined
     if (attrHooks !== undefined) hooks.attributes.set(name, compileHooks(attrHooks, `attributes.${name}.hooks`, context))
   }
   for (const worker of context.workerExpressions.slice(workerBefore)) {

@@ -20,6 +20,7 @@ import { fromPy, toPy } from './convert.js'
 import { ActionError, WorkerException, type BehaviourHost, type HostAttribute, type StepFrame, type UndoLog } from './runtime.js'
 import { parseTarget, type Target } from './targets.js'
 import { fromWorkerText, toWorkerText } from './worker-values.js'
+import { isRecord } from '../../definition/is-record.js'
 
 /** The model facts behaviour is compiled against. */
 export interface BehaviourSource {
@@ -240,7 +241,7 @@ export interface ActionScope {
 }
 
 /** Whether a value is a map (a plain object), as YAML and JSON give them. */
-export const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+export const isMap = isRecord
 
 /** A dotted component path from the instance (`communication.modbus_slave.detach`) or from the root (`~.polling.interval`). */
 export const COMPONENT_PATH = /^(~\.)?[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)+$/

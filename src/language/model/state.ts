@@ -10,6 +10,7 @@
  */
 import type { ErrorDetail } from '../../errors.js'
 import type { ActionRuntime } from './actions.js'
+import { isRecord } from '../../definition/is-record.js'
 
 /** JSON data: what a state holds. */
 export type StateValue = null | boolean | number | string | StateValue[] | { [key: string]: StateValue }
@@ -79,8 +80,8 @@ export class StateReader {
     this.path = path
     this.problems = problems
     this.#before = problems.length
-    this.#whole = isObject(value)
-    this.#object = isObject(value) ? value : {}
+    this.#whole = isRecord(value)
+    this.#object = isRecord(value) ? value : {}
     if (!this.#whole) this.problems.push({ path, message: `expected an object, got ${kind(value)}` })
   }
 
@@ -138,7 +139,7 @@ export class StateReader {
   map(key: string, optional = false): Record<string, unknown> {
     const value = this.#object[key]
     if (value === undefined && optional) return {}
-    if (!isObject(value)) {
+    if (!isRecord(value)) {
       this.#fail(key, `expected an object, got ${kind(value)}`)
       return {}
     }
@@ -210,10 +211,6 @@ export function restoreActions(actions: readonly ActionRuntime[], saved: Record<
     return problems
   }
   for (const { action, enabled } of taken) action.enabled = enabled
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /** How a value is named in a problem: its JSON kind and, when short, the value. */

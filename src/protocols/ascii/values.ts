@@ -11,6 +11,7 @@
  * formatValue(2, 'float') // '2.0'
  */
 import { FloatMark, parseJsonKeepingFloats } from '../../definition/json-float.js'
+import { isRecord } from '../../definition/is-record.js'
 
 /** A converted value, or why the input does not fit the type. */
 export type Conversion = { value: unknown; problem?: undefined } | { problem: string; value?: undefined }
@@ -96,7 +97,7 @@ function toStructure(type: 'list' | 'dict', input: unknown): Conversion {
       return { problem: `${pyRepr(input)} is not a JSON ${type === 'list' ? 'array' : 'object'}` }
     }
   }
-  const fits = type === 'list' ? Array.isArray(value) : value !== null && typeof value === 'object' && !Array.isArray(value)
+  const fits = type === 'list' ? Array.isArray(value) : isRecord(value)
   return fits ? { value } : { problem: `expected a ${type === 'list' ? 'JSON array' : 'JSON object'}, got ${pyStr(input)}` }
 }
 
