@@ -21,10 +21,10 @@ const HZ = 10
 const TEMPLATE = '{"v": {{value}}, "t": "{{timestamp}}"}'
 
 /**
- * A model per instance, since the topics (its `topic_prefix`) are part of the model: attributes
- * p1..p5 published as JSON with their publication time every 0.1 s.
+ * One model for every instance, each on its own topics (`{{instance}}` in `topic_prefix` and
+ * `client_id`): attributes p1..p5 published as JSON with their publication time every 0.1 s.
  */
-function meterModel(i, port) {
+function meterModel(port) {
   const attributes = {}
   const bindings = []
   for (let b = 1; b <= BINDINGS; b++) {
@@ -34,7 +34,7 @@ function meterModel(i, port) {
   return {
     attributes,
     communication: {
-      mqtt: { broker: '127.0.0.1', port, client_id: `bench-s${i}`, topic_prefix: `bench/mimic/s${i}/`, publish_interval: 1 / HZ, bindings },
+      mqtt: { broker: '127.0.0.1', port, client_id: 'bench-{{instance}}', topic_prefix: 'bench/mimic/{{instance}}/', publish_interval: 1 / HZ, bindings },
     },
   }
 }
@@ -77,10 +77,8 @@ export const mqttPublish = {
     ctx.onCleanup(() => broker.stop())
     const mimic = await startMimicProcess({ python: ctx.python, extensions: ctx.fixtures, dir, workers: 1 })
     ctx.onCleanup(() => mimic.stop())
-    const models = {}
-    for (let i = 0; i < instances; i++) models[`Meter${i}`] = meterModel(i, broker.port)
-    await mimic.api('PUT', '/api/v3/system/models', models)
-    await mimic.api('PUT', '/api/v3/system/instances', instanceMap({ prefix: 's', from: 0, to: instances, model: (i) => `Meter${i}` }))
+    await mimic.api('PUT', '/api/v3/system/models', { Meter: meterModel(broker.port) })
+    await mimic.api('PUT', '/api/v3/system/instances', instanceMap({ prefix: 's', from: 0, to: instances, model: () => 'Meter' }))
     // Publishing needs no simulation steps: prepare starts the adapters, which publish at once.
     await mimic.call('/api/v3/system/polling', 'disable')
     let t = performance.now()
@@ -170,7 +168,7 @@ export const mqttPublish = {
     ]
 
     const lines = [
-      `${instances} instances, each its own model (the topics are part of the model) with an \`mqtt\` adapter: its own MQTT.js client (connection) to a local mosquitto (${await mosquittoVersion()}), ` +
+      `${instances} instances of one model with an \`mqtt\` adapter (topics \`bench/mimic/{{instance}}/p1\`..): each its own MQTT.js client (connection) to a local mosquitto (${await mosquittoVersion()}), ` +
         `${BINDINGS} float attributes published as JSON \`${TEMPLATE}\` every ${1 / HZ} s, QoS 0, no retain; ${rate(wanted)} wanted. ` +
         `Preparing the ${instances} instances (each adapter's first connection) took ${sig(prepareSeconds)} s. ` +
         'Peer: bench/peers/paho-publisher.py on /usr/bin/python3, one paho-mqtt client (loop thread) publishing the same topics and payloads, ' +
