@@ -257,7 +257,8 @@ export function pyMul(a: PyValue, b: PyValue): PyValue {
   }
   if (isSequence(a)) {
     if (isInt(b)) return repeat(a, b)
-    if (!isSequence(b)) throw new PyException('TypeError', `can't multiply sequence by non-int of type '${typeName(b)}'`)
+    // CPython tries `a`'s repetition first, so the error names `b` ('ab' * [1] names list).
+    if (!(b instanceof PyObject)) throw new PyException('TypeError', `can't multiply sequence by non-int of type '${typeName(b)}'`)
   }
   if (isSequence(b)) {
     if (isInt(a)) return repeat(b, a)
@@ -519,61 +520,63 @@ function percentFormat(fmt: string, args: PyValue): string {
     if (next >= positional.length) throw new PyException('TypeError', 'not enough arguments for format string')
     return positional[next++] ?? null
   }
-  const out = fmt.replace(PERCENT_RE, (_m, key: string | undefined, flags: string, width: string | undefined, prec: string | undefined, conv: string) => {
-    if (conv === '%') return '%'
-    if (conv === '') throw new PyException('ValueError', 'incomplete format')
-    if (!'diouxXeEfFgGcrsa'.includes(conv)) {
-      throw new PyException(
-        'ValueError',
-        `unsupported format character '${conv}' (0x${(conv.codePointAt(0) ?? 0).toString(16)}) at index ${fmt.indexOf('%' + conv)}`,
-      )
-    }
-    let value: PyValue
-    if (key !== undefined) {
-      if (!(args instanceof Map)) throw new PyException('TypeError', 'format requires a mapping')
-      const v = dictGet(args, key)
-      if (v === undefined) throw new PyException('KeyError', pyRepr(key))
-      value = v
-    } else {
-      if (width === '*') width = String(take())
-      if (prec === '*') prec = String(take())
-      value = take()
-    }
-    const left = flags.includes('-')
-    const sign = flags.includes('+') ? '+' : flags.includes(' ') ? ' ' : ''
-    const zero = flags.includes('0') && !left
-    const alt = flags.includes('#') ? '#' : ''
-    const w = width ?? ''
-    const p = prec === undefined ? '' : `.${prec}`
-    const align = left ? '<' : zero ? '=' : '>'
-    const fill = zero ? '0' : ' '
-    switch (conv) {
-      case 's':
-      case 'r':
-      case 'a': {
-        const s = conv === 's' ? pyStr(value) : pyRepr(value)
-        return pyFormat(prec === undefined ? s : s.slice(0, Number(prec)), `${left ? '<' : '>'}${w}`)
+  const out = fmt.replace(
+    PERCENT_RE,
+    (m: string, key: string | undefined, flags: string, width: string | undefined, prec: string | undefined, conv: string, at: number) => {
+      if (conv === '%') return '%'
+      if (conv === '') throw new PyException('ValueError', 'incomplete format')
+      if (!'diouxXeEfFgGcrsa'.includes(conv)) {
+        // CPython gives the index (in characters) of the conversion character itself.
+        const index = [...fmt.slice(0, at + m.length - conv.length)].length
+        throw new PyException('ValueError', `unsupported format character '${conv}' (0x${(conv.codePointAt(0) ?? 0).toString(16)}) at index ${index}`)
       }
-      case 'c':
-        return pyFormat(typeof value === 'string' ? value : String.fromCodePoint(Number(value)), `${left ? '<' : '>'}${w}`)
-      default: {
-        if (!isNumber(value)) {
-          const kind = 'diouxX'.includes(conv) ? 'a real number' : 'a real number'
-          throw new PyException('TypeError', `%${conv} format: ${kind} is required, not ${typeName(value)}`)
-        }
-        if ('diu'.includes(conv)) {
-          const n = typeof value === 'number' ? truncToInt(value) : asBigInt(value)
-          return pyFormat(n, `${fill}${align}${sign}${w}d`)
-        }
-        if ('oxX'.includes(conv)) {
-          if (typeof value === 'number') throw new PyException('TypeError', `%${conv} format: an integer is required, not float`)
-          return pyFormat(asBigInt(value), `${fill}${align}${sign}${alt}${w}${conv}`)
-        }
-        const x = toFloat(value)
-        return pyFormat(x, `${fill}${align}${sign}${alt}${w}${p === '' ? '.6' : p}${conv}`)
+      let value: PyValue
+      if (key !== undefined) {
+        if (!(args instanceof Map)) throw new PyException('TypeError', 'format requires a mapping')
+        const v = dictGet(args, key)
+        if (v === undefined) throw new PyException('KeyError', pyRepr(key))
+        value = v
+      } else {
+        if (width === '*') width = String(take())
+        if (prec === '*') prec = String(take())
+        value = take()
       }
-    }
-  })
+      const left = flags.includes('-')
+      const sign = flags.includes('+') ? '+' : flags.includes(' ') ? ' ' : ''
+      const zero = flags.includes('0') && !left
+      const alt = flags.includes('#') ? '#' : ''
+      const w = width ?? ''
+      const p = prec === undefined ? '' : `.${prec}`
+      const align = left ? '<' : zero ? '=' : '>'
+      const fill = zero ? '0' : ' '
+      switch (conv) {
+        case 's':
+        case 'r':
+        case 'a': {
+          const s = conv === 's' ? pyStr(value) : pyRepr(value)
+          return pyFormat(prec === undefined ? s : s.slice(0, Number(prec)), `${left ? '<' : '>'}${w}`)
+        }
+        case 'c':
+          return pyFormat(typeof value === 'string' ? value : String.fromCodePoint(Number(value)), `${left ? '<' : '>'}${w}`)
+        default: {
+          if (!isNumber(value)) {
+            const kind = 'diouxX'.includes(conv) ? 'a real number' : 'a real number'
+            throw new PyException('TypeError', `%${conv} format: ${kind} is required, not ${typeName(value)}`)
+          }
+          if ('diu'.includes(conv)) {
+            const n = typeof value === 'number' ? truncToInt(value) : asBigInt(value)
+            return pyFormat(n, `${fill}${align}${sign}${w}d`)
+          }
+          if ('oxX'.includes(conv)) {
+            if (typeof value === 'number') throw new PyException('TypeError', `%${conv} format: an integer is required, not float`)
+            return pyFormat(asBigInt(value), `${fill}${align}${sign}${alt}${w}${conv}`)
+          }
+          const x = toFloat(value)
+          return pyFormat(x, `${fill}${align}${sign}${alt}${w}${p === '' ? '.6' : p}${conv}`)
+        }
+      }
+    },
+  )
   // CPython skips this check when the argument is a mapping or sequence other than tuple/str.
   if (next < positional.length && !(args instanceof Map) && !Array.isArray(args))
     throw new PyException('TypeError', 'not all arguments converted during string formatting')

@@ -21,6 +21,7 @@ import {
   PyRange,
   PyTuple,
   pyLess,
+  pyRepr,
   pyStr,
   truthy,
   typeName,
@@ -119,14 +120,15 @@ export function pyInt(x: PyValue, base: PyValue = null): bigint {
   if (isInt(x)) return asBigInt(x)
   if (typeof x === 'string') {
     const s = x.trim()
-    if (!INT_RE.test(s)) throw new PyException('ValueError', `invalid literal for int() with base 10: ${pyReprStr(x)}`)
+    if (!INT_RE.test(s)) throw new PyException('ValueError', `invalid literal for int() with base 10: ${intLiteral(x)}`)
     return BigInt(s.replace(/_/g, ''))
   }
   throw new PyException('TypeError', `int() argument must be a string, a bytes-like object or a real number, not '${typeName(x)}'`)
 }
 
-function pyReprStr(s: string): string {
-  return s.includes("'") && !s.includes('"') ? `"${s}"` : `'${s.replace(/'/g, "\\'")}'`
+/** The literal in int()'s ValueError: its repr, cut at 200 characters as CPython's `%.200R`. */
+function intLiteral(s: string): string {
+  return [...pyRepr(s)].slice(0, 200).join('')
 }
 
 function parseIntBase(text: string, base: number): bigint {
@@ -145,11 +147,11 @@ function parseIntBase(text: string, base: number): bigint {
     s = s.slice(2)
   } else if (b === 0) b = 10
   if (b < 2 || b > 36) throw new PyException('ValueError', 'int() base must be >= 2 and <= 36, or 0')
-  if (s === '') throw new PyException('ValueError', `invalid literal for int() with base ${base}: ${pyReprStr(text)}`)
+  if (s === '') throw new PyException('ValueError', `invalid literal for int() with base ${base}: ${intLiteral(text)}`)
   let n = 0n
   for (const ch of s.toLowerCase()) {
     const d = parseInt(ch, 36)
-    if (Number.isNaN(d) || d >= b) throw new PyException('ValueError', `invalid literal for int() with base ${base}: ${pyReprStr(text)}`)
+    if (Number.isNaN(d) || d >= b) throw new PyException('ValueError', `invalid literal for int() with base ${base}: ${intLiteral(text)}`)
     n = n * BigInt(b) + BigInt(d)
   }
   return negative ? -n : n
@@ -166,7 +168,7 @@ export function pyFloat(x: PyValue): number {
       const v = (special[2] ?? '').toLowerCase() === 'nan' ? NaN : Infinity
       return special[1] === '-' ? -v : v
     }
-    if (!FLOAT_RE.test(s)) throw new PyException('ValueError', `could not convert string to float: ${pyReprStr(x)}`)
+    if (!FLOAT_RE.test(s)) throw new PyException('ValueError', `could not convert string to float: ${pyRepr(x)}`)
     return Number(s.replace(/_/g, ''))
   }
   throw new PyException('TypeError', `float() argument must be a string or a real number, not '${typeName(x)}'`)
@@ -547,6 +549,8 @@ function fsum(iterable: PyValue): number {
 function toIntFloor(name: string, f: (x: number) => number): PyCallable {
   return native(`math.${name}`, ONE, (v = null) => {
     if (isInt(v)) return asBigInt(v)
+    // floor and ceil fall back to float(); trunc only asks for __trunc__.
+    if (name === 'trunc' && typeof v !== 'number') throw new PyException('TypeError', `type ${typeName(v)} doesn't define __trunc__ method`)
     return floatToIntChecked(f(realArg(name, v)))
   })
 }

@@ -480,10 +480,12 @@ export function pyLess(a: PyValue, b: PyValue, op = '<'): boolean {
   if (ta === 'string' && tb === 'string') return (a as string) < (b as string)
   if (Array.isArray(a) && Array.isArray(b)) return seqLess(a, b, op)
   if (a instanceof PyTuple && b instanceof PyTuple) return seqLess(a.items, b.items, op)
-  const ordered = op === '>' ? objectOrder(b, a, '>', '<') : objectOrder(a, b, '<', '>')
+  // `x > y` arrives here as `y < x` (and so do the items where two sequences first differ in
+  // `x >= y`): the object's method and the message take the operands as written.
+  const swapped = op === '>' || op === '>='
+  const ordered = swapped ? objectOrder(b, a, '>', '<') : objectOrder(a, b, '<', '>')
   if (ordered !== undefined) return ordered
-  // `x > y` arrives here as `y < x`: the message names the operands as written.
-  const [left, right] = op === '>' ? [b, a] : [a, b]
+  const [left, right] = swapped ? [b, a] : [a, b]
   throw new PyException('TypeError', `'${op}' not supported between instances of '${typeName(left)}' and '${typeName(right)}'`)
 }
 

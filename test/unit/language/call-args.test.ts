@@ -1,5 +1,5 @@
 // Every native builtin, `math` and `random` function and str/list/tuple/dict method, called with
-// no, too few, too many, keyword and wrong-type arguments, evaluated by the engine and by python3:
+// no, too few, too many, keyword and wrong-type arguments (and a few operators' refusals), evaluated by the engine and by python3:
 // the same repr, or the same exception type and message. CPython words a wrong call according to
 // how the function is declared in C (or in Python, for `random`), and the engine must follow.
 import assert from 'node:assert/strict'
@@ -34,7 +34,7 @@ function engine(src: string): string {
     return pyRepr(compiled.evaluate({ reference: () => null }))
   } catch (err) {
     if (!(err instanceof PyException)) return 'JS:' + String(err)
-    return `EXC:${err.type}: ${err.message.startsWith(err.type + ': ') ? err.message.slice(err.type.length + 2) : err.message}`
+    return `EXC:${err.type}: ${err.pyMessage}`
   }
 }
 
@@ -207,6 +207,22 @@ describe('calls of native functions and methods, compared with python3', () => {
       '{1: 2}.pop(3, 4)',
       '(2.0).is_integer(1)',
       '(2.0).is_integer()',
+      // Messages of operators and conversions: which operand they name, where they point.
+      "'ab' * [1]",
+      "[1] * 'a'",
+      "2.5 * 'ab'",
+      "'ab%-5/x' % 1",
+      "'😀%/' % 1",
+      "math.trunc('a')",
+      'math.trunc(None)',
+      "math.floor('a')",
+      "int('z' * 300, 16)",
+      String.raw`int('a\nb')`,
+      String.raw`float('a\nb')`,
+      "['Ab', 1] >= [1, 2]",
+      "(1, 'a') >= (1, 2)",
+      "['a'] > [1]",
+      "['a'] <= [1]",
       // random's functions are Python methods: keywords work, messages count self.
       'random.uniform(a=1, b=1)',
       'random.uniform(1, a=2)',
