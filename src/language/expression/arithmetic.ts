@@ -499,7 +499,7 @@ export function pyFormat(value: PyValue, spec: string): string {
   try {
     if (typeof value === 'number') return formatFloat(value, spec)
     if (typeof value === 'bigint') return formatInt(value, spec, intToFloat)
-    if (typeof value === 'boolean') return spec === '' ? pyStr(value) : formatInt(value ? 1n : 0n, spec, intToFloat)
+    if (typeof value === 'boolean') return spec === '' ? pyStr(value) : formatInt(value ? 1n : 0n, spec, intToFloat, 'bool')
     if (typeof value === 'string') return formatStr(value, spec)
     if (value instanceof PyObject) return value.format(spec)
     if (spec === '') return pyStr(value)

@@ -13,6 +13,7 @@ import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
 import {
   dictSet,
+  isIterable,
   iterate,
   PyCallable,
   PyException,
@@ -258,19 +259,24 @@ function pyRange(args: readonly PyValue[]): PyRange {
   return new PyRange(indexArg(a), indexArg(b), step)
 }
 
+/** `d.update(src, **kwargs)`, as `dict(src, **kwargs)` fills a new dict: a dict's items, or pairs from an iterable of 2-item iterables. */
+export function dictUpdate(d: PyDict, src: PyValue | undefined, kwargs: PyKwargs): void {
+  if (src instanceof Map) for (const [k, v] of src) d.set(k, v)
+  else if (src !== undefined) {
+    iterate(src).forEach((element, i) => {
+      if (!isIterable(element)) throw new PyException('TypeError', `cannot convert dictionary update sequence element #${i} to a sequence`)
+      const kv = iterate(element)
+      if (kv.length !== 2) throw new PyException('ValueError', `dictionary update sequence element #${i} has length ${kv.length}; 2 is required`)
+      dictSet(d, kv[0] ?? null, kv[1] ?? null)
+    })
+  }
+  if (kwargs !== null) for (const [k, v] of kwargs) dictSet(d, k, v)
+}
+
 function pyDict(args: PyValue[], kwargs: PyKwargs): PyDict {
   checkArgs(positional(0, 1), 'dict', 'dict', args, null)
   const d: PyDict = new Map()
-  const src = args[0]
-  if (src instanceof Map) for (const [k, v] of src) d.set(k, v)
-  else if (src !== undefined) {
-    for (const pair of iterate(src)) {
-      const kv = pair instanceof PyTuple ? pair.items : Array.isArray(pair) ? pair : null
-      if (kv === null || kv.length !== 2) throw new PyException('TypeError', 'cannot convert dictionary update sequence element #0 to a sequence')
-      dictSet(d, kv[0] ?? null, kv[1] ?? null)
-    }
-  }
-  if (kwargs !== null) for (const [k, v] of kwargs) dictSet(d, k, v)
+  dictUpdate(d, args[0], kwargs)
   return d
 }
 

@@ -123,6 +123,8 @@ interface FormatSpec {
   fill: string
   align: string
   sign: string
+  /** `z`: a negative zero (after rounding) is written as a zero without its sign. */
+  noNegativeZero: boolean
   alt: boolean
   zero: boolean
   width: number
@@ -141,6 +143,7 @@ export function parseFormatSpec(spec: string): FormatSpec | null {
     fill: m[1] ?? (m[2] === undefined && m[6] !== undefined ? '0' : ' '),
     align: m[2] ?? (m[6] !== undefined ? '=' : ''),
     sign: m[3] ?? '-',
+    noNegativeZero: m[4] !== undefined,
     alt: m[5] !== undefined,
     zero: m[6] !== undefined,
     width: m[7] === undefined ? 0 : Number(m[7]),
@@ -192,10 +195,10 @@ export class FormatSpecError {
 /** `format(x, spec)` for a float. */
 export function formatFloat(x: number, specText: string): string {
   const spec = parseFormatSpec(specText)
-  if (spec === null) return invalid(specText)
+  if (spec === null) return invalid(specText, 'float')
   let type = spec.type
   if (type === '' && spec.precision === null) {
-    const negative = x < 0 || Object.is(x, -0)
+    const negative = (x < 0 || Object.is(x, -0)) && !(spec.noNegativeZero && x === 0)
     const body = floatRepr(Math.abs(x))
     return pad(signOf(negative, spec), applyGrouping(body, spec.grouping), spec, '>')
   }
@@ -226,6 +229,8 @@ export function formatFloat(x: number, specText: string): string {
     }
   }
   if (upper) body = body.toUpperCase()
+  // `z`: no sign on what rounded to zero (-0.001 with `z.1f` is 0.0).
+  if (spec.noNegativeZero && negative && Number.isFinite(x) && !/[1-9]/.test(body.replace(/e.*$/is, ''))) negative = false
   body = applyGrouping(body, spec.grouping)
   if (spec.zero && spec.align === '=' && spec.fill === '0' && spec.grouping !== '') {
     return zeroPadGrouped(signOf(negative, spec), body, spec)
@@ -255,11 +260,12 @@ function zeroPadGrouped(sign: string, body: string, spec: FormatSpec): string {
   return sign + grouped + rest
 }
 
-/** `format(n, spec)` for an int (a float presentation type converts it). */
-export function formatInt(n: bigint, specText: string, asFloat: (n: bigint) => number): string {
+/** `format(n, spec)` for an int (a float presentation type converts it); `type` names it in messages (`bool`). */
+export function formatInt(n: bigint, specText: string, asFloat: (n: bigint) => number, type = 'int'): string {
   const spec = parseFormatSpec(specText)
-  if (spec === null) return invalid(specText)
+  if (spec === null) return invalid(specText, type)
   if ('eEfFgG%'.includes(spec.type) && spec.type !== '') return formatFloat(asFloat(n), specText)
+  if (spec.noNegativeZero) throw new FormatSpecError('Negative zero coercion (z) not allowed in integer format specifier')
   if (spec.precision !== null) throw new FormatSpecError('Precision not allowed in integer format specifier')
   const negative = n < 0n
   const abs = negative ? -n : n
@@ -289,7 +295,7 @@ export function formatInt(n: bigint, specText: string, asFloat: (n: bigint) => n
       body = abs.toString()
       break
     default:
-      throw new FormatSpecError(`Unknown format code '${spec.type}' for object of type 'int'`)
+      throw new FormatSpecError(`Unknown format code '${spec.type}' for object of type '${type}'`)
   }
   body = group(body, spec.grouping, spec.type === 'b' || spec.type === 'o' || spec.type === 'x' || spec.type === 'X' ? 4 : 3)
   if (spec.zero && spec.align === '=' && spec.fill === '0' && spec.grouping !== '') {
@@ -301,13 +307,14 @@ export function formatInt(n: bigint, specText: string, asFloat: (n: bigint) => n
 /** `format(s, spec)` for a str. */
 export function formatStr(s: string, specText: string): string {
   const spec = parseFormatSpec(specText)
-  if (spec === null) return invalid(specText)
+  if (spec === null) return invalid(specText, 'str')
+  if (spec.noNegativeZero) throw new FormatSpecError('Negative zero coercion (z) not allowed in string format specifier')
   if (spec.type !== '' && spec.type !== 's') throw new FormatSpecError(`Unknown format code '${spec.type}' for object of type 'str'`)
   if (spec.sign !== '-' || spec.align === '=') throw new FormatSpecError('Sign not allowed in string format specifier')
   const body = spec.precision === null ? s : [...s].slice(0, spec.precision).join('')
   return pad('', body, spec, '<')
 }
 
-function invalid(spec: string): never {
-  throw new FormatSpecError(`Invalid format specifier '${spec}'`)
+function invalid(spec: string, type: string): never {
+  throw new FormatSpecError(`Invalid format specifier '${spec}' for object of type '${type}'`)
 }

@@ -6,12 +6,13 @@
  * callMethod(',', 'join', [['a', 'b']], null) // 'a,b'
  */
 import { asBigInt, isInt, pyFormat } from './arithmetic.js'
-import { callable, indexArg, SORT_KEYWORDS, sortValues } from './builtins.js'
+import { callable, dictUpdate, indexArg, SORT_KEYWORDS, sortValues } from './builtins.js'
 import { ANY, checkArgs, keywords, NOARGS, ONE, parsedTuple, positional, type Convention } from './call-args.js'
 import {
   dictGet,
   dictKeys,
   dictSet,
+  isIterable,
   iterate,
   PyCallable,
   PyException,
@@ -97,8 +98,18 @@ function sliceItems<T>(items: readonly T[], sl: PySlice): T[] {
   return out
 }
 
+/** The TypeError of an index that is not an int, as CPython words it for each kind of sequence. */
+function indexTypeError(kind: string, key: PyValue): PyException {
+  const type = typeName(key)
+  if (kind === 'string') return new PyException('TypeError', `string indices must be integers, not '${type}'`)
+  if (kind === 'pop') return new PyException('TypeError', `'${type}' object cannot be interpreted as an integer`)
+  const seq = kind === 'range object' ? 'range' : kind === 'list assignment' ? 'list' : kind
+  return new PyException('TypeError', `${seq} indices must be integers or slices, not ${type}`)
+}
+
+/** `key` as an index of a sequence of `length` (negative from the end), or CPython's TypeError or IndexError (`kind` index out of range). */
 function seqIndex(kind: string, length: number, key: PyValue): number {
-  if (!isInt(key)) throw new PyException('TypeError', `${kind} indices must be integers or slices, not ${typeName(key)}`)
+  if (!isInt(key)) throw indexTypeError(kind, key)
   let i = asBigInt(key)
   if (i < 0n) i += BigInt(length)
   if (i < 0n || i >= BigInt(length)) throw new PyException('IndexError', `${kind} index out of range`)
@@ -142,16 +153,31 @@ export function setItem(obj: PyValue, key: PyValue, value: PyValue): void {
 /** `str.format(*args, **kwargs)`, with auto and explicit numbering, `!r`/`!s`, fields and nested specs. */
 export function strFormat(fmt: string, args: readonly PyValue[], kwargs: PyKwargs): string {
   let auto = 0
+  // CPython refuses to mix `{}` and `{0}` in one format string.
+  let numbering: 'auto' | 'manual' | null = null
+  const number = (kind: 'auto' | 'manual'): void => {
+    if (numbering !== null && numbering !== kind) {
+      throw new PyException(
+        'ValueError',
+        kind === 'auto'
+          ? 'cannot switch from manual field specification to automatic field numbering'
+          : 'cannot switch from automatic field numbering to manual field specification',
+      )
+    }
+    numbering = kind
+  }
   const field = (name: string): PyValue => {
     const m = /^([^.[]*)(.*)$/s.exec(name)
     const head = m?.[1] ?? ''
     let rest = m?.[2] ?? ''
     let value: PyValue
     if (head === '') {
+      number('auto')
       const i = auto++
       if (i >= args.length) throw new PyException('IndexError', `Replacement index ${i} out of range for positional args tuple`)
       value = args[i] ?? null
     } else if (/^\d+$/.test(head)) {
+      number('manual')
       const i = Number(head)
       if (i >= args.length) throw new PyException('IndexError', `Replacement index ${i} out of range for positional args tuple`)
       value = args[i] ?? null
@@ -324,6 +350,12 @@ function padTo(s: string, args: ReadonlyArray<PyValue | undefined>, where: 'left
   return fill.repeat(left) + s + fill.repeat(missing - left)
 }
 
+/** What `str.join` takes: an iterable, else CPython's own message. */
+function joinable(items: PyValue): PyValue[] {
+  if (!isIterable(items)) throw new PyException('TypeError', 'can only join an iterable')
+  return iterate(items)
+}
+
 function stripChars(v: PyValue | undefined): string | null {
   if (v === undefined || v === null) return null
   if (typeof v === 'string') return v
@@ -348,7 +380,7 @@ function splitlines(s: string, keepends: boolean): string[] {
 const STR_METHODS: Record<string, MethodEntry<string>> = {
   format: m(ANY, (s, args, kwargs) => strFormat(s, args as PyValue[], kwargs)),
   join: m(ONE, (s, [items = null]) =>
-    iterate(items)
+    joinable(items)
       .map((v, i) => {
         if (typeof v !== 'string') throw new PyException('TypeError', `sequence item ${i}: expected str instance, ${typeName(v)} found`)
         return v
@@ -458,7 +490,8 @@ const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
   }),
   pop: m(positional(1, 2), (d, args) => {
     const k = args[0] ?? null
-    const v = dictGet(d, k)
+    // CPython answers an empty dict before hashing the key: {}.pop([1]) is a KeyError.
+    const v = d.size === 0 ? undefined : dictGet(d, k)
     if (v === undefined) {
       if (args.length > 1) return args[1] ?? null
       throw new PyException('KeyError', pyRepr(k))
@@ -474,11 +507,15 @@ const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
   }),
   update: m(ANY, (d, args, kwargs) => {
     checkArgs(positional(0, 1), 'update', 'dict.update', args as PyValue[], null)
-    const src = args[0]
-    if (src instanceof Map) for (const [k, v] of src) d.set(k, v)
-    else if (src !== undefined) for (const kv of iterate(src)) dictSet(d, getItem(kv, 0n), getItem(kv, 1n))
-    if (kwargs !== null) for (const [k, v] of kwargs) dictSet(d, k, v)
+    dictUpdate(d, args[0], kwargs)
     return null
+  }),
+  popitem: m(NOARGS, (d) => {
+    const last = [...d.keys()].at(-1)
+    if (last === undefined) throw new PyException('KeyError', "'popitem(): dictionary is empty'")
+    const item = new PyTuple([dictKeys(d).at(-1) ?? null, d.get(last) ?? null])
+    d.delete(last)
+    return item
   }),
   copy: m(NOARGS, (d) => new Map(d)),
   clear: m(NOARGS, (d) => (d.clear(), null)),

@@ -413,6 +413,11 @@ export function makeDict(pairs: Iterable<readonly [PyValue, PyValue]>): PyDict {
   return d
 }
 
+/** Whether {@link iterate} takes `v`. */
+export function isIterable(v: PyValue): boolean {
+  return Array.isArray(v) || v instanceof PyTuple || typeof v === 'string' || v instanceof Map || v instanceof PyRange || v instanceof PyIterator
+}
+
 /** The items of any iterable value, as a JS array (a copy when the source is mutable). */
 export function iterate(v: PyValue): PyValue[] {
   if (Array.isArray(v)) return v.slice()
