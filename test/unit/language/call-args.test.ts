@@ -57,7 +57,7 @@ const RECEIVERS: ReadonlyArray<{ receiver: string; names: string; args: readonly
   },
   { receiver: '[3, 1]', names: 'append extend insert pop remove index count copy clear reverse sort', args: ['1', '1, 2', '1, 2, 3', '1, 2, 3, 4'] },
   { receiver: '(3, 1)', names: 'index count', args: ['1', '1, 2', '1, 2, 3', '1, 2, 3, 4'] },
-  { receiver: '{1: 2}', names: 'get keys values items pop setdefault update copy clear', args: ['1', '1, 2', '1, 2, 3', '1, 2, 3, 4'] },
+  { receiver: '{1: 2}', names: 'get keys values items pop popitem setdefault update copy clear', args: ['1', '1, 2', '1, 2, 3', '1, 2, 3, 4'] },
   {
     receiver: 'math',
     names:
