@@ -8,8 +8,8 @@
  * const rng = new PyRandom(42n)
  * rng.random() // 0.6394267984578837, as random.seed(42); random.random()
  */
-import { asBigInt, isInt, toFloat, isNumber } from './arithmetic.js'
-import { indexArg, pyLen } from './builtins.js'
+import { asBigInt, isInt, isNumber, pyAdd, toFloat } from './arithmetic.js'
+import { indexArg, pyInt, pyLen } from './builtins.js'
 import { checkArgs, NOARGS, ONE, pythonFunction, type Convention } from './call-args.js'
 import { PyCallable, PyException, PyModule, typeName, type PyValue } from './values.js'
 import { getItem } from './methods.js'
@@ -196,20 +196,38 @@ function real(v: PyValue): number {
   throw new PyException('TypeError', `must be real number, not ${typeName(v)}`)
 }
 
-/** `randrange(start, stop=None, step=1)`; `c` undefined when no step was given. */
+/**
+ * An argument of `randrange` as CPython 3.11 reads it: an int, or a float that equals one (which
+ * 3.11 still takes, with a DeprecationWarning); another float is a ValueError naming `which`, and
+ * what `int()` cannot read raises what `int()` raises.
+ */
+function rangeArg(v: PyValue, which: string): bigint {
+  if (isInt(v)) return asBigInt(v)
+  const i = pyInt(v)
+  if (typeof v === 'number' && Number.isInteger(v)) return i
+  throw new PyException('ValueError', `non-integer ${which} for randrange()`)
+}
+
+/** `randrange(start, stop=None, step=1)` with CPython 3.11's checks and draws; `c` undefined when no step was given. */
 function randrange(rng: PyRandom, a: PyValue, b: PyValue, c: PyValue | undefined): bigint {
-  if (b === null && c !== undefined) throw new PyException('TypeError', 'Missing a non-None stop argument')
-  const start = b === null ? 0n : indexArg(a)
-  const stop = b === null ? indexArg(a) : indexArg(b)
-  const step = c === undefined ? 1n : indexArg(c)
+  const first = rangeArg(a, 'arg 1')
+  if (b === null) {
+    if (c !== undefined) throw new PyException('TypeError', 'Missing a non-None stop argument')
+    if (first > 0n) return rng.randbelow(first)
+    throw new PyException('ValueError', 'empty range for randrange()')
+  }
+  const stop = rangeArg(b, 'stop')
+  const width = stop - first
+  const step = c === undefined ? 1n : rangeArg(c, 'step')
   if (step === 1n) {
-    if (stop <= start) throw new PyException('ValueError', `empty range in randrange(${start}, ${stop})`)
-    return start + rng.randbelow(stop - start)
+    if (width > 0n) return first + rng.randbelow(width)
+    throw new PyException('ValueError', `empty range for randrange() (${first}, ${stop}, ${width})`)
   }
   if (step === 0n) throw new PyException('ValueError', 'zero step for randrange()')
-  const n = step > 0n ? (stop - start + step - 1n) / step : (stop - start + step + 1n) / step
+  // Truncating division: where it differs from Python's floor, n is not positive either way.
+  const n = step > 0n ? (width + step - 1n) / step : (width + step + 1n) / step
   if (n <= 0n) throw new PyException('ValueError', 'empty range for randrange()')
-  return start + step * rng.randbelow(n)
+  return first + step * rng.randbelow(n)
 }
 
 /**
@@ -237,7 +255,7 @@ export function randomModule(rng: PyRandom): PyModule {
         const x = real(a)
         return x + (real(b) - x) * rng.random()
       }),
-      fn('randint', pythonFunction(['a', 'b'], 2, { method: true }), (a = null, b = null) => randrange(rng, indexArg(a), indexArg(b) + 1n, undefined)),
+      fn('randint', pythonFunction(['a', 'b'], 2, { method: true }), (a = null, b = null) => randrange(rng, a, pyAdd(b, 1n), undefined)),
       fn('randrange', pythonFunction(['start', 'stop', 'step'], 1, { method: true }), (a = null, b = null, c) => randrange(rng, a, b, c)),
       fn('choice', pythonFunction(['seq'], 1, { method: true }), (seq = null) => {
         const n = pyLen(seq)
