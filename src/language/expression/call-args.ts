@@ -55,10 +55,6 @@ export function keywords(names: readonly string[], minpos: number, options: { po
   return { kind: 'keywords', names, posonly: options.posonly ?? 0, maxpos: options.maxpos ?? names.length, minpos }
 }
 
-function plural(n: number): string {
-  return n === 1 ? '' : 's'
-}
-
 /** A function written in Python with these parameters, the first `required` of them required. */
 export function pythonFunction(names: readonly string[], required: number, options: { method?: boolean } = {}): Convention {
   return { kind: 'python', names, required, method: options.method ?? false }
@@ -109,6 +105,10 @@ export function checkArgs(
       throw new PyException('TypeError', `${name}() takes ${bound} ${count} argument${plural(count)} (${n} given)`)
     }
   }
+}
+
+function plural(n: number): string {
+  return n === 1 ? '' : 's'
 }
 
 /** `_PyArg_UnpackKeywords`, in the order it checks and with its messages. */
