@@ -32,30 +32,52 @@ import {
   type PyValue,
 } from './values.js'
 
+/**
+ * Python's whitespace: what `str.isspace` takes and `split()`/`strip()` without arguments remove.
+ * JavaScript's \s is not the same set (it has U+FEFF and lacks U+001C-001F and U+0085).
+ */
+const SPACE = '\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000'
+const LEADING_SPACE = new RegExp(`^[${SPACE}]+`, 'u')
+const TRAILING_SPACE = new RegExp(`[${SPACE}]+$`, 'u')
+const ONLY_SPACE = new RegExp(`^[${SPACE}]+$`, 'u')
+const SPACE_RUN = new RegExp(`[${SPACE}]+`, 'u')
+
+/**
+ * What `str.isdigit` takes: decimal digits and the other characters whose Numeric_Type is Digit
+ * (superscripts, circled digits ...), as listed by CPython 3.11's Unicode 14 database.
+ */
+const DIGITS_ONLY =
+  /^[\p{Nd}\u{b2}-\u{b3}\u{b9}\u{1369}-\u{1371}\u{19da}\u{2070}\u{2074}-\u{2079}\u{2080}-\u{2089}\u{2460}-\u{2468}\u{2474}-\u{247c}\u{2488}-\u{2490}\u{24ea}\u{24f5}-\u{24fd}\u{24ff}\u{2776}-\u{277e}\u{2780}-\u{2788}\u{278a}-\u{2792}\u{10a40}-\u{10a43}\u{10e60}-\u{10e68}\u{11052}-\u{1105a}\u{1f100}-\u{1f10a}]+$/u
+
 function stripWith(s: string, chars: string | null, left: boolean, right: boolean): string {
   if (chars === null) {
     let out = s
-    if (left) out = out.replace(/^\s+/u, '')
-    if (right) out = out.replace(/\s+$/u, '')
+    if (left) out = out.replace(LEADING_SPACE, '')
+    if (right) out = out.replace(TRAILING_SPACE, '')
     return out
   }
+  // By characters (code points), as Python strips.
+  const text = [...s]
+  const strip = new Set(chars)
   let start = 0
-  let end = s.length
-  if (left) while (start < end && chars.includes(s[start] ?? '')) start++
-  if (right) while (end > start && chars.includes(s[end - 1] ?? '')) end--
-  return s.slice(start, end)
+  let end = text.length
+  if (left) while (start < end && strip.has(text[start] ?? '')) start++
+  if (right) while (end > start && strip.has(text[end - 1] ?? '')) end--
+  return text.slice(start, end).join('')
 }
 
 function split(s: string, sep: PyValue | undefined, maxsplit: bigint): string[] {
   if (sep === undefined || sep === null) {
+    // As CPython's split_whitespace: once maxsplit words are taken, the rest after the next
+    // whitespace is the last part, trailing whitespace and all.
     const parts: string[] = []
-    let rest = s.replace(/^\s+/u, '')
+    let rest = s.replace(LEADING_SPACE, '')
     while (rest !== '') {
       if (maxsplit >= 0n && BigInt(parts.length) >= maxsplit) {
-        parts.push(rest.replace(/\s+$/u, ''))
+        parts.push(rest)
         return parts
       }
-      const m = /\s+/u.exec(rest)
+      const m = SPACE_RUN.exec(rest)
       if (m === null) {
         parts.push(rest)
         break
@@ -356,6 +378,78 @@ function joinable(items: PyValue): PyValue[] {
   return iterate(items)
 }
 
+/** `s.replace('', to, count)`: `to` before every character and at the end, the first `count` times (all when negative). */
+function insertBetween(s: string, to: string, count: number): string {
+  const chars = [...s]
+  const n = count < 0 ? chars.length + 1 : Math.min(count, chars.length + 1)
+  let out = ''
+  for (let i = 0; i <= chars.length; i++) out += (i < n ? to : '') + (chars[i] ?? '')
+  return out
+}
+
+const CASED = /\p{Cased}/u
+const CASE_IGNORABLE = /\p{Case_Ignorable}/u
+
+/**
+ * Titlecase where it is not uppercase (Unicode's titlecase and special casing, as CPython 3.11's
+ * `str.title` gives them; generated from it): digraphs, ligatures and Greek letters with
+ * ypogegrammeni, each character followed by its titlecase. Georgian letters are their own
+ * titlecase (see {@link titleOf}).
+ */
+const TITLE_SPECIAL = new Map(
+  (
+    'ßSs Ǆǅ ǅǅ ǆǅ Ǉǈ ǈǈ ǉǈ Ǌǋ ǋǋ ǌǋ Ǳǲ ǲǲ ǳǲ ևԵւ ᾀᾈ ᾁᾉ ᾂᾊ ᾃᾋ ᾄᾌ ᾅᾍ ᾆᾎ ᾇᾏ ᾈᾈ ᾉᾉ ᾊᾊ ᾋᾋ ᾌᾌ ᾍᾍ ᾎᾎ ᾏᾏ ᾐᾘ ᾑᾙ ᾒᾚ ᾓᾛ ᾔᾜ ᾕᾝ ᾖᾞ ᾗᾟ ᾘᾘ ᾙᾙ ᾚᾚ ᾛᾛ ᾜᾜ ' +
+    'ᾝᾝ ᾞᾞ ᾟᾟ ᾠᾨ ᾡᾩ ᾢᾪ ᾣᾫ ᾤᾬ ᾥᾭ ᾦᾮ ᾧᾯ ᾨᾨ ᾩᾩ ᾪᾪ ᾫᾫ ᾬᾬ ᾭᾭ ᾮᾮ ᾯᾯ ᾲᾺͅ ᾳᾼ ᾴΆͅ ᾷᾼ͂ ᾼᾼ ῂῊͅ ῃῌ ῄΉͅ ῇῌ͂ ῌῌ ῲῺͅ ῳῼ ῴΏͅ ῷῼ͂ ῼῼ ﬀFf ﬁFi ﬂFl ﬃFfi ﬄFfl ﬅSt ﬆSt ﬓՄն ﬔՄե ﬕՄի ﬖՎն ﬗՄխ'
+  )
+    .split(' ')
+    .map((entry): [string, string] => {
+      const [c = '', ...titlecase] = [...entry]
+      return [c, titlecase.join('')]
+    }),
+)
+
+/** A character's titlecase (`str.title` of it alone). */
+function titleOf(c: string): string {
+  const code = c.codePointAt(0) ?? 0
+  // Georgian Mkhedruli letters have an uppercase (Mtavruli) but are their own titlecase.
+  if ((code >= 0x10d0 && code <= 0x10fa) || (code >= 0x10fd && code <= 0x10ff)) return c
+  return TITLE_SPECIAL.get(c) ?? c.toUpperCase()
+}
+
+/** The lowercase of `chars[i]` in its place: a capital sigma ends a word as ς (Unicode's Final_Sigma, as CPython applies it). */
+function lowerAt(chars: readonly string[], i: number): string {
+  const c = chars[i] ?? ''
+  if (c !== 'Σ') return c.toLowerCase()
+  let j = i - 1
+  while (j >= 0 && CASE_IGNORABLE.test(chars[j] ?? '')) j--
+  if (j < 0 || !CASED.test(chars[j] ?? '')) return 'σ'
+  j = i + 1
+  while (j < chars.length && CASE_IGNORABLE.test(chars[j] ?? '')) j++
+  return j < chars.length && CASED.test(chars[j] ?? '') ? 'σ' : 'ς'
+}
+
+/** `str.title`: a cased character after a cased one is lowercased, any other is titlecased. */
+function title(s: string): string {
+  const chars = [...s]
+  let out = ''
+  let previousCased = false
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i] ?? ''
+    out += previousCased ? lowerAt(chars, i) : titleOf(c)
+    previousCased = CASED.test(c)
+  }
+  return out
+}
+
+/** `str.capitalize` (Python 3.8 on): the first character titlecased, the rest lowercased. */
+function capitalize(s: string): string {
+  const chars = [...s]
+  if (chars.length === 0) return s
+  let out = titleOf(chars[0] ?? '')
+  for (let i = 1; i < chars.length; i++) out += lowerAt(chars, i)
+  return out
+}
+
 function stripChars(v: PyValue | undefined): string | null {
   if (v === undefined || v === null) return null
   if (typeof v === 'string') return v
@@ -400,6 +494,7 @@ const STR_METHODS: Record<string, MethodEntry<string>> = {
     const from = old as string
     const to = neu as string
     const n = count === undefined ? -1 : Number(indexArg(count))
+    if (from === '') return insertBetween(s, to, n)
     if (n < 0) return s.split(from).join(to)
     const parts = s.split(from)
     return parts.slice(0, n + 1).join(to) + (parts.length > n + 1 ? from + parts.slice(n + 1).join(from) : '')
@@ -428,11 +523,11 @@ const STR_METHODS: Record<string, MethodEntry<string>> = {
   ljust: m(positional(1, 2), (s, args) => padTo(s, args, 'left')),
   rjust: m(positional(1, 2), (s, args) => padTo(s, args, 'right')),
   center: m(positional(1, 2), (s, args) => padTo(s, args, 'center')),
-  capitalize: m(NOARGS, (s) => (s === '' ? s : (s[0] ?? '').toUpperCase() + s.slice(1).toLowerCase())),
-  title: m(NOARGS, (s) => s.toLowerCase().replace(/(^|[^A-Za-z])([a-z])/g, (_m, a: string, b: string) => a + b.toUpperCase())),
-  isdigit: m(NOARGS, (s) => s !== '' && /^\d+$/u.test(s)),
+  capitalize: m(NOARGS, (s) => capitalize(s)),
+  title: m(NOARGS, (s) => title(s)),
+  isdigit: m(NOARGS, (s) => DIGITS_ONLY.test(s)),
   isalpha: m(NOARGS, (s) => s !== '' && /^\p{L}+$/u.test(s)),
-  isspace: m(NOARGS, (s) => s !== '' && /^\s+$/u.test(s)),
+  isspace: m(NOARGS, (s) => ONLY_SPACE.test(s)),
   isupper: m(NOARGS, (s) => /\p{Lu}/u.test(s) && s === s.toUpperCase()),
   islower: m(NOARGS, (s) => /\p{Ll}/u.test(s) && s === s.toLowerCase()),
   splitlines: m(keywords(['keepends'], 0), (s, [keepends = 0n]) => splitlines(s, indexArg(keepends) !== 0n)),

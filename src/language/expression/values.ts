@@ -309,6 +309,13 @@ export function truthy(v: PyValue): boolean {
 
 const REPR_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' }
 
+/** What CPython's repr escapes besides ASCII controls: other characters that are not printable (separators, format and unassigned characters; the space is printable). */
+const NOT_PRINTABLE = /[\p{C}\p{Z}]/u
+
+function hex(code: number, digits: number): string {
+  return code.toString(16).padStart(digits, '0')
+}
+
 /** Python's repr of a str: single quotes unless the text holds ' and no ". */
 export function strRepr(s: string): string {
   const quote = s.includes("'") && !s.includes('"') ? '"' : "'"
@@ -320,6 +327,7 @@ export function strRepr(s: string): string {
     else if (ch === quote) out += '\\' + quote
     else if (code < 0x20 || code === 0x7f) out += '\\x' + code.toString(16).padStart(2, '0')
     else if (code >= 0x80 && code < 0xa0) out += '\\x' + code.toString(16)
+    else if (code >= 0xa0 && NOT_PRINTABLE.test(ch)) out += code < 0x100 ? '\\x' + hex(code, 2) : code < 0x10000 ? '\\u' + hex(code, 4) : '\\U' + hex(code, 8)
     else out += ch
   }
   return out + quote

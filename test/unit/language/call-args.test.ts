@@ -193,6 +193,15 @@ describe('calls of native functions and methods, compared with python3', () => {
       String.raw`'a\nb\r\nc\n'.splitlines(keepends=True)`,
       String.raw`'a\nb'.splitlines(1.5)`,
       "''.splitlines(True)",
+      // Unicode as CPython sees it: whitespace, digits, titlecase, final sigma, repr escapes.
+      String.raw`'  a b  c \x1c'.split(None, 1)`,
+      String.raw`'\ufeffa\x85'.strip()`,
+      String.raw`['\x1c\x1f\x85\u2028'.isspace(), '\ufeff'.isspace(), '²①'.isdigit(), '½'.isdigit()]`,
+      "['ßx'.capitalize(), 'ǆemal ǈubljana'.title(), '0İB a1b'.title(), 'ﬁne ᾳ'.title(), 'აბ'.title(), 'ΟΔΟΣ ΟΔΟΣ.'.title()]",
+      "['ΟΔΟΣ'.capitalize(), 'Σ'.capitalize(), 'aΣ b'.capitalize()]",
+      "['abc'.replace('', '-'), 'abc'.replace('', '-', 2), ''.replace('', 'Z', 1), 'ab'.replace('', 'x', 0)]",
+      String.raw`['\u2028\xad\u200b\ue000 \U000e0001', '😀\x7f\xa0']`,
+      "'a😀b😀a'.strip('a😀')",
       // list, tuple and dict methods.
       '[1, 2, 1].index(1, 1)',
       '[1, 2, 1].index(1, -1)',
