@@ -528,8 +528,9 @@ const STR_METHODS: Record<string, MethodEntry<string>> = {
   isdigit: m(NOARGS, (s) => DIGITS_ONLY.test(s)),
   isalpha: m(NOARGS, (s) => s !== '' && /^\p{L}+$/u.test(s)),
   isspace: m(NOARGS, (s) => ONLY_SPACE.test(s)),
-  isupper: m(NOARGS, (s) => /\p{Lu}/u.test(s) && s === s.toUpperCase()),
-  islower: m(NOARGS, (s) => /\p{Ll}/u.test(s) && s === s.toLowerCase()),
+  // As CPython: at least one character of the case, and none of the other case or titlecase.
+  isupper: m(NOARGS, (s) => /\p{Uppercase}/u.test(s) && !/[\p{Lowercase}\p{Lt}]/u.test(s)),
+  islower: m(NOARGS, (s) => /\p{Lowercase}/u.test(s) && !/[\p{Uppercase}\p{Lt}]/u.test(s)),
   splitlines: m(keywords(['keepends'], 0), (s, [keepends = 0n]) => splitlines(s, indexArg(keepends) !== 0n)),
   partition: m(ONE, (s, [sep]) => {
     if (typeof sep !== 'string') throw new PyException('TypeError', `must be str, not ${typeName(sep ?? null)}`)
