@@ -88,12 +88,11 @@ function split(s: string, sep: PyValue | undefined, maxsplit: bigint): string[] 
     return parts
   }
   if (typeof sep !== 'string') throw new PyException('TypeError', `must be str or None, not ${typeName(sep)}`)
-  const d = sep
-  if (d === '') throw new PyException('ValueError', 'empty separator')
-  const all = s.split(d)
+  if (sep === '') throw new PyException('ValueError', 'empty separator')
+  const all = s.split(sep)
   if (maxsplit < 0n || BigInt(all.length - 1) <= maxsplit) return all
   const n = Number(maxsplit)
-  return [...all.slice(0, n), all.slice(n).join(d)]
+  return [...all.slice(0, n), all.slice(n).join(sep)]
 }
 
 /** Resolves `a` as Python resolves a start/stop/step for slicing. */
