@@ -12,6 +12,7 @@ import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
 import {
+  dictEntries,
   dictSet,
   isIterable,
   iterate,
@@ -261,7 +262,7 @@ function pyRange(args: readonly PyValue[]): PyRange {
 
 /** `d.update(src, **kwargs)`, as `dict(src, **kwargs)` fills a new dict: a dict's items, or pairs from an iterable of 2-item iterables. */
 export function dictUpdate(d: PyDict, src: PyValue | undefined, kwargs: PyKwargs): void {
-  if (src instanceof Map) for (const [k, v] of src) d.set(k, v)
+  if (src instanceof Map) for (const [k, v] of dictEntries(src)) dictSet(d, k, v)
   else if (src !== undefined) {
     iterate(src).forEach((element, i) => {
       if (!isIterable(element)) throw new PyException('TypeError', `cannot convert dictionary update sequence element #${i} to a sequence`)

@@ -16,6 +16,7 @@ import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
 import { DATETIME_MODULE } from './datetime-module.js'
 import { TIME_MODULE } from './time-module.js'
 import {
+  dictEntries,
   dictSet,
   iterate,
   PyCallable,
@@ -28,6 +29,7 @@ import {
   PyTuple,
   PyType,
   truthy,
+  typeName,
   type PyDict,
   type PyKwargs,
   type PyValue,
@@ -386,8 +388,8 @@ export class Compiler {
       for (const e of entries) {
         if (e.key === null) {
           const src = e.value(f)
-          if (!(src instanceof Map)) throw new PyException('TypeError', "'" + pyStr(src) + "' object is not a mapping")
-          for (const [k, v] of src) d.set(k, v)
+          if (!(src instanceof Map)) throw new PyException('TypeError', `'${typeName(src)}' object is not a mapping`)
+          for (const [k, v] of dictEntries(src)) dictSet(d, k, v)
         } else dictSet(d, e.key(f), e.value(f))
       }
       return d
@@ -836,8 +838,12 @@ export class Compiler {
           for (const n of named) {
             const v = n.code(f)
             if (n.name !== null) m.set(n.name, v)
-            else if (v instanceof Map) for (const [k, x] of v) m.set(pyStr(k), x)
-            else throw new PyException('TypeError', 'argument after ** must be a mapping')
+            else if (v instanceof Map) {
+              for (const [k, x] of dictEntries(v)) {
+                if (typeof k !== 'string') throw new PyException('TypeError', 'keywords must be strings')
+                m.set(k, x)
+              }
+            } else throw new PyException('TypeError', 'argument after ** must be a mapping')
           }
           return m
         }

@@ -11,6 +11,8 @@ export { HELPERS, renderInline, type InlineCode, type InlineNames } from './code
 export { Frame, type ExpressionScope } from './compiler.js'
 export { replaceReferences, type Reference, type ReferenceKind } from './references.js'
 export {
+  dictEntries,
+  dictSet,
   pyRepr,
   pyStr,
   PyException,

@@ -9,6 +9,10 @@ import { asBigInt, isInt, pyFormat } from './arithmetic.js'
 import { callable, dictUpdate, indexArg, SORT_KEYWORDS, sortValues } from './builtins.js'
 import { ANY, checkArgs, keywords, NOARGS, ONE, parsedTuple, positional, type Convention } from './call-args.js'
 import {
+  dictClear,
+  dictCopy,
+  dictDelete,
+  dictEntries,
   dictGet,
   dictKeys,
   dictSet,
@@ -579,10 +583,7 @@ const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
   get: m(positional(1, 2), (d, [k = null, dflt = null]) => dictGet(d, k) ?? dflt),
   keys: m(NOARGS, (d) => dictKeys(d)),
   values: m(NOARGS, (d) => [...d.values()]),
-  items: m(NOARGS, (d) => {
-    const keys = dictKeys(d)
-    return [...d.values()].map((v, i) => new PyTuple([keys[i] ?? null, v]))
-  }),
+  items: m(NOARGS, (d) => dictEntries(d).map((entry) => new PyTuple(entry))),
   pop: m(positional(1, 2), (d, args) => {
     const k = args[0] ?? null
     // CPython answers an empty dict before hashing the key: {}.pop([1]) is a KeyError.
@@ -591,7 +592,7 @@ const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
       if (args.length > 1) return args[1] ?? null
       throw new PyException('KeyError', pyRepr(k))
     }
-    d.delete([...d.keys()].find((x) => pyEquals(x, k)) ?? k)
+    dictDelete(d, k)
     return v
   }),
   setdefault: m(positional(1, 2), (d, [k = null, dflt = null]) => {
@@ -606,14 +607,13 @@ const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
     return null
   }),
   popitem: m(NOARGS, (d) => {
-    const last = [...d.keys()].at(-1)
+    const last = dictEntries(d).at(-1)
     if (last === undefined) throw new PyException('KeyError', "'popitem(): dictionary is empty'")
-    const item = new PyTuple([dictKeys(d).at(-1) ?? null, d.get(last) ?? null])
-    d.delete(last)
-    return item
+    dictDelete(d, last[0])
+    return new PyTuple(last)
   }),
-  copy: m(NOARGS, (d) => new Map(d)),
-  clear: m(NOARGS, (d) => (d.clear(), null)),
+  copy: m(NOARGS, dictCopy),
+  clear: m(NOARGS, (d) => (dictClear(d), null)),
 }
 
 /** The methods of a value's type and the type's name (for `str.join()` in messages), or null. */

@@ -371,23 +371,61 @@ export function pyStr(v: PyValue): string {
   return '<unknown>'
 }
 
-/** The canonical key under which a dict stores `k`: Python's 1, 1.0 and True are one key. */
+/**
+ * The canonical key under which a dict stores `k`, so that keys Python treats as equal meet:
+ * 1, 1.0 and True are `1n`; a tuple, a range and a `PyObject` with a value hash are strings
+ * that start with NUL and encode the value; a str that itself starts with NUL is escaped, so
+ * no str can pass for one of those. Throws Python's TypeError for an unhashable value.
+ */
 export function dictKey(k: PyValue): PyValue {
-  if (typeof k === 'boolean') return k ? 1n : 0n
-  if (typeof k === 'number' && Number.isInteger(k)) return BigInt(k)
-  if (Array.isArray(k) || k instanceof Map) throw new PyException('TypeError', `unhashable type: '${typeName(k)}'`)
-  if (k instanceof PyTuple) return 'tuple:' + pyRepr(k instanceof PyNamedTuple ? new PyTuple(k.items) : k)
+  switch (typeof k) {
+    case 'boolean':
+      return k ? 1n : 0n
+    case 'number':
+      return Number.isInteger(k) ? BigInt(k) : k
+    case 'string':
+      return k.charCodeAt(0) === 0 ? `\0s${k}` : k
+  }
+  if (Array.isArray(k) || k instanceof Map || k instanceof PySlice) throw new PyException('TypeError', `unhashable type: '${typeName(k)}'`)
+  if (k instanceof PyTuple) return `\0t(${k.items.map(keyCode).join(',')})`
+  if (k instanceof PyRange) {
+    // Ranges are equal when they give the same numbers: by length, first item and step.
+    const n = k.length
+    return n === 0n ? '\0r0' : n === 1n ? `\0r1:${k.start}` : `\0r${n}:${k.start}:${k.step}`
+  }
   if (k instanceof PyObject) return k.hashKey()
   return k
 }
 
+/** A hashable value's canonical key as text, to build the key of a tuple that holds it. */
+function keyCode(v: PyValue): string {
+  const k = dictKey(v)
+  switch (typeof k) {
+    case 'bigint':
+      return `i${k}`
+    case 'number':
+      return `f${k}`
+    case 'string':
+      return JSON.stringify(k)
+  }
+  if (k === null) return 'N'
+  // Hashed by identity (functions, modules, iterators and objects without a value hash).
+  let id = IDENTITIES.get(k as object)
+  if (id === undefined) IDENTITIES.set(k as object, (id = nextIdentity++))
+  return `o${id}`
+}
+
+const IDENTITIES = new WeakMap<object, number>()
+let nextIdentity = 0
+
 /**
  * A dict keeps its keys as written (for printing) beside the canonical ones (for lookup): the
  * Map maps canonical key -> value, and this side table canonical key -> key as first written.
+ * Every change to a dict's keys goes through the functions below, which keep the two in step.
  */
 const ORIGINAL_KEYS = new WeakMap<PyDict, Map<PyValue, PyValue>>()
 
-/** Sets `d[k] = v` with Python's key equality. */
+/** Sets `d[k] = v` with Python's key equality (an equal key already there keeps its spelling). */
 export function dictSet(d: PyDict, k: PyValue, v: PyValue): void {
   const ck = dictKey(k)
   if (ck !== k || ORIGINAL_KEYS.has(d)) {
@@ -407,11 +445,41 @@ export function dictGet(d: PyDict, k: PyValue): PyValue | undefined {
   return d.get(dictKey(k))
 }
 
+/** Removes `k` from `d` with Python's key equality; whether it was there. */
+export function dictDelete(d: PyDict, k: PyValue): boolean {
+  const ck = dictKey(k)
+  ORIGINAL_KEYS.get(d)?.delete(ck)
+  return d.delete(ck)
+}
+
+/** Empties `d`. */
+export function dictClear(d: PyDict): void {
+  d.clear()
+  ORIGINAL_KEYS.delete(d)
+}
+
+/** A shallow copy of `d`, keys as written included. */
+export function dictCopy(d: PyDict): PyDict {
+  const copy: PyDict = new Map(d)
+  const originals = ORIGINAL_KEYS.get(d)
+  if (originals !== undefined) ORIGINAL_KEYS.set(copy, new Map(originals))
+  return copy
+}
+
 /** The keys of a dict as written. */
 export function dictKeys(d: PyDict): PyValue[] {
   const originals = ORIGINAL_KEYS.get(d)
   const keys = [...d.keys()]
   return originals === undefined ? keys : keys.map((k) => (originals.has(k) ? (originals.get(k) ?? null) : k))
+}
+
+/** The entries of a dict, keys as written. */
+export function dictEntries(d: PyDict): Array<[PyValue, PyValue]> {
+  const keys = dictKeys(d)
+  let i = 0
+  const out: Array<[PyValue, PyValue]> = []
+  for (const v of d.values()) out.push([keys[i++] ?? null, v])
+  return out
 }
 
 /** A new dict from pairs. */

@@ -13,7 +13,7 @@
 import { FloatMark, floatValue } from '../../definition/json-float.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import { pyFloat, pyInt } from '../expression/builtins.js'
-import { dictKeys, PyException, PyTuple, pyStr, truthy, typeName, type PyDict, type PyValue } from '../expression/values.js'
+import { dictEntries, dictSet, PyException, PyTuple, pyStr, truthy, typeName, type PyDict, type PyValue } from '../expression/values.js'
 
 /**
  * An attribute value as an expression sees it. Numbers of a `float` attribute are floats, of an
@@ -47,7 +47,7 @@ function jsonToPy(value: unknown): PyValue {
   if (value instanceof FloatMark) return value.value
   if (Array.isArray(value)) return value.map(jsonToPy)
   const dict: PyDict = new Map()
-  for (const [k, v] of Object.entries(value)) dict.set(k, jsonToPy(v))
+  for (const [k, v] of Object.entries(value)) dictSet(dict, k, jsonToPy(v))
   return dict
 }
 
@@ -108,12 +108,7 @@ export function pyToJson(value: PyValue): unknown {
       if (value instanceof Map) {
         // Keys as written (a dict keeps 1.0, (1, 2) or a date under a canonical key of its own).
         const out: Record<string, unknown> = {}
-        const keys = dictKeys(value)
-        let i = 0
-        for (const v of value.values()) {
-          const k = keys[i++] ?? null
-          out[typeof k === 'string' ? k : pyStr(k)] = pyToJson(v)
-        }
+        for (const [k, v] of dictEntries(value)) out[typeof k === 'string' ? k : pyStr(k)] = pyToJson(v)
         return out
       }
       throw new PyException('TypeError', `a value of type '${typeName(value)}' cannot be stored in an attribute`)

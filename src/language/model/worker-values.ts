@@ -8,7 +8,7 @@
  * toWorkerText([2n, 2.0, 'a'])   // '[2,2.0,"a"]'
  * fromWorkerText('[2,2.0]')      // [2n, 2]
  */
-import { PyException, PyTuple, typeName, type PyDict, type PyValue } from '../expression/index.js'
+import { dictEntries, dictSet, PyException, PyTuple, typeName, type PyDict, type PyValue } from '../expression/index.js'
 
 /** A value as Python-typed JSON text; a value JSON cannot hold (a function, a module) is a TypeError. */
 export function toWorkerText(value: PyValue): string {
@@ -32,7 +32,7 @@ export function toWorkerText(value: PyValue): string {
       if (value instanceof PyTuple) return `[${value.items.map(toWorkerText).join(',')}]`
       if (value instanceof Map) {
         const parts: string[] = []
-        for (const [k, v] of value) {
+        for (const [k, v] of dictEntries(value)) {
           if (typeof k !== 'string') throw new PyException('TypeError', `a dict sent to the Python worker needs str keys, not '${typeName(k)}'`)
           parts.push(`${JSON.stringify(k)}:${toWorkerText(v)}`)
         }
@@ -93,7 +93,7 @@ export function fromWorkerText(text: string): PyValue {
         space()
         if (text[at] !== ':') fail()
         at++
-        dict.set(key, value())
+        dictSet(dict, key, value())
         space()
         if (text[at] === ',') at++
         else if (text[at] === '}') return (at++, dict)

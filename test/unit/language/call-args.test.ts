@@ -3,48 +3,10 @@
 // the same repr, or the same exception type and message. CPython words a wrong call according to
 // how the function is declared in C (or in Python, for `random`), and the engine must follow.
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
 import { describe, it } from 'node:test'
-import { compileExpression, PyException, pyRepr } from '../../../src/language/expression/index.js'
+import { PyException } from '../../../src/language/expression/index.js'
 import { checkArgs, keywords, NOARGS, ONE, parsedTuple, positional, pythonFunction } from '../../../src/language/expression/call-args.js'
-import { PyRandom } from '../../../src/language/expression/random-module.js'
-
-const PYTHON = String.raw`
-import sys, math, json, random
-out = []
-for line in sys.stdin:
-    try:
-        out.append(repr(eval(json.loads(line), {'math': math, 'random': random})))
-    except Exception as e:
-        out.append('EXC:' + type(e).__name__ + ': ' + str(e))
-sys.stdout.write(json.dumps(out))
-`
-
-/** What python3 gives for each expression: its repr, or `EXC:Type: message`. */
-function python(sources: readonly string[]): string[] {
-  const py = spawnSync('python3', ['-W', 'ignore', '-c', PYTHON], { input: sources.map((s) => JSON.stringify(s)).join('\n') + '\n', encoding: 'utf8' })
-  assert.equal(py.status, 0, py.stderr)
-  return JSON.parse(py.stdout) as string[]
-}
-
-/** The same for the engine, with `math` and `random` imported and a fresh generator each time. */
-function engine(src: string): string {
-  try {
-    const compiled = compileExpression(src, { path: 'call', imports: { math: 'math', random: 'random' }, random: new PyRandom(1n) })
-    return pyRepr(compiled.evaluate({ reference: () => null }))
-  } catch (err) {
-    if (!(err instanceof PyException)) return 'JS:' + String(err)
-    return `EXC:${err.type}: ${err.pyMessage}`
-  }
-}
-
-function differences(sources: readonly string[]): string[] {
-  const expected = python(sources)
-  return sources.flatMap((src, i) => {
-    const ours = engine(src)
-    return ours === expected[i] ? [] : [`${src}\n    python: ${expected[i]}\n    engine: ${ours}`]
-  })
-}
+import { differences } from './python-oracle.js'
 
 /** Receivers and their methods, with argument lists of one to four values of a fitting kind. */
 const RECEIVERS: ReadonlyArray<{ receiver: string; names: string; args: readonly string[] }> = [
