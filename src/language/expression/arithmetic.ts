@@ -515,6 +515,9 @@ const PERCENT_RE = /%(?:\(([^)]*)\))?([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?([\s\S]?)
 /** printf-style `str % args`. */
 function percentFormat(fmt: string, args: PyValue): string {
   const positional = args instanceof PyTuple ? args.items : [args]
+  // CPython takes any argument with items by key other than a tuple or str (a dict, also a list
+  // or a range) as the mapping of `%(key)s`, and then does not count unused arguments.
+  const mapping = args instanceof Map || Array.isArray(args) || args instanceof PyRange
   let next = 0
   const take = (): PyValue => {
     if (next >= positional.length) throw new PyException('TypeError', 'not enough arguments for format string')
@@ -532,7 +535,8 @@ function percentFormat(fmt: string, args: PyValue): string {
       }
       let value: PyValue
       if (key !== undefined) {
-        if (!(args instanceof Map)) throw new PyException('TypeError', 'format requires a mapping')
+        if (!mapping) throw new PyException('TypeError', 'format requires a mapping')
+        if (!(args instanceof Map)) throw new PyException('TypeError', `${typeName(args)} indices must be integers or slices, not str`)
         const v = dictGet(args, key)
         if (v === undefined) throw new PyException('KeyError', pyRepr(key))
         value = v
@@ -577,9 +581,7 @@ function percentFormat(fmt: string, args: PyValue): string {
       }
     },
   )
-  // CPython skips this check when the argument is a mapping or sequence other than tuple/str.
-  if (next < positional.length && !(args instanceof Map) && !Array.isArray(args))
-    throw new PyException('TypeError', 'not all arguments converted during string formatting')
+  if (next < positional.length && !mapping) throw new PyException('TypeError', 'not all arguments converted during string formatting')
   return out
 }
 

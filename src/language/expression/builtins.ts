@@ -11,6 +11,7 @@ import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, lo
 import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
+import { pySort } from './sort.js'
 import {
   dictEntries,
   dictSet,
@@ -22,7 +23,6 @@ import {
   PyModule,
   PyRange,
   PyTuple,
-  pyLess,
   pyRepr,
   pyStr,
   truthy,
@@ -216,13 +216,7 @@ export const SORT_KEYWORDS = keywords(['key', 'reverse'], 0, { maxpos: 0 })
 
 /** `sorted(...)` / `list.sort(...)`: stable, with key and reverse. */
 export function sortValues(items: PyValue[], key: PyValue = null, reverse: PyValue = false): PyValue[] {
-  const keyFn = key === null ? null : callable(key)
-  const keyed = items.map((v, i) => ({ v, k: keyFn === null ? v : keyFn.call([v], null), i }))
-  keyed.sort((a, b) => {
-    if (truthy(reverse)) return pyLess(b.k, a.k) ? -1 : pyLess(a.k, b.k) ? 1 : a.i - b.i
-    return pyLess(a.k, b.k) ? -1 : pyLess(b.k, a.k) ? 1 : a.i - b.i
-  })
-  return keyed.map((e) => e.v)
+  return pySort(items, key === null ? null : callable(key), truthy(reverse))
 }
 
 function sum(iterable: PyValue = null, start: PyValue = 0n): PyValue {

@@ -18,6 +18,7 @@ import { TIME_MODULE } from './time-module.js'
 import {
   dictEntries,
   dictSet,
+  isIterable,
   iterate,
   PyCallable,
   PyException,
@@ -342,8 +343,8 @@ export class Compiler {
     }
   }
 
-  /** List/tuple displays and argument lists: items with `*` spreads. */
-  #sequence(nodes: SyntaxNode[], build: (items: PyValue[]) => PyValue): Code {
+  /** List/tuple displays and argument lists (`forCall`): items with `*` spreads. */
+  #sequence(nodes: SyntaxNode[], build: (items: PyValue[]) => PyValue, forCall = false): Code {
     const items: Array<{ code: Code; spread: boolean }> = []
     let spread = false
     for (const n of nodes) {
@@ -358,11 +359,21 @@ export class Compiler {
       if (codes.length === 0) return (_f) => build([])
       return (f) => build(codes.map((c) => c(f)))
     }
+    // A lone `*x` among call arguments is checked by the call, naming the function (CPython
+    // passes it on as it is); a `*x` with other items is unpacked here.
+    const lone = items.length === 1 && forCall
     return (f) => {
       const out: PyValue[] = []
       for (const i of items) {
-        if (i.spread) out.push(...iterate(i.code(f)))
-        else out.push(i.code(f))
+        if (!i.spread) out.push(i.code(f))
+        else {
+          const v = i.code(f)
+          if (!isIterable(v)) {
+            if (lone) throw new ArgumentUnpackingError('*', v)
+            throw new PyException('TypeError', `Value after * must be an iterable, not ${typeName(v)}`)
+          }
+          out.push(...iterate(v))
+        }
       }
       return build(out)
     }
@@ -826,7 +837,7 @@ export class Compiler {
           if (valueNode !== undefined) named.push({ name: null, code: this.expr(valueNode) })
         } else pos.push(k)
       }
-      if (pos.some((p) => p.name === '*')) positional = this.#sequence(pos, (items) => items)
+      if (pos.some((p) => p.name === '*')) positional = this.#sequence(pos, (items) => items, true)
       else {
         const codes = pos.filter(isExpressionNode).map((p) => this.expr(p))
         fixedArgs = codes
@@ -843,12 +854,13 @@ export class Compiler {
                 if (typeof k !== 'string') throw new PyException('TypeError', 'keywords must be strings')
                 m.set(k, x)
               }
-            } else throw new PyException('TypeError', 'argument after ** must be a mapping')
+            } else throw new ArgumentUnpackingError('**', v)
           }
           return m
         }
       }
     }
+    const unpacks = argKids.some((k) => k.name === '*' || k.name === '**')
     const args = positional as (f: Frame) => PyValue[]
     // obj.method(...): called without building a bound method.
     if (calleeNode.name === 'MemberExpression' && children(calleeNode).some((k) => k.name === '.')) {
@@ -861,6 +873,13 @@ export class Compiler {
         const obj = this.expr(objNode)
         const k = constantOf(obj)
         if (!(k instanceof PyModule) && !(k instanceof PyType)) {
+          if (unpacks) {
+            const kw = kwargs
+            return (f) => {
+              const o = obj(f)
+              return namingFunction(`${typeName(o)}.${name}`, () => callMethod(o, name, args(f), kw === null ? null : kw(f)))
+            }
+          }
           return kwargs === null
             ? (f) => callMethod(obj(f), name, args(f), null)
             : (f) => callMethod(obj(f), name, args(f), (kwargs as (f: Frame) => PyKwargs)(f))
@@ -872,6 +891,13 @@ export class Compiler {
     if (fn instanceof PyCallable && kwargs === null && fixedArgs !== null) {
       const fast = fastBuiltin(fn, fixedArgs)
       if (fast !== null) return fast
+    }
+    if (unpacks) {
+      const kw = kwargs
+      return (f) => {
+        const c = callee(f)
+        return namingFunction(functionName(c), () => callable(c).call(args(f), kw === null ? null : kw(f)))
+      }
     }
     if (fn instanceof PyCallable) return kwargs === null ? (f) => fn.call(args(f), null) : (f) => fn.call(args(f), (kwargs as (f: Frame) => PyKwargs)(f))
     return (f) => callable(callee(f)).call(args(f), kwargs === null ? null : kwargs(f))
@@ -1338,4 +1364,33 @@ function fastBuiltin(fn: PyCallable, args: Code[]): Code | null {
     }
   }
   return null
+}
+
+/**
+ * A `*x` or `**x` of a call whose value cannot be unpacked; the call rewords it with the name of
+ * the function, as CPython does (`max() argument after * must be an iterable, not int`).
+ */
+class ArgumentUnpackingError extends Error {
+  constructor(
+    readonly star: '*' | '**',
+    readonly value: PyValue,
+  ) {
+    super('argument unpacking')
+  }
+}
+
+/** Runs a call whose arguments unpack `*`/`**`, naming `name` in an unpacking's TypeError. */
+function namingFunction(name: string, call: () => PyValue): PyValue {
+  try {
+    return call()
+  } catch (err) {
+    if (!(err instanceof ArgumentUnpackingError)) throw err
+    const wanted = err.star === '*' ? 'an iterable' : 'a mapping'
+    throw new PyException('TypeError', `${name}() argument after ${err.star} must be ${wanted}, not ${typeName(err.value)}`)
+  }
+}
+
+/** A callable's name as CPython's call errors print it (`max`, `datetime.date`). */
+function functionName(c: PyValue): string {
+  return c instanceof PyCallable ? c.name : typeName(c)
 }

@@ -5,7 +5,7 @@
  * @example
  * callMethod(',', 'join', [['a', 'b']], null) // 'a,b'
  */
-import { asBigInt, isInt, pyFormat } from './arithmetic.js'
+import { asBigInt, isInt, pyContains, pyFormat } from './arithmetic.js'
 import { callable, dictUpdate, indexArg, SORT_KEYWORDS, sortValues } from './builtins.js'
 import { ANY, checkArgs, keywords, NOARGS, ONE, parsedTuple, positional, type Convention } from './call-args.js'
 import {
@@ -99,29 +99,39 @@ function split(s: string, sep: PyValue | undefined, maxsplit: bigint): string[] 
   return [...all.slice(0, n), all.slice(n).join(sep)]
 }
 
-/** Resolves `a` as Python resolves a start/stop/step for slicing. */
-function sliceIndices(sl: PySlice, length: number): { start: number; stop: number; step: number } {
-  const step = sl.step === null ? 1 : Number(indexArg(sl.step))
-  if (step === 0) throw new PyException('ValueError', 'slice step cannot be zero')
-  const clamp = (v: PyValue, dflt: number): number => {
+/**
+ * A slice's start, stop and step for a sequence of `length` items, as Python resolves them
+ * (`slice.indices`): negative bounds count from the end, and bounds past either end are clipped.
+ * In bigints, so that a range of any length is sliced exactly.
+ */
+function sliceIndices(sl: PySlice, length: bigint): { start: bigint; stop: bigint; step: bigint } {
+  const step = sl.step === null ? 1n : indexArg(sl.step)
+  if (step === 0n) throw new PyException('ValueError', 'slice step cannot be zero')
+  const clamp = (v: PyValue, dflt: bigint): bigint => {
     if (v === null) return dflt
-    let i = Number(indexArg(v))
-    if (i < 0) {
+    let i = indexArg(v)
+    if (i < 0n) {
       i += length
-      if (i < 0) i = step < 0 ? -1 : 0
-    } else if (i >= length) i = step < 0 ? length - 1 : length
+      if (i < 0n) i = step < 0n ? -1n : 0n
+    } else if (i >= length) i = step < 0n ? length - 1n : length
     return i
   }
-  return { start: clamp(sl.start, step < 0 ? length - 1 : 0), stop: clamp(sl.stop, step < 0 ? -1 : length), step }
+  return { start: clamp(sl.start, step < 0n ? length - 1n : 0n), stop: clamp(sl.stop, step < 0n ? -1n : length), step }
 }
 
 function sliceItems<T>(items: readonly T[], sl: PySlice): T[] {
-  const { start, stop, step } = sliceIndices(sl, items.length)
+  const bounds = sliceIndices(sl, BigInt(items.length))
+  // Both bounds lie in -1..length; a step past the length takes one item, as any step that large.
+  const [start, stop] = [Number(bounds.start), Number(bounds.stop)]
+  const step = Number(bounds.step)
   const out: T[] = []
   if (step > 0) for (let i = start; i < stop; i += step) out.push(items[i] as T)
   else for (let i = start; i > stop; i += step) out.push(items[i] as T)
   return out
 }
+
+/** The largest index CPython takes (Py_ssize_t); a larger int cannot even be tried. */
+const SSIZE_MAX = 2n ** 63n - 1n
 
 /** The TypeError of an index that is not an int, as CPython words it for each kind of sequence. */
 function indexTypeError(kind: string, key: PyValue): PyException {
@@ -136,6 +146,7 @@ function indexTypeError(kind: string, key: PyValue): PyException {
 function seqIndex(kind: string, length: number, key: PyValue): number {
   if (!isInt(key)) throw indexTypeError(kind, key)
   let i = asBigInt(key)
+  if (i > SSIZE_MAX || i < -SSIZE_MAX - 1n) throw new PyException('IndexError', "cannot fit 'int' into an index-sized integer")
   if (i < 0n) i += BigInt(length)
   if (i < 0n || i >= BigInt(length)) throw new PyException('IndexError', `${kind} index out of range`)
   return Number(i)
@@ -155,11 +166,29 @@ export function getItem(obj: PyValue, key: PyValue): PyValue {
     const chars = [...obj]
     return key instanceof PySlice ? sliceItems(chars, key).join('') : (chars[seqIndex('string', chars.length, key)] ?? '')
   }
-  if (obj instanceof PyRange) {
-    if (key instanceof PySlice) return new PyTuple(sliceItems(iterate(obj), key))
-    return obj.at(BigInt(seqIndex('range object', Number(obj.length), key)))
-  }
+  if (obj instanceof PyRange) return rangeItem(obj, key)
   throw new PyException('TypeError', `'${typeName(obj)}' object is not subscriptable`)
+}
+
+/** `r[key]`: an item, or for a slice the range of the items it takes (of any length, in bigints). */
+function rangeItem(r: PyRange, key: PyValue): PyValue {
+  const length = r.length
+  if (key instanceof PySlice) {
+    const { start, stop, step } = sliceIndices(key, length)
+    return new PyRange(r.at(start), r.at(stop), r.step * step)
+  }
+  if (!isInt(key)) throw indexTypeError('range object', key)
+  let i = asBigInt(key)
+  if (i < 0n) i += length
+  if (i < 0n || i >= length) throw new PyException('IndexError', 'range object index out of range')
+  return r.at(i)
+}
+
+/** Where `x` is in `r` (its position), or -1n; ints and floats of integral value are found. */
+function rangePosition(r: PyRange, x: PyValue): bigint {
+  if (!pyContains(r, x)) return -1n
+  const n = typeof x === 'number' ? BigInt(x) : asBigInt(x as bigint | boolean)
+  return (n - r.start) / r.step
 }
 
 /** `obj[key] = value` (function bodies only). */
@@ -579,6 +608,16 @@ const TUPLE_METHODS: Record<string, MethodEntry<PyTuple>> = {
   count: m(ONE, (t, [x = null]) => countOf(t.items, x)),
 }
 
+const RANGE_METHODS: Record<string, MethodEntry<PyRange>> = {
+  count: m(ONE, (r, [x = null]) => (rangePosition(r, x) >= 0n ? 1n : 0n)),
+  index: m(ONE, (r, [x = null]) => {
+    const at = rangePosition(r, x)
+    if (at >= 0n) return at
+    // CPython answers an int (or bool) with its own message, anything else as a sequence search.
+    throw new PyException('ValueError', isInt(x) ? `${pyRepr(x)} is not in range` : 'sequence.index(x): x not in sequence')
+  }),
+}
+
 const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
   get: m(positional(1, 2), (d, [k = null, dflt = null]) => dictGet(d, k) ?? dflt),
   keys: m(NOARGS, (d) => dictKeys(d)),
@@ -622,6 +661,7 @@ function methodTable(obj: PyValue): { type: string; methods: Record<string, Meth
   if (Array.isArray(obj)) return { type: 'list', methods: LIST_METHODS }
   if (obj instanceof PyTuple) return { type: 'tuple', methods: TUPLE_METHODS }
   if (obj instanceof Map) return { type: 'dict', methods: DICT_METHODS }
+  if (obj instanceof PyRange) return { type: 'range', methods: RANGE_METHODS }
   return null
 }
 
@@ -654,7 +694,7 @@ export function getAttribute(obj: PyValue, name: string): PyValue {
     if (v === undefined) return noAttribute(obj, name)
     return v
   }
-  if (obj instanceof PySlice) {
+  if (obj instanceof PySlice || obj instanceof PyRange) {
     if (name === 'start') return obj.start
     if (name === 'stop') return obj.stop
     if (name === 'step') return obj.step

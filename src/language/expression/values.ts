@@ -533,7 +533,7 @@ export function pyEquals(a: PyValue, b: PyValue): boolean {
     }
     return true
   }
-  if (a instanceof PyRange && b instanceof PyRange) return seqEquals(iterate(a), iterate(b))
+  if (a instanceof PyRange && b instanceof PyRange) return dictKey(a) === dictKey(b)
   if (a instanceof PyObject) return a.equals(b)
   if (b instanceof PyObject) return b.equals(a)
   return false
