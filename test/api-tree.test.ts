@@ -230,6 +230,69 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
     assert.equal((await t.api('DELETE', `${SYS}/instances/a`)).status, 200)
   })
 
+  it('connections between types no value fits both are a 422; one that fails at run time says so in last_error and the log', async () => {
+    await t.api('PUT', `${SYS}/models`, {
+      texts: { attributes: { s: 'text', n: 2, free: { default: 'x', type: 'any' } } },
+      floats: { attributes: { v: 1.0, flag: false } },
+    })
+    await t.api('PUT', `${SYS}/instances`, { tx: 'texts', fl: 'floats' })
+    const bad = await t.api('PUT', `${SYS}/connections`, {
+      s_to_v: { from: 'tx.attributes.s', to: 'fl.attributes.v' },
+      v_to_flag: { from: 'fl.attributes.v', to: 'fl.attributes.flag' },
+    })
+    assert.equal(bad.status, 422)
+    assert.deepEqual(
+      bad.body.error.details.map((d: { path: string; message: string }) => [d.path, d.message]),
+      [
+        ['s_to_v.to', "'fl.attributes.v' is float and 'tx.attributes.s' is str: no value of one fits the other"],
+        ['v_to_flag.to', "'fl.attributes.flag' is bool and 'fl.attributes.v' is float: no value of one fits the other"],
+      ],
+    )
+    assert.equal((await t.api('GET', `${SYS}/connections`)).body.children.length, 0, 'nothing of a refused PUT is kept')
+
+    // An int into a float, and `any` into a float, can carry values; a str held by `any` cannot.
+    const ok = await t.api('PUT', `${SYS}/connections`, { n_to_v: { from: 'tx.attributes.n', to: 'fl.attributes.v' } })
+    assert.equal(ok.status, 200, JSON.stringify(ok.body))
+    await t.api('DELETE', `${SYS}/connections/n_to_v`)
+    assert.equal((await t.api('PUT', `${SYS}/connections`, { free_to_v: { from: 'tx.attributes.free', to: 'fl.attributes.v' } })).status, 200)
+    await t.call(SYS, 'run', { steps: 2, dt: 0.1 })
+    const conn = (await t.api('GET', `${SYS}/connections/free_to_v`)).body
+    assert.equal(conn.transfers, 0)
+    assert.match(conn.last_error, /expected a finite number \(float\), got string/)
+    const records = (await t.call(`${SYS}/logs`, 'tail', { level: 'warn' })).body.result as Array<Record<string, unknown>>
+    assert.equal(
+      records.filter((r) => r.msg === 'connection failed to carry its value' && r.connection === 'free_to_v').length,
+      1,
+      'logged once, not at every step',
+    )
+    await t.api('DELETE', `${SYS}/connections/free_to_v`)
+    await t.api('DELETE', `${SYS}/instances/tx`)
+    await t.api('DELETE', `${SYS}/instances/fl`)
+  })
+
+  it("a node's state is a property like the others: read alone, read-only", async () => {
+    await t.api('PUT', `${SYS}/models`, {
+      slave: {
+        attributes: { v: 1.0 },
+        communication: [{ modbus_slave: { port: 0, mapping: { v: { address: [0, 1], group: 'h_r', type: 'float' } } } }],
+        scenarios: { sag: { overrides: { '$out(v)': 0.5 } } },
+      },
+    })
+    await t.api('PUT', `${SYS}/instances`, { sl: 'slave' })
+    const adapter = `${SYS}/instances/sl/communication/modbus_slave`
+    const doc = (await t.api('GET', adapter)).body
+    assert.deepEqual((await t.api('GET', `${adapter}/attr/state`)).body, { value: doc.state })
+    const scenario = `${SYS}/instances/sl/scenarios/sag`
+    assert.deepEqual((await t.api('GET', `${scenario}/attr/state`)).body, { value: (await t.api('GET', scenario)).body.state })
+    const put = await t.api('PUT', `${adapter}/attr/state`, { value: 'RUNNING' })
+    assert.equal(put.status, 422)
+    assert.match(put.body.error.message, /read-only/)
+    const missing = await t.api('GET', `${adapter}/attr/nope`)
+    assert.equal(missing.status, 404)
+    assert.match(missing.body.error.message, /properties: state, host, port/)
+    await t.api('DELETE', `${SYS}/instances/sl`)
+  })
+
   it('system run validates steps and dt', async () => {
     const bad = await t.call(SYS, 'run', { steps: 0, dt: -1 })
     assert.equal(bad.status, 422)

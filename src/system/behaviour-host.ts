@@ -186,7 +186,8 @@ export class ActionNode extends Component {
 
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (name !== 'enabled') return await super.setProperty(name, value)
-    if (typeof value !== 'boolean') throw new ValidationError("Action 'enabled' must be true or false", [{ path: 'enabled', message: 'expected a boolean' }])
+    if (typeof value !== 'boolean')
+      throw new ValidationError(`Property 'enabled' of '${this.displayPath}' must be true or false`, [{ path: 'enabled', message: 'expected a boolean' }])
     this.#runtime.enabled = value
   }
 

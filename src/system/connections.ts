@@ -2,6 +2,7 @@ import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { checkConnection, parseAttributeRef, type AttributeRef } from '../definition/validate.js'
 import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
+import type { AttributeType } from '../definition/model-schema.js'
 import type { System } from './system.js'
 
 /**
@@ -60,12 +61,26 @@ export class Connections extends KeyedContainer<Connection> {
         return inst ? new Set([...inst.attributes.all()].map((a) => a.name)) : undefined
       }
       const details: ErrorDetail[] = []
-      for (const [name, conn] of Object.entries(body)) details.push(...checkConnection(name, conn, attrsOf))
+      for (const [name, conn] of Object.entries(body)) {
+        const problems = checkConnection(name, conn, attrsOf)
+        details.push(...(problems.length > 0 ? problems : this.#typeProblems(name, conn as { from: string; to: string })))
+      }
       if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<name>": {"from": ..., "to": ...}}' })
       if (details.length) throw new ValidationError(summarize('Connections', details), details)
       for (const [name, conn] of Object.entries(body) as [string, { from: string; to: string; enabled?: boolean }][])
         this.add(name, conn.from, conn.to, conn.enabled !== false)
     })
+  }
+
+  /** A connection whose ends have types no value fits both of (a str into a float) can never carry anything. */
+  #typeProblems(name: string, conn: { from: string; to: string }): ErrorDetail[] {
+    const typeOf = (ref: string): AttributeType | undefined => {
+      const r = parseAttributeRef(ref) as AttributeRef
+      return this.#system.instances.get(r.instance)?.attributes.get(r.attribute)?.valueType
+    }
+    const [from, to] = [typeOf(conn.from), typeOf(conn.to)]
+    if (from === undefined || to === undefined || typesMeet(from, to)) return []
+    return [{ path: `${name}.to`, message: `'${conn.to}' is ${to} and '${conn.from}' is ${from}: no value of one fits the other` }]
   }
 
   /** Adds a checked connection. */
@@ -99,7 +114,11 @@ export class Connections extends KeyedContainer<Connection> {
         conn.lastError = null
       }
       const failed = (err: unknown): void => {
-        conn.lastError = (err as Error).message
+        const message = (err as Error).message
+        // Logged when it starts failing or fails another way, not at every step.
+        if (conn.lastError !== message)
+          this.#system.services.logger.warn({ connection: conn.name, from: conn.from, to: conn.to, err: message }, 'connection failed to carry its value')
+        conn.lastError = message
       }
       try {
         const write = to.setInternal(conn.fromRef.side === 'internal' ? from.internalValue : from.externalValue)
@@ -110,4 +129,10 @@ export class Connections extends KeyedContainer<Connection> {
     }
     await Promise.all(pending)
   }
+}
+
+/** Whether some value fits attribute types `a` and `b` both (an int and a float meet in 2). */
+function typesMeet(a: AttributeType, b: AttributeType): boolean {
+  const numeric = (t: AttributeType): boolean => t === 'int' || t === 'float'
+  return a === b || a === 'any' || b === 'any' || (numeric(a) && numeric(b))
 }

@@ -80,13 +80,14 @@ export abstract class Component {
     return {}
   }
 
-  /** Reads one property; unknown names are a 404. */
+  /** Reads one property (`state` too, which the node document lists with them); unknown names are a 404. */
   getProperty(name: string): unknown {
     const props = this.properties()
-    if (!Object.hasOwn(props, name)) {
-      throw new NotFoundError(`Component '${this.displayPath}' has no property '${name}' (properties: ${Object.keys(props).join(', ') || 'none'})`)
-    }
-    return props[name]
+    if (Object.hasOwn(props, name)) return props[name]
+    const state = this.state
+    if (name === 'state' && state !== undefined) return state
+    const names = [...(state === undefined || Object.hasOwn(props, 'state') ? [] : ['state']), ...Object.keys(props)]
+    throw new NotFoundError(`Component '${this.displayPath}' has no property '${name}' (properties: ${names.join(', ') || 'none'})`)
   }
 
   /**
@@ -100,7 +101,7 @@ export abstract class Component {
 
   /** Sets one property; the default refuses every name (read-only component). */
   async setProperty(name: string, _value: unknown): Promise<void> {
-    if (Object.hasOwn(this.properties(), name))
+    if (Object.hasOwn(this.properties(), name) || (name === 'state' && this.state !== undefined))
       throw new ValidationError(`Property '${name}' of '${this.displayPath}' is read-only`, [{ path: name, message: 'read-only' }])
     throw new NotFoundError(`Component '${this.displayPath}' has no property '${name}'`)
   }
