@@ -74,6 +74,11 @@ describe('Modbus faults on the adapter node', () => {
     assert.equal((await t.api('PATCH', NODE, { faults: { no_response: true } })).status, 200)
     assert.deepEqual((await t.api('GET', FAULTS)).body, { value: { no_response: true } })
     assert.deepEqual((await t.api('PUT', FAULTS, { value: {} })).body, { value: {} })
+    // The adapter's records carry their instance, so the instance's own logs show them.
+    const tail = (await t.call(`${SYS}/instances/plc/logs`, 'tail', { level: 'info' })).body.result as Array<Record<string, unknown>>
+    const set = tail.filter((r) => r.msg === 'modbus faults set')
+    assert.equal(set.length, 2, JSON.stringify(tail.map((r) => r.msg)))
+    assert.ok(set.every((r) => r.instance === 'plc' && r.adapter === 'plc.modbus_slave'))
   })
 
   it('a bad value is a 422 naming each problem by its path, and the faults in force stay', async () => {

@@ -147,7 +147,8 @@ export class AdapterNode extends Component {
     this.adapter = kind.create({
       settings: opts.settings,
       context: opts.services.protocols.get(kind),
-      logger: opts.services.logger,
+      // Tagged with the instance, so its records show in the instance's logs and filters.
+      logger: opts.services.logger.child({ instance: instance.name }),
       name: `${instance.name}.${opts.name}`,
       subject: {
         instance: instance.name,
