@@ -573,9 +573,18 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /**
    * Applies writes in order, synchronously as long as the accessor is synchronous, then answers
-   * with `respond`; a failure answers exception 04 (writes before it stay applied).
+   * with `respond`. A value an attribute does not take (NaN into a float) answers exception 03
+   * before anything is written; a write that fails while applied (a Python setter that raises)
+   * answers exception 04, and the writes before it stay applied.
    */
   #apply(fc: number, writes: PendingWrite[], respond: Respond, out: Buffer, at: number): PlainAnswer {
+    for (const { attribute, value } of writes) {
+      const problem = this.#accessor.valueProblem?.(attribute, value) ?? null
+      if (problem !== null) {
+        this.#warning.warn({ attribute, reason: problem }, 'modbus write refused by the attribute')
+        return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_VALUE, out, at)
+      }
+    }
     for (let i = 0; i < writes.length; i++) {
       const { attribute, value } = writes[i]!
       let result: void | Promise<void>
@@ -612,7 +621,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   }
 
   #writeFailure(fc: number, attribute: string, error: unknown, out: Buffer, at: number): number {
-    this.#warning.warn({ err: error, attribute }, 'modbus write refused by the attribute')
+    this.#warning.warn({ err: (error as Error).message, attribute }, 'modbus write failed')
     return this.#exception(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE, out, at)
   }
 

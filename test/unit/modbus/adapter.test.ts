@@ -199,6 +199,17 @@ describe('ModbusSlaveAdapter over TCP', () => {
     assert.equal(exceptionOf(await client.request({ fc: 6, address: 42, value: 1 })), 4)
   })
 
+  it('a value the attribute does not take answers 03 (illegal data value), and nothing of the request is written', async () => {
+    rig.accessor.finite.add('setpoint')
+    const before = rig.accessor.writes.length
+    // temperature 1.0 (big-endian words) and setpoint NaN (low word first): one request, both refused.
+    const data = wordsToBuffer([0x3f80, 0x0000, 0x0000, 0x7fc0])
+    assert.equal(exceptionOf(await client.request({ fc: 16, address: 0, quantity: 4, data })), 3)
+    assert.equal(rig.accessor.writes.length, before)
+    assert.equal(rig.accessor.values.get('temperature'), 25.0)
+    rig.accessor.finite.delete('setpoint')
+  })
+
   it('a value that cannot be encoded answers 04 on read', async () => {
     rig.accessor.values.set('readonly_reg', 70000)
     assert.equal(exceptionOf(await client.request({ fc: 3, address: 40, quantity: 1 })), 4)

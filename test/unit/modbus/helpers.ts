@@ -14,6 +14,8 @@ export class MapAccessor implements AttributeAccessor {
   readonly values: Map<string, unknown>
   readonly readOnly = new Set<string>()
   readonly failing = new Set<string>()
+  /** Attributes that take finite numbers only, as a float attribute does. */
+  readonly finite = new Set<string>()
   /** Attributes whose writes resolve after this many milliseconds. */
   readonly slow = new Map<string, number>()
   readonly writes: Array<[string, unknown]> = []
@@ -44,6 +46,10 @@ export class MapAccessor implements AttributeAccessor {
 
   writable(attr: string): boolean {
     return !this.readOnly.has(attr)
+  }
+
+  valueProblem(attr: string, value: unknown): string | null {
+    return this.finite.has(attr) && !Number.isFinite(value) ? `expected a finite number, got ${String(value)}` : null
   }
 }
 
