@@ -150,6 +150,13 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
     // PUT .../attributes/<new>/attr/internal_value creates the attribute
     assert.equal((await t.api('PUT', `${attrPath}/made/attr/internal_value`, { value: 9 })).status, 200)
     assert.deepEqual((await t.api('GET', `${attrPath}/made`)).body.internal_value, 9)
+    // ... and a name no attribute may have is a 422 naming the rule, not a 404
+    for (const name of ['run', 'constructor', '__proto__', '9bad']) {
+      const bad = await t.api('PUT', `${attrPath}/${name}/attr/internal_value`, { value: 1.0 })
+      assert.equal(bad.status, 422, `${name}: ${JSON.stringify(bad.body)}`)
+      assert.equal(bad.body.error.details[0].path, name)
+      assert.match(bad.body.error.details[0].message, /reserved|must match/)
+    }
     // a GET of a missing attribute does not create it
     assert.equal((await t.api('GET', `${attrPath}/ghost/attr/internal_value`)).status, 404)
     assert.equal((await t.api('GET', `${attrPath}/ghost`)).status, 404)

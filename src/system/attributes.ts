@@ -384,7 +384,9 @@ export class Attributes extends KeyedContainer<Attribute> {
 
   /** `PUT .../attributes/<new>/attr/internal_value` creates the attribute on its first write. */
   override materialize(name: string): Component | undefined {
-    if (nameProblem(name)) return undefined
+    // A write would create it, so a name no attribute may have is the writer's error (422), not a 404.
+    const problem = nameProblem(name)
+    if (problem) throw new ValidationError(`Attribute name is not valid: ${problem}`, [{ path: name, message: problem }])
     return new PendingAttribute(this, this.#owner, name, (attr) => this.#attach(attr))
   }
 
