@@ -5,7 +5,7 @@
 // __setstate__ that raises) puts the old system back; in both cases the running system is as it was.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { connect } from '../src/client/index.js'
@@ -18,6 +18,11 @@ const BIN = new URL('../bin/mimic.js', import.meta.url).pathname
 
 /** Keeps a history nobody can see from outside; refuses a state that says so. */
 const VALVE_PY = `
+import os
+
+# While this file exists, no state is taken: neither a loaded one nor the one before the load.
+STUCK = os.path.join(os.path.dirname(__file__), "stuck.flag")
+
 class Valve:
     def __init__(self):
         self.opening = 0.5
@@ -35,7 +40,7 @@ class Valve:
         return {"opening": self.opening, "moves": self._moves}
 
     def __setstate__(self, state):
-        if state.get("explode"):
+        if state.get("explode") or os.path.exists(STUCK):
             raise ValueError("this state cannot be taken")
         self.opening = state["opening"]
         self._moves = list(state["moves"])
@@ -243,6 +248,27 @@ describe('loading snapshots with runtime state', () => {
       (before['valve.moves'] as any).internal_value + 1,
     )
     assert.ok(t.logs.some((r) => String(r.msg).includes('the system it replaced is put back')))
+    await ok(t.call(SNAP, 'load', { id: saved.id }))
+  })
+
+  it('when the system before a failed load cannot be put back either, it comes back with its Python objects made anew, and the fault says so', async () => {
+    const before = await observe()
+    const flag = join(t.dir, 'extensions', 'stuck.flag')
+    await writeFile(flag, '')
+    try {
+      const res = await t.call(SNAP, 'load', { id: saved.id })
+      assert.equal(res.status, 500, JSON.stringify(res.body))
+      assert.match(res.body.error.message, /Valve\.__setstate__ raised ValueError: this state cannot be taken/)
+      const restore = res.body.error.details.find((d: { path: string }) => d.path === 'restore')
+      assert.ok(restore, JSON.stringify(res.body.error.details))
+      assert.match(restore.message, /the system before the load is back, with its Python objects made anew/)
+      const now = await observe()
+      // Everything but the valve's Python objects is as it was: the structure, the tank, states and timers.
+      for (const key of Object.keys(before).filter((k) => !k.startsWith('valve'))) assert.deepEqual(now[key], before[key], key)
+      assert.equal((now.valve as { state: string }).state, (before.valve as { state: string }).state)
+    } finally {
+      await rm(flag, { force: true })
+    }
     await ok(t.call(SNAP, 'load', { id: saved.id }))
   })
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
-import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { ConflictError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
 import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
 import { validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
@@ -372,8 +372,15 @@ export class System extends Component {
       this.#state = state.system.state as SystemState
       if (this.#state === 'RUNNING') this.#engine.startPolling()
     } catch (err) {
-      await this.#restoreBackup(backup, subject, err)
-      throw err
+      const restore = await this.#restoreBackup(backup, subject, err)
+      if (restore === null) throw err
+      // The client learns what the system is now, not only why the load failed.
+      const detail = { path: 'restore', message: restore }
+      if (err instanceof MimicError) {
+        err.details.push(detail)
+        throw err
+      }
+      throw new InternalError((err as Error).message, [detail], { cause: err })
     }
     return { models: result.system.models.size, instances: result.system.instances.length, connections: result.system.connections.length }
   }
@@ -385,14 +392,30 @@ export class System extends Component {
     return { definition, state }
   }
 
-  async #restoreBackup(backup: { definition: SystemDefinition; state: SnapshotState } | undefined, subject: string, cause: unknown): Promise<void> {
+  /**
+   * Puts back the system a failed load replaced. When that fails too (a `__setstate__` that
+   * raises on every state), tries once more with its Python objects made anew (their state is
+   * what cannot be taken); answers what is not as it was, or null when all of it is.
+   */
+  async #restoreBackup(backup: { definition: SystemDefinition; state: SnapshotState } | undefined, subject: string, cause: unknown): Promise<string | null> {
     const reason = (cause as Error).message
-    if (backup === undefined) return
-    this.services.logger.warn({ err: reason }, `${subject} failed while starting the loaded system: the system it replaced is put back`)
+    if (backup === undefined) return null
+    const logger = this.services.logger
+    logger.warn({ err: reason }, `${subject} failed while starting the loaded system: the system it replaced is put back`)
     try {
       await this.#replaceWithState(backup.definition, backup.state, 'The system before the load', false)
+      return null
     } catch (err) {
-      this.services.logger.error({ err: (err as Error).message }, 'putting back the system before a failed snapshot load failed too')
+      const first = (err as Error).message
+      logger.error({ err: first }, "putting back the system before a failed snapshot load failed too: trying again with its Python objects' state left out")
+      const instances = Object.fromEntries(Object.entries(backup.state.instances).map(([name, { python: _python, ...rest }]) => [name, rest]))
+      try {
+        await this.#replaceWithState(backup.definition, { ...backup.state, instances }, 'The system before the load', false)
+        return `the system before the load is back, with its Python objects made anew: putting back their state failed too (${first})`
+      } catch (again) {
+        logger.error({ err: (again as Error).message }, 'the system before a failed snapshot load could not be put back')
+        return `the system before the load could not be put back (${first}; then ${(again as Error).message}): its instances are as this failure left them`
+      }
     }
   }
 
