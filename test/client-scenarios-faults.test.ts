@@ -91,6 +91,13 @@ describe('scenarios and faults from the clients and the command line', () => {
       { name: 'hold', display_name: 'hold', state: 'idle', elapsed: 0, runs: 0, enabled: false },
     ])
 
+    // A model without scenarios has none to list; an instance that does not exist is a 404.
+    await sim.models.set('plain', { attributes: { x: 1.0 } })
+    await sim.instances.set('bare', 'plain')
+    assert.deepEqual(await sim.instances.at('bare').scenarios.list(), [])
+    await assert.rejects(sim.instances.at('ghost').scenarios.list(), (err: MimicApiError) => err.status === 404 && /ghost/.test(err.message))
+    await sim.instances.delete('bare')
+
     assert.equal(await inst.scenarios.start('sag'), true)
     assert.equal(await v.value(), 180)
     await inst.run()
@@ -134,6 +141,13 @@ from mimic_sdk import client as mimic
 sim = mimic.init(address=os.environ["MIMIC_URL"], product_key=os.environ["MIMIC_PRODUCT_KEY"])
 inst = sim["instances"]["py1"]
 seen = {"list": inst["scenarios"].list()}
+sim["models"]["plain_py"] = {"attributes": {"x": 1.0}}
+sim["instances"]["bare_py"] = "plain_py"
+seen["bare"] = sim["instances"]["bare_py"]["scenarios"].list()
+try:
+    sim["instances"]["ghost"]["scenarios"].list()
+except mimic.MimicApiError as err:
+    seen["ghost"] = err.status
 seen["start"] = inst["scenarios"].start("hold")
 seen["v_active"] = inst["attributes"]["v"].value
 inst.run()
@@ -162,6 +176,8 @@ print(json.dumps(seen))
       ],
     )
     assert.equal(seen.list[0].duration, 3)
+    assert.deepEqual(seen.bare, [])
+    assert.equal(seen.ghost, 404)
     assert.equal(seen.start, true)
     assert.equal(seen.v_active, 0)
     assert.equal(seen.active.state, 'active')

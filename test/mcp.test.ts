@@ -159,6 +159,10 @@ async function session(mcp: Client, prefix: string): Promise<void> {
 
   const faults = await tool(mcp, 'set_adapter_faults', { instance: inst, settings: { response_delay: 0.25 } })
   assert.equal(faults.settings.response_delay.value, 0.25)
+  // A misspelt argument is refused by name, and nothing is done.
+  const misspelt = await tool(mcp, 'set_adapter_faults', { instance: inst, detach: true }, true)
+  assert.match(String(misspelt), /detach/)
+  assert.equal((await tool(mcp, 'set_adapter_faults', { instance: inst })).state, faults.state, 'not detached')
   const overview = await tool(mcp, 'get_overview')
   assert.equal(overview.health.status, 'ok')
   assert.ok(overview.instances.some((i: { name: string; state: string }) => i.name === inst && i.state === 'PREPARED'))

@@ -432,7 +432,16 @@ class Scenarios(Node):
         """Every scenario with ``name``, ``display_name``, ``state`` (idle, active, finished),
         ``elapsed``, ``runs``, ``enabled`` and, when the model sets them, ``description``,
         ``duration``, ``period``, ``run_limit``; ``[]`` for a model without scenarios."""
-        return [self.info(name) for name in self.keys()]
+        try:
+            names = self.keys()
+        except MimicApiError as err:
+            # An instance whose model declares no scenarios has no ``scenarios`` node: none to
+            # list. The instance itself must exist; asking for it raises its own 404 otherwise.
+            if err.status != 404:
+                raise
+            Node(self._transport, self._segments[:-1]).get()
+            return []
+        return [self.info(name) for name in names]
 
     def info(self, name: str) -> Dict[str, Any]:
         """One scenario as :meth:`list` reports it (404 :class:`MimicApiError` for an unknown name)."""

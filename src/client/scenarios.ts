@@ -1,3 +1,4 @@
+import { MimicApiError } from './errors.js'
 import { MimicNode } from './node.js'
 import type { JsonObject, JsonValue, NodeDocument } from './types.js'
 
@@ -45,7 +46,16 @@ export class ScenariosHandle extends MimicNode {
 
   /** Every scenario of the instance with its state, in the model's order ([] for a model without scenarios). */
   async list(): Promise<ScenarioInfo[]> {
-    const names = await this.keys()
+    let names: string[]
+    try {
+      names = await this.keys()
+    } catch (err) {
+      // An instance whose model declares no scenarios has no `scenarios` node: none to list.
+      // The instance itself must exist; asking for it throws its own 404 when it does not.
+      if (!(err instanceof MimicApiError) || err.status !== 404) throw err
+      await new MimicNode(this.transport, this.segments.slice(0, -1)).get()
+      return []
+    }
     return await Promise.all(names.map(async (name) => await this.info(name)))
   }
 

@@ -71,6 +71,14 @@ function failure(err: unknown): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: (err as Error)?.message ?? String(err) }] }
 }
 
+/**
+ * A tool's arguments: an unknown argument is refused with its name (a misspelt `detach: true`
+ * beside `action` would otherwise be dropped without a word, and the call would do less than asked).
+ */
+function strictArgs<Shape extends z.ZodRawShape>(shape: Shape): z.ZodObject<Shape, z.core.$strict> {
+  return z.object(shape).strict()
+}
+
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, openWorldHint: false } as const
 const WRITES = { readOnlyHint: false, destructiveHint: false, openWorldHint: false } as const
 const DESTROYS = { readOnlyHint: false, destructiveHint: true, openWorldHint: false } as const
@@ -111,7 +119,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Server health and overview',
       description:
         'Health of the Mimic server and an overview of the simulation: system state, steps and time, every model with the instances using it, every instance with its state, model and last error, and the connections. Start here.',
-      inputSchema: {},
+      inputSchema: strictArgs({}),
       annotations: READ_ONLY,
     },
     guard('get_overview', async () => {
@@ -137,7 +145,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
 
   server.registerTool(
     'list_models',
-    { title: 'List models', description: 'Names of the model templates defined on the server.', inputSchema: {}, annotations: READ_ONLY },
+    { title: 'List models', description: 'Names of the model templates defined on the server.', inputSchema: strictArgs({}), annotations: READ_ONLY },
     guard('list_models', async () => ({ models: await sim.models.keys() })),
   )
 
@@ -146,7 +154,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Get a model',
       description: 'The definition of one model template, exactly as it was defined (attributes, import, communication, ...).',
-      inputSchema: { name: name.describe('Model name') },
+      inputSchema: strictArgs({ name: name.describe('Model name') }),
       annotations: READ_ONLY,
     },
     guard('get_model', async ({ name }: { name: string }) => ({ name, definition: await sim.models.get(name) })),
@@ -158,7 +166,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Validate a model definition',
       description:
         'Checks a model definition without defining it: answers {valid: true} or every problem with the path where it is (e.g. communication[0].modbus_slave.mapping.temp.type), so a draft can be fixed before define_model. Python classes are only checked when the model is prepared.',
-      inputSchema: { definition: modelDefinition },
+      inputSchema: strictArgs({ definition: modelDefinition }),
       annotations: READ_ONLY,
     },
     guard('validate_model', async ({ definition }: { definition: Record<string, unknown> | string }) => {
@@ -173,7 +181,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Define a model',
       description:
         'Registers a model template, or replaces the one of that name (instances using it are rebuilt). An invalid definition is refused with every problem and its path; nothing changes then.',
-      inputSchema: { name: name.describe('Model name'), definition: modelDefinition },
+      inputSchema: strictArgs({ name: name.describe('Model name'), definition: modelDefinition }),
       annotations: WRITES,
     },
     guard('define_model', async ({ name, definition }: { name: string; definition: Record<string, unknown> | string }) => {
@@ -187,7 +195,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Delete a model',
       description: 'Removes a model template. Refused (409) while instances use it: delete those first.',
-      inputSchema: { name: name.describe('Model name') },
+      inputSchema: strictArgs({ name: name.describe('Model name') }),
       annotations: DESTROYS,
     },
     guard('delete_model', async ({ name }: { name: string }) => await sim.models.delete(name)),
@@ -198,7 +206,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Create an instance',
       description: 'Creates an instance of a model (state INITIALIZED). Call prepare next to load its Python code and open its Modbus port.',
-      inputSchema: { name: instanceName, model: name.describe('Model name') },
+      inputSchema: strictArgs({ name: instanceName, model: name.describe('Model name') }),
       annotations: WRITES,
     },
     guard('create_instance', async ({ name, model }: { name: string; model: string }) => {
@@ -212,7 +220,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Delete an instance',
       description: 'Removes an instance and stops everything it runs (its Python objects, its Modbus adapters).',
-      inputSchema: { name: instanceName },
+      inputSchema: strictArgs({ name: instanceName }),
       annotations: DESTROYS,
     },
     guard('delete_instance', async ({ name }: { name: string }) => await sim.instances.delete(name)),
@@ -221,7 +229,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
   const lifecycle = (method: 'prepare' | 'start' | 'stop' | 'reset', description: string): void => {
     server.registerTool(
       method,
-      { title: `${method[0]!.toUpperCase()}${method.slice(1)}`, description, inputSchema: { instance: optionalInstance }, annotations: WRITES },
+      { title: `${method[0]!.toUpperCase()}${method.slice(1)}`, description, inputSchema: strictArgs({ instance: optionalInstance }), annotations: WRITES },
       guard(method, async ({ instance }: { instance?: string }) => {
         if (instance === undefined) {
           await sim.call(method)
@@ -246,11 +254,11 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Run steps',
       description:
         'Advances the simulation by a number of steps: the whole system (every instance, then the connections, per step) or one instance alone. Answers the state and, for an instance, its attribute values afterwards.',
-      inputSchema: {
+      inputSchema: strictArgs({
         steps: z.number().int().min(1).max(100_000).default(1).describe('How many steps (an instance alone: at most 1000)'),
         dt: z.number().positive().optional().describe('Simulated seconds per step; the timer dt when omitted'),
         instance: optionalInstance,
-      },
+      }),
       annotations: WRITES,
     },
     guard('run', async ({ steps, dt, instance }: { steps: number; dt?: number; instance?: string }) => {
@@ -274,7 +282,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Get an instance',
       description: 'One instance: state, model, last error, every attribute with its internal and external value, type and unit, its adapters and its methods.',
-      inputSchema: { name: instanceName },
+      inputSchema: strictArgs({ name: instanceName }),
       annotations: READ_ONLY,
     },
     guard('get_instance', async ({ name }: { name: string }) => {
@@ -295,7 +303,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Read attributes',
       description:
         'Values of attributes of an instance: internal_value (what the model computes) and external_value (what clients see), for the names given or all.',
-      inputSchema: { instance: instanceName, names: z.array(name).optional().describe('Attribute names; omit for all') },
+      inputSchema: strictArgs({ instance: instanceName, names: z.array(name).optional().describe('Attribute names; omit for all') }),
       annotations: READ_ONLY,
     },
     guard('read_attributes', async ({ instance, names }: { instance: string; names?: string[] }) => {
@@ -317,10 +325,10 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Write attributes',
       description:
         "Sets the internal values of several attributes of an instance in one request ({name: value}). Values are checked against each attribute's type and Modbus mapping; a refused batch names each bad value by path.",
-      inputSchema: {
+      inputSchema: strictArgs({
         instance: instanceName,
         values: z.record(name, z.unknown()).describe('Attribute name -> new internal value'),
-      },
+      }),
       annotations: WRITES,
     },
     guard('write_attributes', async ({ instance, values }: { instance: string; values: Record<string, unknown> }) => {
@@ -342,12 +350,12 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Call a model method',
       description:
         "Calls a method of an instance mapped by its model's import block (e.g. calibrate), with keyword and positional arguments, and answers its result. An exception in the Python code answers its traceback.",
-      inputSchema: {
+      inputSchema: strictArgs({
         instance: instanceName,
         method: name.describe('Method name, as listed by get_instance'),
         kwargs: z.record(z.string(), z.unknown()).optional().describe('Keyword arguments'),
         args: z.array(z.unknown()).optional().describe('Positional arguments'),
-      },
+      }),
       annotations: WRITES,
     },
     guard(
@@ -364,12 +372,12 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Set adapter faults',
       description:
         "Injects communication faults into a protocol adapter of an instance (default: its first adapter): set any of the adapter's settable properties (Modbus: response_delay in seconds), and/or detach it (the port stays open but nothing answers, so clients time out) or attach it again, or stop/start it. Answers the adapter's settings and counters.",
-      inputSchema: {
+      inputSchema: strictArgs({
         instance: instanceName,
         adapter: name.optional().describe('Adapter key, e.g. modbus_slave; omit for the first one'),
         settings: z.record(z.string(), z.unknown()).optional().describe('Settable properties, e.g. {"response_delay": 2.5}'),
         action: z.enum(['detach', 'attach', 'stop', 'start']).optional().describe('detach: stop answering; attach: answer again; stop/start the listener'),
-      },
+      }),
       annotations: WRITES,
     },
     guard(
@@ -382,7 +390,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
         if (settings && Object.keys(settings).length) await node.update(settings as never)
         if (action) await node.call(action)
         const doc = await node.get()
-        return { adapter: key, state: doc.state, settable: doc.settable, settings: doc.attr }
+        return { adapter: key, state: doc.state, settings: doc.attr }
       },
     ),
   )
@@ -393,7 +401,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'List scenarios',
       description:
         "The scenarios of an instance's model (situations such as a voltage sag or a late controller, declared under `scenarios`): each with its state (idle, active, finished), elapsed time, runs, duration and period.",
-      inputSchema: { instance: instanceName },
+      inputSchema: strictArgs({ instance: instanceName }),
       annotations: READ_ONLY,
     },
     guard('list_scenarios', async ({ instance }: { instance: string }) => {
@@ -422,7 +430,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
   ] as const) {
     server.registerTool(
       tool,
-      { title, description, inputSchema: { instance: instanceName, scenario: name.describe('Scenario name') }, annotations: WRITES },
+      { title, description, inputSchema: strictArgs({ instance: instanceName, scenario: name.describe('Scenario name') }), annotations: WRITES },
       guard(tool, async ({ instance, scenario }: { instance: string; scenario: string }) => {
         const node = sim.instances.at(instance).node(['scenarios', scenario])
         await node.call(method)
@@ -438,13 +446,13 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Read Modbus registers',
       description:
         "Reads an instance's Modbus adapter over Modbus TCP, as a client on the network would. Without group/address it reads every mapped attribute and decodes it with its mapping (type, byte and word order, scale); with them, the raw registers or bits. Detached or delayed adapters show as timeouts.",
-      inputSchema: {
+      inputSchema: strictArgs({
         instance: instanceName,
         adapter: name.optional().describe('Adapter key; omit for the first one'),
         group: z.enum(['h_r', 'i_r', 'c_o', 'd_i']).optional().describe('h_r holding registers, i_r input registers, c_o coils, d_i discrete inputs'),
         address: z.number().int().min(0).max(65535).optional().describe('First address (with group)'),
         count: z.number().int().min(1).max(125).default(1).describe('How many registers or bits (with group)'),
-      },
+      }),
       annotations: READ_ONLY,
     },
     guard(
@@ -484,7 +492,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Tail logs',
       description:
         "The server's recent log records, newest last: all, or one instance's (its Python print output, its faults with their correlation ids, its warnings). Filter by level (at or above), since (a seq, an ISO time or a duration such as 5m) and contains (text or a correlation id).",
-      inputSchema: {
+      inputSchema: strictArgs({
         instance: optionalInstance,
         limit: z.number().int().min(1).max(1000).default(50).describe('At most this many, the newest'),
         level: level.optional().describe('Lowest level to include'),
@@ -493,7 +501,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
           .optional()
           .describe('A seq number, an ISO 8601 time or a duration back from now (30s, 5m, 2h)'),
         contains: z.string().optional().describe('Only records holding this text (case-insensitive)'),
-      },
+      }),
       annotations: READ_ONLY,
     },
     guard(
@@ -511,11 +519,11 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Save a snapshot',
       description:
         'Saves the structure of the system (models, instances, connections) so it can be loaded again; with include_state also its runtime state (attribute values, timers, scenarios, action and Python object state), which a load restores. Answers its id.',
-      inputSchema: {
+      inputSchema: strictArgs({
         label: z.string().max(200).optional().describe('A short label'),
         notes: z.string().max(4000).optional().describe('Notes'),
         include_state: z.boolean().optional().describe('Also save the runtime state (default false: structure only)'),
-      },
+      }),
       annotations: WRITES,
     },
     guard('save_snapshot', async (args: { label?: string; notes?: string; include_state?: boolean }) => await sim.snapshots.save(args)),
@@ -523,7 +531,7 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
 
   server.registerTool(
     'list_snapshots',
-    { title: 'List snapshots', description: 'Snapshots held in memory and snapshot files on the server.', inputSchema: {}, annotations: READ_ONLY },
+    { title: 'List snapshots', description: 'Snapshots held in memory and snapshot files on the server.', inputSchema: strictArgs({}), annotations: READ_ONLY },
     guard('list_snapshots', async () => await sim.snapshots.list()),
   )
 
@@ -533,10 +541,10 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Load a snapshot',
       description:
         'Replaces the whole running system with a snapshot (by id or by file path); every instance starts fresh (INITIALIZED), unless the snapshot holds runtime state, which is then restored.',
-      inputSchema: {
+      inputSchema: strictArgs({
         id: z.string().optional().describe('Snapshot id'),
         path: z.string().optional().describe('Snapshot file (inside the snapshots directory)'),
-      },
+      }),
       annotations: DESTROYS,
     },
     guard('load_snapshot', async ({ id, path }: { id?: string; path?: string }) => {
