@@ -29,6 +29,7 @@ export const FAULT_KINDS = {
   USER_CODE: { event: 'user_code', status: 500, type: 'UserCodeError' },
   INTERNAL: { event: 'internal', status: 500, type: 'InternalError' },
   WORKER_GONE: { event: 'worker_gone', status: 503, type: 'WorkerGoneError' },
+  SHUTTING_DOWN: { event: 'shutting_down', status: 503, type: 'ShuttingDownError' },
   WORKER_TIMEOUT: { event: 'worker_timeout', status: 504, type: 'WorkerTimeoutError' },
 } as const
 
@@ -128,6 +129,13 @@ export class InternalError extends MimicError {
 export class WorkerGoneError extends MimicError {
   constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
     super('WORKER_GONE', message, details, options)
+  }
+}
+
+/** 503: the server is shutting down, so the work asked for was stopped (a `run` after its step under way) or not begun. */
+export class ShuttingDownError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('SHUTTING_DOWN', message, details, options)
   }
 }
 

@@ -31,6 +31,7 @@ describe('fault catalogue', () => {
       USER_CODE: 500,
       INTERNAL: 500,
       WORKER_GONE: 503,
+      SHUTTING_DOWN: 503,
       WORKER_TIMEOUT: 504,
     }
     assert.deepEqual(Object.keys(FAULT_KINDS).sort(), Object.keys(statuses).sort())

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import { BadRequestError, InternalError, MimicError, PayloadTooLargeError, type ErrorDetail } from '../errors.js'
+import { BadRequestError, FAULT_KINDS, InternalError, MimicError, PayloadTooLargeError, type ErrorDetail } from '../errors.js'
 import { guessComponent, type RequestFaultContext } from './tree-routes.js'
 
 /** The `component` block of a fault: which node the failed request was about. */
@@ -77,6 +77,8 @@ export type FaultLog = Pick<Logger, 'error' | 'warn'>
  * Logs a fault the server answered, with its correlation id and, when it is about an instance or
  * something inside one, the instance's name (so the instance's `logs` node shows it): the
  * server's own failures (5xx) as errors with the underlying error, the client's (4xx) as warnings.
+ * A run stopped by the server's shutdown (503 `shutting_down`) is a warning too: the operator
+ * asked for it, nothing failed.
  *
  * @example
  * logFault(logger, fault, err)
@@ -92,7 +94,7 @@ export function logFault(log: FaultLog, fault: FaultDocument, cause?: unknown): 
   const instance = instanceOfPath(fault.component?.path)
   if (instance !== undefined) fields.instance = instance
   if (fault.error.details.length) fields.details = fault.error.details.slice(0, 20)
-  if (fault.http_status >= 500) log.error({ ...fields, err: cause }, fault.error.message)
+  if (fault.http_status >= 500 && fault.event !== FAULT_KINDS.SHUTTING_DOWN.event) log.error({ ...fields, err: cause }, fault.error.message)
   else log.warn(fields, fault.error.message)
 }
 
