@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import { WorkerGoneError, summarize, type ErrorDetail } from '../errors.js'
+import { ShuttingDownError, WorkerGoneError, summarize, type ErrorDetail } from '../errors.js'
 import type { PythonPool } from '../python/index.js'
 import { batchSize, DEFAULT_STEP_BATCH, needsServerBetweenSteps } from './batch-size.js'
 import { combinedFault } from './combined-fault.js'
@@ -57,6 +57,8 @@ export class Engine<I extends Steppable> {
   #stepping: Promise<void> | undefined
   /** While a `run` is going: hears of instances lost with their worker (see `run`). */
   #lostDuringRun: ((instance: string, reason: string) => void) | undefined
+  /** Why stepping ended for good (see `close`); undefined while the engine steps. */
+  #closed: string | undefined
 
   constructor(options: EngineOptions<I>) {
     this.#system = options.system
@@ -64,7 +66,11 @@ export class Engine<I extends Steppable> {
     this.#stepBatch = options.stepBatch ?? DEFAULT_STEP_BATCH
     this.#logger = options.logger
     this.#polled = options.polling.includes
-    this.#loop = new PollLoop({ interval: options.polling.interval, wanted: options.polling.wanted, tick: () => this.#pollTick() })
+    this.#loop = new PollLoop({
+      interval: options.polling.interval,
+      wanted: () => this.#closed === undefined && options.polling.wanted(),
+      tick: () => this.#pollTick(),
+    })
   }
 
   /** System steps taken since the start or the last `resetCount`. */
@@ -79,6 +85,8 @@ export class Engine<I extends Steppable> {
   /**
    * `steps` system steps. Runs every step even when some instances fail in some of them (faults
    * stay local): the failures are thrown once per instance at the end, with how many steps failed.
+   * A run under way when the engine is closed (`close`) ends after the step under way — a step is
+   * never cut in half, so the steps taken are kept — and throws a 503 saying how many steps it took.
    */
   async run(steps: number, dt: number | undefined): Promise<void> {
     const failed = new Map<string, { error: unknown; detail: ErrorDetail; count: number }>()
@@ -90,12 +98,12 @@ export class Engine<I extends Steppable> {
     // A worker that dies between two steps takes its instances out of the steps that follow
     // without failing any of them: they are reported as failed in every step they missed.
     let done = 0
-    const lost = new Map<string, { reason: string; missed: number }>()
+    const lost = new Map<string, { reason: string; at: number }>()
     this.#lostDuringRun = (instance, reason) => {
-      if (!lost.has(instance)) lost.set(instance, { reason, missed: steps - done })
+      if (!lost.has(instance)) lost.set(instance, { reason, at: done })
     }
     try {
-      while (done < steps) {
+      while (done < steps && this.#closed === undefined) {
         const repeat = this.#batchSize(steps - done)
         await this.step({ dt, onFailure, repeat })
         done += repeat
@@ -103,21 +111,33 @@ export class Engine<I extends Steppable> {
     } finally {
       this.#lostDuringRun = undefined
     }
-    for (const [instance, { reason, missed }] of lost) {
+    for (const [instance, { reason, at }] of lost) {
       if (failed.has(instance)) continue // its step failed when the worker died: already counted
       const error = new WorkerGoneError(reason, [{ path: 'import', message: reason }])
-      onFailure(instance, error, { path: `instances.${instance}`, message: error.message }, missed)
+      onFailure(instance, error, { path: `instances.${instance}`, message: error.message }, done - at)
     }
-    if (!failed.size) return
     const details = [...failed.values()].map(({ detail, count }) => ({
       ...detail,
-      message: steps > 1 ? `${detail.message} (failed in ${count} of ${steps} steps)` : detail.message,
+      message: steps > 1 ? `${detail.message} (failed in ${count} of ${done === steps ? steps : `the ${done} taken`} steps)` : detail.message,
     }))
+    if (done < steps) throw this.#stopped(steps, done, details)
+    if (!failed.size) return
     throw combinedFault(
       [...failed.values()].map((f) => f.error),
       summarize(`run of ${steps} step${steps === 1 ? '' : 's'}`, details),
       details,
     )
+  }
+
+  /** The fault of a run the closing engine stopped after `done` of its `steps`; the failures of its instances follow. */
+  #stopped(steps: number, done: number, failures: ErrorDetail[]): ShuttingDownError {
+    const why = this.#closed ?? 'stepping has ended'
+    const of = `${steps} step${steps === 1 ? '' : 's'}`
+    const message = done === 0 ? `run of ${of} refused: ${why}` : `run of ${of} stopped after ${done} step${done === 1 ? '' : 's'}: ${why}`
+    return new ShuttingDownError(failures.length ? `${message}; ${summarize('in the steps taken', failures)}` : message, [
+      { path: 'kwargs.steps', message: `${done} of ${of} taken: ${why}`, steps_done: done },
+      ...failures,
+    ])
   }
 
   /** How many of a run's remaining steps go to the Python workers in the next message. */
@@ -219,6 +239,17 @@ export class Engine<I extends Steppable> {
     await this.step({ filter: this.#polled }).catch((err: unknown) => {
       this.#logger.warn({ err: (err as Error).message }, 'system step failed')
     })
+  }
+
+  /**
+   * Ends stepping for good (server shutdown): the background loop stops, a `run` under way ends
+   * after its step under way and answers a 503 that gives `reason`, and later runs are refused
+   * the same way. `between` and `halt` still work, so the state after the last step can be saved.
+   * The first reason given stays.
+   */
+  close(reason: string): void {
+    this.#closed ??= reason
+    this.#loop.stop()
   }
 
   /** Stops the background loop and waits for the step under way, if any. */

@@ -237,6 +237,17 @@ export class System extends Component {
     await this.#engine.halt()
   }
 
+  /**
+   * Ends system stepping for good (server shutdown): a `run` under way stops after its step under
+   * way and answers 503 `shutting_down` with the steps it took, later runs are refused the same
+   * way, and the polling loop stops. Values, lifecycle states and instances stay as they are, so
+   * a snapshot taken now holds the state after the last complete step. `why` says why, in the
+   * words the fault gives.
+   */
+  stopStepping(why: string): void {
+    this.#engine.close(why)
+  }
+
   /** Resets every instance and the system timer. */
   async reset(): Promise<void> {
     await this.#halt()
