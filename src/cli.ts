@@ -61,10 +61,18 @@ export async function runCli(argv: string[]): Promise<void> {
         if (stopping) return
         stopping = true
         server.logger.info({ signal }, 'shutting down')
+        // A long system run ends after its step under way and answers; nothing steps any more.
+        server.stopStepping(signal)
         void (async () => {
           // A shutdown snapshot that cannot be saved still lets the process end, with status 3.
           const saved = config.snapshotOnShutdown ? await server.snapshotOnShutdown(signal) : true
-          const force = setTimeout(() => process.exit(1), 10_000)
+          const force = setTimeout(() => {
+            server.logger.error(
+              { signal, waiting_for: server.closing ?? 'the process to end', limit_s: FORCED_EXIT_MS / 1000 },
+              `shutdown forced: the server did not stop within ${FORCED_EXIT_MS / 1000} s, exiting with status 1`,
+            )
+            process.exit(1)
+          }, FORCED_EXIT_MS)
           force.unref()
           await server.close()
           process.exit(saved ? 0 : SHUTDOWN_SNAPSHOT_FAILED)
@@ -224,6 +232,9 @@ export async function runCli(argv: string[]): Promise<void> {
 
 /** Exit status of `serve` when `--snapshot-on-shutdown` could not save its snapshot (the log says why). */
 export const SHUTDOWN_SNAPSHOT_FAILED = 3
+
+/** How long a shutdown may take, after the shutdown snapshot if there is one, before the process is ended with status 1. */
+const FORCED_EXIT_MS = 10_000
 
 /** One log record as a line of text: time, level, instance, message and the useful fields. */
 export function formatLogEntry(entry: Record<string, unknown>): string {

@@ -26,12 +26,28 @@ export interface MimicServer {
   logger: Logger
   /** The recent log records (what the `logs` nodes read). */
   logs: LogBuffer
-  /** Stops HTTP, the simulation, protocol listeners and Python workers. */
+  /**
+   * Stops HTTP, the simulation, protocol listeners and Python workers. A system `run` under way
+   * ends after its step under way and answers 503 `shutting_down` (see `stopStepping`).
+   */
   close(): Promise<void>
+  /**
+   * What `close()` is waiting for right now, in words (`HTTP requests still in flight`, ...);
+   * undefined before it began and once it is done. The CLI logs it when it has to force the exit.
+   */
+  readonly closing: string | undefined
+  /**
+   * The start of a shutdown: ends system stepping for good (`System.stopStepping`), so a long
+   * `run` under way ends after its step under way and answers, and nothing steps any more.
+   * `reason` (the signal) goes into the run's fault. `close()` and `snapshotOnShutdown()` call it
+   * themselves; calling it again does nothing.
+   */
+  stopStepping(reason?: string): void
   /**
    * Saves an automatic snapshot with runtime state (what `--snapshot-on-shutdown` does on
    * SIGTERM/SIGINT), then deletes the automatic snapshots beyond `--snapshots-retention`. Logs
-   * either way; false when it could not be saved.
+   * either way; false when it could not be saved. Stepping ends first (`stopStepping`), so the
+   * snapshot holds the state after the last complete step and does not wait for a long `run`.
    */
   snapshotOnShutdown(reason: string): Promise<boolean>
 }
@@ -101,10 +117,15 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     stepBatch: config.stepBatch,
   }
   const system = new System(services)
-  const shutdown = async (): Promise<void> => {
+  /** Stops the system, the listeners and the workers; `at` hears what it waits for next. */
+  const shutdown = async (at: (stage: string | undefined) => void = () => {}): Promise<void> => {
+    at('the simulation to stop (a system step or an instance loop under way)')
     await system.destroy().catch((err: unknown) => logger.warn({ err }, 'stopping the system failed'))
+    at('the protocol listeners to close')
     await protocols.close()
+    at('the Python workers to stop')
     await pool?.close().catch(() => {})
+    at(undefined)
   }
 
   let app: FastifyInstance | undefined
@@ -158,6 +179,8 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
   logger.info({ url, port, instances: system.instances.size, snapshots: config.snapshotsDir, extensions: config.extensions }, `Mimic listening on ${url}`)
   const server = app
   let closing: Promise<void> | undefined
+  let stage: string | undefined
+  const stopStepping = (reason?: string): void => system.stopStepping(`the server is shutting down${reason ? ` (${reason})` : ''}`)
   return {
     url,
     port,
@@ -165,14 +188,21 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     app: server,
     logger,
     logs,
+    get closing() {
+      return stage
+    },
     close: () => {
       closing ??= (async () => {
+        stopStepping()
+        stage = 'HTTP requests still in flight (a call into Python or a system step under way that has not ended)'
         await server.close().catch(() => {})
-        await shutdown()
+        await shutdown((next) => (stage = next))
       })()
       return closing
     },
+    stopStepping,
     snapshotOnShutdown: async (reason) => {
+      stopStepping(reason)
       try {
         const saved = await withTimeout(
           system.exclusive(() =>
