@@ -1,3 +1,4 @@
+import { Mutex } from 'async-mutex'
 import type { Logger } from 'pino'
 import { ShuttingDownError, WorkerGoneError, summarize, type ErrorDetail } from '../errors.js'
 import type { PythonPool } from '../python/index.js'
@@ -54,7 +55,12 @@ export class Engine<I extends Steppable> {
   readonly #loop: PollLoop
   readonly #plans = new PlanCache<I>()
   #steps = 0
-  #stepping: Promise<void> | undefined
+  /**
+   * Steps, `between` and `halt` take turns in the order they asked (async-mutex is first come,
+   * first served): a save asked for during a long run gets in after the step under way, where a
+   * plain "wait until no step runs" would wait for the whole run, whose next step starts at once.
+   */
+  readonly #turns = new Mutex()
   /** While a `run` is going: hears of instances lost with their worker (see `run`). */
   #lostDuringRun: ((instance: string, reason: string) => void) | undefined
   /** Why stepping ended for good (see `close`); undefined while the engine steps. */
@@ -155,14 +161,7 @@ export class Engine<I extends Steppable> {
    * completes for all others.
    */
   async step(request: StepRequest<I> = {}): Promise<void> {
-    while (this.#stepping) await this.#stepping.catch(() => {})
-    const task = this.#step(request)
-    this.#stepping = task
-    try {
-      await task
-    } finally {
-      if (this.#stepping === task) this.#stepping = undefined
-    }
+    await this.#turns.runExclusive(() => this.#step(request))
   }
 
   async #step(request: StepRequest<I>): Promise<void> {
@@ -211,18 +210,7 @@ export class Engine<I extends Steppable> {
    * (a snapshot with state reads every instance at one moment).
    */
   async between<T>(fn: () => Promise<T>): Promise<T> {
-    while (this.#stepping) await this.#stepping.catch(() => {})
-    const task = fn()
-    const gate = task.then(
-      () => {},
-      () => {},
-    )
-    this.#stepping = gate
-    try {
-      return await task
-    } finally {
-      if (this.#stepping === gate) this.#stepping = undefined
-    }
+    return await this.#turns.runExclusive(fn)
   }
 
   /** Starts the background loop: a step of the polled instances every polling interval. */
@@ -255,7 +243,7 @@ export class Engine<I extends Steppable> {
   /** Stops the background loop and waits for the step under way, if any. */
   async halt(): Promise<void> {
     this.#loop.stop()
-    while (this.#stepping) await this.#stepping.catch(() => {})
+    await this.#turns.runExclusive(async () => {})
   }
 
   /** Hears of instances lost with their Python worker (a `run` under way counts their missed steps). */
