@@ -101,8 +101,10 @@ export async function runCli(argv: string[]): Promise<void> {
   const snapshot = program.command('snapshot').description('save, list, load and delete snapshots on a running server')
   const remote = (cmd: Command): Command =>
     cmd
-      .option('--url <url>', 'server address [MIMIC_URL]', process.env.MIMIC_URL ?? 'http://127.0.0.1:8000')
-      .option('--product-key <key>', 'product key [MIMIC_PRODUCT_KEY]', process.env.MIMIC_PRODUCT_KEY)
+      .addOption(new Option('--url <url>', 'server address').default('http://127.0.0.1:8000').env('MIMIC_URL'))
+      // Read from the environment by commander when the command runs, not given as a default:
+      // help and usage errors print a default's value, and the key must never be printed.
+      .addOption(new Option('--product-key <key>', 'product key').env('MIMIC_PRODUCT_KEY'))
   const call = async (opts: { url: string; productKey?: string }, method: string, kwargs: Record<string, unknown>): Promise<void> => {
     const { connect } = await import('./client/index.js')
     const sim = connect({ address: opts.url, productKey: opts.productKey })

@@ -200,6 +200,44 @@ describe('mimic command line', () => {
     assert.match(res.stderr, /--port \(MIMIC_PORT\)/)
   })
 
+  it('never prints the product key from MIMIC_PRODUCT_KEY in help or usage errors, yet uses it', async () => {
+    const env = { MIMIC_PRODUCT_KEY: 'secret123' }
+    for (const args of [
+      ['faults', 'set', '--help'],
+      ['logs', '--help'],
+      ['snapshot', 'save', '--help'],
+      ['mcp', '--help'],
+      ['serve', '--help'],
+    ]) {
+      const res = mimic(args, env)
+      assert.equal(res.status, 0, `${args.join(' ')}: ${res.stderr}`)
+      assert.ok(!`${res.stdout}${res.stderr}`.includes('secret123'), `${args.join(' ')} prints the key:\n${res.stdout}`)
+    }
+    const help = mimic(['faults', 'set', '--help'], env)
+    assert.match(help.stdout, /--product-key <key> +product key \(env: MIMIC_PRODUCT_KEY\)/)
+    const usage = mimic(['scenario', 'list'], env)
+    assert.equal(usage.status, 1)
+    assert.match(usage.stderr, /required option '--instance <name>' not specified/)
+    assert.ok(!`${usage.stdout}${usage.stderr}`.includes('secret123'), usage.stderr)
+
+    const { child, url } = await serve(['--snapshots-dir', join(dir, 'snaps-key')], {
+      MIMIC_PORT: '0',
+      MIMIC_PRODUCT_KEY: 'secret123',
+      MIMIC_PYTHON_WORKERS: '1',
+    })
+    try {
+      const withKey = mimic(['logs', '--url', url, '--limit', '1', '--json'], env)
+      assert.equal(withKey.status, 0, withKey.stderr)
+      assert.equal(withKey.stdout.trim().split('\n').length, 1, withKey.stdout)
+      const withoutKey = mimic(['logs', '--url', url], { MIMIC_PRODUCT_KEY: '' })
+      assert.equal(withoutKey.status, 1)
+      assert.match(withoutKey.stderr, /HTTP 401/)
+      assert.ok(!withoutKey.stderr.includes('secret123'), withoutKey.stderr)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+
   it('serve with an invalid system file says where the problems are and exits 1', async () => {
     const bad = join(dir, 'bad-system.yaml')
     await writeFile(bad, 'models:\n  m:\n    attributes: {a: 1}\ninstances:\n  - x: missing\n')
