@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
 import { ConfigError, parseConfig } from './config.js'
 import { loadDefinitionFile } from './definition/load-file.js'
 import { MimicApiError, type AdapterHandle, type JsonObject, type ScenarioInfo } from './client/index.js'
@@ -136,7 +136,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--level <level>', 'only records at this level or above: trace|debug|info|warn|error|fatal')
     .option('--since <when>', 'a sequence number, an ISO 8601 time or a duration back from now (30s, 5m, 2h)')
     .option('--contains <text>', 'only records holding this text (case-insensitive), e.g. a correlation id')
-    .option('--limit <n>', 'at most this many of the newest records (default 100)')
+    .addOption(new Option('--limit <n>', 'at most this many of the newest records (default 100)').argParser(wholeNumber))
     .option('-f, --follow', 'keep printing new records until interrupted')
     .option('--json', 'one JSON object per line instead of text')
     .action(async (opts) => {
@@ -144,7 +144,7 @@ export async function runCli(argv: string[]): Promise<void> {
       const sim = connect({ address: opts.url, productKey: opts.productKey })
       const logs = opts.instance ? sim.instances.at(opts.instance).logs : sim.logs
       const filter = pickDefined({ level: opts.level, contains: opts.contains }, ['level', 'contains'])
-      const limit = opts.limit === undefined ? undefined : Number(opts.limit)
+      const limit = opts.limit as number | undefined
       const print = (entry: Record<string, unknown>): void => console.log(opts.json ? JSON.stringify(entry) : formatLogEntry(entry))
       if (!opts.follow) {
         for (const entry of await logs.tail({ ...filter, ...(limit !== undefined ? { limit } : {}), ...(opts.since ? { since: opts.since } : {}) }))
@@ -255,6 +255,18 @@ export function formatScenario(s: ScenarioInfo): string {
   const limit = s.run_limit === undefined ? '' : ` of ${s.run_limit}`
   const label = s.display_name && s.display_name !== s.name ? `  ${s.display_name}` : ''
   return `${s.name.padEnd(16)} ${s.state.padEnd(8)} ${elapsed.padEnd(14)} runs ${s.runs}${limit}${s.enabled ? '  (enabled)' : ''}${label}`
+}
+
+/**
+ * A flag's value as a whole number (digits only), or a usage error: `Number('3x')` is NaN, which
+ * would reach the server as null and be dropped without a word.
+ *
+ * @example
+ * new Option('--limit <n>').argParser(wholeNumber)
+ */
+function wholeNumber(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('It must be a whole number, e.g. 50.')
+  return Number(value)
 }
 
 function pickDefined(opts: Record<string, unknown>, keys: string[]): Record<string, unknown> {

@@ -238,6 +238,15 @@ describe('mimic command line', () => {
     }
   })
 
+  it('logs refuses a --limit that is not a whole number before asking the server', () => {
+    for (const bad of ['abc', '3x', '1.5', '-2', '']) {
+      const res = mimic(['logs', '--url', 'http://127.0.0.1:9', '--limit', bad])
+      assert.equal(res.status, 1, `--limit ${bad}`)
+      assert.match(res.stderr, new RegExp(`option '--limit <n>' argument '${bad.replace('.', '\\.')}' is invalid\\. It must be a whole number`))
+      assert.doesNotMatch(res.stderr, /Cannot reach/)
+    }
+  })
+
   it('serve with an invalid system file says where the problems are and exits 1', async () => {
     const bad = join(dir, 'bad-system.yaml')
     await writeFile(bad, 'models:\n  m:\n    attributes: {a: 1}\ninstances:\n  - x: missing\n')
