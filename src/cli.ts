@@ -280,7 +280,8 @@ export function reportCliError(err: unknown): void {
     console.error(`error: ${err.message}`)
     if (!err.message.includes('\n')) for (const d of err.details) console.error(`  ${d.path || '(root)'}: ${d.message}`)
   } else if (err instanceof MimicApiError) {
-    console.error(err.status ? `error: ${err.message} (HTTP ${err.status})` : `error: Cannot reach the Mimic server: ${err.message}`)
+    // Without an answer (status 0) the message already says the server could not be reached.
+    console.error(err.status ? `error: ${err.message} (HTTP ${err.status})` : `error: ${err.message}`)
     for (const d of err.details) console.error(`  ${d.path || '(root)'}: ${d.message}`)
   } else console.error(`error: ${(err as Error)?.message ?? String(err)}`)
   process.exitCode = 1

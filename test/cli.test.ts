@@ -247,6 +247,17 @@ describe('mimic command line', () => {
     }
   })
 
+  it('says once that the server cannot be reached', async () => {
+    const probe = createServer()
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r))
+    const port = (probe.address() as { port: number }).port
+    await new Promise((r) => probe.close(r))
+    const res = mimic(['snapshot', 'list', '--url', `http://127.0.0.1:${port}`])
+    assert.equal(res.status, 1)
+    assert.match(res.stderr, new RegExp(`^error: Cannot reach the Mimic server at http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`))
+    assert.equal(res.stderr.match(/Cannot reach/g)?.length, 1, res.stderr)
+  })
+
   it('serve with an invalid system file says where the problems are and exits 1', async () => {
     const bad = join(dir, 'bad-system.yaml')
     await writeFile(bad, 'models:\n  m:\n    attributes: {a: 1}\ninstances:\n  - x: missing\n')
