@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { ConfigError, parseConfig } from './config.js'
+import { ConfigError, parseConfig, readBooleanSetting } from './config.js'
 import { loadDefinitionFile } from './definition/load-file.js'
 import { MimicApiError, type AdapterHandle, type JsonObject, type ScenarioInfo } from './client/index.js'
 import { MimicError, ValidationError } from './errors.js'
@@ -225,7 +225,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {
       const { runStdioMcp } = await import('./mcp/index.js')
-      const allowWrite = opts.mcpAllowWrite ?? ['1', 'true', 'yes'].includes((process.env.MIMIC_MCP_ALLOW_WRITE ?? '').toLowerCase())
+      const allowWrite = opts.mcpAllowWrite ?? readBooleanSetting('mcpAllowWrite') ?? false
       await runStdioMcp({ url: opts.url, productKey: opts.productKey, allowWrite })
     })
 

@@ -66,31 +66,78 @@ export const ENV_NAMES: Record<keyof Config, string> = {
 /** A configuration problem, reported by the CLI before anything starts. */
 export class ConfigError extends Error {}
 
+/** The options that are on or off. */
+export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'mcpAllowWrite'
+
+const BOOLEAN_SETTINGS = new Set<keyof Config>(['insecure', 'snapshotOnShutdown', 'mcpAllowWrite'] satisfies BooleanSetting[])
+const TRUE_TEXTS = new Set(['1', 'true', 'yes', 'on'])
+const FALSE_TEXTS = new Set(['0', 'false', 'no', 'off'])
+
+/**
+ * A boolean setting written as text (an environment variable): 1/true/yes/on or 0/false/no/off in
+ * any case, blanks around ignored; undefined when empty (unset); null for any other text, which
+ * must be refused rather than read as false.
+ *
+ * @example
+ * booleanText('On') // true
+ * booleanText('') // undefined
+ * booleanText('maybe') // null
+ */
+export function booleanText(text: string): boolean | undefined | null {
+  const word = text.trim().toLowerCase()
+  if (word === '') return undefined
+  return TRUE_TEXTS.has(word) ? true : FALSE_TEXTS.has(word) ? false : null
+}
+
+/**
+ * A boolean setting from its environment variable alone (for commands that take no other
+ * configuration): undefined when unset or empty; a ConfigError naming the variable and the value
+ * when it is neither true nor false.
+ *
+ * @example
+ * readBooleanSetting('mcpAllowWrite', { MIMIC_MCP_ALLOW_WRITE: 'yes' }) // true
+ */
+export function readBooleanSetting(key: BooleanSetting, env: NodeJS.ProcessEnv = process.env): boolean | undefined {
+  const text = env[ENV_NAMES[key]]
+  if (text === undefined) return undefined
+  const value = booleanText(text)
+  if (value === null) throw new ConfigError(`Invalid configuration:\n  ${problemLine(key, notBoolean(text))}`)
+  return value
+}
+
+function notBoolean(text: string): string {
+  return `${JSON.stringify(text)} is neither true nor false (use 1/0, true/false, yes/no or on/off)`
+}
+
+/** One line of an "Invalid configuration" report: the flag, its variable and what is wrong. */
+function problemLine(key: string, message: string): string {
+  const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+  return `${flag} (${ENV_NAMES[key as keyof Config] ?? ''}): ${message}`
+}
+
 /**
  * Merges flags over environment variables and validates the result. Lists come from the
  * environment separated by the platform's path delimiter (`:` here), like PATH.
  */
 export function parseConfig(flags: Partial<Record<keyof Config, unknown>>, env: NodeJS.ProcessEnv = process.env): Config {
   const merged: Record<string, unknown> = {}
+  const problems: string[] = []
   for (const [key, envName] of Object.entries(ENV_NAMES) as [keyof Config, string][]) {
     const fromFlag = flags[key]
     const fromEnv = env[envName]
     if (fromFlag !== undefined && !(Array.isArray(fromFlag) && fromFlag.length === 0)) merged[key] = fromFlag
     else if (fromEnv !== undefined && fromEnv !== '') {
       if (key === 'extensions') merged[key] = fromEnv.split(delimiter).filter(Boolean)
-      else if (key === 'insecure' || key === 'mcpAllowWrite' || key === 'snapshotOnShutdown') merged[key] = ['1', 'true', 'yes'].includes(fromEnv.toLowerCase())
-      else merged[key] = fromEnv
+      else if (BOOLEAN_SETTINGS.has(key)) {
+        const value = booleanText(fromEnv)
+        if (value === null) problems.push(problemLine(key, notBoolean(fromEnv)))
+        else if (value !== undefined) merged[key] = value
+      } else merged[key] = fromEnv
     }
   }
   const result = configSchema.safeParse(merged)
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => {
-      const key = String(i.path[0] ?? '')
-      const flag = `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
-      return `${flag} (${ENV_NAMES[key as keyof Config] ?? ''}): ${i.message}`
-    })
-    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`)
-  }
+  if (!result.success) problems.push(...result.error.issues.map((i) => problemLine(String(i.path[0] ?? ''), i.message)))
+  if (problems.length || !result.success) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   const config = result.data
   config.extensions = config.extensions.map((dir) => resolve(dir))
   config.snapshotsDir = resolve(config.snapshotsDir)

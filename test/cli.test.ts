@@ -258,6 +258,33 @@ describe('mimic command line', () => {
     assert.equal(res.stderr.match(/Cannot reach/g)?.length, 1, res.stderr)
   })
 
+  it('boolean MIMIC_* variables take on/off and the like, and refuse other values with the variable and value named', async () => {
+    const serveBad = mimic(['serve', '--port', '0', '--snapshots-dir', join(dir, 'snaps-bool')], { MIMIC_INSECURE: 'maybe' })
+    assert.equal(serveBad.status, 1)
+    assert.match(
+      serveBad.stderr,
+      /^Invalid configuration:\n {2}--insecure \(MIMIC_INSECURE\): "maybe" is neither true nor false \(use 1\/0, true\/false, yes\/no or on\/off\)/,
+    )
+    const mcpBad = mimic(['mcp', '--url', 'http://127.0.0.1:9'], { MIMIC_MCP_ALLOW_WRITE: 'sometimes' })
+    assert.equal(mcpBad.status, 1)
+    assert.match(mcpBad.stderr, /--mcp-allow-write \(MIMIC_MCP_ALLOW_WRITE\): "sometimes" is neither true nor false/)
+
+    // "On" used to read as false: the server stopped without its shutdown snapshot.
+    const { child, output } = await serve(['--snapshots-dir', join(dir, 'snaps-bool')], {
+      MIMIC_PORT: '0',
+      MIMIC_PYTHON_WORKERS: '1',
+      MIMIC_SNAPSHOT_ON_SHUTDOWN: 'On',
+    })
+    try {
+      const exited = new Promise<number | null>((r) => child.on('exit', r))
+      child.kill('SIGTERM')
+      assert.equal(await exited, 0)
+      assert.match(output(), /"msg":"snapshot saved on shutdown"/)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+
   it('serve with an invalid system file says where the problems are and exits 1', async () => {
     const bad = join(dir, 'bad-system.yaml')
     await writeFile(bad, 'models:\n  m:\n    attributes: {a: 1}\ninstances:\n  - x: missing\n')

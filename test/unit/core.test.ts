@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { checkExposure, ConfigError, parseConfig } from '../../src/config.js'
+import { checkExposure, ConfigError, ENV_NAMES, parseConfig, readBooleanSetting } from '../../src/config.js'
 import { checkDefinitionText } from '../../src/definition/load-file.js'
 import { attributeDeclarations, typeProblem } from '../../src/definition/model-schema.js'
 import { nameProblem } from '../../src/definition/names.js'
@@ -149,6 +149,33 @@ describe('configuration', () => {
     assert.equal(parseConfig({}, { MIMIC_FAST_LANE: 'off' }).fastLane, 'off')
     assert.equal(parseConfig({ fastLane: 'on' }, { MIMIC_FAST_LANE: 'off' }).fastLane, 'on')
     assert.throws(() => parseConfig({}, { MIMIC_FAST_LANE: 'no' }), /--fast-lane \(MIMIC_FAST_LANE\)/)
+  })
+
+  it('boolean variables take 1/0, true/false, yes/no, on/off in any case, empty as unset, and refuse anything else', () => {
+    for (const key of ['insecure', 'snapshotOnShutdown', 'mcpAllowWrite'] as const) {
+      const name = ENV_NAMES[key]
+      for (const text of ['1', 'true', 'TRUE', 'yes', 'Yes', 'on', 'ON', ' on ']) assert.equal(parseConfig({}, { [name]: text })[key], true, `${name}=${text}`)
+      for (const text of ['0', 'false', 'False', 'no', 'NO', 'off', 'Off']) assert.equal(parseConfig({}, { [name]: text })[key], false, `${name}=${text}`)
+      for (const text of ['', ' ']) assert.equal(parseConfig({}, { [name]: text })[key], false, `${name}=${JSON.stringify(text)} is unset`)
+      for (const text of ['maybe', '2', 'enabled', 'y']) {
+        assert.throws(
+          () => parseConfig({}, { [name]: text }),
+          (err: unknown) =>
+            err instanceof ConfigError &&
+            err.message.startsWith('Invalid configuration:') &&
+            err.message.includes(`(${name}): "${text}" is neither true nor false (use 1/0, true/false, yes/no or on/off)`),
+          `${name}=${text}`,
+        )
+      }
+    }
+    // A flag wins over its variable, as for every other setting.
+    assert.equal(parseConfig({ insecure: true }, { MIMIC_INSECURE: 'maybe' }).insecure, true)
+    assert.equal(readBooleanSetting('mcpAllowWrite', { MIMIC_MCP_ALLOW_WRITE: 'Off' }), false)
+    assert.equal(readBooleanSetting('mcpAllowWrite', {}), undefined)
+    assert.throws(
+      () => readBooleanSetting('mcpAllowWrite', { MIMIC_MCP_ALLOW_WRITE: 'sure' }),
+      /--mcp-allow-write \(MIMIC_MCP_ALLOW_WRITE\): "sure" is neither/,
+    )
   })
 
   it('refuses to expose an unauthenticated API beyond loopback', () => {
