@@ -11,7 +11,7 @@
  */
 export { startMimic, type MimicServer, type StartOptions } from './mimic.js'
 export { parseConfig, checkExposure, ConfigError, ENV_NAMES, type Config, type ConfigInput } from './config.js'
-export { loadDefinitionFile, checkDefinitionText, type LoadedDefinition } from './definition/load-file.js'
+export { loadDefinitionFile, checkDefinitionText, type DefinitionTextOptions, type LoadedDefinition } from './definition/load-file.js'
 export { validateModel, validateSystem, type SystemDefinition } from './definition/validate.js'
 export { modelDefinitionSchema, type ModelDefinition } from './definition/model-schema.js'
 export * from './errors.js'

@@ -285,6 +285,73 @@ describe('mimic command line', () => {
     }
   })
 
+  it('a .json system file is strict JSON: a trailing comma is an error with its line:column, for validate and serve', async () => {
+    const bad = join(dir, 'trailing-comma.json')
+    await writeFile(bad, '{"models": {"A": {"attributes": {"x": 1}}},}')
+    const res = mimic(['validate', bad])
+    assert.equal(res.status, 1)
+    assert.doesNotMatch(res.stdout, /valid/)
+    assert.match(
+      res.stderr,
+      /trailing-comma\.json: 1 problem\n {2}\S*trailing-comma\.json:1:44 {2}\(root\): invalid JSON: Quoted object key expected but got '}'/,
+    )
+    const served = mimic(['serve', '--system', bad, '--port', '0', '--snapshots-dir', join(dir, 'snaps-json')])
+    assert.equal(served.status, 1)
+    assert.match(served.stderr, /System file \S*trailing-comma\.json is invalid:\n {2}1:44 \(root\): invalid JSON: Quoted object key expected/)
+
+    const twice = join(dir, 'twice.json')
+    await writeFile(twice, '{\n  "models": {\n    "A": {"attributes": {"x": 1}},\n    "A": {"attributes": {"y": 1}}\n  }\n}\n')
+    const dup = mimic(['validate', twice])
+    assert.equal(dup.status, 1)
+    assert.match(dup.stderr, /twice\.json:4:6 {2}\(root\): invalid JSON: Duplicate key 'A' encountered/)
+
+    // The same text is YAML in a .yaml file, where a trailing comma in a flow mapping is allowed.
+    const yaml = join(dir, 'trailing-comma.yaml')
+    await writeFile(yaml, '{"models": {"A": {"attributes": {"x": 1}}},}')
+    assert.equal(mimic(['validate', yaml]).status, 0)
+  })
+
+  it('a .json system file keeps 2.0 a float: a float attribute, and a float inside list and any values', async () => {
+    const system = join(dir, 'floats.json')
+    await writeFile(
+      system,
+      '{\n  "models": {"M": {"attributes": {"x": 2.0, "xs": [2.0, 3], "a": {"default": 2.0, "type": "any"}, "b": {"default": 2, "type": "any"}}}},\n  "instances": [{"i": "M"}]\n}\n',
+    )
+    const ok = mimic(['validate', system])
+    assert.equal(ok.status, 0, ok.stderr)
+    assert.match(ok.stdout, /floats\.json: valid system definition/)
+    const { child, url } = await serve(['--system', system, '--snapshots-dir', join(dir, 'snaps-floats')], {
+      MIMIC_PORT: '0',
+      MIMIC_PRODUCT_KEY: 'k2',
+      MIMIC_PYTHON_WORKERS: '1',
+    })
+    try {
+      const read = async (name: string): Promise<string> =>
+        (await fetch(`${url}/api/v3/system/instances/i/attributes/${name}`, { headers: { authorization: 'Bearer k2' } })).text()
+      const x = await read('x')
+      assert.match(x, /"type":"float"/)
+      assert.match(x, /"internal_value":2\.0,/)
+      assert.match(await read('xs'), /"internal_value":\[2\.0,3\],/)
+      assert.match(await read('a'), /"internal_value":2\.0,/)
+      assert.match(await read('b'), /"internal_value":2,/)
+
+      // reload() reads the file again as strict JSON too.
+      const reload = async (): Promise<{ status: number; body: { error?: { message: string; details: Array<{ line?: number }> } } }> => {
+        const res = await fetch(`${url}/api/v3/system/method/reload`, { method: 'POST', headers: { authorization: 'Bearer k2' } })
+        return { status: res.status, body: (await res.json()) as { error?: { message: string; details: Array<{ line?: number }> } } }
+      }
+      await writeFile(system, '{\n  "models": {"M": {"attributes": {"x": 3.0}}},\n  "instances": [{"i": "M"}],\n}\n')
+      const refused = await reload()
+      assert.equal(refused.status, 422)
+      assert.match(refused.body.error!.message, /floats\.json is invalid: 1 error: 4:1 \(root\): invalid JSON: Quoted object key expected but got '}'/)
+      await writeFile(system, '{\n  "models": {"M": {"attributes": {"x": 3.0, "xs": [3.0]}}},\n  "instances": [{"i": "M"}]\n}\n')
+      assert.equal((await reload()).status, 200)
+      assert.match(await read('xs'), /"internal_value":\[3\.0\],/)
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+
   it('serve with an invalid system file says where the problems are and exits 1', async () => {
     const bad = join(dir, 'bad-system.yaml')
     await writeFile(bad, 'models:\n  m:\n    attributes: {a: 1}\ninstances:\n  - x: missing\n')

@@ -1,9 +1,11 @@
 import { readFile } from 'node:fs/promises'
+import { extname } from 'node:path'
+import { parse as parseLossless } from 'lossless-json'
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
 import type { ErrorDetail } from '../errors.js'
-import { FloatMark } from './json-float.js'
+import { FloatMark, mayHoldFloats, parseJsonKeepingFloats } from './json-float.js'
 import { isAttributeSpec } from './model-schema.js'
-import { withContainerFloats } from './typed-json.js'
+import { withContainerFloats, withSystemContainerFloats } from './typed-json.js'
 import { validateModel, validateSystem, type ModelCheck, type SystemDefinition } from './validate.js'
 import { isRecord } from './is-record.js'
 
@@ -15,14 +17,44 @@ export interface LoadedDefinition {
 }
 
 /**
- * Parses YAML or JSON text (YAML is a superset of JSON, so one parser serves both and gives
- * positions for both). Syntax errors come back as details with line and column.
+ * How definition text is read: `yaml` (also what JSON text is, as YAML is a superset of JSON) or
+ * `json`, strict JSON, for a `.json` file: a trailing comma or a comment there is an error, not
+ * YAML that happens to parse.
+ */
+export type DefinitionFormat = 'yaml' | 'json'
+
+/** Options of {@link checkDefinitionText} and {@link parseDefinitionText}. */
+export interface DefinitionTextOptions {
+  /** `yaml` unless told; `loadDefinitionFile` takes `json` for a `.json` file. */
+  format?: DefinitionFormat | undefined
+}
+
+/**
+ * The format of a definition file by its name: `json` for `.json` (any case), else `yaml`.
+ *
+ * @example
+ * definitionFormat('plant.json') // 'json'
+ * definitionFormat('plant.yml') // 'yaml'
+ */
+export function definitionFormat(file: string): DefinitionFormat {
+  return extname(file).toLowerCase() === '.json' ? 'json' : 'yaml'
+}
+
+/**
+ * Parses YAML or JSON text. Syntax errors come back as details with line and column. The YAML
+ * parser reads both formats and gives the positions problems are located by; strict JSON is first
+ * parsed as JSON.
  *
  * @example
  * parseDefinitionText('models: {}\n').data // { models: {} }
+ * parseDefinitionText('{"models": {},}', { format: 'json' }).details // [{ line: 1, column: 15, message: 'invalid JSON: ...' }]
  */
-export function parseDefinitionText(text: string): { data: unknown; doc: Document | null; lines: LineCounter; details: ErrorDetail[] } {
+export function parseDefinitionText(
+  text: string,
+  options: DefinitionTextOptions = {},
+): { data: unknown; doc: Document | null; lines: LineCounter; details: ErrorDetail[] } {
   const lines = new LineCounter()
+  if (options.format === 'json') return parseJsonDefinition(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, lines)
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false })
   if (doc.errors.length) {
     const details = doc.errors.map((e) => {
@@ -34,6 +66,41 @@ export function parseDefinitionText(text: string): { data: unknown; doc: Documen
   const data: unknown = doc.toJS({ maxAliasCount: 100 })
   keepContainerFloats(doc, data)
   return { data, doc, lines, details: [] }
+}
+
+/**
+ * Strict JSON text (a byte order mark already removed): the data as JSON.parse reads it, with the
+ * integral floats of list, dict and `any` defaults kept as the YAML path keeps them
+ * (`parseJsonKeepingFloats`); a syntax error, or a key given twice with two values, as one detail
+ * with line and column. The YAML document of the text only locates later problems; without one
+ * (valid JSON that YAML reads otherwise) they come without a position.
+ */
+function parseJsonDefinition(text: string, lines: LineCounter): { data: unknown; doc: Document | null; lines: LineCounter; details: ErrorDetail[] } {
+  let data: unknown
+  try {
+    // lossless-json says where the text goes wrong in every case (JSON.parse not always) and
+    // refuses duplicate keys, which the YAML path refuses too.
+    parseLossless(text)
+    data = JSON.parse(text)
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err)
+    const position = /at position (\d+)$/.exec(message)
+    const at = position ? jsonPosition(text, Number(position[1])) : {}
+    return { data: undefined, doc: null, lines, details: [{ path: '', message: `invalid JSON: ${message.replace(/ at position \d+$/, '')}`, ...at }] }
+  }
+  if (mayHoldFloats(text)) {
+    const marked = parseJsonKeepingFloats(text)
+    if (looksLikeModel(data)) withContainerFloats(data, marked)
+    else withSystemContainerFloats(data, marked)
+  }
+  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false })
+  return { data, doc: doc.errors.length ? null : doc, lines, details: [] }
+}
+
+/** Line and column (from 1) of a character offset in a text. */
+function jsonPosition(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset)
+  return { line: before.split('\n').length, column: offset - before.lastIndexOf('\n') }
 }
 
 /**
@@ -138,7 +205,8 @@ export function looksLikeModel(data: unknown): boolean {
 }
 
 /**
- * Reads and validates a system or model definition file, locating each problem in the text.
+ * Reads and validates a system or model definition file, locating each problem in the text. A
+ * `.json` file is read as strict JSON, any other as YAML.
  *
  * @example
  * const { kind, details } = await loadDefinitionFile('examples/pt100/system.yaml')
@@ -146,7 +214,7 @@ export function looksLikeModel(data: unknown): boolean {
 export async function loadDefinitionFile(file: string, check?: ModelCheck): Promise<LoadedDefinition> {
   const read = await readDefinitionText(file)
   if (read.problem) return { kind: 'system', data: undefined, details: [read.problem] }
-  return checkDefinitionText(read.text, check)
+  return checkDefinitionText(read.text, check, { format: definitionFormat(file) })
 }
 
 /**
@@ -163,16 +231,23 @@ export async function readDefinitionText(file: string): Promise<{ text: string; 
   }
 }
 
-/** Validates definition text as a system (or a single model when it looks like one). */
-export function checkDefinitionText(text: string, check?: ModelCheck): LoadedDefinition {
-  const parsed = parseDefinitionText(text)
-  if (parsed.details.length || !parsed.doc) return { kind: 'system', data: undefined, details: parsed.details }
+/**
+ * Validates definition text as a system (or a single model when it looks like one); YAML unless
+ * `options.format` says `json`.
+ *
+ * @example
+ * checkDefinitionText('{"models": {}}', undefined, { format: 'json' }).details // []
+ */
+export function checkDefinitionText(text: string, check?: ModelCheck, options: DefinitionTextOptions = {}): LoadedDefinition {
+  const parsed = parseDefinitionText(text, options)
+  if (parsed.details.length) return { kind: 'system', data: undefined, details: parsed.details }
   const data = parsed.data ?? {}
   const kind = looksLikeModel(data) ? 'model' : 'system'
   const result = kind === 'model' ? validateModel(data, check) : validateSystem(data, check)
+  const doc = parsed.doc
   const details = result.ok
     ? []
-    : result.details.map((d) => ({ ...d, ...(locateInExpression(parsed.doc!, parsed.lines, text, d) ?? locate(parsed.doc!, parsed.lines, d.path)) }))
+    : result.details.map((d) => (doc ? { ...d, ...(locateInExpression(doc, parsed.lines, text, d) ?? locate(doc, parsed.lines, d.path)) } : d))
   return { kind, data, details }
 }
 

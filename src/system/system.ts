@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
 import { ConflictError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
-import { asSystemDefinition, checkDefinitionText, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
+import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
 import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
 import { validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
@@ -461,7 +461,8 @@ export class System extends Component {
       const subject = `System file ${file}`
       const text = await readDefinitionText(file)
       if (text.problem) throw new ValidationError(`${subject} cannot be read: ${text.problem.message}`, [text.problem])
-      const loaded = checkDefinitionText(text.text, modelBehaviourProblems)
+      const format = definitionFormat(file)
+      const loaded = checkDefinitionText(text.text, modelBehaviourProblems, { format })
       if (loaded.details.length) throw new ValidationError(summarize(`${subject} is invalid`, withPositions(loaded.details)), loaded.details)
       if (loaded.kind === 'model')
         throw new ValidationError(`${subject} holds a single model, not a system (models, instances, connections)`, [
@@ -470,7 +471,7 @@ export class System extends Component {
       const counts = await this.replaceStructure(asSystemDefinition(loaded.data), subject).catch((err: unknown) => {
         // Problems found past the schema (a default a register cannot carry) are located in the file too.
         if (!(err instanceof ValidationError)) throw err
-        const parsed = parseDefinitionText(text.text)
+        const parsed = parseDefinitionText(text.text, { format })
         const located = parsed.doc ? err.details.map((d) => ({ ...d, ...locate(parsed.doc!, parsed.lines, d.path) })) : err.details
         throw new ValidationError(summarize(`${subject} is invalid`, withPositions(located)), located)
       })

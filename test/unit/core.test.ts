@@ -128,6 +128,26 @@ describe('definitions', () => {
     const dup = checkDefinitionText('models:\n  m: {}\n  m: {}\n')
     assert.equal(dup.details[0]!.line, 3)
   })
+
+  it('JSON text read as JSON is strict, and its problems carry line and column too', () => {
+    const json = { format: 'json' } as const
+    const comma = checkDefinitionText('{\n  "models": {"m": {"attributes": {"a": 1}}},\n}\n', undefined, json)
+    assert.deepEqual(comma.details, [{ path: '', message: "invalid JSON: Quoted object key expected but got '}'", line: 3, column: 1 }])
+    for (const bad of ['{"models": {} // note\n}', "{'models': {}}", '{"models": {}', '', '{"a": 1} {"b": 2}']) {
+      const result = checkDefinitionText(bad, undefined, json)
+      assert.equal(result.details.length, 1, bad)
+      assert.match(result.details[0]!.message, /^invalid JSON: /, bad)
+      assert.equal(typeof result.details[0]!.line, 'number', bad)
+    }
+    // The same text as YAML (a flow mapping may end with a comma) and valid JSON as JSON.
+    assert.deepEqual(checkDefinitionText('{\n  "models": {"m": {"attributes": {"a": 1}}},\n}\n').details, [])
+    const problem = checkDefinitionText('{\n  "models": {"m": {"attributes": {"a": 1}}},\n  "instances": [{"i": "ghost"}]\n}\n', undefined, json)
+    assert.deepEqual(
+      problem.details.map((d) => [d.path, d.line, d.column]),
+      [['instances[0].i', 3, 18]],
+    )
+    assert.deepEqual(checkDefinitionText('\ufeff{"models": {}}', undefined, json).details, [])
+  })
 })
 
 describe('configuration', () => {
