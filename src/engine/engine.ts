@@ -37,6 +37,9 @@ export interface EngineOptions<I extends Steppable> {
   polling: { interval: () => number; wanted: () => boolean; includes: (instance: I) => boolean }
 }
 
+/** How long a `run` steps before it lets the event loop turn (see `run`). */
+const RUN_SLICE_MS = 20
+
 /**
  * Drives the system steps: when they run (one at a time, on request or every polling interval),
  * how many go to the Python workers in one message, and which step plan they reuse. What one
@@ -109,10 +112,18 @@ export class Engine<I extends Steppable> {
       if (!lost.has(instance)) lost.set(instance, { reason, at: done })
     }
     try {
+      let sliceStart = performance.now()
       while (done < steps && this.#closed === undefined) {
         const repeat = this.#batchSize(steps - done)
         await this.step({ dt, onFailure, repeat })
         done += repeat
+        // Steps that need no Python never wait for I/O, so awaiting them never lets the event
+        // loop turn: every RUN_SLICE_MS the run gives way, and requests (a /health, a read, a
+        // signal) are answered during a long run instead of after it.
+        if (performance.now() - sliceStart >= RUN_SLICE_MS) {
+          await new Promise((resolve) => setImmediate(resolve))
+          sliceStart = performance.now()
+        }
       }
     } finally {
       this.#lostDuringRun = undefined
