@@ -274,6 +274,7 @@ describe('Python-backed models over HTTP', () => {
       const res = await t.call(`${SYS}/instances/i_${name}`, 'prepare')
       assert.equal(res.status, status, `${name}: ${JSON.stringify(res.body)}`)
       assert.match(JSON.stringify(res.body.error), pattern, name)
+      if (status === 422) assert.match(res.body.error.message, new RegExp(`^Cannot load Python code of instance 'i_${name}': `), name)
       assert.equal(res.body.component.state, 'ERROR', `${name}: the fault shows the state the failure left`)
       const doc = (await t.api('GET', `${SYS}/instances/i_${name}`)).body
       assert.equal(doc.state, 'ERROR', name)

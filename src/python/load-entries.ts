@@ -15,12 +15,13 @@ import type { ImportBlock, ImportSpec, LoadEntry } from './types.js'
  * Resolves every file of an `import` block (403 for a path outside the extension directories,
  * 422 listing every missing file) and flattens lists of classes, giving each entry the
  * definition path (`import.<key>` or `import.<key>[i]`) that faults about it will name.
+ * `where` names what loads them in the fault's message (`instance 'sensor'`).
  *
  * @example
  * await buildLoadEntries({ 'a.py': [{ class: 'A' }, { class: 'B' }] }, ['/srv/ext'])
  * // [{ key: 'a.py', path: 'import.a.py[0]', class: 'A', ... }, { ..., path: 'import.a.py[1]' }]
  */
-export async function buildLoadEntries(block: ImportBlock, extensionDirs: string[]): Promise<LoadEntry[]> {
+export async function buildLoadEntries(block: ImportBlock, extensionDirs: string[], where?: string): Promise<LoadEntry[]> {
   const entries: LoadEntry[] = []
   const problems: ErrorDetail[] = []
   for (const [key, value] of Object.entries(block)) {
@@ -47,7 +48,7 @@ export async function buildLoadEntries(block: ImportBlock, extensionDirs: string
       })
     })
   }
-  if (problems.length) throw new ValidationError(summarize('import', problems), problems)
+  if (problems.length) throw new ValidationError(summarize(where === undefined ? 'import' : `Cannot load Python code of ${where}`, problems), problems)
   return entries
 }
 

@@ -218,7 +218,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       this.#binding = undefined
     }
     for (const attr of this.attributes.all()) attr.bind(undefined)
-    const entries = await buildLoadEntries(this.model.parsed.import ?? {}, this.#services.extensions)
+    const entries = await buildLoadEntries(this.model.parsed.import ?? {}, this.#services.extensions, `instance '${this.name}'`)
     const loaded = await pool.load(this.name, {
       entries,
       definition: this.model.definition as Record<string, unknown>,
