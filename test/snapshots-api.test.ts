@@ -130,6 +130,18 @@ describe('snapshots over HTTP, durable mode', () => {
     assert.equal(res.status, 404)
     assert.match(res.body.error.message, /File not found/)
     assert.ok(res.body.error.message.includes(t.snapshots))
+    assert.deepEqual(
+      res.body.error.details.map((d: { path: string }) => d.path),
+      ['id'],
+    )
+    // By path: the detail names the argument; the message names the file.
+    const byPath = await t.call(SNAP, 'load', { path: 'nofile.json' })
+    assert.equal(byPath.status, 404)
+    assert.match(byPath.body.error.message, /File not found: .*nofile\.json/)
+    assert.deepEqual(
+      byPath.body.error.details.map((d: { path: string }) => d.path),
+      ['path'],
+    )
   })
 
   it('a corrupt snapshot, or one whose model no longer validates, leaves the system exactly as it was', async () => {

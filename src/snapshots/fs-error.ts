@@ -14,6 +14,8 @@ import { ConflictError, ForbiddenError, InternalError, MimicError, NotFoundError
 export interface FsErrorContext {
   action: string
   path: string
+  /** The request's field that named the file (`path`), for the fault's detail; else the file itself. */
+  field?: string
 }
 
 const DENIED = new Set(['EACCES', 'EPERM', 'EROFS'])
@@ -45,7 +47,7 @@ export function toMimicError(err: unknown, ctx: FsErrorContext): MimicError {
   if (err instanceof MimicError) return err
   const code = errnoCode(err)
   const reason = err instanceof Error ? err.message : String(err)
-  const details = [{ path: ctx.path, message: reason }]
+  const details = [{ path: ctx.field ?? ctx.path, message: reason }]
   if (code === 'ENOENT') return new NotFoundError(`File not found: ${ctx.path}`, details, { cause: err })
   if (code !== undefined && DENIED.has(code)) {
     return new ForbiddenError(`Cannot ${ctx.action} ${ctx.path}: ${reason}`, details, { cause: err })

@@ -502,7 +502,7 @@ async function readText(path: string): Promise<string> {
     if (errnoCode(err) === 'EISDIR') {
       throw new ValidationError(`Snapshot ${path} is a directory, not a file`, [{ path: 'path', message: 'is a directory' }])
     }
-    throw toMimicError(err, { action: 'read snapshot', path })
+    throw toMimicError(err, { action: 'read snapshot', path, field: 'path' })
   }
 }
 
