@@ -1,7 +1,8 @@
 import type { z } from 'zod'
 import type { ErrorDetail } from '../errors.js'
 import { nameProblem } from './names.js'
-import { attributeDeclarations, formatPath, modelDefinitionSchema, type ParsedModelDefinition } from './model-schema.js'
+import { attributeDeclarations, formatPath, isAttributeSpec, modelDefinitionSchema, type ParsedModelDefinition } from './model-schema.js'
+import { isRecord } from './is-record.js'
 import { checkInstance } from './parameters.js'
 
 /** An instance entry's value: the model's name, or the model with parameters. */
@@ -63,17 +64,75 @@ function closestBranch(branches: readonly (readonly z.core.$ZodIssue[])[]): read
   return [...branches].sort((a, b) => score(a) - score(b))[0]!
 }
 
+/** The outcome of validating one model: the parsed model, or every problem found. */
+export type ModelValidation = { ok: true; model: ParsedModelDefinition } | { ok: false; details: ErrorDetail[] }
+
+/** Sections of a model that `check` (the model language) compiles; they refer to its attributes. */
+const BEHAVIOUR_KEYS = ['actions', 'conditions', 'if_chain', 'scenarios', 'hooks'] as const
+
 /**
  * Validates one model definition; every problem is reported with its path inside the model.
+ * Schema problems do not hide the others: `check` (the model language) also runs on the rest
+ * of a model whose schema failed (see {@link usablePart}), so one answer lists them all.
  *
  * @example
  * validateModel({ attributes: { t: 0 } }) // { ok: true, model: {...} }
  */
-export function validateModel(raw: unknown, check?: ModelCheck): { ok: true; model: ParsedModelDefinition } | { ok: false; details: ErrorDetail[] } {
+export function validateModel(raw: unknown, check?: ModelCheck): ModelValidation {
   const result = modelDefinitionSchema.safeParse(raw)
-  if (!result.success) return { ok: false, details: issuesToDetails(result.error.issues) }
-  const more = check?.(result.data) ?? []
-  return more.length ? { ok: false, details: more } : { ok: true, model: result.data }
+  if (result.success) {
+    const more = check?.(result.data) ?? []
+    return more.length ? { ok: false, details: more } : { ok: true, model: result.data }
+  }
+  const details = issuesToDetails(result.error.issues)
+  const usable = usablePart(raw, result.error.issues)
+  if (usable.model === undefined) return { ok: false, details: [...details, ...usable.unchecked] }
+  const seen = new Set(details.map((d) => `${d.path}\0${d.message}`))
+  for (const d of check?.(usable.model) ?? []) if (!seen.has(`${d.path}\0${d.message}`)) details.push(d)
+  return { ok: false, details }
+}
+
+/**
+ * What later checks can still use of a model its schema refused: the model without its unknown
+ * keys and without each section the schema refused, an attribute whose spec was refused kept
+ * by name (its default, its hooks, any type), so that references to it are not reported again.
+ * When the attributes are not a map at all, nothing that refers to them can be checked: then
+ * there is no model, and a problem says which sections were left unchecked.
+ */
+function usablePart(
+  raw: unknown,
+  issues: readonly z.core.$ZodIssue[],
+): { model: ParsedModelDefinition; unchecked?: undefined } | { model?: undefined; unchecked: ErrorDetail[] } {
+  if (!isRecord(raw)) return { unchecked: [] }
+  const dropped = new Set<string>()
+  const badAttributes = new Set<string>()
+  let attributesUnusable = false
+  for (const issue of issues) {
+    const [section, attribute] = issue.path
+    if (section === undefined) {
+      if (issue.code === 'unrecognized_keys') for (const key of issue.keys) dropped.add(key)
+    } else if (section !== 'attributes') dropped.add(String(section))
+    else if (attribute === undefined) attributesUnusable = true
+    else badAttributes.add(String(attribute))
+  }
+  if (attributesUnusable) {
+    const unchecked = BEHAVIOUR_KEYS.filter((key) => raw[key] !== undefined && !dropped.has(key))
+    return { unchecked: unchecked.map((key) => ({ path: key, message: 'not checked: the attributes it refers to are not a valid map of name -> value' })) }
+  }
+  const model: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(raw)) if (!dropped.has(key)) model[key] = value
+  const attributes: Record<string, unknown> = isRecord(raw.attributes) ? { ...raw.attributes } : {}
+  for (const name of badAttributes) {
+    const spec = attributes[name]
+    if (isAttributeSpec(spec)) {
+      const hooks = (spec as { hooks?: unknown }).hooks
+      attributes[name] = { default: spec.default, type: 'any', ...(isRecord(hooks) ? { hooks } : {}) }
+    }
+  }
+  model.attributes = attributes
+  if (model.import === undefined && model.python_file !== undefined) model.import = model.python_file
+  delete model.python_file
+  return { model: model as ParsedModelDefinition }
 }
 
 /** A reference to an attribute: `<instance>.attributes.<attribute>`. */

@@ -1,0 +1,79 @@
+// What a user sees for a model or system that does not validate (`mimic validate`, PUT models,
+// a system file): every problem in one answer, each with its path, and no problem that only
+// follows from another one.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { checkDefinitionText } from '../../../src/definition/load-file.js'
+import { validateModel } from '../../../src/definition/validate.js'
+import { modelBehaviourProblems } from '../../../src/language/model/index.js'
+
+const KINDS = 'function, set, noise, ramp, saw, interpolate, pid, suspend, override, overrides, call'
+const TYPES = 'expected one of "float"|"int"|"bool"|"str"|"list"|"dict"|"any"'
+
+/** The problems of a definition file's text, as `mimic validate` lists them: `line path: message`. */
+function fileProblems(text: string): string[] {
+  return checkDefinitionText(text, modelBehaviourProblems).details.map((d) => `${d.line} ${d.path}: ${d.message}`)
+}
+
+/** The problems of one model, as PUT /api/v3/system/models checks it. */
+function modelProblems(model: unknown): string[] {
+  const result = validateModel(model, modelBehaviourProblems)
+  return result.ok ? [] : result.details.map((d) => `${d.path}: ${d.message}`)
+}
+
+describe('a model that does not validate', () => {
+  it('an unknown key does not hide the problems of its actions', () => {
+    const text = [
+      'models:',
+      '  M:',
+      '    attributes: { a: 1.0, b: 0.0 }',
+      '    actoins: []',
+      '    actions:',
+      '      - function: $out(b)',
+      '        call: "$in(a) +"',
+      '      - set: $out(b)',
+      '        value: $in(nosuch)',
+      '      - frobnicate: $out(b)',
+      '        value: 1',
+      'instances:',
+      '  - m1: M',
+      '',
+    ].join('\n')
+    assert.deepEqual(fileProblems(text), [
+      "4 models.M.actoins: unknown key 'actoins'",
+      '7 models.M.actions[0].call: 1:9: invalid syntax',
+      "9 models.M.actions[1].value: $in(nosuch): 'nosuch' is not an attribute of this model",
+      `10 models.M.actions[2]: unknown action kind: one of ${KINDS} is required (keys: frobnicate, value)`,
+    ])
+  })
+
+  it('schema problems and model-language problems are listed together', () => {
+    assert.deepEqual(
+      modelProblems({
+        attributes: { a: 1.0, level: { default: 1.0, type: 'flaot' } },
+        timer: { time_step: -1 },
+        scenarios: { s: { duration: 1, actions: [{ set: '$out(ghost)', value: 1 }] } },
+        actions: [
+          { set: '$out(level)', value: '$in(a) * 2' },
+          { function: '$out(a)', call: '$in(level) +' },
+        ],
+      }),
+      [
+        `attributes.level.type: Invalid option: ${TYPES}`,
+        'timer.time_step: Too small: expected number to be >0',
+        // `level` is declared (only its type is wrong): references to it are no problem.
+        'actions[1].call: 1:13: invalid syntax',
+        "scenarios.s.actions[0].set: 'ghost' is not an attribute of this model",
+      ],
+    )
+  })
+
+  it('says which parts were not checked when the attributes are unusable', () => {
+    assert.deepEqual(modelProblems({ attributes: [1, 2], bogus: 1, actions: [{ set: '$out(a)', value: 1 }], hooks: { on_start: ['refresh_model'] } }), [
+      'attributes: expected record, received array',
+      "bogus: unknown key 'bogus'",
+      'actions: not checked: the attributes it refers to are not a valid map of name -> value',
+      'hooks: not checked: the attributes it refers to are not a valid map of name -> value',
+    ])
+  })
+})
