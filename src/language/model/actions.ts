@@ -89,6 +89,60 @@ export interface ActionRuntime {
   restore?(state: unknown, path: string): ErrorDetail[] | void
 }
 
+/**
+ * Of the keys of an action read as `kind`, one that is not a field of it and looks like a kind
+ * of its own: a name close to a kind's (`fnction`), or a key whose value is a target
+ * (`$out(x)`, `#attr(x)`, a list of them); with the problem that names it. Undefined when there
+ * is none.
+ */
+function misspeltKind(raw: Record<string, unknown>, kind: ActionKind): { key: string; message: string } | undefined {
+  const candidates = Object.keys(raw)
+    .filter((key) => key !== kind && !COMMON.includes(key) && !FIELDS[kind].includes(key) && !(ACTION_KINDS as readonly string[]).includes(key))
+    .map((key) => ({ key, like: closestKind(key), target: isTargetLike(raw[key]) }))
+    .filter((c) => c.like !== undefined || c.target)
+  const best = candidates.find((c) => c.like !== undefined) ?? candidates[0]
+  if (best === undefined) return undefined
+  const why =
+    best.like !== undefined
+      ? `did you mean '${best.like}'?`
+      : `its value ${JSON.stringify(raw[best.key])} is a target; the kinds are ${ACTION_KINDS.join(', ')}`
+  return {
+    key: best.key,
+    message: `unknown action kind '${best.key}' (${why}); the action was read as a '${kind}' action because of its '${kind}' key`,
+  }
+}
+
+/** Whether a value is written as a target: a reference such as `$out(x)`, or a list of them. */
+function isTargetLike(value: unknown): boolean {
+  if (typeof value === 'string') return isReference(value)
+  return Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === 'string' && isReference(v))
+}
+
+/** The kind a key is a likely misspelling of (one or two letters off, one for short keys), or undefined. */
+function closestKind(key: string): ActionKind | undefined {
+  const word = key.toLowerCase()
+  const limit = word.length <= 4 ? 1 : 2
+  let best: { kind: ActionKind; distance: number } | undefined
+  for (const kind of ACTION_KINDS) {
+    const distance = editDistance(word, kind)
+    if (distance > 0 && distance <= limit && (best === undefined || distance < best.distance)) best = { kind, distance }
+  }
+  return best?.kind
+}
+
+/** Letters to insert, delete, replace or swap (adjacent) to turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
+    }
+  }
+  return d[a.length]![b.length]!
+}
+
 /** The kind an entry is, or null. */
 function kindOf(entry: Record<string, unknown>): ActionKind | null {
   for (const kind of ACTION_KINDS) if (Object.hasOwn(entry, kind)) return kind
@@ -105,7 +159,11 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
   }
   const kind = kindOf(raw)
   if (kind === null) {
-    context.problem(path, `unknown action kind: one of ${ACTION_KINDS.join(', ')} is required (keys: ${Object.keys(raw).join(', ') || 'none'})`)
+    const misspelt = Object.keys(raw)
+      .map((key) => ({ key, kind: closestKind(key) }))
+      .find((k) => k.kind !== undefined)
+    const which = misspelt ? ` '${misspelt.key}' (did you mean '${misspelt.kind}'?)` : ''
+    context.problem(path, `unknown action kind${which}: one of ${ACTION_KINDS.join(', ')} is required (keys: ${Object.keys(raw).join(', ') || 'none'})`)
     return null
   }
   // Two entry shapes: {kind: target, ...fields} and {kind: {output: target, ...fields}}.
@@ -175,7 +233,14 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
     // An action with expression params computes them first each step: it runs bound, not fused.
     if (params.length === 0 && parameters.length === 0) fusion = { value, targets }
   }
+  const own = context.problems.length
   const make = compile({ target, fields, fieldPath, scope, context, path, kind, targetAt: nested ? `${path}.${kind}.output` : `${path}.${kind}`, fuse })
+  if (context.problems.length > own) {
+    // The kind's own fields failed: when another key looks like a misspelt kind (`fnction` beside
+    // `call`), the entry was most likely meant as that kind, so that is said first.
+    const misspelt = misspeltKind(raw, kind)
+    if (misspelt !== undefined) context.problems.splice(own, 0, { path: `${path}.${misspelt.key}`, message: misspelt.message })
+  }
   if (make === null || context.problems.length > before || params.some((p) => p.expression === null)) return null
   const paramList = params as Array<{ name: string; expression: NonNullable<(typeof params)[number]['expression']> }>
 

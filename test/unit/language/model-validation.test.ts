@@ -77,3 +77,32 @@ describe('a model that does not validate', () => {
     ])
   })
 })
+
+describe('a misspelt action kind', () => {
+  const model = (action: Record<string, unknown>): unknown => ({ attributes: { a: 1.0, b: 0.0 }, actions: [{ set: '$out(b)', value: 1 }, action] })
+
+  it('beside `call` is named, not only read as a call action', () => {
+    assert.deepEqual(modelProblems(model({ fnction: '$out(b)', call: '$in(a)' })), [
+      "actions[1].fnction: unknown action kind 'fnction' (did you mean 'function'?); the action was read as a 'call' action because of its 'call' key",
+      'actions[1].call: expected a dotted path such as communication.modbus_slave.detach, got string "$in(a)"',
+    ])
+  })
+
+  it('that is no near name but holds a target is named too', () => {
+    assert.deepEqual(modelProblems(model({ output_to: ['$out(a)', '$out(b)'], call: '$in(a) * 2' })), [
+      `actions[1].output_to: unknown action kind 'output_to' (its value ["$out(a)","$out(b)"] is a target; the kinds are ${KINDS}); the action was read as a 'call' action because of its 'call' key`,
+      'actions[1].call: expected a dotted path such as communication.modbus_slave.detach, got string "$in(a) * 2"',
+    ])
+  })
+
+  it('alone gets a suggestion', () => {
+    assert.deepEqual(modelProblems(model({ fnction: '$out(b)', value: 1 })), [
+      `actions[1]: unknown action kind 'fnction' (did you mean 'function'?): one of ${KINDS} is required (keys: fnction, value)`,
+    ])
+  })
+
+  it('leaves extra keys of a valid action alone: they are named constants', () => {
+    assert.deepEqual(modelProblems(model({ function: '$out(b)', fnction: 1.0, call: 'max(fnction, $in(a))' })), [])
+    assert.deepEqual(modelProblems(model({ fnction: '$out(b)', call: 'communication.modbus_slave.detach' })), [])
+  })
+})
