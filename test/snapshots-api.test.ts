@@ -168,6 +168,23 @@ describe('snapshots over HTTP, durable mode', () => {
     assert.deepEqual((await t.api('GET', `${SYS}/instances/d1/attributes/label/attr/internal_value`)).body, { value: 'keep me' })
   })
 
+  it('the problems of a snapshot whose model is invalid point into its file, and name no instance that is there as unknown', async () => {
+    const before = await structure(t)
+    for (const includeState of [false, true]) {
+      const saved = (await t.call(SNAP, 'save', { include_state: includeState })).body.result
+      const file = JSON.parse(await readFile(saved.persisted_path, 'utf8'))
+      file.id = `bad-type-${includeState}`
+      file.definition.models.Display.attributes.value = { default: 0.0, type: 'flaot' }
+      await writeFile(join(t.snapshots, `${file.id}.json`), JSON.stringify(file))
+      const res = await t.call(SNAP, 'load', { path: `${file.id}.json` })
+      assert.equal(res.status, 422, JSON.stringify(res.body))
+      const type = 'Invalid option: expected one of "float"|"int"|"bool"|"str"|"list"|"dict"|"any"'
+      assert.deepEqual(res.body.error.details, [{ path: 'definition.models.Display.attributes.value.type', message: type }])
+      assert.equal(res.body.error.message, `Snapshot '${file.id}': 1 error: definition.models.Display.attributes.value.type: ${type}`)
+    }
+    assert.deepEqual(await structure(t), before)
+  })
+
   it('paths outside the snapshots directory are refused and nothing is written there', async () => {
     const outside = join(t.dir, 'outside')
     await mkdir(outside, { recursive: true })

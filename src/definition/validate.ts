@@ -65,7 +65,17 @@ function closestBranch(branches: readonly (readonly z.core.$ZodIssue[])[]): read
 }
 
 /** The outcome of validating one model: the parsed model, or every problem found. */
-export type ModelValidation = { ok: true; model: ParsedModelDefinition } | { ok: false; details: ErrorDetail[] }
+export type ModelValidation =
+  | { ok: true; model: ParsedModelDefinition }
+  | {
+      ok: false
+      details: ErrorDetail[]
+      /**
+       * As much of the model as later checks can use (its attribute names, for connections), when
+       * its attributes are usable; what failed is left out.
+       */
+      partial?: ParsedModelDefinition
+    }
 
 /** Sections of a model that `check` (the model language) compiles; they refer to its attributes. */
 const BEHAVIOUR_KEYS = ['actions', 'conditions', 'if_chain', 'scenarios', 'hooks'] as const
@@ -82,14 +92,14 @@ export function validateModel(raw: unknown, check?: ModelCheck): ModelValidation
   const result = modelDefinitionSchema.safeParse(raw)
   if (result.success) {
     const more = check?.(result.data) ?? []
-    return more.length ? { ok: false, details: more } : { ok: true, model: result.data }
+    return more.length ? { ok: false, details: more, partial: result.data } : { ok: true, model: result.data }
   }
   const details = issuesToDetails(result.error.issues)
   const usable = usablePart(raw, result.error.issues)
   if (usable.model === undefined) return { ok: false, details: [...details, ...usable.unchecked] }
   const seen = new Set(details.map((d) => `${d.path}\0${d.message}`))
   for (const d of check?.(usable.model) ?? []) if (!seen.has(`${d.path}\0${d.message}`)) details.push(d)
-  return { ok: false, details }
+  return { ok: false, details, partial: usable.model }
 }
 
 /**
@@ -181,6 +191,8 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
     }
   }
   const models = top.models ?? {}
+  // Models that failed, as far as they are usable: their instances still exist for connections.
+  const partial = new Map<string, ParsedModelDefinition | undefined>()
   if (models === null || typeof models !== 'object' || Array.isArray(models)) {
     details.push({ path: 'models', message: 'must be a map of model name -> model definition' })
   } else {
@@ -189,7 +201,10 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
       if (problem) details.push({ path: `models.${name}`, message: problem })
       const result = validateModel(def, check)
       if (result.ok) system.models.set(name, { raw: def, parsed: result.model })
-      else details.push(...result.details.map((d) => ({ ...d, path: joinPath(`models.${name}`, d.path) })))
+      else {
+        details.push(...result.details.map((d) => ({ ...d, path: joinPath(`models.${name}`, d.path) })))
+        partial.set(name, result.partial)
+      }
     }
   }
   // Instances: a list of single-entry maps (or one map), each `<name>: <model>` or
@@ -210,6 +225,9 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
     for (const [name, model] of Object.entries(instances)) instanceEntries.push([name, model, `instances.${name}`])
   } else details.push({ path: 'instances', message: 'must be a list of single-entry maps: - <instance>: <model>' })
   const seen = new Set<string>()
+  // Instances whose entry or model failed: they exist, so connections to them are checked only
+  // against the attributes known of their model (null: none are).
+  const failed = new Map<string, ParsedModelDefinition | null>()
   for (const [name, value, at] of instanceEntries) {
     const problem = nameProblem(name)
     if (problem) details.push({ path: at, message: problem })
@@ -218,15 +236,21 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
     const entry = instanceEntry(value)
     if (typeof entry === 'string') {
       details.push({ path: at, message: entry })
+      failed.set(name, null)
       continue
     }
     const model = entry.type
     if (!(models && typeof models === 'object' && Object.hasOwn(models, model))) {
       details.push({ path: at, message: `unknown model '${model}'` })
+      failed.set(name, null)
       continue
     }
     const parsed = system.models.get(model)
-    if (!parsed) continue // its own problems are reported under models
+    if (!parsed) {
+      // Its own problems are reported under models.
+      failed.set(name, partial.get(model) ?? null)
+      continue
+    }
     const checked = checkInstance(parsed.parsed, entry)
     details.push(...checked.problems.map((d) => ({ ...d, path: joinPath(at, d.path) })))
     const given =
@@ -248,10 +272,11 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
   } else if (connections !== null && typeof connections === 'object') {
     for (const [name, conn] of Object.entries(connections)) connectionEntries.push([name, conn, name])
   } else details.push({ path: 'connections', message: 'must be a map of connection name -> {from, to}, or a list of {name, from, to}' })
-  const attrsOf = (instance: string): Set<string> | undefined => {
+  const attrsOf = (instance: string): Set<string> | null | undefined => {
     const inst = system.instances.find((i) => i.name === instance)
-    const model = inst && system.models.get(inst.model)
-    return model ? new Set(attributeDeclarations(model.parsed).map((a) => a.name)) : undefined
+    const model = inst ? system.models.get(inst.model)?.parsed : failed.get(instance)
+    if (model === undefined) return undefined
+    return model === null ? null : new Set(attributeDeclarations(model).map((a) => a.name))
   }
   const names = new Set<string>()
   for (const [name, conn, at] of connectionEntries) {
@@ -294,9 +319,10 @@ function isConnectionShape(value: unknown): value is { from: string; to: string;
 
 /**
  * Checks one connection against the attributes each instance has (`attrsOf` answers undefined
- * for an unknown instance). Paths are relative to the connections map: `<name>.from`.
+ * for an unknown instance, null for an instance whose attributes are not known because its
+ * definition failed). Paths are relative to the connections map: `<name>.from`.
  */
-export function checkConnection(name: string, conn: unknown, attrsOf: (instance: string) => Set<string> | undefined): ErrorDetail[] {
+export function checkConnection(name: string, conn: unknown, attrsOf: (instance: string) => Set<string> | null | undefined): ErrorDetail[] {
   const details: ErrorDetail[] = []
   const problem = nameProblem(name)
   if (problem) details.push({ path: name, message: problem })
@@ -317,7 +343,8 @@ export function checkConnection(name: string, conn: unknown, attrsOf: (instance:
       continue
     }
     const attrs = attrsOf(ref.instance)
-    if (!attrs) details.push({ path: `${name}.${end}`, message: `unknown instance '${ref.instance}'` })
+    if (attrs === undefined) details.push({ path: `${name}.${end}`, message: `unknown instance '${ref.instance}'` })
+    else if (attrs === null) continue
     else if (!attrs.has(ref.attribute)) details.push({ path: `${name}.${end}`, message: `instance '${ref.instance}' has no attribute '${ref.attribute}'` })
     else ends[end] = ref
   }

@@ -4,7 +4,7 @@ import { Mutex } from 'async-mutex'
 import { ConflictError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
 import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
-import { validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
+import { joinPath, validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
 import { combinedFault, Engine } from '../engine/index.js'
 import { Component, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
@@ -271,10 +271,11 @@ export class System extends Component {
   /**
    * Replaces the whole structure in place (snapshot load, `--system` at start-up). Everything is
    * validated before anything changes; on any problem the system is left exactly as it was.
-   * The caller holds the structure lock.
+   * The caller holds the structure lock. `at` is where the definition sits in its document
+   * (`definition` in a snapshot), put before the path of each problem.
    */
-  async replaceStructure(definition: unknown, subject = 'System definition'): Promise<{ models: number; instances: number; connections: number }> {
-    const result = this.#validated(definition, subject)
+  async replaceStructure(definition: unknown, subject = 'System definition', at = ''): Promise<{ models: number; instances: number; connections: number }> {
+    const result = this.#validated(definition, subject, at)
     await this.#halt()
     await this.instances.clear()
     this.connections.clear()
@@ -321,8 +322,9 @@ export class System extends Component {
    */
   async loadSnapshot(snapshot: SnapshotRecord): Promise<{ models: number; instances: number; connections: number; state?: true }> {
     const subject = `Snapshot '${snapshot.id}'`
-    if (snapshot.state === undefined) return await this.replaceStructure(snapshot.definition, subject)
-    return { ...(await this.#replaceWithState(snapshot.definition, snapshot.state, subject)), state: true as const }
+    // Problems of the structure name their place in the snapshot file: `definition.models.m...`.
+    if (snapshot.state === undefined) return await this.replaceStructure(snapshot.definition, subject, 'definition')
+    return { ...(await this.#replaceWithState(snapshot.definition, snapshot.state, subject, true, 'definition')), state: true as const }
   }
 
   /**
@@ -340,8 +342,9 @@ export class System extends Component {
     state: SnapshotState,
     subject: string,
     keepBackup = true,
+    at = '',
   ): Promise<{ models: number; instances: number; connections: number }> {
-    const result = this.#validated(definition, subject)
+    const result = this.#validated(definition, subject, at)
     const problems: ErrorDetail[] = []
     const names = new Set(result.system.instances.map((i) => i.name))
     for (const name of Object.keys(state.instances)) {
@@ -430,12 +433,19 @@ export class System extends Component {
     }
   }
 
-  /** A system definition validated, or a 422 listing every problem (nothing changes). */
-  #validated(definition: unknown, subject: string): Extract<ReturnType<typeof validateSystem>, { ok: true }> {
+  /**
+   * A system definition validated, or a 422 listing every problem (nothing changes), each path
+   * prefixed with `at`, where the definition sits in its document.
+   */
+  #validated(definition: unknown, subject: string, at = ''): Extract<ReturnType<typeof validateSystem>, { ok: true }> {
     const result = validateSystem(definition, modelBehaviourProblems)
-    if (!result.ok) throw new ValidationError(summarize(subject, result.details), result.details)
-    const unmappable = [...result.system.models].flatMap(([name, model]) =>
-      mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` })),
+    const placed = (details: ErrorDetail[]): ErrorDetail[] => (at ? details.map((d) => ({ ...d, path: joinPath(at, d.path) })) : details)
+    if (!result.ok) {
+      const details = placed(result.details)
+      throw new ValidationError(summarize(subject, details), details)
+    }
+    const unmappable = placed(
+      [...result.system.models].flatMap(([name, model]) => mappedDefaultProblems(model.parsed).map((d) => ({ ...d, path: `models.${name}.${d.path}` }))),
     )
     if (unmappable.length) throw new ValidationError(summarize(subject, unmappable), unmappable)
     return result

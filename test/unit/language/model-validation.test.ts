@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { checkDefinitionText } from '../../../src/definition/load-file.js'
-import { validateModel } from '../../../src/definition/validate.js'
+import { validateModel, validateSystem } from '../../../src/definition/validate.js'
 import { modelBehaviourProblems } from '../../../src/language/model/index.js'
 
 const KINDS = 'function, set, noise, ramp, saw, interpolate, pid, suspend, override, overrides, call'
@@ -104,5 +104,64 @@ describe('a misspelt action kind', () => {
   it('leaves extra keys of a valid action alone: they are named constants', () => {
     assert.deepEqual(modelProblems(model({ function: '$out(b)', fnction: 1.0, call: 'max(fnction, $in(a))' })), [])
     assert.deepEqual(modelProblems(model({ fnction: '$out(b)', call: 'communication.modbus_slave.detach' })), [])
+  })
+})
+
+describe('a system whose model does not validate', () => {
+  const system = (connections: Record<string, unknown>): string =>
+    [
+      'models:',
+      '  Sensor:',
+      '    attributes:',
+      '      level: { default: 1.0, type: flaot }',
+      '  Panel:',
+      '    attributes:',
+      '      shown: 0.0',
+      'instances:',
+      '  - tank_sensor: Sensor',
+      '  - panel: Panel',
+      '  - ghost_panel: NoSuchModel',
+      'connections:',
+      ...Object.entries(connections).map(([name, c]) => `  ${name}: ${JSON.stringify(c)}`),
+      '',
+    ].join('\n')
+
+  it('does not call its instances unknown in connections', () => {
+    assert.deepEqual(
+      fileProblems(
+        system({
+          sensor_to_panel: { from: 'tank_sensor.attributes.level', to: 'panel.attributes.shown' },
+          to_ghost: { from: 'panel.attributes.shown', to: 'ghost_panel.attributes.shown' },
+        }),
+      ),
+      [`4 models.Sensor.attributes.level.type: Invalid option: ${TYPES}`, "11 instances[2].ghost_panel: unknown model 'NoSuchModel'"],
+    )
+  })
+
+  it('still checks the attributes its instances are known to have, and real unknown instances', () => {
+    assert.deepEqual(
+      fileProblems(
+        system({
+          c1: { from: 'tank_sensor.attributes.lvl', to: 'panel.attributes.shown' },
+          c2: { from: 'tank_senser.attributes.level', to: 'panel.attributes.shown' },
+        }),
+      ),
+      [
+        `4 models.Sensor.attributes.level.type: Invalid option: ${TYPES}`,
+        "11 instances[2].ghost_panel: unknown model 'NoSuchModel'",
+        "13 connections.c1.from: instance 'tank_sensor' has no attribute 'lvl'",
+        "14 connections.c2.from: unknown instance 'tank_senser'",
+      ],
+    )
+  })
+
+  it('an instance with a bad entry is no unknown instance either', () => {
+    const result = validateSystem({
+      models: { m: { attributes: { a: 1 } } },
+      instances: [{ i1: { type: 'm', colour: 'red' } }, { i2: 'm' }],
+      connections: { c: { from: 'i1.attributes.a', to: 'i2.attributes.a' } },
+    })
+    assert.ok(!result.ok)
+    assert.deepEqual(result.details, [{ path: 'instances[0].i1', message: "unknown key 'colour' (expected type, parameters, init_parameters)" }])
   })
 })
