@@ -204,6 +204,18 @@ describe('actions evaluated by the Python worker', () => {
     assert.match(helper.body.error.message, /thermal_model\.py has no 'not_there'/)
   })
 
+  it('an expression the worker refuses names its path once', async () => {
+    await define({ reach: { attributes: { x: 0.0 }, actions: [{ function: '$out(x)', imports: ['statistics'], call: 'len(statistics.sys.path)' }] } })
+    await create({ r1: 'reach' })
+    const res = await t.call(`${SYS}/instances/r1`, 'run')
+    assert.equal(res.status, 422, JSON.stringify(res.body))
+    assert.deepEqual(res.body.error.details, [{ path: 'actions[0].call', message: "statistics.sys is the module 'sys', which actions may not use" }])
+    assert.equal(
+      res.body.error.message,
+      "Cannot load Python code of instance 'r1': actions[0].call: statistics.sys is the module 'sys', which actions may not use",
+    )
+  })
+
   it('refuses at load time, with paths, modules that reach the system and names the native compiler refuses', async () => {
     const res = await t.api('PUT', `${SYS}/models`, {
       unsafe: {

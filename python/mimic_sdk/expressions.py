@@ -114,7 +114,7 @@ def _compile(spec: Any, index: int, import_file: FileImporter) -> Expression:
             exec(compile(source, filename, "exec", dont_inherit=True), scope)
             run = scope.pop("_mimic_body")
     except SyntaxError as exc:
-        raise WorkerError("load", f"{path}: Python cannot compile it: SyntaxError: {exc.msg}", path) from None
+        raise WorkerError("load", f"Python cannot compile it: SyntaxError: {exc.msg}", path) from None
     return Expression(path, [str(n) for n in names], scope, run)
 
 
@@ -139,11 +139,11 @@ def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str, bound: 
         return
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id.startswith("_") and node.id not in bound:
-            raise WorkerError("load", f"{path}: name {node.id!r} is not allowed (names starting with '_' are reserved)", path)
+            raise WorkerError("load", f"name {node.id!r} is not allowed (names starting with '_' are reserved)", path)
         if not isinstance(node, ast.Attribute):
             continue
         if node.attr.startswith("_"):
-            raise WorkerError("load", f"{path}: attribute {node.attr!r} is not allowed (names starting with '_' are reserved)", path)
+            raise WorkerError("load", f"attribute {node.attr!r} is not allowed (names starting with '_' are reserved)", path)
         chain: List[str] = []
         base: ast.AST = node
         while isinstance(base, ast.Attribute):
@@ -159,7 +159,7 @@ def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str, bound: 
             value = getattr(value, attr, None)
             reached.append(attr)
             if _denied(value):
-                raise WorkerError("load", f"{path}: {'.'.join(reached)} is the module {value.__name__!r}, which actions may not use", path)
+                raise WorkerError("load", f"{'.'.join(reached)} is the module {value.__name__!r}, which actions may not use", path)
 
 
 def _import(spec: Any, fallback_path: str, import_file: FileImporter) -> Any:

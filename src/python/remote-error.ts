@@ -23,6 +23,7 @@ export interface RemoteErrorContext {
 /**
  * Builds the MimicError for a worker failure: user exceptions are 500 with the traceback,
  * load problems and writes to read-only bindings 422 naming the entry, unknown names 404.
+ * The detail's message never repeats its path, which the fault message puts before it.
  *
  * @example
  * remoteError({ kind: 'load', message: "class 'X' not found in a.py", path: 'import.a.py.class' },
@@ -30,9 +31,12 @@ export interface RemoteErrorContext {
  */
 export function remoteError(error: WireError | undefined, context: RemoteErrorContext): MimicError {
   const kind = error?.kind ?? 'protocol'
-  const message = error?.message ?? 'the Python worker gave no reason'
+  const path = error?.path ?? (kind === 'load' ? 'import' : context.action)
+  // The path is said once: a message that starts with it already (`actions[0].call: ...`) loses it here.
+  const given = error?.message ?? 'the Python worker gave no reason'
+  const message = given.startsWith(`${path}: `) ? given.slice(path.length + 2) : given
   const detail = {
-    path: error?.path ?? (kind === 'load' ? 'import' : context.action),
+    path,
     message,
     ...(error?.traceback ? { traceback: error.traceback } : {}),
   }
