@@ -1,7 +1,7 @@
 import type { z } from 'zod'
 import type { ErrorDetail } from '../errors.js'
 import { nameProblem } from './names.js'
-import { attributeDeclarations, formatPath, isAttributeSpec, modelDefinitionSchema, type ParsedModelDefinition } from './model-schema.js'
+import { attributeDeclarations, formatPath, isAttributeSpec, modelDefinitionSchema, type AttributeType, type ParsedModelDefinition } from './model-schema.js'
 import { isRecord } from './is-record.js'
 import { checkInstance } from './parameters.js'
 
@@ -278,9 +278,19 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
     if (model === undefined) return undefined
     return model === null ? null : new Set(attributeDeclarations(model).map((a) => a.name))
   }
+  const typeOf = (ref: AttributeRef): AttributeType | undefined => {
+    const inst = system.instances.find((i) => i.name === ref.instance)
+    const model = inst && system.models.get(inst.model)?.parsed
+    return model && attributeDeclarations(model).find((a) => a.name === ref.attribute)?.type
+  }
   const names = new Set<string>()
   for (const [name, conn, at] of connectionEntries) {
-    details.push(...checkConnection(name, conn, attrsOf).map((d) => ({ ...d, path: joinPath('connections', d.path.replace(name, at)) })))
+    const problems = checkConnection(name, conn, attrsOf)
+    if (problems.length === 0 && isConnectionShape(conn)) {
+      const problem = connectionTypeProblem(conn.from, conn.to, (ref) => typeOf(ref))
+      if (problem !== null) problems.push({ path: `${name}.to`, message: problem })
+    }
+    details.push(...problems.map((d) => ({ ...d, path: joinPath('connections', d.path.replace(name, at)) })))
     if (names.has(name)) details.push({ path: joinPath('connections', at), message: `duplicate connection name '${name}'` })
     names.add(name)
     if (!nameProblem(name) && isConnectionShape(conn)) system.connections.push({ name, from: conn.from, to: conn.to, enabled: conn.enabled !== false })
@@ -352,6 +362,27 @@ export function checkConnection(name: string, conn: unknown, attrsOf: (instance:
     details.push({ path: `${name}.to`, message: 'a connection cannot feed an attribute into itself' })
   }
   return details
+}
+
+/**
+ * Why a connection from `from` to `to` can never carry a value (no value fits both attribute
+ * types: a `str` into a `float`), or null; `typeOf` gives an end's type, undefined when unknown.
+ *
+ * @example
+ * connectionTypeProblem('a.attributes.s', 'b.attributes.v', typeOf) // "'b.attributes.v' is float and 'a.attributes.s' is str: ..."
+ */
+export function connectionTypeProblem(from: string, to: string, typeOf: (ref: AttributeRef) => AttributeType | undefined): string | null {
+  const [fromRef, toRef] = [parseAttributeRef(from), parseAttributeRef(to)]
+  if (typeof fromRef === 'string' || typeof toRef === 'string') return null
+  const [a, b] = [typeOf(fromRef), typeOf(toRef)]
+  if (a === undefined || b === undefined || typesMeet(a, b)) return null
+  return `'${to}' is ${b} and '${from}' is ${a}: no value of one fits the other`
+}
+
+/** Whether some value fits attribute types `a` and `b` both (an int and a float meet in 2). */
+function typesMeet(a: AttributeType, b: AttributeType): boolean {
+  const numeric = (t: AttributeType): boolean => t === 'int' || t === 'float'
+  return a === b || a === 'any' || b === 'any' || (numeric(a) && numeric(b))
 }
 
 /** Joins a dotted prefix and a relative path (which may start with `[n]`). */

@@ -1,8 +1,7 @@
 import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
-import { checkConnection, parseAttributeRef, type AttributeRef } from '../definition/validate.js'
+import { checkConnection, connectionTypeProblem, parseAttributeRef, type AttributeRef } from '../definition/validate.js'
 import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
-import type { AttributeType } from '../definition/model-schema.js'
 import type { System } from './system.js'
 
 /**
@@ -74,13 +73,8 @@ export class Connections extends KeyedContainer<Connection> {
 
   /** A connection whose ends have types no value fits both of (a str into a float) can never carry anything. */
   #typeProblems(name: string, conn: { from: string; to: string }): ErrorDetail[] {
-    const typeOf = (ref: string): AttributeType | undefined => {
-      const r = parseAttributeRef(ref) as AttributeRef
-      return this.#system.instances.get(r.instance)?.attributes.get(r.attribute)?.valueType
-    }
-    const [from, to] = [typeOf(conn.from), typeOf(conn.to)]
-    if (from === undefined || to === undefined || typesMeet(from, to)) return []
-    return [{ path: `${name}.to`, message: `'${conn.to}' is ${to} and '${conn.from}' is ${from}: no value of one fits the other` }]
+    const problem = connectionTypeProblem(conn.from, conn.to, (ref) => this.#system.instances.get(ref.instance)?.attributes.get(ref.attribute)?.valueType)
+    return problem === null ? [] : [{ path: `${name}.to`, message: problem }]
   }
 
   /** Adds a checked connection. */
@@ -129,10 +123,4 @@ export class Connections extends KeyedContainer<Connection> {
     }
     await Promise.all(pending)
   }
-}
-
-/** Whether some value fits attribute types `a` and `b` both (an int and a float meet in 2). */
-function typesMeet(a: AttributeType, b: AttributeType): boolean {
-  const numeric = (t: AttributeType): boolean => t === 'int' || t === 'float'
-  return a === b || a === 'any' || b === 'any' || (numeric(a) && numeric(b))
 }
