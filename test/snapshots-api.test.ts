@@ -178,7 +178,7 @@ describe('snapshots over HTTP, durable mode', () => {
       await writeFile(join(t.snapshots, `${file.id}.json`), JSON.stringify(file))
       const res = await t.call(SNAP, 'load', { path: `${file.id}.json` })
       assert.equal(res.status, 422, JSON.stringify(res.body))
-      const type = 'Invalid option: expected one of "float"|"int"|"bool"|"str"|"list"|"dict"|"any"'
+      const type = "expected one of 'float', 'int', 'bool', 'str', 'list', 'dict', 'any'"
       assert.deepEqual(res.body.error.details, [{ path: 'definition.models.Display.attributes.value.type', message: type }])
       assert.equal(res.body.error.message, `Snapshot '${file.id}': 1 error: definition.models.Display.attributes.value.type: ${type}`)
     }

@@ -1,3 +1,4 @@
+import { issueMessage } from './zod-issue.js'
 import { z } from 'zod'
 import { ValidationError, summarize } from '../errors.js'
 import type { ErrorDetail } from '../errors.js'
@@ -171,7 +172,7 @@ export function parseModbusFaults(input: unknown, prefix = 'value'): ModbusFault
     // One detail per unknown key, at the key itself, rather than one at the object around it.
     issue.code === 'unrecognized_keys'
       ? issue.keys.map((key) => ({ path: at([...issue.path, key]), message: 'unknown key' }))
-      : [{ path: at(issue.path), message: issue.message }],
+      : [{ path: at(issue.path), message: issueMessage(issue) }],
   )
   throw new ValidationError(summarize('Modbus faults', details), details)
 }

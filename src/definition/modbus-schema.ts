@@ -1,3 +1,4 @@
+import { issueMessage } from './zod-issue.js'
 import { z } from 'zod'
 import { ValidationError, summarize } from '../errors.js'
 import type { ErrorDetail } from '../errors.js'
@@ -182,7 +183,7 @@ export function parseModbusSlave(input: unknown, subject = 'modbus_slave'): Modb
   if (result.success) return result.data
   const details: ErrorDetail[] = result.error.issues.map((issue) => ({
     path: issue.path.map(String).join('.'),
-    message: issue.message,
+    message: issueMessage(issue),
   }))
   throw new ValidationError(summarize(subject, details), details)
 }

@@ -8,6 +8,8 @@
  * resolveParameters(model, { modbus_port: 5030 }) // { values: { modbus_port: 5030 }, problems: [] }
  * substituteParameters({ port: '$param(modbus_port)' }, { modbus_port: 5030 }) // { port: 5030 }
  */
+import type { z } from 'zod'
+import { issueMessage } from './zod-issue.js'
 import type { ErrorDetail } from '../errors.js'
 import {
   ADAPTER_SCHEMAS,
@@ -117,16 +119,14 @@ export function checkInstance(model: ParsedModelDefinition, given: InstanceParam
       if (!problems.some((p) => p.path === `parameters.${name}`))
         problems.push({ path: `parameters.${name}`, message: `communication.${kind} uses $param(${name}), which has no value` })
     }
-    const schema = (
-      ADAPTER_SCHEMAS as Record<string, { safeParse(v: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }>
-    )[kind]
+    const schema = (ADAPTER_SCHEMAS as Record<string, { safeParse(v: unknown): { success: boolean; error?: { issues: z.core.$ZodIssue[] } } }>)[kind]
     const result = schema?.safeParse(filled)
     if (result && !result.success && missing.size === 0) {
       const at = Array.isArray(model.communication) ? `communication[${index}].${kind}` : `communication.${kind}`
       for (const issue of result.error?.issues ?? []) {
         problems.push({
           path: 'parameters',
-          message: `${at}.${issue.path.map(String).join('.')}: ${issue.message.replace(/^Invalid input: /, '')} (after filling in the parameters)`,
+          message: `${at}.${issue.path.map(String).join('.')}: ${issueMessage(issue)} (after filling in the parameters)`,
         })
       }
     }

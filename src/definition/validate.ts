@@ -3,6 +3,7 @@ import type { ErrorDetail } from '../errors.js'
 import { nameProblem } from './names.js'
 import { attributeDeclarations, formatPath, isAttributeSpec, modelDefinitionSchema, type AttributeType, type ParsedModelDefinition } from './model-schema.js'
 import { isRecord } from './is-record.js'
+import { issueMessage } from './zod-issue.js'
 import { checkInstance } from './parameters.js'
 
 /** An instance entry's value: the model's name, or the model with parameters. */
@@ -49,7 +50,7 @@ export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix: rea
     if (issue.code === 'invalid_union' && issue.errors.length) return issuesToDetails(closestBranch(issue.errors), at)
     if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: formatPath([...at, key]), message: `unknown key '${key}'` }))
     if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) return [{ path: formatPath(at), message: 'required' }]
-    return [{ path: formatPath(at), message: issue.message.replace(/^Invalid input: /, '') }]
+    return [{ path: formatPath(at), message: issueMessage(issue) }]
   })
 }
 

@@ -3,6 +3,7 @@
  * shape check. Every failure is a 422 that says which file and why, with each problem's path
  * (`definition.instances.3`), so a user can fix a hand-edited file without guessing.
  */
+import { issueMessage } from '../definition/zod-issue.js'
 import { mayHoldFloats, parseJsonKeepingFloats } from '../definition/json-float.js'
 import { hasContainerAttributes, withSystemContainerFloats } from '../definition/typed-json.js'
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
@@ -70,7 +71,7 @@ export function parseSnapshot(text: string, source: string): ParsedSnapshot {
     ? []
     : result.error.issues.map((issue) => ({
         path: issue.path.map(String).join('.'),
-        message: issue.message,
+        message: issueMessage(issue),
       }))
   if (migrated.state !== undefined) details.push(...stateShapeProblems(migrated.state))
   if (!result.success || details.length) throw new ValidationError(summarize(`Snapshot ${source} is not a valid Mimic snapshot`, details), details)

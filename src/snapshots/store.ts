@@ -11,6 +11,7 @@
  * The default of a `float` attribute is written as a float (`25.0`, src/definition/typed-json.ts):
  * parsed JSON has lost the `.0`, and the attribute's type brings it back.
  */
+import { issueMessage } from '../definition/zod-issue.js'
 import { randomUUID } from 'node:crypto'
 import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises'
 import { dirname, extname, join, resolve } from 'node:path'
@@ -429,7 +430,7 @@ function checkDefinition(definition: unknown): void {
   if (result.success) return
   const details: ErrorDetail[] = result.error.issues.map((issue) => ({
     path: ['definition', ...issue.path.map(String)].join('.'),
-    message: issue.message,
+    message: issueMessage(issue),
   }))
   throw new ValidationError(summarize('Cannot save the system definition', details), details)
 }

@@ -1,3 +1,4 @@
+import { issueMessage } from '../definition/zod-issue.js'
 import { z } from 'zod'
 import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { LOG_LEVELS, parseSince, type LogBuffer, type LogEntry, type LogQuery } from '../logs/index.js'
@@ -93,7 +94,7 @@ export function parseTail(call: CallArgs): LogQuery {
   const parsed = tailSchema.safeParse(kwargs)
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const message = issue.code === 'unrecognized_keys' ? `unknown argument (tail takes ${TAIL_ARGS.join(', ')})` : issue.message
+      const message = issue.code === 'unrecognized_keys' ? `unknown argument (tail takes ${TAIL_ARGS.join(', ')})` : issueMessage(issue)
       const keys = issue.code === 'unrecognized_keys' ? issue.keys : [issue.path.join('.')]
       for (const key of keys) details.push({ path: `kwargs.${key}`, message })
     }

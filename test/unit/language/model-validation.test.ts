@@ -8,7 +8,7 @@ import { validateModel, validateSystem } from '../../../src/definition/validate.
 import { modelBehaviourProblems } from '../../../src/language/model/index.js'
 
 const KINDS = 'function, set, noise, ramp, saw, interpolate, pid, suspend, override, overrides, call'
-const TYPES = 'expected one of "float"|"int"|"bool"|"str"|"list"|"dict"|"any"'
+const TYPES = "expected one of 'float', 'int', 'bool', 'str', 'list', 'dict', 'any'"
 
 /** The problems of a definition file's text, as `mimic validate` lists them: `line path: message`. */
 function fileProblems(text: string): string[] {
@@ -59,7 +59,7 @@ describe('a model that does not validate', () => {
         ],
       }),
       [
-        `attributes.level.type: Invalid option: ${TYPES}`,
+        `attributes.level.type: ${TYPES}`,
         'timer.time_step: Too small: expected number to be >0',
         // `level` is declared (only its type is wrong): references to it are no problem.
         'actions[1].call: 1:13: invalid syntax',
@@ -134,7 +134,7 @@ describe('a system whose model does not validate', () => {
           to_ghost: { from: 'panel.attributes.shown', to: 'ghost_panel.attributes.shown' },
         }),
       ),
-      [`4 models.Sensor.attributes.level.type: Invalid option: ${TYPES}`, "11 instances[2].ghost_panel: unknown model 'NoSuchModel'"],
+      [`4 models.Sensor.attributes.level.type: ${TYPES}`, "11 instances[2].ghost_panel: unknown model 'NoSuchModel'"],
     )
   })
 
@@ -147,7 +147,7 @@ describe('a system whose model does not validate', () => {
         }),
       ),
       [
-        `4 models.Sensor.attributes.level.type: Invalid option: ${TYPES}`,
+        `4 models.Sensor.attributes.level.type: ${TYPES}`,
         "11 instances[2].ghost_panel: unknown model 'NoSuchModel'",
         "13 connections.c1.from: instance 'tank_sensor' has no attribute 'lvl'",
         "14 connections.c2.from: unknown instance 'tank_senser'",
