@@ -166,22 +166,13 @@ describe('a system whose model does not validate', () => {
   })
 })
 
-describe('a system whose connection joins types no value fits both of', () => {
-  it('is refused at the connection, as PUT connections refuses it; an int into a float, and any, pass', () => {
+describe('a system file whose connection joins types no value fits both of', () => {
+  it('loads as it is (as files written for SPX do); PUT connections is where such a wire is refused', () => {
     const result = validateSystem({
-      models: { T: { attributes: { s: 'text', n: { default: 2, type: 'int' }, v: 1.0, free: { default: 1, type: 'any' }, flag: false } } },
+      models: { T: { attributes: { s: 'text', v: 1.0 } } },
       instances: [{ a: 'T' }, { b: 'T' }],
-      connections: {
-        s_to_v: { from: 'a.attributes.s', to: 'b.attributes.v' },
-        n_to_v: { from: 'a.attributes.n', to: 'b.attributes.v' },
-        free_to_flag: { from: 'a.attributes.free', to: 'b.attributes.flag' },
-        flag_to_n: { from: '#attr(a.flag)', to: 'b.attributes.n' },
-      },
+      connections: { s_to_v: { from: 'a.attributes.s', to: 'b.attributes.v' } },
     })
-    assert.ok(!result.ok)
-    assert.deepEqual(result.details, [
-      { path: 'connections.s_to_v.to', message: "'b.attributes.v' is float and 'a.attributes.s' is str: no value of one fits the other" },
-      { path: 'connections.flag_to_n.to', message: "'b.attributes.n' is int and '#attr(a.flag)' is bool: no value of one fits the other" },
-    ])
+    assert.ok(result.ok, JSON.stringify(result))
   })
 })
