@@ -9,30 +9,43 @@ import { z } from 'zod'
  * @example
  * const config = parseConfig({ port: '0' }, process.env)
  */
+/**
+ * A number written in decimal (`8000`, `0.5`): flags and variables arrive as text, and zod's
+ * coercion would also take `''` (as 0), `0x10` or `1e3`, which nobody means for a port.
+ */
+function decimal<T extends z.ZodType>(schema: T) {
+  return z.preprocess((value) => {
+    if (typeof value !== 'string') return value
+    return DECIMAL.test(value) ? Number(value) : value
+  }, schema)
+}
+
+const DECIMAL = /^\s*-?\d+(\.\d+)?\s*$/
+const number = (): z.ZodNumber =>
+  z.number({
+    error: (issue) => (issue.code === 'invalid_type' && issue.input !== undefined ? `expected a number in decimal, got '${String(issue.input)}'` : undefined),
+  })
+
 export const configSchema = z.strictObject({
   system: z.string().optional(),
   host: z.string().min(1).default('127.0.0.1'),
-  port: z.coerce.number().int().min(0).max(65535).default(8000),
+  port: decimal(number().int().min(0).max(65535)).default(8000),
   productKey: z.string().optional(),
   insecure: z.boolean().default(false),
   extensions: z.array(z.string()).default(['./extensions']),
   snapshotsDir: z.string().default('./snapshots'),
   snapshotsMode: z.enum(['durable', 'memory']).default('durable'),
   loadSnapshot: z.string().optional(),
-  snapshotsRetention: z.coerce.number().int().min(1).max(1_000_000).optional(),
+  snapshotsRetention: decimal(number().int().min(1).max(1_000_000)).optional(),
   snapshotOnShutdown: z.boolean().default(false),
   python: z.string().optional(),
-  pythonWorkers: z.coerce.number().int().min(1).max(256).default(Math.max(1, availableParallelism())),
-  pythonTimeout: z.coerce.number().positive().max(3600).default(10),
-  stepBatch: z.coerce.number().int().min(1).max(100_000).default(100),
-  bodyLimit: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(16 * 1024 * 1024),
+  pythonWorkers: decimal(number().int().min(1).max(256)).default(Math.max(1, availableParallelism())),
+  pythonTimeout: decimal(number().positive().max(3600)).default(10),
+  stepBatch: decimal(number().int().min(1).max(100_000)).default(100),
+  bodyLimit: decimal(number().int().min(1024)).default(16 * 1024 * 1024),
   fastLane: z.enum(['on', 'off']).default('on'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  logBuffer: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  logBuffer: decimal(number().int().min(1).max(10_000_000)).default(10_000),
   mcpAllowWrite: z.boolean().default(false),
 })
 

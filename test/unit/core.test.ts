@@ -164,6 +164,16 @@ describe('configuration', () => {
     assert.throws(() => parseConfig({ snapshotsMode: 'disk' }, {}), ConfigError)
   })
 
+  it('numbers are written in decimal: an empty value, hex or an exponent is refused with what was given', () => {
+    assert.equal(parseConfig({ port: ' 8080 ' }, {}).port, 8080)
+    assert.equal(parseConfig({}, { MIMIC_PYTHON_TIMEOUT: '0.5' }).pythonTimeout, 0.5)
+    for (const port of ['', '0x10', '1e3', 'abc']) {
+      assert.throws(() => parseConfig({ port }, {}), new RegExp(`--port \\(MIMIC_PORT\\): expected a number in decimal, got '${port}'`), port)
+    }
+    assert.throws(() => parseConfig({}, { MIMIC_STEP_BATCH: '1e2' }), /--step-batch \(MIMIC_STEP_BATCH\): expected a number in decimal, got '1e2'/)
+    assert.throws(() => parseConfig({ port: '70000' }, {}), /--port \(MIMIC_PORT\): Too big/)
+  })
+
   it('the fast lane is on unless --fast-lane or MIMIC_FAST_LANE says off', () => {
     assert.equal(parseConfig({}, {}).fastLane, 'on')
     assert.equal(parseConfig({}, { MIMIC_FAST_LANE: 'off' }).fastLane, 'off')
