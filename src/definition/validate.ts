@@ -281,7 +281,7 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
   }
   const names = new Set<string>()
   for (const [name, conn, at] of connectionEntries) {
-    // Types are not checked here: a file written for SPX, whose connections carry any value,
+    // Types are not checked here: a file written for the reference product, whose connections carry any value,
     // must load as it is. A connection that cannot carry its value says so when it runs.
     const problems = checkConnection(name, conn, attrsOf)
     details.push(...problems.map((d) => ({ ...d, path: joinPath('connections', d.path.replace(name, at)) })))

@@ -167,7 +167,7 @@ describe('a system whose model does not validate', () => {
 })
 
 describe('a system file whose connection joins types no value fits both of', () => {
-  it('loads as it is (as files written for SPX do); PUT connections is where such a wire is refused', () => {
+  it('loads as it is (as files written for the reference product do); PUT connections is where such a wire is refused', () => {
     const result = validateSystem({
       models: { T: { attributes: { s: 'text', v: 1.0 } } },
       instances: [{ a: 'T' }, { b: 'T' }],
