@@ -485,7 +485,11 @@ export class Compiler {
       operands.unshift(left)
       break
     }
-    const codes = operands.map((o) => this.expr(o))
+    // A set display asked only `in`/`not in` (the last operand, so its value goes nowhere else)
+    // is built as the keys of a dict: the same hashing and equality, without a set type.
+    const last = operands.length - 1
+    const membership = (ops[last - 1] === 'in' || ops[last - 1] === 'not in') && operands[last]?.name === 'SetExpression'
+    const codes = operands.map((o, i) => (membership && i === last ? this.#membershipSet(o) : this.expr(o)))
     if (ops.length === 1) return comparison(ops[0] as string, codes[0] as Code, codes[1] as Code)
     return (f) => {
       let a = (codes[0] as Code)(f)
@@ -496,6 +500,41 @@ export class Compiler {
       }
       return true
     }
+  }
+
+  /**
+   * `{a, b, *c}` on the right of `in`: a dict of its items (None as values) that `in` asks as a
+   * set, built once when every item is a constant. Unhashable items raise as they do in a set.
+   */
+  #membershipSet(node: SyntaxNode): Code {
+    const items: Array<{ code: Code; spread: boolean }> = []
+    let spread = false
+    for (const n of children(node)) {
+      if (n.name === '*') spread = true
+      else if (isExpressionNode(n)) {
+        items.push({ code: this.expr(n), spread })
+        spread = false
+      }
+    }
+    const build = (f: Frame): PyDict => {
+      const d: PyDict = new Map()
+      for (const item of items) {
+        if (item.spread) for (const v of iterate(item.code(f))) dictSet(d, v, null)
+        else dictSet(d, item.code(f), null)
+      }
+      return d
+    }
+    if (items.every((i) => !i.spread && constantOf(i.code) !== undefined)) {
+      try {
+        const d: PyDict = new Map()
+        for (const item of items) dictSet(d, constantOf(item.code) ?? null, null)
+        return constant(d)
+      } catch (err) {
+        if (!(err instanceof PyException)) throw err
+        // An unhashable constant: raise when evaluated, as Python does.
+      }
+    }
+    return build
   }
 
   #name(node: SyntaxNode): Code {

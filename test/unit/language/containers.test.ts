@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { generator, type Random } from '../../helpers/seeded-random.js'
+import { compileExpression, NotNativeError } from '../../../src/language/expression/index.js'
 import { differences } from './python-oracle.js'
 
 /** Keys that are equal to others in the pool under another spelling, and some that are not. */
@@ -263,6 +264,31 @@ describe('ranges, indices, unpacking and sorting, compared with python3', () => 
       "'a' % (1,)",
     ]
     assert.deepEqual(differences(cases), [])
+  })
+
+  it('a set display asked `in` or `not in` runs natively, with the hashing and equality of a set', () => {
+    const cases = [
+      '1 in {1, 2}',
+      '1.0 in {1, 2}',
+      'True in {1, 2}',
+      '3 not in {1, 2}',
+      "'a' in {'a', 'b'}",
+      '(1,) in {(1.0,), 2}',
+      '[1] in {1}',
+      '1 in {[1], 2}',
+      '2 in {*[1, 2], 3}',
+      '2 in {*1}',
+      "'x' in {*'xyz'}",
+      'range(3) in {range(0, 3)}',
+      'None in {None}',
+      '0 < 1 in {1, 2}',
+      '[x for x in range(5) if x in {1, 3}]',
+      '(lambda v: v in {0, 1.5})(1.5)',
+    ]
+    assert.deepEqual(differences(cases), [])
+    for (const src of ['x in {1, 2}', "x not in {'a', 'b'} and x in {'c'}"]) assert.doesNotThrow(() => compileExpression(src, { path: 'call' }), src)
+    // Anywhere else a set is a value of its own, which the Python worker computes.
+    for (const src of ['{1, 2}', 'len({1})', 'x in {1} == True']) assert.throws(() => compileExpression(src, { path: 'call' }), NotNativeError, src)
   })
 
   it('a value that cannot be unpacked is named as CPython names it, with the function for a lone * or a **', () => {
