@@ -98,14 +98,17 @@ export class Engine<I extends Steppable> {
    * never cut in half, so the steps taken are kept — and throws a 503 saying how many steps it took.
    */
   async run(steps: number, dt: number | undefined): Promise<void> {
-    const failed = new Map<string, { error: unknown; detail: ErrorDetail; count: number }>()
+    // Each instance's failures: how many steps, and where the last failed ones end.
+    const failed = new Map<string, { error: unknown; detail: ErrorDetail; count: number; end: number }>()
     const onFailure: FailureSink = (instance, error, detail, count) => {
       const seen = failed.get(instance)
-      if (seen) seen.count += count
-      else failed.set(instance, { error, detail, count })
+      if (seen) {
+        seen.count += count
+        seen.end = done + count
+      } else failed.set(instance, { error, detail, count, end: done + count })
     }
-    // A worker that dies between two steps takes its instances out of the steps that follow
-    // without failing any of them: they are reported as failed in every step they missed.
+    // A worker that dies takes its instances out of the steps that follow: they are reported as
+    // failed in every step they missed, after the step that failed when it died (if one did).
     let done = 0
     const lost = new Map<string, { reason: string; at: number }>()
     this.#lostDuringRun = (instance, reason) => {
@@ -129,9 +132,14 @@ export class Engine<I extends Steppable> {
       this.#lostDuringRun = undefined
     }
     for (const [instance, { reason, at }] of lost) {
-      if (failed.has(instance)) continue // its step failed when the worker died: already counted
-      const error = new WorkerGoneError(reason, [{ path: 'import', message: reason }])
-      onFailure(instance, error, { path: `instances.${instance}`, message: error.message }, done - at)
+      const seen = failed.get(instance)
+      const missed = done - Math.max(at, seen?.end ?? at)
+      if (missed <= 0) continue
+      if (seen) seen.count += missed
+      else {
+        const error = new WorkerGoneError(reason, [{ path: 'import', message: reason }])
+        failed.set(instance, { error, detail: { path: `instances.${instance}`, message: error.message }, count: missed, end: done })
+      }
     }
     const details = [...failed.values()].map(({ detail, count }) => ({
       ...detail,

@@ -323,3 +323,26 @@ describe('a worker killed between two steps of a run', () => {
     }
   })
 })
+
+describe('a worker killed in the middle of a step of a run', () => {
+  it('its instance fails in that step and in every step after it', async () => {
+    const t = await startTestServer({ files: { 'faulty.py': CODE }, config: { pythonWorkers: 1 } })
+    try {
+      assert.equal((await t.api('PUT', `${SYS}/models`, { Slow: model('Slow', {}) })).status, 200)
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { slow: 'Slow' })).status, 200)
+      assert.equal((await t.call(SYS, 'prepare')).status, 200)
+      const pid = t.server.system.services.python().workers()[0]!.pid
+      // Every step sleeps 50 ms in Python: the kill lands in one of them.
+      const run = t.call(SYS, 'run', { steps: 20 })
+      await waitFor(async () => (await t.api('GET', `${SYS}/attr/steps`)).body.value >= 3, 5000)
+      process.kill(pid, 'SIGKILL')
+      const res = await run
+      assert.equal(res.status, 503, JSON.stringify(res.body))
+      const ran = (await t.api('GET', `${SYS}/instances/slow/attributes/value/attr/internal_value`)).body.value as number
+      assert.ok(ran >= 3 && ran < 20, `ran ${ran} steps`)
+      assert.match(res.body.error.details[0].message, new RegExp(`SIGKILL.*\\(failed in ${20 - ran} of 20 steps\\)`))
+    } finally {
+      await t.close()
+    }
+  })
+})
