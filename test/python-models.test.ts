@@ -7,6 +7,25 @@ import { eventually, startTestServer, type TestServer } from './helpers/server.j
 const SYS = '/api/v3/system'
 
 const FILES: Record<string, string> = {
+  'loose.py': `
+class Loose:
+    # Sets its properties to whatever it is told: Python itself never checks a type.
+    def __init__(self):
+        self.level = 1.5
+        self.count = 0
+        self.label = "ok"
+        self.items = []
+        self.mode = "step"
+
+    def put(self, name, value):
+        setattr(self, name, value)
+
+    def tick(self):
+        if self.mode == "bad":
+            self.level = "hot"
+        else:
+            self.level = self.level + 1
+`,
   'py_temp_sensor.py': `
 class PyTempSensor:
     """A plain class: no base class."""
@@ -353,6 +372,60 @@ describe('Python-backed models over HTTP', () => {
     assert.deepEqual((await t.api('GET', `${SYS}/instances/b1/attributes/temperature/attr/internal_value`)).body, { value: before + 1.5 })
     assert.equal((await t.api('GET', `${SYS}/instances/raiser`)).body.state, 'PREPARED', 'an exception leaves the instance working')
     await t.api('DELETE', `${SYS}/instances/raiser`)
+  })
+
+  it('values Python leaves in bound attributes keep the attribute type: converted when Python would, else refused with a fault naming them', async () => {
+    const bind = (names: string[]): Record<string, { property: string }> => Object.fromEntries(names.map((n) => [n, { property: n }]))
+    const model = {
+      attributes: { level: 0.0, count: { default: 0, type: 'int' }, label: '', items: { default: [], type: 'list' }, mode: '' },
+      import: { 'loose.py': { class: 'Loose', attributes: bind(['level', 'count', 'label', 'items', 'mode']), methods: { run: 'tick', put: 'put' } } },
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Loose: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { loose: 'Loose' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/loose`, 'prepare')).status, 200)
+    const attr = `${SYS}/instances/loose/attributes`
+    const value = async (name: string): Promise<unknown> => (await t.api('GET', `${attr}/${name}/attr/internal_value`)).body.value
+    const put = async (name: string, v: unknown): Promise<{ status: number; body: any }> => await t.call(`${SYS}/instances/loose`, 'put', { name, value: v })
+
+    // What Python would convert: an int or a bool into a float, a bool into an int; None is "no value yet".
+    assert.equal((await put('level', 3)).status, 200)
+    assert.equal(await value('level'), 3)
+    assert.equal((await t.api('GET', `${attr}/level`)).body.type, 'float')
+    assert.equal((await put('count', true)).status, 200)
+    assert.equal(await value('count'), 1)
+    assert.equal((await put('label', null)).status, 200)
+    assert.equal(await value('label'), null)
+
+    // What no attribute of that type holds: the call answers 500 naming it, and the value is not taken.
+    for (const [name, bad, before] of [
+      ['level', 'hot', 3],
+      ['count', 2.5, 1],
+      ['items', { a: 1 }, []],
+    ] as const) {
+      const res = await put(name, bad)
+      assert.equal(res.status, 500, `${name}: ${JSON.stringify(res.body)}`)
+      assert.equal(res.body.error.type, 'UserCodeError')
+      assert.match(res.body.error.message, new RegExp(`Python code of instance 'loose' left a value of the wrong type: attribute '${name}'`))
+      assert.equal(res.body.error.details[0].path, `instances.loose.attributes.${name}`)
+      assert.deepEqual(await value(name), before, name)
+      // Python still holds it, so every call reports it until the code puts a good value back.
+      assert.equal((await put(name, before)).status, 200)
+    }
+
+    // In a step (a system run, then the instance's own): the step in which Python leaves such a
+    // value fails for this instance, and the attribute keeps its last good value.
+    assert.equal((await put('level', 3.0)).status, 200)
+    assert.equal((await put('mode', 'bad')).status, 200)
+    const system = await t.call(SYS, 'run', { steps: 2 })
+    assert.equal(system.status, 500, JSON.stringify(system.body))
+    assert.ok(system.body.error.details.some((d: { path: string; message: string }) => d.path === 'instances.loose' && /attribute 'level'/.test(d.message)))
+    assert.equal(await value('level'), 3)
+    assert.equal((await put('level', 4.0)).status, 200)
+    const run = await t.call(`${SYS}/instances/loose`, 'run')
+    assert.equal(run.status, 500, JSON.stringify(run.body))
+    assert.match(run.body.error.message, /attribute 'level' \(float\): expected a finite number \(float\), got string/)
+    assert.equal(await value('level'), 4)
+    assert.equal((await t.api('DELETE', `${SYS}/instances/loose`)).status, 200)
   })
 
   it('deleting instances and stopping the server leaves no worker processes', async () => {

@@ -1,4 +1,4 @@
-import type { MimicError } from '../errors.js'
+import { UserCodeError, type MimicError } from '../errors.js'
 import type { PythonPool, StepPlan } from '../python/index.js'
 import type { Steppable, ValueTarget } from './steppable.js'
 
@@ -49,6 +49,8 @@ export class KeptPlan<I extends Steppable> {
     const owners = this.owners
     const targets = this.#targets
     const started = performance.now()
+    // Values whose type the attribute cannot hold, by owner: that owner's step fails with them.
+    let refused: Map<number, string[]> | undefined
     await this.pool.runPlan(
       this.#plan,
       { context: (index) => owners[index]!.stepContext(dt), repeat },
@@ -59,9 +61,18 @@ export class KeptPlan<I extends Steppable> {
           const row = (targets[index] ??= [])
           let attr = row[position]
           if (attr?.name !== name) attr = row[position] = owners[index]!.attributes.get(name)
-          attr?.setCached(value)
+          const problem = attr?.setCached(value) ?? null
+          if (problem !== null) {
+            refused ??= new Map()
+            const list = refused.get(index)
+            if (list) list.push(problem)
+            else refused.set(index, [problem])
+          }
         },
-        done: (index, _result, declared) => owners[index]!.applyDeclarative(declared),
+        done: (index, _result, declared) => {
+          const problems = [...(refused?.get(index) ?? []), ...owners[index]!.applyDeclarative(declared)]
+          if (problems.length > 0) failed(owners[index]!, wrongTypes(owners[index]!.name, problems), 1)
+        },
         fail: (index, error, count) => failed(owners[index]!, error, count ?? 1),
       },
     )
@@ -91,4 +102,19 @@ export class PlanCache<I extends Steppable> {
     this.#last = new KeptPlan(pool, owners)
     return this.#last
   }
+}
+
+/**
+ * The fault of Python code that left attributes with values of another type (a `str` in a
+ * `float` attribute): the values were not taken, and each problem is a detail.
+ *
+ * @example
+ * wrongTypes('pump', ["attribute 'speed' (float): expected a finite number (float), got string"])
+ */
+export function wrongTypes(instance: string, problems: string[]): UserCodeError {
+  const details = problems.map((message) => ({ path: `instances.${instance}.attributes.${/^attribute '([^']*)'/.exec(message)?.[1] ?? ''}`, message }))
+  return new UserCodeError(
+    `Python code of instance '${instance}' left ${problems.length === 1 ? 'a value' : 'values'} of the wrong type: ${problems.join('; ')}`,
+    details,
+  )
 }

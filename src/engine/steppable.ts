@@ -34,8 +34,8 @@ export interface Steppable {
   stepContext(dt?: number): StepContext
   /** Its Python `run` alone: one round trip, the values it reports taken in. */
   runPython(dt: number): Promise<void>
-  /** Takes the declarative values a MimicComponent wrote through `self.attributes` in a system step. */
-  applyDeclarative(values: Record<string, unknown> | undefined): void
+  /** Takes the declarative values a MimicComponent wrote through `self.attributes` in a system step; answers the values not taken. */
+  applyDeclarative(values: Record<string, unknown> | undefined): string[]
   /** Hears of a failure of its Python `run` in a system step. */
   stepFailed(error: unknown): void
   /** After each of its steps (time moved on): tells its protocol adapters that want each step's values. */
@@ -62,5 +62,6 @@ export interface StepContext {
  */
 export interface ValueTarget {
   readonly name: string
-  setCached(value: unknown): void
+  /** Takes the value, or answers why its type cannot hold it (the value is not taken). */
+  setCached(value: unknown): string | null
 }

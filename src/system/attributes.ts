@@ -124,9 +124,27 @@ export class Attribute extends Component {
     this.#binding = binding
   }
 
-  /** Takes a value reported by Python (the object's own state); no checks: Python is the authority. */
-  setCached(value: unknown): void {
-    this.#store(this.#accepted(value))
+  /**
+   * Takes a value reported by Python (the object's own state). Python holds what it holds, but
+   * this attribute keeps its type: an int or a bool into a `float` is taken as a float, a bool
+   * into an `int` as 0 or 1 (Python's bool is an int), None is taken as null, and a value of
+   * another type is not taken;
+   * the problem is answered so the caller can fault the step or call that produced it.
+   */
+  setCached(value: unknown): string | null {
+    const type = this.valueType
+    if (typeof value === 'number' && type === 'float') {
+      this.#store(value)
+      return null
+    }
+    let taken = this.#accepted(value)
+    if (typeof taken === 'boolean' && (type === 'float' || type === 'int')) taken = taken ? 1 : 0
+    // A float attribute takes what Python computes, NaN and infinities included (a faulty sensor),
+    // and any attribute takes None, Python's "no value yet".
+    const problem = taken === null || (type === 'float' && typeof taken === 'number') ? null : typeProblem(type, taken)
+    if (problem !== null) return `attribute '${this.name}' (${type}): ${problem}`
+    this.#store(taken)
+    return null
   }
 
   /** The presentation override, if one is set (declarative behaviour reads and restores it). */

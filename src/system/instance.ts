@@ -1,7 +1,7 @@
 import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError, type ErrorDetail } from '../errors.js'
 import { unmarked } from '../definition/json-float.js'
 import { attributeDeclarations, LIFECYCLE_METHODS } from '../definition/model-schema.js'
-import { PollLoop, stepInstance, type StepContext, type Steppable } from '../engine/index.js'
+import { PollLoop, stepInstance, wrongTypes, type StepContext, type Steppable } from '../engine/index.js'
 import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
 import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
 import type { InstanceState as SavedInstance } from '../snapshots/index.js'
@@ -285,19 +285,30 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     return values
   }
 
-  /** Takes bound values reported by Python into the attribute caches. */
-  #applyValues(values: Record<string, unknown> | undefined): void {
-    if (!values) return
-    for (const [name, value] of Object.entries(values)) this.attributes.get(name)?.setCached(value)
+  /**
+   * Takes bound values reported by Python into the attribute caches. A value of a type its
+   * attribute cannot hold is not taken, and the call that reported it fails with a 500 naming it
+   * (`extra`: more such problems, of the same call).
+   */
+  #applyValues(values: Record<string, unknown> | undefined, extra: string[] = []): void {
+    const problems = [...extra]
+    for (const [name, value] of Object.entries(values ?? {})) {
+      const problem = this.attributes.get(name)?.setCached(value) ?? null
+      if (problem !== null) problems.push(problem)
+    }
+    if (problems.length > 0) throw wrongTypes(this.name, problems)
   }
 
-  /** Takes declarative values a MimicComponent wrote through `self.attributes`. */
-  applyDeclarative(values: Record<string, unknown> | undefined): void {
-    if (!values) return
+  /** Takes declarative values a MimicComponent wrote through `self.attributes`; answers the values not taken (see `setCached`). */
+  applyDeclarative(values: Record<string, unknown> | undefined): string[] {
+    const problems: string[] = []
+    if (!values) return problems
     for (const [name, value] of Object.entries(values)) {
       const attr = this.attributes.get(name)
-      if (attr && !attr.bound) attr.setCached(value)
+      const problem = attr && !attr.bound ? attr.setCached(value) : null
+      if (problem !== null) problems.push(problem)
     }
+    return problems
   }
 
   #checkRunnable(): void {
@@ -373,8 +384,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.#inFlight = task
     try {
       const answer = await task
-      this.#applyValues(answer.values)
-      this.applyDeclarative(answer.attributes)
+      this.#applyValues(answer.values, this.applyDeclarative(answer.attributes))
       return answer.result
     } catch (err) {
       this.stepFailed(err)
