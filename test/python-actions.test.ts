@@ -240,6 +240,38 @@ describe('actions evaluated by the Python worker', () => {
     assert.equal((await t.api('GET', `${SYS}/models/unsafe`)).status, 404, 'nothing was created')
   })
 
+  it('a set the worker computes sees the references inside it, and is checked at load time like any expression', async () => {
+    await define({
+      sets: {
+        attributes: { n: { default: 4, type: 'int' }, size: { default: 0, type: 'int' }, one: { default: 0, type: 'int' }, big: { default: 0, type: 'int' } },
+        actions: [
+          { function: '$out(size)', call: 'len({1, 2, $in(n)})' },
+          { function: '$out(one)', call: 'len({n})' },
+          { function: '$out(big)', call: 'len({x * 2 for x in [1, 2, $in(n)]})' },
+        ],
+      },
+    })
+    await create({ s1: 'sets' })
+    await run('s1')
+    assert.deepEqual([await value('s1', 'size'), await value('s1', 'one'), await value('s1', 'big')], [3, 1, 3])
+
+    const res = await t.api('PUT', `${SYS}/models`, {
+      unsafe_sets: {
+        attributes: { x: 0.0 },
+        actions: [
+          { function: '$out(x)', call: 'len({x for x in [1, open]})' },
+          { function: '$out(x)', call: 'len({*[open]})' },
+          { function: '$out(x)', call: 'len({1, $in(missing)})' },
+        ],
+      },
+    })
+    assert.equal(res.status, 422, JSON.stringify(res.body))
+    assert.deepEqual(
+      res.body.error.details.map((d: { path: string }) => d.path),
+      ['actions[0].call', 'actions[1].call', 'actions[2].call'],
+    )
+  })
+
   // Last: the dying worker takes the other instances it holds with it.
   it('a worker that dies puts the instance in ERROR like any Python instance, and prepare brings it back', async () => {
     await define({

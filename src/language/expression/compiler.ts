@@ -245,7 +245,12 @@ export class Compiler {
       case 'MemberExpression':
         return this.#member(node)
       case 'SetExpression':
+        // Compiled for its checks and references only (the worker computes the set): a
+        // forbidden name or a missing attribute inside is refused as anywhere else.
+        for (const item of children(node)) if (isExpressionNode(item)) this.expr(item)
+        return this.#notNative(node, 'sets are not evaluated natively')
       case 'SetComprehensionExpression':
+        this.#comprehension(node, 'list')
         return this.#notNative(node, 'sets are not evaluated natively')
       default:
         if (node.type.isError) return this.#refuse(node, 'syntax error')
