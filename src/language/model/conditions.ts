@@ -54,6 +54,11 @@ export function compileConditions(entries: unknown[], path: string, context: Com
     if (!isMap(entry)) return context.problem(at, `a condition is {if: <expression>, actions: [...]}, got ${describe(entry)}`)
     const key = Object.hasOwn(entry, 'if') ? 'if' : Object.hasOwn(entry, 'elif') ? 'elif' : Object.hasOwn(entry, 'else') ? 'else' : null
     if (key === null) return context.problem(at, "a condition needs 'if' (or 'elif' / 'else' after an if)")
+    const branches = ['if', 'elif', 'else'].filter((k) => Object.hasOwn(entry, k))
+    if (branches.length > 1) {
+      // One entry is one branch: an else beside an if would never run, so it is refused, not dropped.
+      context.problem(at, `one condition entry is one branch, but this one has ${branches.join(' and ')}: write each as an entry of its own`)
+    }
     for (const k of Object.keys(entry)) {
       if (!['if', 'elif', 'else', 'actions', 'name', 'description'].includes(k))
         context.problem(`${at}.${k}`, `unknown key '${k}' (expected if, elif, else, actions)`)

@@ -176,3 +176,16 @@ describe('a system file whose connection joins types no value fits both of', () 
     assert.ok(result.ok, JSON.stringify(result))
   })
 })
+
+describe('a condition entry with two branches', () => {
+  it('is refused, not run with one of them dropped', () => {
+    const problems = modelProblems({
+      attributes: { a: 0.0 },
+      conditions: [{ if: '$in(a) > 1', elif: '$in(nope) > 2', else: [{ set: '$out(a)', value: 2.0 }], actions: [{ set: '$out(a)', value: 1.0 }] }],
+    })
+    assert.ok(
+      problems.includes('conditions[0]: one condition entry is one branch, but this one has if and elif and else: write each as an entry of its own'),
+      problems.join('\n'),
+    )
+  })
+})
