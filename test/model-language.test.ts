@@ -206,28 +206,30 @@ describe('the model language on a running server', () => {
   it('noise is Python’s random.Random(seed).gauss on the clean value, and reset() starts it over', async () => {
     await define({
       noisy: {
-        attributes: { v: 0.0 },
+        attributes: { v: 0.0, w: 0.0 },
         actions: [
           { set: '$out(v)', value: 100.0 },
           { noise: '$out(v)', std: 2.0, mean: 0.5, seed: 42 },
+          { set: '$out(w)', value: 10.0 },
+          { noise: '$out(w)', std: 2.0, seed: 'pump_7 é' },
         ],
       },
     })
     await create({ n1: 'noisy' })
-    const seen: number[] = []
+    const seen: number[][] = []
     for (let i = 0; i < 4; i++) {
       await steps('n1', 1)
-      seen.push((await value('n1', 'v')) as number)
+      seen.push([(await value('n1', 'v')) as number, (await value('n1', 'w')) as number])
     }
     const { execFileSync } = await import('node:child_process')
     const py = execFileSync('/usr/bin/python3', [
       '-c',
-      'import random, json; r = random.Random(42); print(json.dumps([100.0 + r.gauss(0.5, 2.0) for _ in range(4)]))',
+      "import random, json; r = random.Random(42); s = random.Random('pump_7 é'); print(json.dumps([[100.0 + r.gauss(0.5, 2.0), 10.0 + s.gauss(0.0, 2.0)] for _ in range(4)]))",
     ])
     assert.deepEqual(seen, JSON.parse(String(py)))
     assert.equal((await t.call(`${SYS}/instances/n1`, 'reset')).status, 200)
     await steps('n1', 1)
-    assert.equal(await value('n1', 'v'), seen[0])
+    assert.equal(await value('n1', 'v'), seen[0]![0])
   })
 
   it('conditions run the first matching branch of each if; if_chain runs one branch of the whole chain', async () => {

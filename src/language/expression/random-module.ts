@@ -8,6 +8,7 @@
  * const rng = new PyRandom(42n)
  * rng.random() // 0.6394267984578837, as random.seed(42); random.random()
  */
+import { createHash } from 'node:crypto'
 import { asBigInt, isInt, isNumber, pyAdd, toFloat } from './arithmetic.js'
 import { indexArg, pyInt, pyLen } from './builtins.js'
 import { checkArgs, NOARGS, ONE, pythonFunction, type Convention } from './call-args.js'
@@ -247,8 +248,8 @@ export function randomModule(rng: PyRandom): PyModule {
     new Map<string, PyValue>([
       fn('random', NOARGS, () => rng.random()),
       fn('seed', pythonFunction(['a', 'version'], 0, { method: true }), (s = null) => {
-        if (s !== null && !isInt(s)) throw new PyException('TypeError', 'only int seeds are served natively')
-        rng.seed(s === null ? BigInt(Math.floor(Math.random() * 2 ** 52)) : asBigInt(s))
+        if (s !== null && !isInt(s) && typeof s !== 'string') throw new PyException('TypeError', 'only int and str seeds are served natively')
+        rng.seed(s === null ? BigInt(Math.floor(Math.random() * 2 ** 52)) : typeof s === 'string' ? textSeedOf(s) : asBigInt(s))
         return null
       }),
       fn('uniform', pythonFunction(['a', 'b'], 2, { method: true }), (a = null, b = null) => {
@@ -266,4 +267,16 @@ export function randomModule(rng: PyRandom): PyModule {
       fn('getrandbits', ONE, (k = null) => rng.getrandbits(Number(indexArg(k)))),
     ]),
   )
+}
+
+/**
+ * The int CPython seeds with for a str (`random.seed(text)`, version 2): the UTF-8 bytes of the
+ * text followed by their SHA-512, read as one big-endian number.
+ *
+ * @example
+ * new PyRandom(textSeedOf('abc')).random() // as random.seed('abc'); random.random()
+ */
+export function textSeedOf(text: string): bigint {
+  const bytes = Buffer.from(text, 'utf8')
+  return BigInt('0x' + Buffer.concat([bytes, createHash('sha512').update(bytes).digest()]).toString('hex'))
 }

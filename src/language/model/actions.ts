@@ -10,6 +10,7 @@ import { NotFoundError, type ErrorDetail } from '../../errors.js'
 import { typeProblem } from '../../definition/model-schema.js'
 import { PyException, type PyValue } from '../expression/index.js'
 import { pyRound } from '../expression/builtins.js'
+import { textSeedOf } from '../expression/random-module.js'
 import { fromPy, toPy } from './convert.js'
 import {
   ActionEnvironment,
@@ -450,7 +451,8 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
     let seed: bigint | undefined
     if (fields.seed !== undefined && fields.seed !== null) {
       if (typeof fields.seed === 'number' && Number.isSafeInteger(fields.seed)) seed = BigInt(fields.seed)
-      else if (typeof fields.seed === 'string') seed = textSeed(fields.seed)
+      // A str seeds as random.seed(text) does in CPython, so the numbers are Python's.
+      else if (typeof fields.seed === 'string') seed = textSeedOf(fields.seed)
       else context.problem(fieldPath('seed'), 'expected an integer or a string')
     }
     void scope

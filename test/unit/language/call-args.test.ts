@@ -242,6 +242,8 @@ describe('calls of native functions and methods, compared with python3', () => {
         'randrange(2**70)',
       ].map((call) => `[random.seed(11), random.${call}][1]`),
       'random.getrandbits(k=1)',
+      "[random.seed('abc'), random.random()][1]",
+      "[random.seed('é' * 40), random.randint(1, 10**30)][1]",
       '[random.seed(5), random.uniform(a=1, b=3), random.gauss(mu=1), random.randrange(start=10), random.randint(b=9, a=3), random.choice(seq=[1, 2, 3])]',
     ]
     assert.deepEqual(differences(calls), [])
