@@ -317,8 +317,13 @@ describe('the model language on a running server', () => {
     assert.equal((await t.api('GET', `${SYS}/instances/c1/timer/attr/time`)).body.value, 1.3)
     await steps('c2', 4)
     assert.equal((await t.api('GET', `${SYS}/instances/c2/timer/attr/time`)).body.value, 2.5)
-    await steps('c3', 4)
-    assert.equal((await t.api('GET', `${SYS}/instances/c3/timer/attr/time`)).body.value, 1.5)
+    // auto_reset: 0, 1, 2, then the step that would pass 2.5 starts over at 0, then 1, 2, 0 again.
+    const seen: number[] = []
+    for (let i = 0; i < 7; i++) {
+      seen.push((await t.api('GET', `${SYS}/instances/c3/timer/attr/time`)).body.value)
+      await steps('c3', 1)
+    }
+    assert.deepEqual(seen, [0, 1, 2, 0, 1, 2, 0])
     assert.equal((await t.call(`${SYS}/instances/c1`, 'reset')).status, 200)
     assert.equal((await t.api('GET', `${SYS}/instances/c1/timer/attr/time`)).body.value, 1)
   })

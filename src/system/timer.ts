@@ -54,8 +54,10 @@ export class Timer extends Component {
       time = initial + (performance.now() - this.#wallStart) / 1000
     } else time = this.#time + dt
     if (s.max_duration !== undefined && time - initial > s.max_duration) {
+      // auto_reset starts the time over, as reset() would: the step after the one that reached
+      // max_duration is at initial_time, so every cycle has the same steps.
       if (s.auto_reset) {
-        time = initial + ((time - initial) % s.max_duration)
+        time = initial
         this.#wallStart = undefined
       } else time = initial + s.max_duration
     }
