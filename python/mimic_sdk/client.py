@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import socket
 import threading
@@ -80,6 +81,18 @@ KNOWN_METHODS = frozenset(
 )
 
 _DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.BadStatusLine, http.client.CannotSendRequest)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with NaN and infinities as None: JSON has no such numbers, so the server gets
+    ``null`` and refuses it where a number is needed, as it does for the TypeScript client."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item) for item in value]
+    return value
 
 
 class MimicApiError(Exception):
@@ -222,7 +235,7 @@ class Transport:
 
     def request(self, method: str, path: str, body: Any = None, auth: bool = True) -> Any:
         """Sends one request and returns the parsed JSON answer, or raises MimicApiError."""
-        payload = None if body is None else json.dumps(body).encode("utf-8")
+        payload = None if body is None else json.dumps(_json_safe(body), allow_nan=False).encode("utf-8")
         headers = {"Accept": "application/json"}
         if payload is not None:
             headers["Content-Type"] = "application/json"
@@ -364,8 +377,9 @@ class Node:
 
     # --- methods and properties ---------------------------------------------------------
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Calls a public method of the node and returns its ``result``."""
+    def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Calls a public method of the node and returns its ``result`` (any keyword, even
+        ``method``, goes to the method: the name is positional only)."""
         answer = self._transport.request("POST", self._url("method", method), {"kwargs": kwargs, "args": list(args)})
         return answer.get("result") if isinstance(answer, dict) else answer
 

@@ -178,6 +178,16 @@ class RequestShapeTest(unittest.TestCase):
         ])
         self.assertEqual(self.last()["body"], {"kwargs": {"steps": 3, "dt": 0.5}, "args": []})
 
+    def test_any_keyword_reaches_the_method_even_one_named_method(self):
+        self.assertEqual(self.sim["instances"]["s1"].call("calibrate", method="fast", offset=0.5), {"offset": 0.5})
+        self.assertEqual(self.last()["body"], {"kwargs": {"method": "fast", "offset": 0.5}, "args": []})
+
+    def test_nan_and_infinities_are_sent_as_null_json_has_no_such_numbers(self):
+        self.sim["instances"]["s1"]["attributes"]["temperature"].internal_value = float("nan")
+        self.assertEqual(self.last()["body"], {"value": None})
+        self.sim["instances"]["s1"].call("calibrate", limits=[float("inf"), 1.5, {"low": float("-inf")}])
+        self.assertEqual(self.last()["body"]["kwargs"], {"limits": [None, 1.5, {"low": None}]})
+
     def test_model_methods_by_attribute_access(self):
         result = self.sim["instances"]["s1"].calibrate(offset=0.5)
         self.assertEqual(result, {"offset": 0.5})
