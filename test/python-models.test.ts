@@ -110,7 +110,8 @@ class Controller(MimicComponent):
         self.logger.info("stepped at %s", self.time)
 
     def info(self):
-        return {"name": self.seen_name, "attrs": self.seen_attrs, "time": self.time, "dt": self.dt}
+        kinds = [type(v).__name__ for v in (self.time, self.dt, self.attributes["setpoint"], self.attributes["last_time"])]
+        return {"name": self.seen_name, "attrs": self.seen_attrs, "time": self.time, "dt": self.dt, "kinds": kinds}
 `,
 }
 
@@ -247,6 +248,8 @@ describe('Python-backed models over HTTP', () => {
     assert.equal(info.name, 'ctl')
     assert.deepEqual(info.attrs, ['last_time', 'output', 'setpoint'])
     assert.equal(info.dt, 0.5)
+    // A whole float stays a float in Python: time 0.0, setpoint 10.0, last_time -1.0.
+    assert.deepEqual(info.kinds, ['float', 'float', 'float', 'float'])
     await t.call(inst, 'run')
     // output += 0.5 * (10 - 0) * 0.5
     assert.deepEqual((await t.api('GET', `${inst}/attributes/output/attr/internal_value`)).body, { value: 2.5 })

@@ -121,9 +121,9 @@ class Runner:
             raise WorkerError("not_found", f"instance {instance.name!r} has no bound method {method!r} (bound: {bound})", method)
         context = instance.context
         if time is not None:
-            context.time = time
+            context.time = float(time)
         if dt is not None:
-            context.dt = dt
+            context.dt = float(dt)
         if attributes:
             context.attributes.update_declarative(attributes)
         capture = self.capture
@@ -372,15 +372,15 @@ class Runner:
         if instance.declarative:
             context = instance.context
             if time is not None:
-                context.time = time
+                context.time = float(time)
             if dt is not None:
-                context.dt = dt
+                context.dt = float(dt)
             own = contexts.get(str(slot)) if contexts else None
             if own:
                 if "time" in own:
-                    context.time = own["time"]
+                    context.time = float(own["time"])
                 if "dt" in own:
-                    context.dt = own["dt"]
+                    context.dt = float(own["dt"])
                 if own.get("attributes"):
                     context.attributes.update_declarative(own["attributes"])
         fn = instance.methods.get(method) if method is not None else None

@@ -1,5 +1,5 @@
 import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError, type ErrorDetail } from '../errors.js'
-import { unmarked } from '../definition/json-float.js'
+import { floatValue, unmarked } from '../definition/json-float.js'
 import { attributeDeclarations, LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { PollLoop, stepInstance, wrongTypes, type StepContext, type Steppable } from '../engine/index.js'
 import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
@@ -278,10 +278,14 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     }
   }
 
-  /** Values of the attributes Python does not own, for MimicComponent context. */
+  /** Values of the attributes Python does not own, for MimicComponent context (a whole float marked, so Python gets `2.0`, not `2`). */
   #declarativeValues(): Record<string, unknown> {
     const values: Record<string, unknown> = {}
-    for (const attr of this.attributes.all()) if (!attr.bound) values[attr.name] = attr.internalValue
+    for (const attr of this.attributes.all()) {
+      if (attr.bound) continue
+      const value = attr.internalValue
+      values[attr.name] = attr.valueType === 'float' && typeof value === 'number' ? floatValue(value) : value
+    }
     return values
   }
 
