@@ -272,6 +272,23 @@ describe('actions evaluated by the Python worker', () => {
     )
   })
 
+  it('a public method the engine does not serve (swapcase, rsplit, dict.fromkeys, bit_length) runs in the worker with CPython’s result', async () => {
+    await define({
+      rare: {
+        attributes: { name: 'Pump_7', out: { default: null, type: 'any' } },
+        actions: [
+          {
+            function: '$out(out)',
+            call: "[$in(name).swapcase(), $in(name).rsplit('_', 1), $in(name).removeprefix('Pu'), dict.fromkeys(['a', 'b'], 0), (255).bit_length(), str.upper('x')]",
+          },
+        ],
+      },
+    })
+    await create({ r2: 'rare' })
+    await run('r2')
+    assert.deepEqual(await value('r2', 'out'), ['pUMP_7', ['Pump', '7'], 'mp_7', { a: 0, b: 0 }, 8, 'X'])
+  })
+
   // Last: the dying worker takes the other instances it holds with it.
   it('a worker that dies puts the instance in ERROR like any Python instance, and prepare brings it back', async () => {
     await define({

@@ -11,7 +11,7 @@
 import type { SyntaxNode } from '@lezer/common'
 import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, pyMod, pyMul, pyNeg, pyPos, pyPow, pySub, pyTrueDiv } from './arithmetic.js'
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
-import { callMethod, getAttribute, getItem, setItem } from './methods.js'
+import { callMethod, getAttribute, getItem, setItem, UNSERVED_METHODS } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
 import { DATETIME_MODULE } from './datetime-module.js'
 import { TIME_MODULE } from './time-module.js'
@@ -90,6 +90,9 @@ class CompileScope {
     return i
   }
 }
+
+/** Builtins that are types in CPython, whose attributes (`dict.fromkeys`) the worker serves. */
+const BUILTIN_TYPES = new Set(['str', 'list', 'tuple', 'dict', 'int', 'float', 'bool', 'range'])
 
 const COMPARISONS = new Set(['<', '>', '<=', '>=', '==', '!=', 'in', 'not in', 'is', 'is not'])
 const OPERATOR_NODES = new Set(['ArithOp', 'BitOp', 'CompareOp', 'not', 'in', 'is', 'and', 'or'])
@@ -832,6 +835,10 @@ export class Compiler {
     const obj = this.expr(objNode)
     if (name.startsWith('_')) return this.#refuse(prop, `attribute '${name}' is not allowed (names starting with '_' are reserved)`)
     const k = constantOf(obj)
+    // `dict.fromkeys`, `str.upper`: the builtin types' own attributes are the worker's.
+    if (k instanceof PyCallable && !(k instanceof PyType) && BUILTIN_TYPES.has(k.name) && BUILTINS.get(k.name) === k) {
+      return this.#notNative(prop, `'${k.name}.${name}' is not evaluated natively`)
+    }
     if (k instanceof PyModule || k instanceof PyType) {
       const v = k.attributes.get(name)
       if (v !== undefined) return constant(v)
@@ -916,6 +923,9 @@ export class Compiler {
         if (name.startsWith('_')) return this.#refuse(prop, `attribute '${name}' is not allowed (names starting with '_' are reserved)`)
         const obj = this.expr(objNode)
         const k = constantOf(obj)
+        if (UNSERVED_METHODS.has(name) && !(k instanceof PyModule) && !(k instanceof PyType)) {
+          return this.#notNative(prop, `the method '${name}' is not evaluated natively`)
+        }
         if (!(k instanceof PyModule) && !(k instanceof PyType)) {
           if (unpacks) {
             const kw = kwargs

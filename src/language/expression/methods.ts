@@ -655,6 +655,25 @@ const DICT_METHODS: Record<string, MethodEntry<PyDict>> = {
   clear: m(NOARGS, (d) => (dictClear(d), null)),
 }
 
+/**
+ * The public methods of CPython's str, list, tuple, dict, int and float that no table here
+ * serves (`swapcase`, `casefold`, `translate`, `bit_length`, ...). No other value the engine
+ * makes has a method of these names, so a call of one is sent to the Python worker when the
+ * expression is compiled (see compiler.ts), and gives CPython's result instead of an
+ * AttributeError.
+ */
+export const UNSERVED_METHODS: ReadonlySet<string> = new Set(
+  (
+    'capitalize casefold center count encode endswith expandtabs find format format_map index isalnum isalpha isascii ' +
+    'isdecimal isdigit isidentifier islower isnumeric isprintable isspace istitle isupper join ljust lower lstrip maketrans ' +
+    'partition removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip split splitlines startswith strip ' +
+    'swapcase title translate upper zfill append clear copy extend insert pop remove reverse sort fromkeys get items keys ' +
+    'popitem setdefault update values as_integer_ratio bit_count bit_length conjugate from_bytes to_bytes fromhex hex is_integer'
+  )
+    .split(' ')
+    .filter((name) => name !== 'is_integer' && ![STR_METHODS, LIST_METHODS, TUPLE_METHODS, RANGE_METHODS, DICT_METHODS].some((t) => Object.hasOwn(t, name))),
+)
+
 /** The methods of a value's type and the type's name (for `str.join()` in messages), or null. */
 function methodTable(obj: PyValue): { type: string; methods: Record<string, MethodEntry<never>> } | null {
   if (typeof obj === 'string') return { type: 'str', methods: STR_METHODS }
