@@ -318,6 +318,13 @@ describe('Python-backed models over HTTP', () => {
     assert.equal((await t.api('GET', '/health')).status, 200)
     const victimWorker = (await t.api('GET', `${SYS}/instances/victim/import`)).body
     assert.equal(victimWorker.bound, false)
+    // Its bound attributes stay bound and refuse writes until prepare(): no code would see them.
+    const temperature = `${SYS}/instances/victim/attributes/temperature`
+    assert.equal((await t.api('GET', temperature)).body.bound, true)
+    const write = await t.api('PUT', `${temperature}/attr/internal_value`, { value: 3.0 })
+    assert.equal(write.status, 409, JSON.stringify(write.body))
+    assert.match(write.body.error.message, /is in ERROR.*call prepare\(\) to recover/)
+    assert.equal((await t.api('GET', `${SYS}/instances/victim/attributes/ticks`)).body.writable, false, 'a getter stays read-only')
     // instances on other workers keep working; those that shared the dead worker are in ERROR too
     let survivors = 0
     for (const name of ['sensor', 'combo', 'ctl', 'bystander']) {

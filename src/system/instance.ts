@@ -487,10 +487,13 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     if (this.#state !== 'ERROR') this.#state = 'RUNNING'
   }
 
-  /** Called when the Python worker holding this instance died or was killed. */
+  /**
+   * Called when the Python worker holding this instance died or was killed. Its attributes stay
+   * bound (read-only ones too): until prepare() loads the code again, a write to one is refused
+   * with the ERROR (409), as a run or a method call is, instead of being kept where no code sees it.
+   */
   lost(reason: string): void {
     this.#binding = undefined
-    for (const attr of this.attributes.all()) attr.bind(undefined)
     this.#loop.stop()
     this.#state = 'ERROR'
     this.#lastError = reason
@@ -499,10 +502,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   #fail(err: unknown): void {
     this.#state = 'ERROR'
     this.#lastError = (err as Error).message
-    if (err instanceof WorkerGoneError || (err instanceof MimicError && err.code === 'WORKER_TIMEOUT')) {
-      this.#binding = undefined
-      for (const attr of this.attributes.all()) attr.bind(undefined)
-    }
+    if (err instanceof WorkerGoneError || (err instanceof MimicError && err.code === 'WORKER_TIMEOUT')) this.#binding = undefined
   }
 
   /** Ends what held actions hold (overrides restored, suspended components back); a failure is logged. */
