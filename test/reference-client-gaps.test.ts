@@ -152,6 +152,22 @@ describe('GET /api/v3/system/definition', () => {
     )
     assert.equal((await rawGet(bare, `${SYS}/definition`)).text, before)
   })
+
+  it('a root PUT whose instances name a model nowhere, or whose connections name an instance nowhere, writes nothing', async () => {
+    const before = (await rawGet(bare, `${SYS}/definition`)).text
+    const good = { attributes: { v: 1.0 } }
+    const noModel = await bare.api('PUT', SYS, { models: { fresh: good }, instances: { f1: 'fresh', f2: 'nomodel' } })
+    assert.equal(noModel.status, 404, JSON.stringify(noModel.body))
+    assert.deepEqual(noModel.body.error.details, [{ path: 'models.nomodel', message: 'not found' }])
+    const noInstance = await bare.api('PUT', SYS, {
+      models: { fresh: good },
+      instances: { f1: 'fresh' },
+      connections: { c: { from: 'f1.attributes.v', to: 'ghost.attributes.v' } },
+    })
+    assert.equal(noInstance.status, 422, JSON.stringify(noInstance.body))
+    assert.deepEqual(noInstance.body.error.details, [{ path: 'connections.c.to', message: "unknown instance 'ghost'" }])
+    assert.equal((await rawGet(bare, `${SYS}/definition`)).text, before, 'neither the model nor the instance was created')
+  })
 })
 
 describe("an attribute's value property", () => {

@@ -4,7 +4,7 @@ import { Mutex } from 'async-mutex'
 import { ConflictError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
 import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
-import { joinPath, validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
+import { joinPath, parseAttributeRef, validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
 import { combinedFault, Engine } from '../engine/index.js'
 import { Component, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
@@ -148,9 +148,38 @@ export class System extends Component {
     const unknown = Object.keys(body).filter((k) => !['models', 'instances', 'connections'].includes(k))
     if (unknown.length)
       throw new NotFoundError(`The system root has no children ${unknown.map((k) => `'${k}'`).join(', ')} to write (models, instances, connections)`)
-    if (body.models) await this.models.put(asRecord(body.models, 'models'))
-    if (body.instances) await this.instances.put(instanceRecord(body.instances))
-    if (body.connections) await this.connections.put(asRecord(body.connections, 'connections'))
+    const models = body.models ? asRecord(body.models, 'models') : undefined
+    const instances = body.instances ? instanceRecord(body.instances) : undefined
+    const connections = body.connections ? asRecord(body.connections, 'connections') : undefined
+    // The three are written one after the other: what would fail a later one for lack of a model
+    // or an instance is found first, so nothing is half-written.
+    const modelNames = new Set([...this.models.all()].map((m) => m.name).concat(Object.keys(models ?? {})))
+    const unknownModels = [
+      ...new Set(
+        Object.values(instances ?? {})
+          .map((entry) => (typeof entry === 'string' ? entry : isRecord(entry) ? (entry.type ?? entry.model) : undefined))
+          .filter((model): model is string => typeof model === 'string' && !modelNames.has(model)),
+      ),
+    ]
+    if (unknownModels.length) {
+      throw new NotFoundError(
+        `Unknown model${unknownModels.length === 1 ? '' : 's'} ${unknownModels.map((m) => `'${m}'`).join(', ')}: nothing was written`,
+        unknownModels.map((m) => ({ path: `models.${m}`, message: 'not found' })),
+      )
+    }
+    const instanceNames = new Set([...this.instances.all()].map((i) => i.name).concat(Object.keys(instances ?? {})))
+    const missing: ErrorDetail[] = []
+    for (const [name, conn] of Object.entries(connections ?? {})) {
+      for (const end of ['from', 'to'] as const) {
+        const ref = isRecord(conn) ? parseAttributeRef(conn[end]) : undefined
+        if (ref !== undefined && typeof ref !== 'string' && !instanceNames.has(ref.instance))
+          missing.push({ path: `connections.${name}.${end}`, message: `unknown instance '${ref.instance}'` })
+      }
+    }
+    if (missing.length) throw new ValidationError(`${summarize('Connections', missing)}: nothing was written`, missing)
+    if (models) await this.models.put(models)
+    if (instances) await this.instances.put(instances)
+    if (connections) await this.connections.put(connections)
   }
 
   override methods(): Record<string, MethodHandler> {
