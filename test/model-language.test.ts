@@ -232,6 +232,45 @@ describe('the model language on a running server', () => {
     assert.equal(await value('n1', 'v'), seen[0]![0])
   })
 
+  it('a failed step keeps nothing of a PID or a noise: the integral and the clean value under the noise are as before it', async () => {
+    await define({
+      stateful: {
+        timer: { time_step: 1.0 },
+        attributes: { flag: 0.0, v: 10.0, u: 0.0, z: 1.0 },
+        actions: [
+          { noise: '$out(v)', std: 0.5, seed: 11 },
+          { pid: '$out(u)', setpoint: 10, input: 0, kp: 0, ki: 1 },
+          { function: '$out(z)', name: 'ratio', call: '1 / (1 - $in(flag))' },
+        ],
+      },
+    })
+    await create({ st1: 'stateful' })
+    const flag = `${SYS}/instances/st1/attributes/flag/attr/internal_value`
+    const seen: number[][] = []
+    const step = async (expect: number): Promise<void> => {
+      assert.equal((await t.call(`${SYS}/instances/st1`, 'run')).status, expect)
+      seen.push([(await value('st1', 'v')) as number, (await value('st1', 'u')) as number])
+    }
+    await step(200)
+    await t.api('PUT', flag, { value: 1.0 })
+    await step(500)
+    await t.api('PUT', flag, { value: 0.0 })
+    await step(200)
+    await step(200)
+    const { execFileSync } = await import('node:child_process')
+    const g = JSON.parse(
+      String(execFileSync('/usr/bin/python3', ['-c', 'import random, json; r = random.Random(11); print(json.dumps([r.gauss(0, 0.5) for _ in range(4)]))'])),
+    ) as number[]
+    // The failed step drew its number (the generator is not taken back) but wrote nothing: the
+    // steps after it ride on the clean 10.0, and the integral grows by 10 per good step only.
+    assert.deepEqual(seen, [
+      [10 + g[0]!, 10],
+      [10 + g[0]!, 10],
+      [10 + g[2]!, 20],
+      [10 + g[3]!, 30],
+    ])
+  })
+
   it('conditions run the first matching branch of each if; if_chain runs one branch of the whole chain', async () => {
     await define({
       alarms: {

@@ -24,6 +24,7 @@ import {
 } from './compile-context.js'
 import type { Fusion } from './fused.js'
 import { interpolator, Noise, Pid, rampValue, sawValue, textSeed } from './signals.js'
+import type { Undoable } from './runtime.js'
 import { StateReader, type StateValue } from './state.js'
 import { isReference, type Target } from './targets.js'
 
@@ -465,6 +466,15 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
       // wrote last step (nothing else wrote it since): then the clean value under that noise.
       let lastBase = 0
       let lastWritten: unknown = Symbol('none')
+      // A failed step takes back what this step wrote, so also what it remembers of the write.
+      let baseBefore = lastBase
+      let writtenBefore = lastWritten
+      const undoable: Undoable = {
+        undo: () => {
+          lastBase = baseBefore
+          lastWritten = writtenBefore
+        },
+      }
       const read = (): number => {
         if (attr === undefined) return env.ctx.frame.time
         const current = first.side === 'external' ? attr.externalValue : attr.internalValue
@@ -480,6 +490,9 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
           const n = noise.sample()
           const value = out(mode === 'proportional' ? base * (1 + n) : base + n)
           write(value)
+          baseBefore = lastBase
+          writtenBefore = lastWritten
+          env.ctx.undo.state(undoable)
           lastBase = base
           lastWritten = attr === undefined ? undefined : first.side === 'external' ? attr.externalValue : attr.internalValue
         },
@@ -604,7 +617,12 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
         plan,
         env,
         targets,
-        () => pid.update(asNumber(sp()), asNumber(pv()), frame.time, frame.dt),
+        () => {
+          // A failed step takes back the integral and the memory of this update with its writes.
+          pid.remember()
+          env.ctx.undo.state(pid)
+          return pid.update(asNumber(sp()), asNumber(pv()), frame.time, frame.dt)
+        },
         () => pid.reset(),
         { state: () => pid.saveState(), restore: (state, path) => pid.restoreState(state, path) },
       )

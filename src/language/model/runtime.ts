@@ -113,6 +113,13 @@ export class UndoLog {
     this.#before[i] = attr.presented
   }
 
+  /** State a step changes besides attributes (a PID's integral, what a noise wrote last): taken back with them. */
+  state(undoable: Undoable): void {
+    const i = this.#size++
+    this.#kind[i] = STATE
+    this.#before[i] = undoable
+  }
+
   commit(): void {
     this.#size = 0
   }
@@ -121,7 +128,8 @@ export class UndoLog {
     for (let i = this.#size - 1; i >= 0; i--) {
       const attr = this.#attrs[i] as HostAttribute
       const kind = this.#kind[i]
-      if (kind === EXTERNAL) attr.setPresented(this.#before[i] as { value: unknown } | undefined)
+      if (kind === STATE) (this.#before[i] as Undoable).undo()
+      else if (kind === EXTERNAL) attr.setPresented(this.#before[i] as { value: unknown } | undefined)
       else attr.setComputed(kind === NUMBER ? this.#numbers[i] : this.#before[i])
       this.#before[i] = undefined
     }
@@ -132,6 +140,15 @@ export class UndoLog {
 const INTERNAL = 0
 const NUMBER = 1
 const EXTERNAL = 2
+const STATE = 3
+
+/**
+ * State of an action that a failed step must not keep: `undo()` puts back what it was when the
+ * step recorded it (an object made once per action, so a step allocates nothing for it).
+ */
+export interface Undoable {
+  undo(): void
+}
 
 /**
  * A step of declarative behaviour failed: which instance, which action (its name and path in the

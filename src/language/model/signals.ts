@@ -162,6 +162,13 @@ export class Pid {
   #previousError: number | undefined
   #lastTime: number | undefined
   #output = 0
+  /** The four above as `remember` kept them, for `undo`. */
+  #kept: { integral: number; previousError: number | undefined; lastTime: number | undefined; output: number } = {
+    integral: 0,
+    previousError: undefined,
+    lastTime: undefined,
+    output: 0,
+  }
 
   constructor(settings: PidSettings) {
     this.#s = settings
@@ -193,6 +200,24 @@ export class Pid {
     this.#previousError = undefined
     this.#lastTime = undefined
     this.#output = 0
+  }
+
+  /** Keeps what it holds now, for `undo` (a step that fails takes its update back). */
+  remember(): void {
+    const kept = this.#kept
+    kept.integral = this.#integral
+    kept.previousError = this.#previousError
+    kept.lastTime = this.#lastTime
+    kept.output = this.#output
+  }
+
+  /** Puts back what `remember` kept. */
+  undo(): void {
+    const kept = this.#kept
+    this.#integral = kept.integral
+    this.#previousError = kept.previousError
+    this.#lastTime = kept.lastTime
+    this.#output = kept.output
   }
 
   /** What it keeps between steps: the integral, the last error, the time of the last update and the output held since. */
