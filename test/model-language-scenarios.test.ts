@@ -170,6 +170,28 @@ describe('scenarios and hooks on a running server', () => {
     assert.equal(await value('h1', 'status'), 'stopped')
   })
 
+  it('refresh_model in a hook keeps what an active scenario holds, as a step does', async () => {
+    await ok(
+      t.api('PUT', `${SYS}/models`, {
+        refreshed: {
+          attributes: { o: 0.0, x: 0.0 },
+          actions: [{ function: '$out(o)', call: '5.0' }],
+          scenarios: { s: { overrides: { o: 42.0 } } },
+          hooks: { on_set: ['refresh_model'] },
+        },
+      }),
+    )
+    await ok(t.api('PUT', `${SYS}/instances`, { rf1: 'refreshed' }))
+    await ok(t.call(`${SYS}/instances/rf1/scenarios/s`, 'start'))
+    await step('rf1')
+    assert.equal(await value('rf1', 'o'), 42)
+    await ok(t.api('PUT', `${SYS}/instances/rf1/attributes/x/attr/internal_value`, { value: 1.0 }))
+    assert.equal(await value('rf1', 'o'), 42, 'still held while the scenario is active')
+    await ok(t.call(`${SYS}/instances/rf1/scenarios/s`, 'stop'))
+    await ok(t.api('PUT', `${SYS}/instances/rf1/attributes/x/attr/internal_value`, { value: 2.0 }))
+    assert.equal(await value('rf1', 'o'), 5, 'the action’s value once nothing holds it')
+  })
+
   it('two scenarios holding the same values give them back as a stack, whatever order they stop in', async () => {
     const port = await freePort()
     await ok(

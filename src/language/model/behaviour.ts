@@ -194,7 +194,11 @@ export class InstanceBehaviour {
     this.#groups = bindGroups(model.groups, ctx, model.groupSteps)
     this.#held = this.#top.filter((a): a is ActionRuntime => !(a instanceof FusedRun) && a.activate !== undefined)
     this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, this.#heldValues))
-    this.hooks = new InstanceHooks(model.hooks, ctx, () => this.#runModel())
+    // refresh_model runs the actions again and holds what is held over them, as a step does.
+    this.hooks = new InstanceHooks(model.hooks, ctx, () => {
+      this.#runModel()
+      this.#reapplyHeld()
+    })
     this.#onRun = this.hooks.has('on_run')
     const enabled: number[] = []
     for (const steps of [model.steps, ...model.groupSteps.flat()]) {
@@ -249,6 +253,13 @@ export class InstanceBehaviour {
     runGroups(this.#groups, this.#fused)
   }
 
+  /** Held values (override actions, active scenarios' overrides) over what the actions just wrote. */
+  #reapplyHeld(): void {
+    if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
+    const scenarios = this.scenarios
+    for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).reapply()
+  }
+
   /**
    * One step at `time` with step `dt`: actions, conditions, active scenarios, held overrides,
    * `on_run` hooks. All or nothing: if anything raises, the writes of this step are taken back and
@@ -263,8 +274,7 @@ export class InstanceBehaviour {
       this.#runModel()
       const scenarios = this.scenarios
       for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).step(time, dt)
-      if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
-      for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).reapply()
+      this.#reapplyHeld()
       if (this.#onRun) this.#background(this.hooks.fire('on_run'))
       this.#undo.commit()
     } catch (err) {
@@ -313,8 +323,7 @@ export class InstanceBehaviour {
         }
       }
       for (const scenario of this.scenarios) scenario.step(time, dt)
-      if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
-      for (const scenario of this.scenarios) scenario.reapply()
+      this.#reapplyHeld()
       if (this.#onRun) this.#background(this.hooks.fire('on_run'))
       this.#undo.commit()
     } catch (err) {
