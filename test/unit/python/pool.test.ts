@@ -218,7 +218,8 @@ describe('PythonPool: load, call, set', () => {
       name: 'hall',
       started_as: 'hall',
       time: 2.5,
-      dt: 1,
+      // dt 1 reaches Python as the float 1.0, and comes back marked as one
+      dt: new FloatMark(1),
       model_attributes: ['heating', 'setpoint', 'temperature'],
     })
     assert.deepEqual(answer.values, { temperature: 20 })
