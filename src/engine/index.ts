@@ -15,5 +15,5 @@ export { batchSize, needsServerBetweenSteps, BATCH_TARGET_MS, DEFAULT_STEP_BATCH
 export { KeptPlan, PlanCache, wrongTypes, type PlanRun } from './plan-cache.js'
 export { PollLoop } from './poll-loop.js'
 export { combinedFault } from './combined-fault.js'
-export type { Steppable, StepContext, ValueTarget } from './steppable.js'
+export type { Steppable, StepContext, TypeProblem, ValueTarget } from './steppable.js'
 export type { SteppedSystem } from './stepped-system.js'

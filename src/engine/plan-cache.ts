@@ -1,6 +1,6 @@
 import { UserCodeError, type MimicError } from '../errors.js'
 import type { PythonPool, StepPlan } from '../python/index.js'
-import type { Steppable, ValueTarget } from './steppable.js'
+import type { Steppable, TypeProblem, ValueTarget } from './steppable.js'
 
 /** One run of a kept plan: the step's dt, how many steps in the one message, and who hears of failures. */
 export interface PlanRun<I extends Steppable> {
@@ -50,7 +50,7 @@ export class KeptPlan<I extends Steppable> {
     const targets = this.#targets
     const started = performance.now()
     // Values whose type the attribute cannot hold, by owner: that owner's step fails with them.
-    let refused: Map<number, string[]> | undefined
+    let refused: Map<number, TypeProblem[]> | undefined
     await this.pool.runPlan(
       this.#plan,
       { context: (index) => owners[index]!.stepContext(dt), repeat },
@@ -65,8 +65,8 @@ export class KeptPlan<I extends Steppable> {
           if (problem !== null) {
             refused ??= new Map()
             const list = refused.get(index)
-            if (list) list.push(problem)
-            else refused.set(index, [problem])
+            if (list) list.push({ attribute: name, problem })
+            else refused.set(index, [{ attribute: name, problem }])
           }
         },
         done: (index, _result, declared) => {
@@ -109,12 +109,10 @@ export class PlanCache<I extends Steppable> {
  * `float` attribute): the values were not taken, and each problem is a detail.
  *
  * @example
- * wrongTypes('pump', ["attribute 'speed' (float): expected a finite number (float), got string"])
+ * wrongTypes('pump', [{ attribute: 'speed', problem: "attribute 'speed' (float): expected a finite number (float), got string" }])
  */
-export function wrongTypes(instance: string, problems: string[]): UserCodeError {
-  const details = problems.map((message) => ({ path: `instances.${instance}.attributes.${/^attribute '([^']*)'/.exec(message)?.[1] ?? ''}`, message }))
-  return new UserCodeError(
-    `Python code of instance '${instance}' left ${problems.length === 1 ? 'a value' : 'values'} of the wrong type: ${problems.join('; ')}`,
-    details,
-  )
+export function wrongTypes(instance: string, problems: readonly TypeProblem[]): UserCodeError {
+  const details = problems.map(({ attribute, problem }) => ({ path: `instances.${instance}.attributes.${attribute}`, message: problem }))
+  const what = problems.length === 1 ? 'a value' : 'values'
+  return new UserCodeError(`Python code of instance '${instance}' left ${what} of the wrong type: ${problems.map((p) => p.problem).join('; ')}`, details)
 }

@@ -35,7 +35,7 @@ export interface Steppable {
   /** Its Python `run` alone: one round trip, the values it reports taken in. */
   runPython(dt: number): Promise<void>
   /** Takes the declarative values a MimicComponent wrote through `self.attributes` in a system step; answers the values not taken. */
-  applyDeclarative(values: Record<string, unknown> | undefined): string[]
+  applyDeclarative(values: Record<string, unknown> | undefined): TypeProblem[]
   /** Hears of a failure of its Python `run` in a system step. */
   stepFailed(error: unknown): void
   /** After each of its steps (time moved on): tells its protocol adapters that want each step's values. */
@@ -64,4 +64,10 @@ export interface ValueTarget {
   readonly name: string
   /** Takes the value, or answers why its type cannot hold it (the value is not taken). */
   setCached(value: unknown): string | null
+}
+
+/** A value an attribute did not take from Python, and why (see `ValueTarget.setCached`). */
+export interface TypeProblem {
+  attribute: string
+  problem: string
 }

@@ -1,7 +1,7 @@
 import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError, type ErrorDetail } from '../errors.js'
 import { floatValue, unmarked } from '../definition/json-float.js'
 import { attributeDeclarations, LIFECYCLE_METHODS } from '../definition/model-schema.js'
-import { PollLoop, stepInstance, wrongTypes, type StepContext, type Steppable } from '../engine/index.js'
+import { PollLoop, stepInstance, wrongTypes, type StepContext, type Steppable, type TypeProblem } from '../engine/index.js'
 import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
 import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
 import type { InstanceState as SavedInstance } from '../snapshots/index.js'
@@ -294,23 +294,23 @@ export class Instance extends Component implements AttributeOwner, Steppable {
    * attribute cannot hold is not taken, and the call that reported it fails with a 500 naming it
    * (`extra`: more such problems, of the same call).
    */
-  #applyValues(values: Record<string, unknown> | undefined, extra: string[] = []): void {
+  #applyValues(values: Record<string, unknown> | undefined, extra: TypeProblem[] = []): void {
     const problems = [...extra]
     for (const [name, value] of Object.entries(values ?? {})) {
       const problem = this.attributes.get(name)?.setCached(value) ?? null
-      if (problem !== null) problems.push(problem)
+      if (problem !== null) problems.push({ attribute: name, problem })
     }
     if (problems.length > 0) throw wrongTypes(this.name, problems)
   }
 
   /** Takes declarative values a MimicComponent wrote through `self.attributes`; answers the values not taken (see `setCached`). */
-  applyDeclarative(values: Record<string, unknown> | undefined): string[] {
-    const problems: string[] = []
+  applyDeclarative(values: Record<string, unknown> | undefined): TypeProblem[] {
+    const problems: TypeProblem[] = []
     if (!values) return problems
     for (const [name, value] of Object.entries(values)) {
       const attr = this.attributes.get(name)
       const problem = attr && !attr.bound ? attr.setCached(value) : null
-      if (problem !== null) problems.push(problem)
+      if (problem !== null) problems.push({ attribute: name, problem })
     }
     return problems
   }
