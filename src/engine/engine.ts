@@ -98,6 +98,7 @@ export class Engine<I extends Steppable> {
    * never cut in half, so the steps taken are kept — and throws a 503 saying how many steps it took.
    */
   async run(steps: number, dt: number | undefined): Promise<void> {
+    let done = 0
     // Each instance's failures: how many steps, and where the last failed ones end.
     const failed = new Map<string, { error: unknown; detail: ErrorDetail; count: number; end: number }>()
     const onFailure: FailureSink = (instance, error, detail, count) => {
@@ -109,7 +110,6 @@ export class Engine<I extends Steppable> {
     }
     // A worker that dies takes its instances out of the steps that follow: they are reported as
     // failed in every step they missed, after the step that failed when it died (if one did).
-    let done = 0
     const lost = new Map<string, { reason: string; at: number }>()
     this.#lostDuringRun = (instance, reason) => {
       if (!lost.has(instance)) lost.set(instance, { reason, at: done })
