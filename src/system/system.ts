@@ -151,8 +151,22 @@ export class System extends Component {
     const models = body.models ? asRecord(body.models, 'models') : undefined
     const instances = body.instances ? instanceRecord(body.instances) : undefined
     const connections = body.connections ? asRecord(body.connections, 'connections') : undefined
-    // The three are written one after the other: what would fail a later one for lack of a model
-    // or an instance is found first, so nothing is half-written.
+    this.#checkNamesExist(models, instances, connections)
+    if (models) await this.models.put(models)
+    if (instances) await this.instances.put(instances)
+    if (connections) await this.connections.put(connections)
+  }
+
+  /**
+   * A root PUT writes its three parts one after the other: what would fail a later one for lack
+   * of a model or an instance (in the system or in the body) is found before the first, so
+   * nothing is half-written.
+   */
+  #checkNamesExist(
+    models: Record<string, unknown> | undefined,
+    instances: Record<string, unknown> | undefined,
+    connections: Record<string, unknown> | undefined,
+  ): void {
     const modelNames = new Set([...this.models.all()].map((m) => m.name).concat(Object.keys(models ?? {})))
     const unknownModels = [
       ...new Set(
@@ -177,9 +191,6 @@ export class System extends Component {
       }
     }
     if (missing.length) throw new ValidationError(`${summarize('Connections', missing)}: nothing was written`, missing)
-    if (models) await this.models.put(models)
-    if (instances) await this.instances.put(instances)
-    if (connections) await this.connections.put(connections)
   }
 
   override methods(): Record<string, MethodHandler> {
