@@ -131,7 +131,8 @@ export function compileBehaviour(definition: BehaviourDefinition, source: Behavi
   for (const worker of context.workerExpressions.slice(workerBefore)) {
     context.problem(
       worker.path,
-      'expressions of scenarios and hooks are evaluated natively: imports other than math, random, time and datetime are not supported there',
+      'expressions of scenarios and hooks are evaluated natively, and this one needs the Python worker ' +
+        '(an import other than math, random, time and datetime, a set, or a method the engine does not serve)',
     )
   }
   if (context.problems.length > 0) throw behaviourProblems(context.problems)

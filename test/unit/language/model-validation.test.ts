@@ -189,3 +189,16 @@ describe('a condition entry with two branches', () => {
     )
   })
 })
+
+describe('a hook or scenario expression that needs the Python worker', () => {
+  it('is refused with what makes it need the worker', () => {
+    const problems = modelProblems({
+      attributes: { a: 0.0, n: { default: 0, type: 'any' } },
+      hooks: { on_set: [{ set_attr: { attribute: '$out(n)', value: 'len({1, 2})' } }] },
+    })
+    assert.deepEqual(problems, [
+      'hooks.on_set[0].set_attr.value: expressions of scenarios and hooks are evaluated natively, and this one needs the Python worker ' +
+        '(an import other than math, random, time and datetime, a set, or a method the engine does not serve)',
+    ])
+  })
+})
