@@ -3,13 +3,6 @@ import { delimiter, resolve } from 'node:path'
 import { z } from 'zod'
 
 /**
- * Everything `mimic serve` can be told, from flags or `MIMIC_*` environment variables (flags
- * win). One zod schema gives the type, the defaults and the error messages.
- *
- * @example
- * const config = parseConfig({ port: '0' }, process.env)
- */
-/**
  * A number written in decimal (`8000`, `0.5`): flags and variables arrive as text, and zod's
  * coercion would also take `''` (as 0), `0x10` or `1e3`, which nobody means for a port.
  */
@@ -26,6 +19,13 @@ const number = (): z.ZodNumber =>
     error: (issue) => (issue.code === 'invalid_type' && issue.input !== undefined ? `expected a number in decimal, got '${String(issue.input)}'` : undefined),
   })
 
+/**
+ * Everything `mimic serve` can be told, from flags or `MIMIC_*` environment variables (flags
+ * win). One zod schema gives the type, the defaults and the error messages.
+ *
+ * @example
+ * const config = parseConfig({ port: '0' }, process.env)
+ */
 export const configSchema = z.strictObject({
   system: z.string().optional(),
   host: z.string().min(1).default('127.0.0.1'),
