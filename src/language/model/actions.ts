@@ -132,7 +132,10 @@ function closestKind(key: string): ActionKind | undefined {
   return best?.kind
 }
 
-/** Letters to insert, delete, replace or swap (adjacent) to turn `a` into `b`. */
+/**
+ * Letters to insert, delete, replace or swap (adjacent) to turn `a` into `b` (optimal string
+ * alignment). Names of a dozen letters against eleven kinds: a small table, not worth a library.
+ */
 function editDistance(a: string, b: string): number {
   const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
   for (let i = 1; i <= a.length; i++) {
