@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { parse as parseLossless } from 'lossless-json'
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
 import type { ErrorDetail } from '../errors.js'
 import { FloatMark, mayHoldFloats, parseJsonKeepingFloats } from './json-float.js'
 import { isAttributeSpec } from './model-schema.js'
-import { withContainerFloats, withSystemContainerFloats } from './typed-json.js'
+import { withModelFloats, withSystemModelFloats } from './typed-json.js'
 import { validateModel, validateSystem, type ModelCheck, type SystemDefinition } from './validate.js'
 import { isRecord } from './is-record.js'
 
@@ -64,7 +64,7 @@ export function parseDefinitionText(
     return { data: undefined, doc: null, lines, details }
   }
   const data: unknown = doc.toJS({ maxAliasCount: 100 })
-  keepContainerFloats(doc, data)
+  keepModelFloats(doc, data)
   return { data, doc, lines, details: [] }
 }
 
@@ -90,8 +90,8 @@ function parseJsonDefinition(text: string, lines: LineCounter): { data: unknown;
   }
   if (mayHoldFloats(text)) {
     const marked = parseJsonKeepingFloats(text)
-    if (looksLikeModel(data)) withContainerFloats(data, marked)
-    else withSystemContainerFloats(data, marked)
+    if (looksLikeModel(data)) withModelFloats(data, marked)
+    else withSystemModelFloats(data, marked)
   }
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false })
   return { data, doc: doc.errors.length ? null : doc, lines, details: [] }
@@ -104,43 +104,55 @@ function jsonPosition(text: string, offset: number): { line: number; column: num
 }
 
 /**
- * Gives the list, dict and `any` attributes of the parsed definition (a system, or one model)
- * their defaults with each integral float written as one (`1.0`, `1e3`) a `FloatMark`
- * (json-float.ts), read from the document's scalars: `samples: [1.0, 2.5]` starts as `[1.0, 2.5]`
- * and reads back so. A default that uses an alias stays as parsed.
+ * Gives the parsed definition (a system, or one model) the integral floats written as one (`1.0`,
+ * `1e3`) as `FloatMark`s (json-float.ts) where `withModelFloats` takes them, read from the
+ * document's scalars: the defaults of list, dict and `any` attributes (`samples: [1.0, 2.5]`
+ * starts as `[1.0, 2.5]` and reads back so), the behaviour sections, the hooks of attributes and
+ * meta parameter defaults (`value: 2.0` is a float to an expression). A part written with a merge
+ * key (`<<`) stays as parsed.
  */
-function keepContainerFloats(doc: Document, data: unknown): void {
+function keepModelFloats(doc: Document, data: unknown): void {
   const graft = (model: unknown, at: Array<string | number>): void => {
+    if (!isRecord(model)) return
+    const kept = (...path: Array<string | number>): unknown => markedJs(doc.getIn([...at, ...path], true), doc)
     const marked: Record<string, unknown> = {}
-    const attributes = isRecord(model) && isRecord(model.attributes) ? model.attributes : {}
+    const attributes = isRecord(model.attributes) ? model.attributes : {}
     for (const [name, value] of Object.entries(attributes)) {
       const spec = isAttributeSpec(value)
-      const node = doc.getIn([...at, 'attributes', name, ...(spec ? ['default'] : [])], true)
-      const kept = markedJs(node)
-      if (kept !== undefined) marked[name] = spec ? { default: kept } : kept
+      const given = spec ? kept('attributes', name, 'default') : kept('attributes', name)
+      if (spec) marked[name] = { default: given ?? value.default, ...(Object.hasOwn(value, 'hooks') ? { hooks: kept('attributes', name, 'hooks') } : {}) }
+      else if (given !== undefined) marked[name] = given
     }
-    withContainerFloats(model, { attributes: { ...attributes, ...marked } })
+    const sections = Object.fromEntries(['actions', 'conditions', 'if_chain', 'scenarios', 'hooks', 'meta_parameters'].map((key) => [key, kept(key)]))
+    withModelFloats(model, { ...sections, attributes: { ...attributes, ...marked } })
   }
   if (looksLikeModel(data)) return graft(data, [])
   if (!isRecord(data) || !isRecord(data.models)) return
   for (const [name, model] of Object.entries(data.models)) graft(model, ['models', name])
 }
 
-/** A YAML node as JavaScript with integral floats marked; undefined for what it does not read (an alias, a tag). */
-function markedJs(node: unknown): unknown {
+/**
+ * A YAML node as JavaScript with integral floats marked; undefined for what it does not read (a
+ * merge key, a key that is not a string or a number). Aliases are followed, as `toJS` follows
+ * them, within a budget of alias expansions per document part: past it (a document that expands
+ * aliases of aliases) the part stays as parsed.
+ */
+function markedJs(node: unknown, doc: Document, budget = { aliases: 1000 }): unknown {
+  if (node === null) return null
+  if (isAlias(node)) return --budget.aliases < 0 ? undefined : markedJs(node.resolve(doc), doc, budget)
   if (isScalar(node)) {
     const value = node.value
-    return typeof value === 'number' && Number.isInteger(value) && /[.eE]/.test(node.source ?? '') ? new FloatMark(value) : value
+    return typeof value === 'number' && Number.isInteger(value) && FLOAT_TEXT.test(node.source ?? '') ? new FloatMark(value) : value
   }
   if (isSeq(node)) {
-    const items = node.items.map(markedJs)
+    const items = node.items.map((item) => markedJs(item, doc, budget))
     return items.includes(undefined) ? undefined : items
   }
   if (isMap(node)) {
     const out: Record<string, unknown> = {}
     for (const pair of node.items) {
       const key = isScalar(pair.key) ? pair.key.value : undefined
-      const value = markedJs(pair.value)
+      const value = markedJs(pair.value, doc, budget)
       if ((typeof key !== 'string' && typeof key !== 'number') || key === '<<' || value === undefined) return undefined
       Object.defineProperty(out, String(key), { value, enumerable: true, writable: true, configurable: true })
     }
@@ -148,6 +160,9 @@ function markedJs(node: unknown): unknown {
   }
   return undefined
 }
+
+/** How a YAML float is written: with a point or an exponent (`2.0`, `1e3`), not in hex (`0x1E`). */
+const FLOAT_TEXT = /^[-+]?(\d+\.\d*|\.\d+|\d+(?=[eE]))([eE][-+]?\d+)?$/
 
 /**
  * Finds where a dotted fault path (`models.pt100.import.x.py.class`) points in a YAML document.

@@ -9,6 +9,7 @@
  * substituteParameters({ port: '$param(modbus_port)' }, { modbus_port: 5030 }) // { port: 5030 }
  */
 import type { z } from 'zod'
+import { cloneJson, floatValue, plainJson } from './json-float.js'
 import { issueMessage } from './zod-issue.js'
 import type { ErrorDetail } from '../errors.js'
 import {
@@ -46,14 +47,22 @@ export function resolveParameters(
     }
     const why = spec ? parameterProblem(spec, value) : null
     if (why) problems.push({ path: `parameters.${name}`, message: why })
-    else values[name] = value
+    else values[name] = typedParameter(spec, value)
   }
   for (const [name, spec] of Object.entries(declared ?? {})) {
     if (Object.hasOwn(values, name) || problems.some((p) => p.path === `parameters.${name}`)) continue
-    if (spec.default !== undefined) values[name] = structuredClone(spec.default)
+    if (spec.default !== undefined) values[name] = typedParameter(spec, cloneJson(spec.default))
     else if (spec.required) problems.push({ path: `parameters.${name}`, message: `required parameter '${name}' is missing` })
   }
   return { values, problems }
+}
+
+/**
+ * A parameter value as expressions read it: a `float` parameter's number marked as a float
+ * (json-float.ts), so `$param(gain)` of `gain: 2` is `2.0` as in Python; any other value as given.
+ */
+function typedParameter(spec: MetaParameter | undefined, value: unknown): unknown {
+  return spec?.type === 'float' && typeof value === 'number' ? floatValue(value) : value
 }
 
 function parameterProblem(spec: MetaParameter, value: unknown): string | null {
@@ -73,11 +82,12 @@ export function substituteParameters(value: unknown, params: Record<string, unkn
     if (whole !== null) {
       const name = whole[1] as string
       if (!Object.hasOwn(params, name)) missing.add(name)
-      return params[name]
+      // Settings take plain JSON: a float parameter's mark is its number there.
+      return plainJson(params[name])
     }
     return value.replace(/\$param\(\s*([A-Za-z][A-Za-z0-9_]*)\s*\)/g, (_m, name: string) => {
       if (!Object.hasOwn(params, name)) missing.add(name)
-      return String(params[name] ?? '')
+      return String(plainJson(params[name]) ?? '')
     })
   }
   if (Array.isArray(value)) return value.map((v) => substituteParameters(v, params, missing))

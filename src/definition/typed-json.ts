@@ -177,48 +177,92 @@ export function typedModelDefinition(definition: unknown): unknown {
 }
 
 /**
- * Gives the list, dict and `any` attributes of a model definition parsed plainly (JSON.parse)
- * the defaults of `marked`, the same text parsed keeping floats (json-float.ts), so
- * `samples: [1.0, 2.5]` reads back `[1.0, 2.5]` and starts the attribute with floats. Every other
- * number of the definition stays plain, as schemas expect. Changes `model` in place and returns it.
+ * The parts of a model whose numbers are Python values with no declared type: the behaviour
+ * sections (an action's `value: 2.0`, its `params` and named constants, a scenario's overrides,
+ * a hook's value) and the defaults of `meta_parameters` that are not typed `int`, `float`, `bool`
+ * or `str`. Their integral floats are kept as marks, so an expression sees `2.0` as a float.
+ */
+const BEHAVIOUR_SECTIONS = ['actions', 'conditions', 'if_chain', 'scenarios', 'hooks'] as const
+
+/**
+ * Gives a model definition parsed plainly (JSON.parse) the integral floats of `marked`, the same
+ * text parsed keeping floats (json-float.ts), where a number has no declared type to say which it
+ * is: the defaults of list, dict and `any` attributes (`samples: [1.0, 2.5]` reads back
+ * `[1.0, 2.5]` and starts the attribute with floats), the behaviour sections and the hooks of
+ * attributes (`value: 2.0` gives the float `2.0` to an expression), and the defaults of untyped,
+ * list and dict `meta_parameters`. Every other number of the definition stays plain, as schemas
+ * expect. Changes `model` in place and returns it.
  *
  * @example
- * withContainerFloats({ attributes: { xs: [1] } }, { attributes: { xs: [new FloatMark(1)] } }) // { attributes: { xs: [FloatMark(1)] } }
+ * withModelFloats({ attributes: { xs: [1] } }, { attributes: { xs: [new FloatMark(1)] } }) // { attributes: { xs: [FloatMark(1)] } }
+ * withModelFloats({ actions: [{ set: '$out(x)', value: 2 }] }, { actions: [{ set: '$out(x)', value: new FloatMark(2) }] }) // value FloatMark(2)
  */
-export function withContainerFloats(model: unknown, marked: unknown): unknown {
-  if (!isRecord(model) || !isRecord(marked) || !isRecord(model.attributes) || !isRecord(marked.attributes)) return model
-  const theirs = marked.attributes
-  for (const [name, value] of Object.entries(model.attributes)) {
-    const given = theirs[name]
-    if (!CONTAINERS.has(attributeType(value)) || given === undefined) continue
-    // Defined, not assigned: an attribute named __proto__ is refused later with its path, not taken as a prototype.
-    if (!isAttributeSpec(value)) Object.defineProperty(model.attributes, name, { value: given, enumerable: true, writable: true, configurable: true })
-    else if (isRecord(given) && Object.hasOwn(value, 'default')) value.default = given.default
+export function withModelFloats(model: unknown, marked: unknown): unknown {
+  if (!isRecord(model) || !isRecord(marked)) return model
+  if (isRecord(model.attributes) && isRecord(marked.attributes)) {
+    const theirs = marked.attributes
+    for (const [name, value] of Object.entries(model.attributes)) {
+      const given = theirs[name]
+      if (given === undefined) continue
+      if (isAttributeSpec(value) && isRecord(given) && given.hooks !== undefined && Object.hasOwn(value, 'hooks'))
+        (value as Record<string, unknown>).hooks = given.hooks
+      if (!CONTAINERS.has(attributeType(value))) continue
+      // Defined, not assigned: an attribute named __proto__ is refused later with its path, not taken as a prototype.
+      if (!isAttributeSpec(value)) Object.defineProperty(model.attributes, name, { value: given, enumerable: true, writable: true, configurable: true })
+      else if (isRecord(given) && Object.hasOwn(value, 'default')) value.default = given.default
+    }
+  }
+  for (const section of BEHAVIOUR_SECTIONS) if (Object.hasOwn(model, section) && marked[section] !== undefined) model[section] = marked[section]
+  if (isRecord(model.meta_parameters) && isRecord(marked.meta_parameters)) {
+    const theirs = marked.meta_parameters
+    for (const [name, spec] of Object.entries(model.meta_parameters)) {
+      const given = theirs[name]
+      if (isRecord(spec) && isRecord(given) && Object.hasOwn(spec, 'default') && !TYPED_PARAMETERS.has(spec.type)) spec.default = given.default
+    }
   }
   return model
 }
 
+/** Meta parameter types whose values are not marked: the type says what a number is. */
+const TYPED_PARAMETERS: ReadonlySet<unknown> = new Set(['int', 'float', 'bool', 'str', 'string'])
+
 /**
- * `withContainerFloats` for each model of a system definition (`{models: {...}}`) parsed plainly.
+ * `withModelFloats` for each model of a system definition (`{models: {...}}`) parsed plainly.
  *
  * @example
- * withSystemContainerFloats(JSON.parse(text), parseJsonKeepingFloats(text))
+ * withSystemModelFloats(JSON.parse(text), parseJsonKeepingFloats(text))
  */
-export function withSystemContainerFloats(definition: unknown, marked: unknown): unknown {
+export function withSystemModelFloats(definition: unknown, marked: unknown): unknown {
   if (!isRecord(definition) || !isRecord(marked) || !isRecord(definition.models) || !isRecord(marked.models)) return definition
-  for (const [name, model] of Object.entries(definition.models)) withContainerFloats(model, marked.models[name])
+  for (const [name, model] of Object.entries(definition.models)) withModelFloats(model, marked.models[name])
   return definition
 }
 
 /**
- * Whether a system definition (`{models: {...}}`) has a list, dict or `any` attribute: only then
- * can a number of its text need `parseJsonKeepingFloats`.
+ * Whether a system definition (`{models: {...}}`) has a number that `withModelFloats` may need
+ * to mark: a list, dict or `any` attribute, or a whole number in a behaviour section, in the
+ * hooks of an attribute or in a meta parameter's default. Only then can a number of its text need
+ * `parseJsonKeepingFloats`.
  */
-export function hasContainerAttributes(definition: unknown): boolean {
+export function mayNeedFloatMarks(definition: unknown): boolean {
   if (!isRecord(definition) || !isRecord(definition.models)) return false
-  return Object.values(definition.models).some(
-    (model) => isRecord(model) && isRecord(model.attributes) && Object.values(model.attributes).some((value) => CONTAINERS.has(attributeType(value))),
-  )
+  return Object.values(definition.models).some((model) => {
+    if (!isRecord(model)) return false
+    if (BEHAVIOUR_SECTIONS.some((section) => holdsWholeNumber(model[section])) || holdsWholeNumber(model.meta_parameters)) return true
+    return (
+      isRecord(model.attributes) &&
+      Object.values(model.attributes).some(
+        (value) => CONTAINERS.has(attributeType(value)) || (isAttributeSpec(value) && holdsWholeNumber((value as Record<string, unknown>).hooks)),
+      )
+    )
+  })
+}
+
+/** Whether a JSON value holds a whole number anywhere (what a `2.0` in its text parses to). */
+function holdsWholeNumber(value: unknown): boolean {
+  if (typeof value === 'number') return Number.isInteger(value)
+  if (value === null || typeof value !== 'object') return false
+  return (Array.isArray(value) ? value : Object.values(value)).some(holdsWholeNumber)
 }
 
 const CONTAINERS: ReadonlySet<AttributeType> = new Set(['list', 'dict', 'any'])

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BadRequestError, ConflictError } from '../errors.js'
-import { typedJson, withContainerFloats, withSystemContainerFloats } from '../definition/typed-json.js'
+import { typedJson, withModelFloats, withSystemModelFloats } from '../definition/typed-json.js'
 import { keepingFloats } from './json-body.js'
 import type { System } from '../system/system.js'
 import type { Component, CallArgs } from '../tree/component.js'
@@ -174,8 +174,9 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
 
 /**
  * The body of a write with the integral floats that matter kept as floats (json-body.ts
- * `keepingFloats`): in attribute values, and in the defaults of list, dict and `any` attributes
- * of a model definition. Everything else reads the plain body.
+ * `keepingFloats`): in attribute values, and in a model definition where its numbers have no
+ * declared type (`withModelFloats`), whether the models come to `models`, to one model or to the
+ * root. Everything else reads the plain body.
  */
 function withFloats(node: Component, body: unknown): unknown {
   switch (node.type) {
@@ -184,12 +185,17 @@ function withFloats(node: Component, body: unknown): unknown {
       return keepingFloats(body)
     case 'Models': {
       const marked = keepingFloats(body)
-      if (marked !== body) withSystemContainerFloats({ models: body }, { models: marked })
+      if (marked !== body) withSystemModelFloats({ models: body }, { models: marked })
+      return body
+    }
+    case 'System': {
+      const marked = keepingFloats(body)
+      if (marked !== body) withSystemModelFloats(body, marked)
       return body
     }
     case 'Model': {
       const marked = keepingFloats(body)
-      if (marked !== body && isRecord(body) && isRecord(marked)) for (const key of ['definition', 'value']) withContainerFloats(body[key], marked[key])
+      if (marked !== body && isRecord(body) && isRecord(marked)) for (const key of ['definition', 'value']) withModelFloats(body[key], marked[key])
       return body
     }
     default:

@@ -5,27 +5,29 @@
  */
 import { issueMessage } from '../definition/zod-issue.js'
 import { mayHoldFloats, parseJsonKeepingFloats } from '../definition/json-float.js'
-import { hasContainerAttributes, withSystemContainerFloats } from '../definition/typed-json.js'
+import { mayNeedFloatMarks, withSystemModelFloats } from '../definition/typed-json.js'
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
 import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFile } from './schema.js'
 import { isRecord } from '../definition/is-record.js'
 
 /**
- * The JSON of a snapshot file, parsed as JSON.parse does, but for the values of list, dict and
- * `any` attributes: there an integral float written `2.0` stays a float (json-float.ts), in
- * model defaults and in the saved state alike. A file whose models have no such attribute and
- * whose state adds none to an instance, the common case, is parsed once by JSON.parse; otherwise the text is parsed a second time keeping
- * floats, and those values are taken from it. Throws JSON.parse's SyntaxError.
+ * The JSON of a snapshot file, parsed as JSON.parse does, but where a number has no declared
+ * type: the values of list, dict and `any` attributes, in model defaults and in the saved state
+ * alike, and the numbers of the models' behaviour (`withModelFloats`). There an integral float
+ * written `2.0` stays a float (json-float.ts). A file whose models have no such number and whose
+ * state adds no attribute to an instance, the common case, is parsed once by JSON.parse;
+ * otherwise the text is parsed a second time keeping floats, and those values are taken from it.
+ * Throws JSON.parse's SyntaxError.
  *
  * @example
  * parseSnapshotJson(text).state.instances.m1.attributes.xs.internal // [FloatMark(2), 3]
  */
 export function parseSnapshotJson(text: string): unknown {
   const raw: unknown = JSON.parse(text)
-  if (!isRecord(raw) || !mayHoldFloats(text) || !(hasContainerAttributes(raw['definition']) || text.includes('"added"'))) return raw
+  if (!isRecord(raw) || !mayHoldFloats(text) || !(mayNeedFloatMarks(raw['definition']) || text.includes('"added"'))) return raw
   const marked = parseJsonKeepingFloats(text) as Record<string, unknown>
-  withSystemContainerFloats(raw['definition'], marked['definition'])
+  withSystemModelFloats(raw['definition'], marked['definition'])
   const state = raw['state']
   const markedState = marked['state']
   if (!isRecord(state) || !isRecord(markedState) || !isRecord(state['instances']) || !isRecord(markedState['instances'])) return raw

@@ -1,3 +1,4 @@
+import { plainJson } from '../definition/json-float.js'
 import { NotFoundError, ValidationError } from '../errors.js'
 import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, ScenarioRuntime } from '../language/model/index.js'
 import { Component, type MethodHandler } from '../tree/component.js'
@@ -67,7 +68,10 @@ export class InstanceHost implements BehaviourHost {
   async callPath(path: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {
     const parts = this.#split(path)
     if (!parts || parts.last === undefined) throw new NotFoundError(`'${path}' names no method on instance '${this.name}'`, [{ path, message: 'not found' }])
-    return await parts.node.call(parts.last, { args, kwargs })
+    // Arguments written in the model keep `2.0` a float (json-float.ts) only for a method that tells
+    // them apart (a Python method); a built-in one takes plain JSON, as from HTTP.
+    const call = { args, kwargs }
+    return await parts.node.call(parts.last, parts.node.keepsFloatsIn(parts.last) ? call : (plainJson(call) as typeof call))
   }
 
   async readPath(path: string): Promise<{ value: unknown } | undefined> {

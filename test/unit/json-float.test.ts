@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process'
 import { describe, it } from 'node:test'
 import { cloneJson, FloatMark, floatValue, mayHoldFloats, parseJsonKeepingFloats, plainJson, unmarked } from '../../src/definition/json-float.js'
 import { parseDefinitionText } from '../../src/definition/load-file.js'
+import { resolveParameters, substituteParameters } from '../../src/definition/parameters.js'
 import { typeProblem } from '../../src/definition/model-schema.js'
 import { typedJson, valueJson } from '../../src/definition/typed-json.js'
 import { mqttSchema } from '../../src/definition/mqtt-schema.js'
@@ -95,6 +96,14 @@ describe('marks in values', () => {
     assert.equal(valueJson({ a: floatValue(0) }, 'dict'), '{"a":0.0}')
   })
 
+  it('a float parameter is a mark to expressions and a plain number to adapter settings', () => {
+    const model = { attributes: {}, meta_parameters: { rate: { type: 'float' as const, default: 2 }, port: { type: 'int' as const, default: 5020 } } }
+    const { values, problems } = resolveParameters(model as never, { rate: 4 })
+    assert.deepEqual(problems, [])
+    assert.deepEqual(values, { rate: new FloatMark(4), port: 5020 })
+    assert.deepEqual(substituteParameters({ interval: '$param(rate)', topic: 'at/$param(rate)/$param(port)' }, values), { interval: 4, topic: 'at/4/5020' })
+  })
+
   it('expressions read marks as floats and store integral float results marked', () => {
     const py = toPy([floatValue(2), 2, { a: floatValue(1) }], 'list') as unknown[]
     assert.equal(py[0], 2)
@@ -133,6 +142,66 @@ describe('definition files', () => {
   it('read a single model file the same way', () => {
     const { data } = parseDefinitionText('attributes:\n  xs: [2.0]\n') as { data: { attributes: Record<string, unknown> } }
     assert.equal(typedJson(data.attributes.xs), '[2.0]')
+  })
+
+  it('keep the integral floats of behaviour and untyped parameter defaults, in YAML and strict JSON alike, and nothing of settings', () => {
+    const yaml = [
+      'meta_parameters: {gain: {default: 2.0}, rate: {type: float, default: 2.0}, ids: {type: list, default: [1.0]}}',
+      'attributes:',
+      '  x: {default: &two 2.0, type: float, hooks: {on_set: [{set_attr: {attribute: $out(y), value: 3.0}}]}}',
+      '  y: {default: null, type: any}',
+      '  hexes: {default: [0x1E, 0o17], type: list}',
+      'actions:',
+      '  - {set: $out(y), value: *two}',
+      '  - {ramp: $out(x), start_value: 0.0, stop_value: 1.0, duration: 5.0}',
+      'conditions:',
+      '  - if: "True"',
+      '    actions: [{set: $out(y), value: 4.0}]',
+      '  - else:',
+      '    actions: [{set: $out(y), value: 5.0}]',
+      'scenarios: {s: {duration: 6.0, overrides: {$in(y): 7.0}}}',
+      'timer: {time_step: 1.0}',
+    ].join('\n')
+    const json = JSON.stringify({
+      meta_parameters: { gain: { default: 2 }, rate: { type: 'float', default: 2 }, ids: { type: 'list', default: [1] } },
+      attributes: {
+        x: { default: 2, type: 'float', hooks: { on_set: [{ set_attr: { attribute: '$out(y)', value: 3 } }] } },
+        y: { default: null, type: 'any' },
+        hexes: { default: [30, 15], type: 'list' },
+      },
+      actions: [
+        { set: '$out(y)', value: 2 },
+        { ramp: '$out(x)', start_value: 0, stop_value: 1, duration: 5 },
+      ],
+      conditions: [
+        { if: 'True', actions: [{ set: '$out(y)', value: 4 }] },
+        { else: null, actions: [{ set: '$out(y)', value: 5 }] },
+      ],
+      scenarios: { s: { duration: 6, overrides: { '$in(y)': 7 } } },
+      timer: { time_step: 1 },
+    })
+      .replace(/(start_value|"default|value|duration|time_step)":(\d)/g, '$1":$2.0')
+      .replace('"$in(y)":7', '"$in(y)":7.0')
+      .replace('"hexes":{"default":[30.0', '"hexes":{"default":[30')
+      .replace('"ids":{"type":"list","default":[1]', '"ids":{"type":"list","default":[1.0]')
+    for (const [format, text] of [
+      ['yaml', yaml],
+      ['json', json],
+    ] as const) {
+      const { data, details } = parseDefinitionText(text, { format }) as { data: Record<string, any>; details: unknown[] }
+      assert.deepEqual(details, [], format)
+      const behaviour = typedJson({ p: data.meta_parameters, h: data.attributes.x.hooks, a: data.actions, c: data.conditions, s: data.scenarios })
+      assert.match(behaviour, /"gain":\{"default":2\.0\}/, format)
+      assert.match(behaviour, /"ids":\{"type":"list","default":\[1\.0\]\}/, format)
+      assert.match(behaviour, /"value":3\.0/, format)
+      assert.match(behaviour, /"value":2\.0.*"value":4\.0.*"value":5\.0.*"\$in\(y\)":7\.0/, format)
+      // Typed parameters and settings outside the behaviour stay plain numbers; an action's own
+      // settings (`duration: 5.0`) are marked here and read plainly by the compiler.
+      assert.equal(data.meta_parameters.rate.default, 2, format)
+      assert.equal(data.timer.time_step, 1, format)
+      // Hex and octal are ints in YAML: no mark, though 0x1E holds an E.
+      assert.equal(typedJson(data.attributes.hexes.default), '[30,15]', format)
+    }
   })
 })
 

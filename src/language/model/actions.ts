@@ -7,6 +7,7 @@
  * const plan = compileAction({ function: '$out(power)', call: 'V * I' }, 'actions[0]', context, 0)
  */
 import { NotFoundError, type ErrorDetail } from '../../errors.js'
+import { plainJson } from '../../definition/json-float.js'
 import { typeProblem } from '../../definition/model-schema.js'
 import { PyException, type PyValue } from '../expression/index.js'
 import { pyRound } from '../expression/builtins.js'
@@ -239,7 +240,17 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
     if (params.length === 0 && parameters.length === 0) fusion = { value, targets }
   }
   const own = context.problems.length
-  const make = compile({ target, fields, fieldPath, scope, context, path, kind, targetAt: nested ? `${path}.${kind}.output` : `${path}.${kind}`, fuse })
+  const make = compile({
+    target,
+    fields: kindFields(fields),
+    fieldPath,
+    scope,
+    context,
+    path,
+    kind,
+    targetAt: nested ? `${path}.${kind}.output` : `${path}.${kind}`,
+    fuse,
+  })
   if (context.problems.length > own) {
     // The kind's own fields failed: when another key looks like a misspelt kind (`fnction` beside
     // `call`), the entry was most likely meant as that kind, so that is said first.
@@ -287,6 +298,15 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
     },
   }
   return plan
+}
+
+/**
+ * An action's fields as its kind's compiler reads them: numbers plain, as settings (`duration`,
+ * `std`, `points`) are read, but for `value` and `call`, whose constants are Python values: an
+ * integral float written as one (`value: 2.0`) stays a float there (json-float.ts).
+ */
+function kindFields(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, key === 'value' || key === 'call' ? value : plainJson(value)]))
 }
 
 /**
@@ -755,7 +775,8 @@ function compileOverride(input: KindInput): ((env: ActionEnvironment, plan: Acti
       if (targets) attributeOverrides.push({ target: targets[0] as Target, value })
     } else {
       const path = pathField(context, key, at, true)
-      if (path) pathOverrides.push({ path, value })
+      // A dotted path names a setting (`timer.dt`), which takes plain JSON.
+      if (path) pathOverrides.push({ path, value: plainJson(value) })
     }
   }
   return (env, plan) => {

@@ -10,6 +10,7 @@
  * scenarios:
  *   sag: { duration: 5, overrides: { $out(v_nominal): 180.0 } }
  */
+import { plainJson } from '../../definition/json-float.js'
 import type { ErrorDetail } from '../../errors.js'
 import { PyRandom } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
@@ -68,7 +69,7 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
     }
     for (const key of Object.keys(spec)) if (!KEYS.includes(key)) context.problem(`${at}.${key}`, `unknown key '${key}' (expected ${KEYS.join(', ')})`)
     const number = (key: string, positive: boolean): number | undefined => {
-      const v = spec[key]
+      const v = plainJson(spec[key])
       if (v === undefined || v === null) return undefined
       if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (positive && v === 0)) {
         context.problem(`${at}.${key}`, positive ? 'expected a number > 0 (seconds)' : 'expected a number >= 0 (seconds)')
@@ -83,7 +84,7 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
       return typeof v === 'string' ? v : undefined
     }
     if (spec.enabled !== undefined && typeof spec.enabled !== 'boolean') context.problem(`${at}.enabled`, 'expected true or false')
-    const runLimit = spec.run_limit
+    const runLimit = plainJson(spec.run_limit)
     if (runLimit !== undefined && runLimit !== null && !(Number.isSafeInteger(runLimit) && (runLimit as number) >= 1)) {
       context.problem(`${at}.run_limit`, 'expected an integer >= 1')
     }
@@ -94,7 +95,7 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
       else {
         for (const [key, value] of Object.entries(spec.overrides)) {
           const where = `${at}.overrides.${key}`
-          if (!isReference(key) && COMPONENT_PATH.test(key.trim())) pathOverrides.push({ path: key.trim().replace(/^~\.?/, '~.'), value })
+          if (!isReference(key) && COMPONENT_PATH.test(key.trim())) pathOverrides.push({ path: key.trim().replace(/^~\.?/, '~.'), value: plainJson(value) })
           else {
             const targets = context.targets(key, where)
             const target = targets?.[0]
