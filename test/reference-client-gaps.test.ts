@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test'
 import { parse as parseYaml } from 'yaml'
 import { connect, type MimicApiError } from '../src/client/index.js'
 import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
-import { runPythonWithSdk } from './helpers/wire.js'
+import { rawRequest, runPythonWithSdk } from './helpers/wire.js'
 
 const SYS = '/api/v3/system'
 
@@ -130,6 +130,27 @@ describe('GET /api/v3/system/definition', () => {
     assert.equal(put.status, 200, JSON.stringify(put.body))
     assert.equal((await rawGet(bare, `${SYS}/definition`)).text, text)
     assert.equal((await bare.api('GET', `${SYS}/instances/s2/attributes/temperature/value`)).body.value, 30)
+  })
+
+  it('loads as it is on the root of another server when the system has no connections, floats included', async () => {
+    const source = await startTestServer()
+    const copy = await startTestServer()
+    try {
+      const model =
+        '{"M": {"attributes": {"xs": {"default": [1.0], "type": "list"}, "d": {"default": null, "type": "any"}}, "actions": [{"set": "$out(d)", "value": 2.0}]}}'
+      assert.equal((await rawRequest(source, 'PUT', `${SYS}/models`, model)).status, 200)
+      assert.equal((await source.api('PUT', `${SYS}/instances`, { m1: 'M' })).status, 200)
+      const { text } = await rawGet(source, `${SYS}/definition`)
+      assert.match(text, /"connections":\{\}/)
+      const put = await rawRequest(copy, 'PUT', SYS, text.slice('{"value":'.length, -1))
+      assert.equal(put.status, 200, put.text)
+      assert.equal((await rawGet(copy, `${SYS}/definition`)).text, text)
+      assert.equal((await copy.call(`${SYS}/instances/m1`, 'run')).status, 200)
+      assert.equal((await rawRequest(copy, 'GET', `${SYS}/instances/m1/attributes/d/attr/internal_value`)).text, '{"value":2.0}')
+    } finally {
+      await source.close()
+      await copy.close()
+    }
   })
 
   it('is described in the OpenAPI document, with reload', async () => {

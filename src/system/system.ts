@@ -148,9 +148,12 @@ export class System extends Component {
     const unknown = Object.keys(body).filter((k) => !['models', 'instances', 'connections'].includes(k))
     if (unknown.length)
       throw new NotFoundError(`The system root has no children ${unknown.map((k) => `'${k}'`).join(', ')} to write (models, instances, connections)`)
-    const models = body.models ? asRecord(body.models, 'models') : undefined
-    const instances = body.instances ? instanceRecord(body.instances) : undefined
-    const connections = body.connections ? asRecord(body.connections, 'connections') : undefined
+    // An empty part has nothing to write: what `GET definition` answers for a system without
+    // connections (`"connections": {}`) is PUT as it is.
+    const empty = (value: unknown): boolean => (isRecord(value) || Array.isArray(value)) && Object.keys(value).length === 0
+    const models = body.models && !empty(body.models) ? asRecord(body.models, 'models') : undefined
+    const instances = body.instances && !empty(body.instances) ? instanceRecord(body.instances) : undefined
+    const connections = body.connections && !empty(body.connections) ? asRecord(body.connections, 'connections') : undefined
     this.#checkNamesExist(models, instances, connections)
     if (models) await this.models.put(models)
     if (instances) await this.instances.put(instances)
