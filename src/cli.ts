@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ConfigError, parseConfig, readBooleanSetting } from './config.js'
 import { loadDefinitionFile } from './definition/load-file.js'
+import { isRecord } from './definition/is-record.js'
 import { MimicApiError, type AdapterHandle, type JsonObject, type ScenarioInfo } from './client/index.js'
 import { MimicError, ValidationError } from './errors.js'
 import { SERVER_VERSION } from './version.js'
@@ -91,6 +92,13 @@ export async function runCli(argv: string[]): Promise<void> {
       const result = await loadDefinitionFile(file, modelBehaviourProblems)
       if (!result.details.length) {
         console.log(`${file}: valid ${result.kind} definition`)
+        const { unservedProtocols } = await import('./definition/model-schema.js')
+        const models = result.kind === 'model' ? { '': result.data } : isRecord(result.data) && isRecord(result.data.models) ? result.data.models : {}
+        for (const [name, model] of Object.entries(models)) {
+          for (const u of unservedProtocols(model)) {
+            console.log(`  note: ${name ? `models.${name}.` : ''}${u.path}: Mimic does not serve the ${u.kind} protocol; the model runs without it`)
+          }
+        }
         return
       }
       console.error(`${file}: ${result.details.length} problem${result.details.length === 1 ? '' : 's'}`)

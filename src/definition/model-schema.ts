@@ -68,6 +68,40 @@ export const ADAPTER_SCHEMAS = {
   mqtt: mqttSchema,
   opcua_server: opcuaServerSchema,
 } as const
+/**
+ * Protocols of the reference product that Mimic does not serve. A model that declares one loads
+ * (its models must load unchanged) and runs without it: the entry is kept in the definition as
+ * written, its settings are not checked, no adapter is made for it, and the model says so
+ * (`unservedProtocols`: the instance's `communication.unserved`, a warning when the model is
+ * defined, a note from `mimic validate`). A kind outside both lists is still an error, so a
+ * misspelt `modbus_tpc` is caught.
+ */
+export const UNSERVED_PROTOCOLS: ReadonlySet<string> = new Set(
+  (
+    'bacnet ble coap_server dali http_endpoint knx_ip knx_ip_simulator lwm2m matter mbus mbus_server modbus_master mqtt-ha ocpp ' +
+    'profinet_server profinet_snap7_adapter redfish redfish_server snmp snmp_server'
+  ).split(' '),
+)
+
+/**
+ * The communication entries of a model definition whose protocol Mimic does not serve, with the
+ * path of each (`communication[2].knx_ip`).
+ *
+ * @example
+ * unservedProtocols({ communication: [{ mqtt: {} }, { knx_ip: {} }] }) // [{ path: 'communication[1].knx_ip', kind: 'knx_ip' }]
+ */
+export function unservedProtocols(model: unknown): Array<{ path: string; kind: string }> {
+  const communication = isRecord(model) ? model.communication : undefined
+  const list = Array.isArray(communication)
+  const entries: unknown[] = list ? communication : communication === undefined ? [] : [communication]
+  const out: Array<{ path: string; kind: string }> = []
+  entries.forEach((entry, index) => {
+    const kind = isRecord(entry) ? Object.keys(entry)[0] : undefined
+    if (kind !== undefined && UNSERVED_PROTOCOLS.has(kind)) out.push({ path: `communication${list ? `[${index}]` : ''}.${kind}`, kind })
+  })
+  return out
+}
+
 /** Kinds whose `mapping` is not keyed by attribute name say where their settings reference attributes. */
 const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ path: (string | number)[]; attribute: string }>>> = {
   ascii: asciiAttributeReferences,
@@ -177,6 +211,7 @@ const communicationEntrySchema = z.record(z.string(), z.unknown()).superRefine((
     return
   }
   const kind = keys[0]!
+  if (UNSERVED_PROTOCOLS.has(kind)) return
   const schema = (ADAPTER_SCHEMAS as Record<string, z.ZodType>)[kind]
   if (!schema) {
     ctx.addIssue({ code: 'custom', path: [kind], message: `unknown adapter kind '${kind}' (known: ${Object.keys(ADAPTER_SCHEMAS).join(', ')})` })
@@ -282,7 +317,7 @@ export const modelDefinitionSchema = z
     const entries = model.communication === undefined ? [] : Array.isArray(model.communication) ? model.communication : [model.communication]
     entries.forEach((entry, index) => {
       const kind = Object.keys(entry)[0]
-      if (kind === undefined) return
+      if (kind === undefined || UNSERVED_PROTOCOLS.has(kind)) return
       counts.set(kind, (counts.get(kind) ?? 0) + 1)
       // An adapter kind publishes attributes through a `mapping` keyed by attribute name, unless it says otherwise.
       const mapping = (entry[kind] as { mapping?: Record<string, unknown> } | undefined)?.mapping ?? {}

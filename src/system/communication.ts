@@ -1,5 +1,5 @@
 import { unmarked } from '../definition/json-float.js'
-import { attributeDeclarations } from '../definition/model-schema.js'
+import { attributeDeclarations, UNSERVED_PROTOCOLS, unservedProtocols } from '../definition/model-schema.js'
 import { NotFoundError } from '../errors.js'
 import { substituteParameters } from '../definition/parameters.js'
 import { LIFECYCLE_METHODS } from '../definition/model-schema.js'
@@ -24,11 +24,16 @@ export class Communication extends Component {
   readonly #afterStep: ProtocolAdapter[] = []
   #names: Set<string> | undefined
 
+  /** The protocols of the model that Mimic does not serve (`communication[2].knx_ip`), run without. */
+  readonly #unserved: string[]
+
   constructor(instance: Instance, model: Model, services: SystemServices, parameters: Record<string, unknown> = {}) {
     super('communication', instance)
     const counts = new Map<string, number>()
+    this.#unserved = unservedProtocols(model.parsed).map((u) => u.path)
     for (const entry of communicationEntries(model.parsed.communication)) {
       const written = Object.keys(entry)[0]!
+      if (UNSERVED_PROTOCOLS.has(written)) continue
       const kind = protocolKind(written)
       // The model schema refuses unknown kinds; this only guards a definition that skipped it.
       if (!kind) throw new NotFoundError(`Unknown adapter kind '${written}'`)
@@ -51,6 +56,11 @@ export class Communication extends Component {
 
   override children(): Component[] {
     return [...this.#adapters.values()]
+  }
+
+  /** `unserved`, when the model declares protocols Mimic does not serve: where each is declared. */
+  override properties(): Record<string, unknown> {
+    return this.#unserved.length > 0 ? { unserved: [...this.#unserved] } : {}
   }
 
   override child(name: string): Component | undefined {

@@ -1,6 +1,6 @@
 import { ConflictError, ValidationError, validationFailure, type ErrorDetail } from '../errors.js'
 import { nameProblem } from '../definition/names.js'
-import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
+import { attributeDeclarations, unservedProtocols, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { cloneJson } from '../definition/json-float.js'
 import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
 import { joinPath, validateModel } from '../definition/validate.js'
@@ -139,6 +139,7 @@ export class Models extends KeyedContainer<Model> {
   /** Installs checked models; instances of a replaced model are rebuilt. */
   async apply(models: Map<string, { raw: unknown; parsed: ParsedModelDefinition }>): Promise<void> {
     for (const [name, { raw, parsed }] of models) {
+      this.warnUnserved(name, parsed)
       const model = new Model({ name, parent: this, definition: raw, parsed, system: this.#system })
       const replaced = this.items.has(name)
       this.items.set(name, model)
@@ -146,8 +147,19 @@ export class Models extends KeyedContainer<Model> {
     }
   }
 
+  /** Says once per definition that a model declares protocols Mimic does not serve, and runs without them. */
+  warnUnserved(name: string, parsed: ParsedModelDefinition): void {
+    const unserved = unservedProtocols(parsed)
+    if (unserved.length === 0) return
+    this.#system.services.logger.warn(
+      { model: name, unserved: unserved.map((u) => u.path) },
+      `model '${name}' declares ${unserved.map((u) => u.kind).join(', ')}, which Mimic does not serve: it runs without ${unserved.length === 1 ? 'it' : 'them'}`,
+    )
+  }
+
   /** Adds a model that is already validated (system load), without rebuilding anything. */
   install(name: string, raw: unknown, parsed: ParsedModelDefinition): void {
+    this.warnUnserved(name, parsed)
     this.items.set(name, new Model({ name, parent: this, definition: raw, parsed, system: this.#system }))
   }
 

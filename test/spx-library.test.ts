@@ -1,0 +1,67 @@
+// Models of the reference product's public device library (test/fixtures/spx/, MIT licensed, kept
+// as published) load in Mimic unchanged and step. A protocol of the reference product that Mimic
+// does not serve (KNX, Matter, BACnet, ...) does not stop a model from loading: the model runs
+// without it and says so, while a kind neither product knows is still refused.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { loadDefinitionFile } from '../src/definition/load-file.js'
+import { modelBehaviourProblems } from '../src/language/model/index.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+
+const SYS = '/api/v3/system'
+const FIXTURES = join(import.meta.dirname, 'fixtures', 'spx')
+const BIN = join(import.meta.dirname, '..', 'bin', 'mimic.js')
+const FILES = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort()
+
+describe("models of the reference product's library", () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer()
+  })
+  after(async () => t.close())
+
+  for (const file of FILES) {
+    it(`${file} loads unchanged and steps`, async () => {
+      const loaded = await loadDefinitionFile(join(FIXTURES, file), modelBehaviourProblems)
+      assert.deepEqual(loaded.details, [])
+      assert.equal(loaded.kind, 'model')
+      const name = file.replace(/\.yaml$/, '')
+      const put = await t.api('PUT', `${SYS}/models`, { [name]: loaded.data })
+      assert.equal(put.status, 200, JSON.stringify(put.body))
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { [`${name}_1`]: name })).status, 200)
+      assert.equal((await t.call(`${SYS}/instances/${name}_1`, 'prepare')).status, 200)
+      for (let i = 0; i < 3; i++) {
+        const run = await t.call(`${SYS}/instances/${name}_1`, 'run')
+        assert.equal(run.status, 200, JSON.stringify(run.body))
+      }
+    })
+  }
+
+  it('a Matter model runs without its Matter adapter, and says so in its communication node, the log and `mimic validate`', async () => {
+    const communication = await t.api('GET', `${SYS}/instances/smart_plug__matter_1/communication`)
+    assert.equal(communication.status, 200)
+    assert.deepEqual(communication.body.attr.unserved, { value: ['communication[0].matter'] })
+    assert.deepEqual(communication.body.children ?? [], [])
+    const warnings = t.logs.filter((r) => r.model === 'smart_plug__matter' && Array.isArray(r.unserved))
+    assert.equal(warnings.length, 1, JSON.stringify(warnings))
+    assert.match(String(warnings[0]!.msg), /declares matter, which Mimic does not serve: it runs without it/)
+    const validate = spawnSync(process.execPath, [BIN, 'validate', join(FIXTURES, 'smart_plug__matter.yaml')], { encoding: 'utf8', timeout: 30_000 })
+    assert.equal(validate.status, 0, validate.stderr)
+    assert.match(
+      validate.stdout,
+      /valid model definition\n {2}note: communication\[0\]\.matter: Mimic does not serve the matter protocol; the model runs without it/,
+    )
+  })
+
+  it('a kind that neither Mimic nor the reference product has is still refused, with its path', async () => {
+    const res = await t.api('PUT', `${SYS}/models`, { Typo: { attributes: { x: 1.0 }, communication: [{ modbus_tpc: { mapping: {} } }] } })
+    assert.equal(res.status, 422)
+    assert.equal(res.body.error.details[0].path, 'communication[0].modbus_tpc')
+    assert.match(res.body.error.details[0].message, /unknown adapter kind 'modbus_tpc'/)
+  })
+})
