@@ -460,3 +460,192 @@ describe('Python-backed models over HTTP', () => {
     }
   })
 })
+
+// The worker sends a value only when it changed since it last sent it: after the answer that
+// carried a value its attribute refused, Python goes on holding it unseen. Every call and step
+// after which it still does fails the same way, until Python holds a good value again.
+const STUCK = `
+from mimic_sdk import MimicComponent
+
+class Stuck:
+    """While broken, each step sets level to a str, which its float attribute cannot hold."""
+    def __init__(self, broken=True):
+        self.level = 1.5
+        self.broken = broken
+
+    def tick(self):
+        if self.broken:
+            self.level = "hot"
+
+    def fix(self, level):
+        self.broken = False
+        self.level = level
+
+    def peek(self):
+        return repr(self.level)
+
+    def __getstate__(self):
+        return {"level": self.level, "broken": self.broken}
+
+    def __setstate__(self, state):
+        self.level = state["level"]
+        self.broken = state["broken"]
+
+
+class StuckComponent(MimicComponent):
+    """The same as a MimicComponent, whose every value the worker sends only when it changed."""
+    def __init__(self, broken=True):
+        self.level = 1.5
+        self.broken = broken
+
+    def tick(self):
+        if self.broken:
+            self.level = "hot"
+
+    def fix(self, level):
+        self.broken = False
+        self.level = level
+
+    def peek(self):
+        return repr(self.level)
+`
+
+function stuckModel(cls: string): Record<string, unknown> {
+  return {
+    attributes: { level: 0.0 },
+    import: { 'stuck.py': { class: cls, attributes: { level: { property: 'level' } }, methods: { run: 'tick', fix: 'fix', peek: 'peek' } } },
+  }
+}
+
+describe('a value Python holds that its attribute refused', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer({ files: { 'stuck.py': STUCK }, config: { pythonWorkers: 1 } })
+    const res = await t.api('PUT', `${SYS}/models`, { Stuck: stuckModel('Stuck'), StuckComponent: stuckModel('StuckComponent') })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+  })
+  after(async () => t.close())
+
+  const level = async (instance: string): Promise<unknown> =>
+    (await t.api('GET', `${SYS}/instances/${instance}/attributes/level/attr/internal_value`)).body.value
+  const fresh = async (instance: string, model: string): Promise<void> => {
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { [instance]: model })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/${instance}`, 'prepare')).status, 200)
+  }
+  const refusal = (instance: string): RegExp =>
+    new RegExp(
+      `^Python code of instance '${instance}' left a value of the wrong type: attribute 'level' \\(float\\): expected a finite number \\(float\\), got string`,
+    )
+
+  for (const model of ['Stuck', 'StuckComponent']) {
+    it(`${model}: every step and call after which Python still holds it fails as the first did, until a method sets a good value`, async () => {
+      const name = model.toLowerCase()
+      await fresh(name, model)
+      const path = `${SYS}/instances/${name}`
+
+      const first = await t.call(path, 'run')
+      assert.equal(first.status, 500, JSON.stringify(first.body))
+      assert.equal(first.body.error.type, 'UserCodeError')
+      assert.match(first.body.error.message, refusal(name))
+      assert.equal(first.body.error.details[0].path, `instances.${name}.attributes.level`)
+      assert.equal(await level(name), 1.5, 'the attribute keeps its last good value')
+
+      // Python still holds "hot": the worker does not send it again, the server still refuses it.
+      const second = await t.call(path, 'run')
+      assert.equal(second.status, 500, JSON.stringify(second.body))
+      assert.deepEqual(second.body.error, first.body.error)
+      const call = await t.call(path, 'peek')
+      assert.equal(call.status, 500, 'a method call after which Python holds it fails too')
+      assert.deepEqual(call.body.error, first.body.error)
+      assert.equal((await t.api('GET', path)).body.last_error, first.body.error.message)
+      assert.equal(await level(name), 1.5)
+
+      // A method puts a good value: the attribute takes it and the steps pass again.
+      const fixed = await t.call(path, 'fix', { level: 7.5 })
+      assert.equal(fixed.status, 200, JSON.stringify(fixed.body))
+      assert.equal(await level(name), 7.5)
+      for (let i = 0; i < 2; i++) assert.equal((await t.call(path, 'run')).status, 200)
+      assert.equal(await level(name), 7.5)
+      assert.equal((await t.api('DELETE', path)).status, 200)
+    })
+  }
+
+  it('a system run fails in every step after which Python still holds it, batched or not, and passes once a good value is back', async () => {
+    const detail = (body: any, instance: string): { path: string; message: string } | undefined =>
+      body.error.details.find((d: { path: string }) => d.path === `instances.${instance}`)
+    const requests = (): number => t.server.system.services.python().workers()[0]!.requests
+
+    // Alone, a plain instance's steps after the first go to the worker several in one message.
+    await fresh('plain', 'Stuck')
+    const sent = requests()
+    const run = await t.call(SYS, 'run', { steps: 20 })
+    assert.ok(requests() - sent < 20, 'some steps were batched')
+    assert.equal(run.status, 500, JSON.stringify(run.body))
+    assert.equal(run.body.error.details.length, 1, JSON.stringify(run.body.error.details))
+    assert.match(detail(run.body, 'plain')?.message ?? '', refusal('plain'))
+    assert.match(detail(run.body, 'plain')!.message, /\(failed in 20 of 20 steps\)$/)
+    assert.equal(await level('plain'), 1.5)
+    const again = await t.call(SYS, 'run', { steps: 2 })
+    assert.equal(again.status, 500, JSON.stringify(again.body))
+    assert.match(detail(again.body, 'plain')?.message ?? '', /\(failed in 2 of 2 steps\)$/)
+
+    // With a MimicComponent every step goes alone.
+    await fresh('component', 'StuckComponent')
+    const both = await t.call(SYS, 'run', { steps: 3 })
+    assert.equal(both.status, 500, JSON.stringify(both.body))
+    assert.equal(both.body.error.details.length, 2, JSON.stringify(both.body.error.details))
+    for (const instance of ['plain', 'component']) {
+      assert.match(detail(both.body, instance)?.message ?? '', refusal(instance))
+      assert.match(detail(both.body, instance)!.message, /\(failed in 3 of 3 steps\)$/)
+    }
+    const one = await t.call(SYS, 'run')
+    assert.equal(one.status, 500, 'a single system step fails too')
+    assert.equal(one.body.error.details.length, 2)
+
+    // The plain one is fixed: only the other fails; then both are, and the run passes.
+    assert.equal((await t.call(`${SYS}/instances/plain`, 'fix', { level: 3.25 })).status, 200)
+    const half = await t.call(SYS, 'run', { steps: 3 })
+    assert.equal(half.status, 500)
+    assert.deepEqual(
+      half.body.error.details.map((d: { path: string }) => d.path),
+      ['instances.component'],
+    )
+    assert.equal((await t.call(`${SYS}/instances/component`, 'fix', { level: 4.5 })).status, 200)
+    const passed = await t.call(SYS, 'run', { steps: 3 })
+    assert.equal(passed.status, 200, JSON.stringify(passed.body))
+    assert.equal(await level('plain'), 3.25)
+    assert.equal(await level('component'), 4.5)
+    for (const instance of ['plain', 'component']) assert.equal((await t.api('DELETE', `${SYS}/instances/${instance}`)).status, 200)
+  })
+
+  it('prepare makes the objects anew: what the old ones held is no longer reported', async () => {
+    await fresh('again', 'Stuck')
+    const path = `${SYS}/instances/again`
+    assert.equal((await t.call(path, 'run')).status, 500)
+    assert.equal((await t.call(path, 'prepare')).status, 200)
+    assert.equal((await t.call(path, 'peek')).status, 200, 'the new object holds 1.5')
+    assert.equal(await level('again'), 1.5)
+    assert.equal((await t.call(path, 'run')).status, 500, 'its first step breaks it again')
+    assert.equal((await t.api('DELETE', path)).status, 200)
+  })
+
+  it('a snapshot with state taken while Python holds it loads as it was: the next step fails the same way', async () => {
+    await fresh('saved', 'Stuck')
+    const path = `${SYS}/instances/saved`
+    const first = await t.call(path, 'run')
+    assert.equal(first.status, 500)
+    const save = await t.call(`${SYS}/snapshots`, 'save', { include_state: true })
+    assert.equal(save.status, 200, JSON.stringify(save.body))
+    const load = await t.call(`${SYS}/snapshots`, 'load', { id: save.body.result.id })
+    assert.equal(load.status, 200, JSON.stringify(load.body))
+    assert.equal(await level('saved'), 1.5)
+    assert.equal((await t.call(path, 'peek')).body.error?.message, first.body.error.message)
+    const step = await t.call(path, 'run')
+    assert.equal(step.status, 500)
+    assert.deepEqual(step.body.error, first.body.error)
+    assert.equal((await t.call(path, 'fix', { level: 2.5 })).status, 200)
+    assert.equal((await t.call(path, 'run')).status, 200)
+    assert.equal(await level('saved'), 2.5)
+    assert.equal((await t.api('DELETE', path)).status, 200)
+  })
+})

@@ -1,11 +1,14 @@
 import { UserCodeError, type MimicError } from '../errors.js'
 import type { PythonPool, StepPlan } from '../python/index.js'
+import type { RefusedValues } from './refused-values.js'
 import type { Steppable, TypeProblem, ValueTarget } from './steppable.js'
 
 /** One run of a kept plan: the step's dt, how many steps in the one message, and who hears of failures. */
 export interface PlanRun<I extends Steppable> {
   dt: number | undefined
   repeat: number
+  /** The system's refused values: those Python reports are taken in and remembered there, and every owner still holding one fails. */
+  refused: RefusedValues
   /** `count`: in how many of the `repeat` steps the instance failed. */
   failed: (instance: I, error: MimicError, count: number) => void
 }
@@ -44,13 +47,21 @@ export class KeptPlan<I extends Steppable> {
     return this.pool === pool && this.owners.length === owners.length && this.owners.every((owner, i) => owner === owners[i])
   }
 
-  /** Runs `repeat` steps of every owner's Python `run` in one message per worker, and times them. */
-  async run({ dt, repeat, failed }: PlanRun<I>): Promise<void> {
+  /**
+   * Runs `repeat` steps of every owner's Python `run` in one message per worker, and times them.
+   * An owner whose Python objects hold a value its attribute refused fails, whether this message
+   * or an earlier answer carried it (refused-values.ts), unless its step raised: then it fails
+   * with that, and the refusal stays for the next step.
+   */
+  async run({ dt, repeat, refused, failed }: PlanRun<I>): Promise<void> {
     const owners = this.owners
     const targets = this.#targets
     const started = performance.now()
-    // Values whose type the attribute cannot hold, by owner: that owner's step fails with them.
-    let refused: Map<number, TypeProblem[]> | undefined
+    // By owner, allocated only when there is something to note: how many values this message
+    // refused, what its MimicComponent's declarative writes could not set, and whether it raised.
+    let fresh: Map<number, number> | undefined
+    let declaredProblems: Map<number, TypeProblem[]> | undefined
+    let raised: Set<number> | undefined
     await this.pool.runPlan(
       this.#plan,
       { context: (index) => owners[index]!.stepContext(dt), repeat },
@@ -61,23 +72,33 @@ export class KeptPlan<I extends Steppable> {
           const row = (targets[index] ??= [])
           let attr = row[position]
           if (attr?.name !== name) attr = row[position] = owners[index]!.attributes.get(name)
-          const problem = attr?.setCached(value) ?? null
-          if (problem !== null) {
-            refused ??= new Map()
-            const list = refused.get(index)
-            if (list) list.push({ attribute: name, problem })
-            else refused.set(index, [{ attribute: name, problem }])
-          }
+          if (attr !== undefined && refused.take(owners[index]!, attr, value) !== null) (fresh ??= new Map()).set(index, (fresh.get(index) ?? 0) + 1)
         },
         done: (index, _result, declared) => {
-          const problems = [...(refused?.get(index) ?? []), ...owners[index]!.applyDeclarative(declared)]
-          if (problems.length > 0) failed(owners[index]!, wrongTypes(owners[index]!.name, problems), 1)
+          const problems = owners[index]!.applyDeclarative(declared)
+          if (problems.length > 0) (declaredProblems ??= new Map()).set(index, problems)
         },
-        fail: (index, error, count) => failed(owners[index]!, error, count ?? 1),
+        fail: (index, error, count) => {
+          ;(raised ??= new Set()).add(index)
+          failed(owners[index]!, error, count ?? 1)
+        },
       },
     )
     this.stepMs = (performance.now() - started) / repeat
     this.lastBatch = repeat
+    // Nothing to look at in the usual step: no instance of the system holds a refused value.
+    if (refused.size === 0 && declaredProblems === undefined) return
+    for (let index = 0; index < owners.length; index++) {
+      if (raised?.has(index)) continue
+      const owner = owners[index]!
+      const held = refused.size === 0 ? undefined : refused.problems(owner)
+      const declared = declaredProblems?.get(index)
+      if (held === undefined && declared === undefined) continue
+      // The server sees Python's values after the last step of a message only: a value refused
+      // in this message counts as one failed step, one held through all of it as all of them.
+      const count = held !== undefined && (fresh?.get(index) ?? 0) < held.length ? repeat : 1
+      failed(owner, wrongTypes(owner.name, [...(held ?? []), ...(declared ?? [])]), count)
+    }
   }
 }
 

@@ -1,8 +1,9 @@
+import type { RefusedValues } from './refused-values.js'
 import type { Steppable } from './steppable.js'
 
 /**
  * What a system step needs from the system: its instances, the connections applied after every
- * step, and the system timer. The tree's System provides it.
+ * step, the system timer and the refused values of its instances. The tree's System provides it.
  *
  * @example
  * const engine = new Engine({ system, python, logger, polling })  // system: SteppedSystem<Instance>
@@ -16,4 +17,6 @@ export interface SteppedSystem<I extends Steppable> {
     propagate(): Promise<void>
   }
   readonly timer: { advance(dt?: number): void }
+  /** The values its instances' Python objects hold that their attributes refused; its instances and steps share it. */
+  readonly refused: RefusedValues
 }

@@ -37,6 +37,7 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
     await plan.run({
       dt,
       repeat,
+      refused: system.refused,
       failed: (instance, error, count) => {
         instance.stepFailed(error)
         step.failed(instance, error, count)

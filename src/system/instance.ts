@@ -1,7 +1,7 @@
 import { ConflictError, MimicError, NotFoundError, UserCodeError, ValidationError, WorkerGoneError, type ErrorDetail } from '../errors.js'
 import { floatValue, unmarked } from '../definition/json-float.js'
 import { attributeDeclarations, LIFECYCLE_METHODS } from '../definition/model-schema.js'
-import { PollLoop, stepInstance, wrongTypes, type StepContext, type Steppable, type TypeProblem } from '../engine/index.js'
+import { PollLoop, stepInstance, wrongTypes, type RefusedValues, type StepContext, type Steppable, type TypeProblem } from '../engine/index.js'
 import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
 import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
 import type { InstanceState as SavedInstance } from '../snapshots/index.js'
@@ -16,6 +16,12 @@ import type { SystemServices } from './services.js'
 import { Timer } from './timer.js'
 
 export type InstanceState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED' | 'ERROR'
+
+/**
+ * Which refused values an answer from Python fails with (see `#takeValues`): every one its
+ * objects still hold, only those the answer carried, or none.
+ */
+type Refusals = 'held' | 'new' | 'none'
 
 /** What an instance holds while its Python objects are alive. */
 interface Binding {
@@ -51,6 +57,8 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   readonly given: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> } | undefined
   readonly logs: Logs
   readonly #services: SystemServices
+  /** The system's record of values Python holds that attributes refused: this instance's are kept there. */
+  readonly #refused: RefusedValues
   readonly #exclusive: <T>(fn: () => Promise<T>) => Promise<T>
   #state: InstanceState = 'INITIALIZED'
   #binding: Binding | undefined
@@ -66,6 +74,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     parent: Component
     model: Model
     services: SystemServices
+    refused: RefusedValues
     exclusive: <T>(fn: () => Promise<T>) => Promise<T>
     /** Resolved parameters and attribute start values (the caller checked them, see Instances). */
     given?: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
@@ -75,6 +84,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     super(opts.name, opts.parent)
     this.model = opts.model
     this.#services = opts.services
+    this.#refused = opts.refused
     this.#exclusive = opts.exclusive
     this.parameters = opts.parameters ?? {}
     this.given = opts.given
@@ -211,12 +221,15 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     }
   }
 
-  async #loadPython(): Promise<LoadEntry[]> {
+  /** `refusals`: which values of the new objects that attributes refuse fail the load (see `#takeValues`; a resume's fail none). */
+  async #loadPython(refusals: Refusals = 'held'): Promise<LoadEntry[]> {
     const pool = this.#services.python()
     if (this.#binding) {
       await pool.unload(this.name).catch(() => {})
       this.#binding = undefined
     }
+    // New objects: what the old ones held is gone with them.
+    this.#refused.forget(this)
     for (const attr of this.attributes.all()) attr.bind(undefined)
     const entries = await buildLoadEntries(this.model.parsed.import ?? {}, this.#services.extensions, `instance '${this.name}'`)
     const loaded = await pool.load(this.name, {
@@ -232,7 +245,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     const readOnly = new Set(loaded.readOnly)
     for (const attr of loaded.bound) this.attributes.get(attr)?.bind({ writable: !readOnly.has(attr) })
     this.#binding = { worker: loaded.worker, methods, component: loaded.components.some(Boolean) }
-    this.#applyValues(loaded.values)
+    this.#takeValues(loaded.values, refusals)
     return entries
   }
 
@@ -291,16 +304,23 @@ export class Instance extends Component implements AttributeOwner, Steppable {
 
   /**
    * Takes bound values reported by Python into the attribute caches. A value of a type its
-   * attribute cannot hold is not taken, and the call that reported it fails with a 500 naming it
-   * (`extra`: more such problems, of the same call).
+   * attribute cannot hold is not taken, and is remembered as refused until Python reports another
+   * value for that attribute (the worker sends a value only when it changed: src/engine/refused-values.ts).
+   * Which refusals fail this answer with a 500 naming them: `held`, every one Python still holds
+   * (a method call or a step); `new`, those this answer carried (a write through a setter: the
+   * write itself was taken); `none`. `declared`: what a MimicComponent's declarative writes of the
+   * same answer could not set, which always fails it.
    */
-  #applyValues(values: Record<string, unknown> | undefined, extra: TypeProblem[] = []): void {
-    const problems = [...extra]
+  #takeValues(values: Record<string, unknown> | undefined, refusals: Refusals, declared: TypeProblem[] = []): void {
+    let carried: TypeProblem[] | undefined
     for (const [name, value] of Object.entries(values ?? {})) {
-      const problem = this.attributes.get(name)?.setCached(value) ?? null
-      if (problem !== null) problems.push({ attribute: name, problem })
+      const attr = this.attributes.get(name)
+      const problem = attr === undefined ? null : this.#refused.take(this, attr, value)
+      if (problem !== null) (carried ??= []).push({ attribute: name, problem })
     }
-    if (problems.length > 0) throw wrongTypes(this.name, problems)
+    const bound = refusals === 'held' ? this.#refused.problems(this) : refusals === 'new' ? carried : undefined
+    if (bound === undefined && declared.length === 0) return
+    throw wrongTypes(this.name, [...(bound ?? []), ...declared])
   }
 
   /** Takes declarative values a MimicComponent wrote through `self.attributes`; answers the values not taken (see `setCached`). */
@@ -388,7 +408,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.#inFlight = task
     try {
       const answer = await task
-      this.#applyValues(answer.values, this.applyDeclarative(answer.attributes))
+      this.#takeValues(answer.values, 'held', this.applyDeclarative(answer.attributes))
       return answer.result
     } catch (err) {
       this.stepFailed(err)
@@ -401,7 +421,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   async writeBound(attr: string, value: unknown): Promise<void> {
     this.#checkRunnable()
     const answer = await this.#services.python().set(this.name, attr, value)
-    this.#applyValues(answer.values)
+    this.#takeValues(answer.values, 'new')
   }
 
   mappedValueProblem(attr: string, value: unknown): string | null {
@@ -494,14 +514,20 @@ export class Instance extends Component implements AttributeOwner, Steppable {
    */
   lost(reason: string): void {
     this.#binding = undefined
+    this.#refused.forget(this)
     this.#loop.stop()
     this.#state = 'ERROR'
     this.#lastError = reason
   }
 
+  /**
+   * Puts the instance in ERROR. What its Python objects held that attributes refused is forgotten:
+   * nothing runs them until prepare() makes them anew.
+   */
   #fail(err: unknown): void {
     this.#state = 'ERROR'
     this.#lastError = (err as Error).message
+    this.#refused.forget(this)
     if (err instanceof WorkerGoneError || (err instanceof MimicError && err.code === 'WORKER_TIMEOUT')) this.#binding = undefined
   }
 
@@ -572,13 +598,15 @@ export class Instance extends Component implements AttributeOwner, Steppable {
    * Brings a staged instance to its saved lifecycle state, as it was, without running what a
    * prepare or start runs for the first time (mapped `prepare`/`start`, `on_prepare`/`on_start`
    * hooks, scenarios marked `enabled`): its Python objects are loaded and given their saved
-   * states, its adapters started and its held actions made to hold again.
+   * states, its adapters started and its held actions made to hold again. A value its objects
+   * then hold that an attribute refuses fails no part of it: it is remembered, and the next call
+   * or step fails with it, as the calls and steps before the save did.
    */
   async resume(state: SavedInstance): Promise<void> {
     if (!Instance.resumeStarts(state)) return this.resumeIdle(state)
     this.#lastError = state.last_error ?? null
     if (this.codeDefined || this.usesWorker) {
-      const entries = await this.#loadPython()
+      const entries = await this.#loadPython('none')
       if (this.codeDefined) await this.#setPythonState(entries, state)
     }
     if (state.state !== 'STOPPED') {
@@ -610,7 +638,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     })
     if (state.python === undefined && values.size === 0) return
     const answer = await this.#services.python().setState(this.name, text, values.size ? toWorkerText(values) : undefined)
-    this.#applyValues(answer.values)
+    this.#takeValues(answer.values, 'none')
   }
 
   /** Whether saved object states fit this instance's `import` block: one per class it instantiates. */
@@ -641,6 +669,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     await this.#deactivate()
     await this.behaviour?.fire('on_destroy').catch((err: unknown) => this.warn('an on_destroy hook failed', { err: (err as Error).message }))
     await this.communication.stopAll()
+    this.#refused.forget(this)
     if (this.#binding) {
       this.#binding = undefined
       await this.#services

@@ -6,7 +6,7 @@ import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, pars
 import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
 import { joinPath, parseAttributeRef, validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
-import { combinedFault, Engine } from '../engine/index.js'
+import { combinedFault, Engine, RefusedValues } from '../engine/index.js'
 import { Component, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { Connections } from './connections.js'
 import { Instances } from './instances.js'
@@ -47,6 +47,8 @@ export class System extends Component {
   readonly polling: Polling
   readonly snapshots: SnapshotsNode
   readonly logs: Logs
+  /** The values its instances' Python objects hold that their attributes refused (src/engine/refused-values.ts). */
+  readonly refused = new RefusedValues()
   readonly #mutex = new Mutex()
   #state: SystemState = 'INITIALIZED'
   readonly #engine: Engine<Instance>

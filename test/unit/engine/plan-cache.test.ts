@@ -62,14 +62,14 @@ describe('step plan cache', () => {
     const start = valueOf(s.system, 'a', 'level') as number
     const time = a!.timer.time
 
-    await plan.run({ dt: 0.5, repeat: 1, failed: report })
+    await plan.run({ dt: 0.5, repeat: 1, refused: s.system.refused, failed: report })
     assert.equal(valueOf(s.system, 'a', 'level'), start + 1)
     assert.equal(valueOf(s.system, 'f', 'level'), 1)
     assert.equal(failed.length, 0)
     assert.equal(plan.lastBatch, 1)
     assert.ok(plan.stepMs !== undefined && plan.stepMs > 0, 'the message was timed')
 
-    await plan.run({ dt: 0.5, repeat: 4, failed: report })
+    await plan.run({ dt: 0.5, repeat: 4, refused: s.system.refused, failed: report })
     assert.equal(valueOf(s.system, 'a', 'level'), start + 5, 'values of the last of the four steps')
     assert.equal(valueOf(s.system, 'f', 'level'), 5)
     assert.deepEqual(
