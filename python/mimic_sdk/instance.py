@@ -121,13 +121,17 @@ class Instance:
         ``last`` remembers what the server was last told, for the values whose change is tracked:
         every value of a MimicComponent, and the values of a plain instance that are not finite
         numbers. A plain instance's numbers are always included: they travel in every step anyway
-        (as packed numbers), so tracking them would cost more than sending them.
+        (as packed numbers), so tracking them would cost more than sending them. ``last`` changes
+        only once every getter has answered: a getter that raises fails the call, nothing is sent,
+        and the values that changed are sent by the next call instead of being taken for sent
+        (the server must see a value it refuses again to report it again).
 
         Example::
 
             assert instance.collect() == {"temperature": 25.0}
         """
         changed: Dict[str, Any] = {}
+        numbers: List[str] = []
         last = self.last
         tracks_numbers = self.declarative
         for name, getter in self.getters:
@@ -137,7 +141,7 @@ class Instance:
                 raise WorkerError("user_code", describe(exc), f"attributes.{name}", user_traceback(exc)) from None
             kind = type(value)
             if not tracks_numbers and ((kind is float and value - value == 0.0) or (kind is int and -EXACT <= value <= EXACT)):
-                last.pop(name, None)
+                numbers.append(name)
                 changed[name] = value
                 continue
             if kind not in SCALARS:
@@ -145,6 +149,8 @@ class Instance:
             old = last.get(name, MISSING)
             # the type check keeps 1 -> True or 1 -> 1.0 from passing as "unchanged"
             if type(old) is not type(value) or old != value:
-                last[name] = value
                 changed[name] = value
+        last.update(changed)
+        for name in numbers:  # sent every time, so not tracked
+            del last[name]
         return changed

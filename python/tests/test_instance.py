@@ -85,6 +85,28 @@ class Collect(unittest.TestCase):
         self.assertEqual((raised.exception.kind, raised.exception.path), ("user_code", "attributes.level"))
         self.assertIn("RuntimeError: no sensor", raised.exception.message)
 
+    def test_values_that_changed_before_a_getter_raised_are_sent_by_the_next_call(self):
+        class Flaky:
+            def __init__(self):
+                self.label, self.fail = "ok", False
+
+            @property
+            def level(self):
+                if self.fail:
+                    raise RuntimeError("no sensor")
+                return 1.5
+
+        for declarative in (False, True):
+            box = Flaky()
+            instance = instance_of(box, "label", "level", declarative=declarative)
+            instance.collect()
+            box.label, box.fail = "hot", True
+            with self.assertRaises(WorkerError):
+                instance.collect()
+            box.fail = False
+            self.assertEqual(instance.collect().get("label"), "hot", "not taken for sent by the call that failed")
+            self.assertNotIn("label", instance.collect())
+
 
 if __name__ == "__main__":
     unittest.main()
