@@ -72,7 +72,11 @@ export class KeptPlan<I extends Steppable> {
           const row = (targets[index] ??= [])
           let attr = row[position]
           if (attr?.name !== name) attr = row[position] = owners[index]!.attributes.get(name)
-          if (attr !== undefined && refused.take(owners[index]!, attr, value) !== null) (fresh ??= new Map()).set(index, (fresh.get(index) ?? 0) + 1)
+          const problem = attr?.setCached(value) ?? null
+          if (problem !== null) {
+            refused.note(owners[index]!, name, problem)
+            ;(fresh ??= new Map()).set(index, (fresh.get(index) ?? 0) + 1)
+          } else if (refused.size !== 0) refused.note(owners[index]!, name, null)
         },
         done: (index, _result, declared) => {
           const problems = owners[index]!.applyDeclarative(declared)

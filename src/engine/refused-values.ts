@@ -22,21 +22,29 @@ export class RefusedValues {
   }
 
   /**
-   * Takes a value Python reported for one of `owner`'s bound attributes into `target`, and
-   * remembers the refusal when the attribute cannot hold it (in place of an earlier one) or
-   * forgets an earlier one when it took it. Answers the problem, or null.
+   * Takes a value Python reported for one of `owner`'s bound attributes into `target`, and notes
+   * whether the attribute refused it (see `note`). Answers the problem, or null.
    */
   take(owner: Steppable, target: ValueTarget, value: unknown): string | null {
     const problem = target.setCached(value)
+    this.note(owner, target.name, problem)
+    return problem
+  }
+
+  /**
+   * Notes what became of a value Python reported for `attribute`: refused for `problem` (in
+   * place of an earlier refusal), or taken (null), which ends an earlier one. Costs a look at
+   * `size` for a value taken while no instance holds a refused one.
+   */
+  note(owner: Steppable, attribute: string, problem: string | null): void {
     if (problem !== null) {
       let marks = this.#byOwner.get(owner)
       if (marks === undefined) this.#byOwner.set(owner, (marks = new Map()))
-      marks.set(target.name, problem)
+      marks.set(attribute, problem)
     } else if (this.#byOwner.size !== 0) {
       const marks = this.#byOwner.get(owner)
-      if (marks?.delete(target.name) && marks.size === 0) this.#byOwner.delete(owner)
+      if (marks?.delete(attribute) && marks.size === 0) this.#byOwner.delete(owner)
     }
-    return problem
   }
 
   /** The refused values `owner`'s Python objects still hold, in the order they were first refused; undefined when none. */
