@@ -321,6 +321,31 @@ describe('scenarios and hooks on a running server', () => {
     assert.equal((await fetch(`${t.url}/health`)).status, 200)
   })
 
+  it('a scenario named as the reference product names them (spaces, `name` for the display name) starts and stops by that name', async () => {
+    const model = {
+      attributes: { wind: 3.0 },
+      scenarios: { 'Summer storm': { name: 'Summer Storm', duration: 60.0, overrides: { '$in(wind)': 25.0 } } },
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Weather: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { w1: 'Weather' })).status, 200)
+    const node = `${SYS}/instances/w1/scenarios/${encodeURIComponent('Summer storm')}`
+    assert.equal((await t.call(node, 'start')).status, 200)
+    const doc = await t.api('GET', node)
+    assert.equal(doc.body.name, 'Summer storm')
+    assert.equal(doc.body.attr.display_name.value, 'Summer Storm')
+    assert.equal(doc.body.attr.state.value, 'active')
+    assert.equal((await t.api('GET', `${SYS}/instances/w1/attributes/wind/value`)).body.value, 25)
+    assert.equal((await t.call(node, 'stop')).status, 200)
+    assert.equal((await t.api('GET', `${SYS}/instances/w1/attributes/wind/value`)).body.value, 3)
+    // A name cannot hold what separates the parts of a path.
+    const bad = await t.api('PUT', `${SYS}/models`, { Bad: { attributes: { a: 1.0 }, scenarios: { 'a.b': { duration: 1.0 }, ' lead': { duration: 1.0 } } } })
+    assert.equal(bad.status, 422)
+    assert.deepEqual(
+      bad.body.error.details.map((d: { path: string }) => d.path),
+      ['scenarios.a.b', 'scenarios. lead'],
+    )
+  })
+
   it('refuses bad scenarios and hooks with a 422 naming each problem', async () => {
     const res = await t.api('PUT', `${SYS}/models`, {
       bad: {

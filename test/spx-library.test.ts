@@ -58,6 +58,27 @@ describe("models of the reference product's library", () => {
     )
   })
 
+  it('a `set` of a text such as "ALARM" writes that text, as the reference product\'s models expect', async () => {
+    // fire_alarm_panel__bacnet: a manual call point raises the alarm and its text.
+    const panel = `${SYS}/instances/fire_alarm_panel__bacnet_1`
+    assert.equal((await t.api('GET', `${panel}/attributes/alarm_text/value`)).body.value, 'NORMAL')
+    assert.equal((await t.api('PUT', `${panel}/attributes/manual_callpoint`, { value: 1 })).status, 200)
+    assert.equal((await t.call(panel, 'run')).status, 200)
+    assert.equal((await t.api('GET', `${panel}/attributes/alarm_text/value`)).body.value, 'ALARM')
+    assert.equal((await t.api('GET', `${panel}/attributes/system_status/value`)).body.value, 3)
+    // An expression is still an expression, and a broken one is still a 422 with its path.
+    const model = (value: string): unknown => ({ attributes: { s: '', x: 2.0 }, actions: [{ set: '$out(s)', value }] })
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Expr: model('str($in(x) * 2)') })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { e1: 'Expr' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/e1`, 'run')).status, 200)
+    assert.equal((await t.api('GET', `${SYS}/instances/e1/attributes/s/value`)).body.value, '4.0')
+    for (const broken of ['1 +', '$in(x) + ALARM', '$in(nope)']) {
+      const res = await t.api('PUT', `${SYS}/models`, { Broken: model(broken) })
+      assert.equal(res.status, 422, broken)
+      assert.equal(res.body.error.details[0].path, 'actions[0].value', broken)
+    }
+  })
+
   it('a kind that neither Mimic nor the reference product has is still refused, with its path', async () => {
     const res = await t.api('PUT', `${SYS}/models`, { Typo: { attributes: { x: 1.0 }, communication: [{ modbus_tpc: { mapping: {} } }] } })
     assert.equal(res.status, 422)

@@ -22,6 +22,8 @@ import {
   type CompileContext,
   type ValueSource,
   isMap,
+  NODE_NAME,
+  NODE_NAME_RULE,
 } from './compile-context.js'
 import type { Fusion } from './fused.js'
 import { interpolator, Noise, Pid, rampValue, sawValue, textSeed } from './signals.js'
@@ -189,9 +191,7 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
     .replace(/_$/, '')
   const fallback = `${where ? `${where}_` : ''}${kind}_${index}`
   const name = fields.name ?? fallback
-  if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_-]{0,127}$/.test(name)) {
-    context.problem(fieldPath('name'), 'a name is letters, digits, _ and - (at most 128), starting with a letter or _')
-  }
+  if (typeof name !== 'string' || !NODE_NAME.test(name)) context.problem(fieldPath('name'), `a name is ${NODE_NAME_RULE}`)
   if (fields.description !== undefined && typeof fields.description !== 'string') context.problem(fieldPath('description'), 'expected a string')
   if (fields.enabled !== undefined && typeof fields.enabled !== 'boolean') context.problem(fieldPath('enabled'), 'expected true or false')
 
@@ -457,7 +457,7 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
     const { context, fields, fieldPath, scope } = input
     const targets = context.targets(input.target, targetPath(input))
     if (!Object.hasOwn(fields, 'value')) context.problem(fieldPath('value'), 'required')
-    const value = Object.hasOwn(fields, 'value') ? context.value(fields.value, fieldPath('value'), scope) : null
+    const value = Object.hasOwn(fields, 'value') ? context.setValue(fields.value, fieldPath('value'), scope) : null
     if (!targets || !value) return null
     input.fuse(value, targets)
     return (env, plan) => valueAction(plan, env, targets, env.evaluator(value))

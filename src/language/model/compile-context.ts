@@ -195,6 +195,28 @@ export class CompileContext {
     return { constant: toPy(raw, 'any') }
   }
 
+  /**
+   * The value of a `set` action or a `set_attr` hook: an expression, as every value is, but the
+   * reference product writes a literal there (`value: "ALARM"`, `value: "PRE-ALARM"`), and its
+   * models must load unchanged. So a string with no reference (`$in(...)`, `#attr(...)`, `$(...)`)
+   * that is Python but names nothing known (`ALARM`, `PRE-ALARM`) is that text itself. Any other
+   * problem (`1 +`, a reference to no attribute) stays a problem.
+   *
+   * @example
+   * context.setValue('ALARM', 'actions[0].value', scope) // { constant: 'ALARM' }
+   * context.setValue('$in(x) * 2', 'actions[0].value', scope) // { expression: ... }
+   */
+  setValue(raw: unknown, path: string, scope: ActionScope): ValueSource | null {
+    if (typeof raw !== 'string' || /[$#@][A-Za-z_]*\(/.test(raw)) return this.value(raw, path, scope)
+    const before = this.problems.length
+    const expression = this.expression(raw, path, scope)
+    if (expression !== null) return { expression }
+    const found = this.problems.slice(before)
+    if (!found.every((p) => /\bname '[^']*' is not defined/.test(p.message))) return null
+    this.problems.length = before
+    return { constant: raw }
+  }
+
   /** A number field: a number, or an expression that must give one at run time. */
   number(raw: unknown, path: string, fallback: number | undefined, scope: ActionScope): ValueSource | null {
     if (raw === undefined) {
@@ -242,6 +264,16 @@ export interface ActionScope {
 
 /** Whether a value is a map (a plain object), as YAML and JSON give them. */
 export const isMap = isRecord
+
+/**
+ * The name of an action or a scenario: a node of the tree (`instances/<i>/scenarios/<name>`) and a
+ * part of dotted paths, so it holds no '.', '/' or '\\'; spaces inside are fine (`Summer storm`,
+ * `Wind Speed Noise`, as the reference product's models name them; a URL writes them `%20`).
+ */
+export const NODE_NAME = /^(?! )[^./\\\u0000-\u001f\u007f]{1,128}(?<! )$/
+
+/** What {@link NODE_NAME} takes, for messages. */
+export const NODE_NAME_RULE = "1 to 128 characters, no '.', '/', '\\' or control character, not starting or ending with a space"
 
 /** A dotted component path from the instance (`communication.modbus_slave.detach`) or from the root (`~.polling.interval`). */
 export const COMPONENT_PATH = /^(~\.)?[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)+$/

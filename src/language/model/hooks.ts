@@ -74,7 +74,7 @@ function compileHook(raw: unknown, at: string, context: CompileContext): HookPla
       if (key !== 'attribute' && key !== 'value') context.problem(`${at}.set_attr.${key}`, `unknown key '${key}' (expected attribute, value)`)
     const targets = context.targets(spec.attribute, `${at}.set_attr.attribute`)
     if (!Object.hasOwn(spec, 'value')) context.problem(`${at}.set_attr.value`, 'required')
-    const value = Object.hasOwn(spec, 'value') ? context.value(spec.value, `${at}.set_attr.value`, NO_SCOPE) : null
+    const value = Object.hasOwn(spec, 'value') ? context.setValue(spec.value, `${at}.set_attr.value`, NO_SCOPE) : null
     const target = targets?.[0]
     return target && value ? { kind: 'set_attr', path: at, target, value } : null
   }

@@ -14,7 +14,7 @@ import { plainJson } from '../../definition/json-float.js'
 import type { ErrorDetail } from '../../errors.js'
 import { PyRandom } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
-import { describe, type BindContext, type CompileContext, isMap, COMPONENT_PATH } from './compile-context.js'
+import { describe, type BindContext, type CompileContext, isMap, COMPONENT_PATH, NODE_NAME, NODE_NAME_RULE } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { fromPy, toPy } from './convert.js'
 import type { BehaviourHost, HostAttribute, StepFrame } from './runtime.js'
@@ -22,7 +22,7 @@ import { textSeed } from './signals.js'
 import { saveActions, restoreActions, StateReader, type HeldState, type ScenarioSavedState, type StateValue } from './state.js'
 import { isReference, type Target } from './targets.js'
 
-const KEYS = ['display_name', 'description', 'enabled', 'duration', 'period', 'jitter', 'run_limit', 'overrides', 'actions', 'conditions', 'call']
+const KEYS = ['name', 'display_name', 'description', 'enabled', 'duration', 'period', 'jitter', 'run_limit', 'overrides', 'actions', 'conditions', 'call']
 
 /** A method call a scenario makes at its start, and another at its stop. */
 interface CallSpec {
@@ -62,7 +62,7 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
   const plans: ScenarioPlan[] = []
   for (const [name, spec] of Object.entries(raw)) {
     const at = `scenarios.${name}`
-    if (!/^[A-Za-z][A-Za-z0-9_-]{0,127}$/.test(name)) context.problem(at, `'${name}' is not a valid scenario name`)
+    if (!NODE_NAME.test(name)) context.problem(at, `'${name}' is not a valid scenario name: ${NODE_NAME_RULE}`)
     if (!isMap(spec)) {
       context.problem(at, `a scenario is a map {duration, overrides, actions, ...}, got ${describe(spec)}`)
       continue
@@ -122,7 +122,8 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
     }
     plans.push({
       name,
-      displayName: text('display_name') ?? name,
+      // `name` is the reference product's spelling of the display name.
+      displayName: text('display_name') ?? text('name') ?? name,
       description: text('description'),
       enabled: spec.enabled === true,
       duration: number('duration', true),
