@@ -79,6 +79,40 @@ describe("models of the reference product's library", () => {
     }
   })
 
+  it('an attribute may be named as a method of other nodes (`enable`), as drive models name it; `start`, `attr` and `method` stay reserved', async () => {
+    const put = await t.api('PUT', `${SYS}/models`, {
+      Drive: { attributes: { enable: 0, disable: false, speed: 0.0 }, actions: [{ function: '$out(speed)', call: '50.0 if $in(enable) else 0.0' }] },
+    })
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { d1: 'Drive' })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances/d1/attributes/enable`, { value: 1 })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/d1`, 'run')).status, 200)
+    assert.equal((await t.api('GET', `${SYS}/instances/d1/attributes/speed/value`)).body.value, 50)
+    for (const name of ['start', 'attr', 'method']) {
+      const res = await t.api('PUT', `${SYS}/models`, { Bad: { attributes: { [name]: 1.0 } } })
+      assert.equal(res.status, 422, name)
+      assert.equal(res.body.error.details[0].path, `attributes.${name}`)
+    }
+    assert.equal((await t.api('PUT', `${SYS}/instances/d1/attributes/attr/attr/internal_value`, { value: 1 })).status, 422)
+  })
+
+  it('`random.Random(seed)` and the rest of the random module the engine does not serve run in the Python worker, with its numbers', async () => {
+    const model = {
+      attributes: { n: 0, picks: { default: [], type: 'list' } },
+      actions: [
+        { function: '$out(n)', imports: ['random'], call: 'random.Random(7).randint(1, 1000)' },
+        { function: '$out(picks)', imports: ['random'], call: 'random.Random(7).sample(range(10), 3)' },
+      ],
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Seeded: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { r1: 'Seeded' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/r1`, 'prepare')).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/r1`, 'run')).status, 200)
+    // What python3 gives for the same calls.
+    assert.equal((await t.api('GET', `${SYS}/instances/r1/attributes/n/value`)).body.value, 332)
+    assert.deepEqual((await t.api('GET', `${SYS}/instances/r1/attributes/picks/value`)).body.value, [5, 2, 6])
+  })
+
   it('a kind that neither Mimic nor the reference product has is still refused, with its path', async () => {
     const res = await t.api('PUT', `${SYS}/models`, { Typo: { attributes: { x: 1.0 }, communication: [{ modbus_tpc: { mapping: {} } }] } })
     assert.equal(res.status, 422)

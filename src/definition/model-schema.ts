@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { nameProblem, nameSchema, pythonIdentifier } from './names.js'
+import { attributeNameProblem, nameProblem, nameSchema, pythonIdentifier } from './names.js'
 import { modbusSlaveSchema } from './modbus-schema.js'
 import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
@@ -359,7 +359,7 @@ export type ParsedModelDefinition = z.output<typeof modelDefinitionSchema>
 /** Attribute names and specs: checked on their own so they are reported even when other parts fail. */
 function checkAttributes(attributes: Record<string, unknown>, ctx: z.core.$RefinementCtx): void {
   for (const [attr, value] of Object.entries(attributes)) {
-    const problem = nameProblem(attr)
+    const problem = attributeNameProblem(attr)
     if (problem) ctx.addIssue({ code: 'custom', path: [attr], message: problem })
     if (!isAttributeSpec(value)) continue
     const spec = attributeSpecSchema.safeParse(value)

@@ -46,6 +46,26 @@ export function nameProblem(name: string): string | null {
   return null
 }
 
+/**
+ * Why `name` is not a valid attribute name, or null when it is. An attribute lives beside its
+ * instance's lifecycle methods (`run`, `prepare`, `start`, `stop`, `reset`, which a Python class
+ * bound to the model maps too), under the URL's verbs (`method`, `attr`) and may not reach a
+ * prototype: those stay reserved. The methods of other nodes do not: `enable` is an attribute
+ * name, as the reference product's drive models use it.
+ *
+ * @example
+ * attributeNameProblem('enable') // null
+ * attributeNameProblem('start')  // "'start' is reserved ..."
+ */
+export function attributeNameProblem(name: string): string | null {
+  const problem = nameProblem(name)
+  if (problem === null || !RESERVED_NAMES.has(name) || ATTRIBUTE_RESERVED.has(name)) return problem
+  return null
+}
+
+/** What an attribute may not be named, of the reserved names (see {@link attributeNameProblem}). */
+const ATTRIBUTE_RESERVED: ReadonlySet<string> = new Set(['run', 'prepare', 'start', 'stop', 'reset', 'method', 'attr', '__proto__', 'constructor', 'prototype'])
+
 /** A zod schema for a component name. */
 export const nameSchema = z.string().superRefine((value, ctx) => {
   const problem = nameProblem(value)

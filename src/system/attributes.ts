@@ -1,6 +1,6 @@
 import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { ATTRIBUTE_TYPES, inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
-import { nameProblem } from '../definition/names.js'
+import { attributeNameProblem } from '../definition/names.js'
 import { cloneJson, plainJson } from '../definition/json-float.js'
 import { floatJson, typed, valueJson } from '../definition/typed-json.js'
 import type { AttributeState } from '../snapshots/index.js'
@@ -403,7 +403,7 @@ export class Attributes extends KeyedContainer<Attribute> {
   /** `PUT .../attributes/<new>/attr/internal_value` creates the attribute on its first write. */
   override materialize(name: string): Component | undefined {
     // A write would create it, so a name no attribute may have is the writer's error (422), not a 404.
-    const problem = nameProblem(name)
+    const problem = attributeNameProblem(name)
     if (problem) throw new ValidationError(`Attribute name is not valid: ${problem}`, [{ path: name, message: problem }])
     return new PendingAttribute(this, this.#owner, name, (attr) => this.#attach(attr))
   }
@@ -414,7 +414,7 @@ export class Attributes extends KeyedContainer<Attribute> {
       const existing = this.items.get(name)
       const problem = existing
         ? (existing.valueProblem(value) ?? (existing.writable ? null : 'read-only (getter without setter)'))
-        : (nameProblem(name) ?? (value === undefined ? 'a value is required' : null))
+        : (attributeNameProblem(name) ?? (value === undefined ? 'a value is required' : null))
       if (problem) details.push({ path: name, message: problem })
     }
     if (details.length) throw new ValidationError(summarize(`Attributes of '${this.parent?.path}'`, details), details)
@@ -462,7 +462,7 @@ export class Attributes extends KeyedContainer<Attribute> {
       let attr = this.items.get(name)
       if (attr === undefined && entry.added === true) {
         const type = entry.type as AttributeType
-        const nameIssue = nameProblem(name)
+        const nameIssue = attributeNameProblem(name)
         if (nameIssue) problems.push({ path: at, message: nameIssue })
         else if (!(ATTRIBUTE_TYPES as readonly string[]).includes(type))
           problems.push({ path: `${at}.type`, message: `expected one of ${ATTRIBUTE_TYPES.join(', ')}` })

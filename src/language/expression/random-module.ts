@@ -266,8 +266,18 @@ export function randomModule(rng: PyRandom): PyModule {
       fn('gauss', pythonFunction(['mu', 'sigma'], 0, { method: true }), (mu = 0, sigma = 1) => rng.gauss(real(mu), real(sigma))),
       fn('getrandbits', ONE, (k = null) => rng.getrandbits(Number(indexArg(k)))),
     ]),
+    RANDOM_UNSERVED,
   )
 }
+
+/**
+ * The rest of CPython's `random` module (3.11): an expression that uses one (`random.Random(seed)`,
+ * `random.shuffle`, `random.sample`) runs in the Python worker, with the worker's own `random`.
+ */
+const RANDOM_UNSERVED = (
+  'BPF LOG4 NV_MAGICCONST RECIP_BPF Random SG_MAGICCONST SystemRandom TWOPI betavariate choices expovariate gammavariate ' +
+  'getstate lognormvariate normalvariate paretovariate randbytes sample setstate shuffle triangular vonmisesvariate weibullvariate'
+).split(' ')
 
 /**
  * The int CPython seeds with for a str (`random.seed(text)`, version 2): the UTF-8 bytes of the
