@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { attributeNameProblem, nameProblem, nameSchema, pythonIdentifier } from './names.js'
+import { attributeNameProblem, nameSchema, pythonIdentifier } from './names.js'
 import { modbusSlaveSchema } from './modbus-schema.js'
 import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
