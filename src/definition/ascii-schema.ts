@@ -73,22 +73,26 @@ export type AsciiWriteValue = z.output<typeof writeValueSchema>
 /** What a mapping maps a pattern to: a reference (the reply is its value) or writes plus an optional reply. */
 const mappingTargetSchema = z.union([z.string().max(1024), z.record(z.string().max(1024), z.union([writeValueSchema, z.null()]))])
 
+/**
+ * Keys of a mapping entry that label it rather than write an attribute: `name` and `description`,
+ * as the reference product's instrument models give every entry (`"*IDN?": {name: query_idn,
+ * response: ...}`). An attribute called `name` is written as `#attr(name)`.
+ */
+export const MAPPING_LABELS: ReadonlySet<string> = new Set(['name', 'description'])
+
 /** Command patterns to what they do; each pattern checked with what it maps to. */
 const mappingsSchema = z.record(z.string().min(1).max(1024), mappingTargetSchema).superRefine((mappings, ctx) => {
   for (const [pattern, target] of Object.entries(mappings)) {
     checkPattern(pattern, [pattern], ctx)
     const captures = new Set(placeholders(pattern))
-    if (typeof target === 'string') {
-      if (referencedAttribute(target) === null) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [pattern],
-          message: `'${target}' is not a reference to an attribute (#out(x), $in(x), a name); a fixed reply is {response: "..."}`,
-        })
-      }
-      continue
-    }
+    // A string is a reference whose value is the reply, or else (the reference product writes
+    // `"*IDN?": "KEYSIGHT TECHNOLOGIES,..."`) the fixed reply itself.
+    if (typeof target === 'string') continue
     for (const [key, value] of Object.entries(target)) {
+      if (MAPPING_LABELS.has(key)) {
+        if (typeof value !== 'string') ctx.addIssue({ code: 'custom', path: [pattern, key], message: `${key} is a label (a string)` })
+        continue
+      }
       if (key === 'response') {
         if (typeof value !== 'string' && value !== null)
           ctx.addIssue({ code: 'custom', path: [pattern, key], message: 'response is a reply template (a string)' })
@@ -236,6 +240,19 @@ function checkTemplate(template: string, captures: ReadonlySet<string>, path: (s
   }
 }
 
+/**
+ * A reply template as the rules use it: a reply that is one marked reference and nothing else
+ * (`response: "#out(idn)"`, as the reference product writes it) answers that attribute, as
+ * `{#out(idn)}` does; any other reply is the template as written.
+ */
+export function replyTemplate(response: string | null | undefined): string | null {
+  if (response === null || response === undefined) return null
+  return MARKED_REFERENCE.test(response) && referencedAttribute(response) !== null ? `{${response.trim()}}` : response
+}
+
+/** A reference with its marker (`#out(x)`, `$in(x)`), not a bare name, which reads as text. */
+const MARKED_REFERENCE = /^\s*[#$@][A-Za-z]*\([^(){}]*\)\s*$/
+
 /** Where a definition references an attribute. */
 export interface AsciiAttributeReference {
   /** Path inside the adapter's settings, e.g. ['mappings', 'MEAS:VOLT?']. */
@@ -266,12 +283,14 @@ export function asciiAttributeReferences(raw: unknown): AsciiAttributeReference[
   for (const [pattern, target] of Object.entries(definition.mappings ?? definition.mapping ?? {})) {
     const captures = new Set(placeholders(pattern))
     if (typeof target === 'string') {
-      out.push({ path: [key, pattern], attribute: referencedAttribute(target)! })
+      const attribute = referencedAttribute(target)
+      if (attribute !== null) out.push({ path: [key, pattern], attribute })
       continue
     }
     for (const [ref, value] of Object.entries(target)) {
+      if (MAPPING_LABELS.has(ref)) continue
       if (ref !== 'response') out.push({ path: [key, pattern, ref], attribute: referencedAttribute(ref)! })
-      if (typeof value === 'string') fromTemplate(value, captures, [key, pattern, ref])
+      if (typeof value === 'string') fromTemplate(ref === 'response' ? (replyTemplate(value) ?? value) : value, captures, [key, pattern, ref])
     }
   }
   definition.bindings.forEach((binding, index) => {
@@ -282,7 +301,7 @@ export function asciiAttributeReferences(raw: unknown): AsciiAttributeReference[
       out.push({ path: ['bindings', index, 'writes', ref], attribute: referencedAttribute(ref)! })
       if (typeof value === 'string') fromTemplate(value, captures, ['bindings', index, 'writes', ref])
     }
-    if (binding.response !== undefined) fromTemplate(binding.response, captures, ['bindings', index, 'response'])
+    if (binding.response !== undefined) fromTemplate(replyTemplate(binding.response) ?? binding.response, captures, ['bindings', index, 'response'])
   })
   return out
 }

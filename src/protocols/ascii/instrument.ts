@@ -1,5 +1,5 @@
 import type { AsciiDefinition, AsciiWriteValue } from '../../definition/ascii-schema.js'
-import { placeholders, referencedAttribute } from '../../definition/ascii-schema.js'
+import { MAPPING_LABELS, placeholders, referencedAttribute, replyTemplate } from '../../definition/ascii-schema.js'
 import { cloneJson } from '../../definition/json-float.js'
 import type { AdapterSubject, AttributeAccessor } from '../adapter.js'
 import { commandKey, compilePattern, isQuery, matchPattern, splitCommands } from './patterns.js'
@@ -308,6 +308,11 @@ const BUILTINS: ReadonlyArray<readonly [string, Builtin]> = [
   ['SYSTem:ERRor:COUNt?', (i) => String(i.pendingErrors.length)],
 ]
 
+/** A fixed reply as a reply template: its braces are literal (`{{`, `}}`). */
+function literalReply(text: string): string {
+  return text.replaceAll('{', '{{').replaceAll('}', '}}')
+}
+
 /**
  * The rules of a definition: its mappings in order, then its bindings.
  *
@@ -319,13 +324,15 @@ export function compileRules(definition: AsciiDefinition, options: PatternOption
   for (const [pattern, target] of Object.entries(definition.mappings ?? definition.mapping ?? {})) {
     const compiled = compilePattern(pattern, options)
     if (typeof target === 'string') {
-      rules.push({ pattern: compiled, read: referencedAttribute(target), writes: [], response: null, shown: null })
+      const read = referencedAttribute(target)
+      rules.push({ pattern: compiled, read, writes: [], response: read === null ? literalReply(target) : null, shown: null })
       continue
     }
     const writes: WriteRule[] = []
     let response: string | null = null
     for (const [key, value] of Object.entries(target)) {
-      if (key === 'response') response = value as string | null
+      if (MAPPING_LABELS.has(key)) continue
+      if (key === 'response') response = replyTemplate(value as string | null)
       else writes.push({ attribute: referencedAttribute(key)!, value: value as AsciiWriteValue })
     }
     rules.push({ pattern: compiled, read: null, writes, response, shown: null })
@@ -342,7 +349,7 @@ export function compileRules(definition: AsciiDefinition, options: PatternOption
       else read = attribute
     }
     for (const [key, value] of Object.entries(binding.writes ?? {})) writes.push({ attribute: referencedAttribute(key)!, value })
-    rules.push({ pattern: compiled, read, writes, response: binding.response ?? null, shown: attribute })
+    rules.push({ pattern: compiled, read, writes, response: replyTemplate(binding.response), shown: attribute })
   }
   return rules
 }

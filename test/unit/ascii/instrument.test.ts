@@ -76,6 +76,26 @@ describe('ascii instrument: mappings', () => {
     assert.equal(instrument.execute('SUMMARY?'), '5.0 V, 1.0 A, out=0')
   })
 
+  it("takes mappings as the reference product's instrument models write them: a `name` label, a fixed reply string", () => {
+    const { instrument, values, writes } = rig({
+      mappings: {
+        '*IDN?': 'KEYSIGHT TECHNOLOGIES,DSOX1000X,MY00000000,01.20.0000',
+        'CONF {v}': { name: 'configure', description: 'sets the setpoint', '#attr(setpoint)': 'v' },
+        'BRACES?': 'a {b} c',
+        'LABEL?': { name: 'query_label', response: '#attr(label)' },
+      },
+    })
+    assert.equal(instrument.execute('*IDN?'), 'KEYSIGHT TECHNOLOGIES,DSOX1000X,MY00000000,01.20.0000')
+    assert.equal(instrument.execute('BRACES?'), 'a {b} c')
+    assert.equal(instrument.execute('CONF 4'), null)
+    assert.deepEqual(writes, [['setpoint', 4]])
+    assert.equal(values.get('setpoint'), 4)
+    values.set('label', 'bench')
+    assert.equal(instrument.execute('LABEL?'), 'bench')
+    // A label is a string; a name that is a reference still reads its attribute.
+    assert.throws(() => asciiSchema.parse({ mappings: { 'X?': { name: 3, response: 'x' } } }), /name is a label/)
+  })
+
   it('runs the commands of a line in order and joins the replies with ;', () => {
     const { instrument, values } = rig(PSU)
     values.set('voltage', 1.25)
