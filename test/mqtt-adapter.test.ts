@@ -314,3 +314,159 @@ describe('mqtt adapter against the embedded broker, with MQTT.js clients', () =>
     assert.equal(refused, 'ECONNREFUSED')
   })
 })
+
+describe("mqtt adapter: the reference product's spellings (default_qos, default_retain, flat will and birth, publish_on_change, $attr)", () => {
+  let t: TestServer
+  let port: number
+  const node = `${SYS}/instances/gw/communication/mqtt`
+  const GATEWAY = {
+    attributes: { flow: 1.5, total: 10.0, setpoint: 20.0 },
+    communication: [
+      {
+        mqtt: {
+          broker: 'embedded',
+          port: 0,
+          topic_prefix: 'spx/gw/',
+          publish_interval: 0.05,
+          scan_interval: 0.02,
+          default_qos: 1,
+          default_retain: true,
+          birth_topic: 'availability',
+          birth_payload: 'online',
+          birth_retain: true,
+          will_topic: 'availability',
+          will_payload: 'offline',
+          will_retain: true,
+          bindings: [
+            { name: 'flow', attribute: '$ext(flow)', topic: 'flow', direction: 'publish', publish_on_change: true },
+            { name: 'total', attribute: '$ext(total)', topic: 'total', direction: 'publish', publish_on_change: false, qos: 0, retain: false },
+            { name: 'setpoint', attribute: '$attr(setpoint)', topic: 'command/setpoint', direction: 'subscribe' },
+          ],
+        },
+      },
+    ],
+  }
+  before(async () => {
+    t = await startTestServer()
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Gateway: GATEWAY })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { gw: 'Gateway' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/gw`, 'prepare')).status, 200)
+    port = (await t.api('GET', node)).body.port
+    await eventually(async () => (await t.api('GET', node)).body.connection === 'connected')
+  })
+  after(async () => t.close())
+
+  it('the node shows the settings under Mimic names; the model keeps them as written', async () => {
+    const doc = (await t.api('GET', node)).body
+    assert.equal(doc.default_qos, 1)
+    assert.equal(doc.default_retain, true)
+    assert.deepEqual(doc.birth, { topic: 'spx/gw/availability', payload: 'online', qos: 0, retain: true })
+    assert.deepEqual(doc.will, { topic: 'spx/gw/availability', payload: 'offline', qos: 0, retain: true })
+    const [flow, total, setpoint] = doc.bindings
+    assert.deepEqual([flow.qos, flow.retain, flow.on_change, 'publish_on_change' in flow], [1, true, true, false])
+    assert.deepEqual([total.qos, total.retain, total.on_change], [0, false, false])
+    assert.equal(setpoint.attribute, 'setpoint')
+    const written = (await t.api('GET', `${SYS}/models/Gateway`)).body.definition.communication[0].mqtt
+    assert.equal(written.bindings[0].publish_on_change, true)
+    assert.equal(written.will_topic, 'availability')
+  })
+
+  it('default_qos and default_retain reach the bindings that give none; the birth message goes under topic_prefix', async () => {
+    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const heard: Array<{ topic: string; payload: string; retain: boolean; qos: number }> = []
+    client.on('message', (topic, payload, packet) => heard.push({ topic, payload: payload.toString(), retain: packet.retain, qos: packet.qos }))
+    try {
+      // Subscribing later than the publications: what arrives at once is what the broker retained.
+      await client.subscribeAsync('spx/gw/#', { qos: 2 })
+      await eventually(() => heard.some((m) => m.topic === 'spx/gw/flow' && m.payload === '1.5' && m.retain && m.qos === 1))
+      await eventually(() => heard.some((m) => m.topic === 'spx/gw/availability' && m.payload === 'online' && m.retain))
+      await eventually(() => heard.some((m) => m.topic === 'spx/gw/total' && !m.retain && m.qos === 0))
+    } finally {
+      await client.endAsync()
+    }
+  })
+
+  it('publish_on_change: true publishes on change only; publish_on_change: false every publish_interval', async () => {
+    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const heard: Array<{ topic: string; payload: string }> = []
+    client.on('message', (topic, payload) => heard.push({ topic, payload: payload.toString() }))
+    try {
+      await client.subscribeAsync(['spx/gw/flow', 'spx/gw/total'], { qos: 1 })
+      await eventually(() => heard.filter((m) => m.topic === 'spx/gw/total').length >= 5)
+      // flow was heard once (its retained value) while total went out again and again.
+      assert.deepEqual(
+        heard.filter((m) => m.topic === 'spx/gw/flow').map((m) => m.payload),
+        ['1.5'],
+      )
+      assert.equal((await t.api('PUT', `${SYS}/instances/gw/attributes/flow/attr/internal_value`, { value: 2.25 })).status, 200)
+      await eventually(() => heard.some((m) => m.topic === 'spx/gw/flow' && m.payload === '2.25'))
+      const seen = heard.filter((m) => m.topic === 'spx/gw/total').length
+      await eventually(() => heard.filter((m) => m.topic === 'spx/gw/total').length >= seen + 3)
+      assert.deepEqual(
+        heard.filter((m) => m.topic === 'spx/gw/flow').map((m) => m.payload),
+        ['1.5', '2.25'],
+      )
+    } finally {
+      await client.endAsync()
+    }
+  })
+
+  it('a $attr(name) binding writes the attribute; detach makes the broker publish the flat will', async () => {
+    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const heard: string[] = []
+    client.on('message', (topic, payload) => topic === 'spx/gw/availability' && heard.push(payload.toString()))
+    try {
+      await client.publishAsync('spx/gw/command/setpoint', '22.5', { qos: 1 })
+      await eventually(async () => (await t.api('GET', `${SYS}/instances/gw/attributes/setpoint`)).body.internal_value === 22.5)
+      await client.subscribeAsync('spx/gw/availability', { qos: 1 })
+      await eventually(() => heard.includes('online'))
+      assert.equal((await t.call(node, 'detach')).status, 200)
+      await eventually(() => heard.includes('offline'))
+      assert.equal((await t.call(node, 'attach')).status, 200)
+      await eventually(() => heard.lastIndexOf('online') > heard.indexOf('offline'))
+    } finally {
+      await client.endAsync()
+    }
+  })
+
+  it('an alias that disagrees with the Mimic key is a 422 naming both', async () => {
+    const bad = await t.api('PUT', `${SYS}/models`, {
+      Bad: {
+        attributes: { a: 1.0 },
+        communication: [
+          {
+            mqtt: {
+              will: { topic: 'site/status', payload: 'gone' },
+              will_payload: 'offline',
+              default_qos: 3,
+              bindings: [{ attribute: '$attr(a)', topic: 'a', on_change: false, publish_on_change: true }],
+            },
+          },
+        ],
+      },
+    })
+    assert.equal(bad.status, 422)
+    const details = bad.body.error.details as Array<{ path: string; message: string }>
+    const at = (path: string) => details.find((d) => d.path === path)?.message ?? `nothing at ${path} in ${JSON.stringify(details)}`
+    assert.match(at('communication[0].mqtt.default_qos'), /0, 1, 2/)
+    const again = await t.api('PUT', `${SYS}/models`, {
+      Bad: {
+        attributes: { a: 1.0 },
+        communication: [
+          {
+            mqtt: {
+              will: { topic: 'site/status', payload: 'gone' },
+              will_payload: 'offline',
+              bindings: [{ attribute: '$attr(a)', topic: 'a', on_change: false, publish_on_change: true }],
+            },
+          },
+        ],
+      },
+    })
+    assert.equal(again.status, 422)
+    const more = again.body.error.details as Array<{ path: string; message: string }>
+    const msg = (path: string) => more.find((d) => d.path === path)?.message ?? `nothing at ${path} in ${JSON.stringify(more)}`
+    assert.match(msg('communication[0].mqtt.will_payload'), /will\.payload/)
+    assert.match(msg('communication[0].mqtt.bindings[0].publish_on_change'), /bindings\[0\]\.on_change/)
+  })
+})

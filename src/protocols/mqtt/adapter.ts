@@ -2,7 +2,7 @@ import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import { connect, type IClientOptions, type MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
-import { MQTT_EMBEDDED, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
+import { MQTT_EMBEDDED, fullTopic, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
@@ -120,7 +120,7 @@ export class MqttAdapter implements ProtocolAdapter {
     this.#bindings = this.#definition.bindings.map((binding) => ({
       binding,
       name: binding.name ?? binding.attribute,
-      topic: this.#definition.topic_prefix + binding.topic,
+      topic: fullTopic(this.#definition.topic_prefix, binding.topic),
       publishes: binding.direction !== 'subscribe',
       subscribes: binding.direction !== 'publish',
       periodMs: 0,
@@ -265,6 +265,8 @@ export class MqttAdapter implements ProtocolAdapter {
       keepalive: d.keepalive,
       clean: d.clean,
       topic_prefix: d.topic_prefix,
+      default_qos: d.default_qos,
+      default_retain: d.default_retain,
       publish_interval: d.publish_interval,
       scan_interval: d.scan_interval,
       reconnect_period: d.reconnect_period,
