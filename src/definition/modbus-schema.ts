@@ -51,8 +51,18 @@ export const TYPE_WIDTH: Readonly<Record<ModbusType, number | null>> = {
   str: null,
 }
 
-/** Groups whose items are single bits: only `bool` fits there. @example BIT_GROUPS.has('c_o') // true */
+/** Groups whose items are single bits. @example BIT_GROUPS.has('c_o') // true */
 export const BIT_GROUPS: ReadonlySet<ModbusGroup> = new Set(['c_o', 'd_i'])
+
+/**
+ * The types a bit may be mapped as: `bool`, or `uint_16`, a number that is on when it is not 0 and
+ * that a client's write sets to 1 or 0 (the reference product's library maps coils that way,
+ * for attributes that hold 0 and 1).
+ *
+ * @example
+ * BIT_TYPES.has('uint_16') // true
+ */
+export const BIT_TYPES: ReadonlySet<ModbusType> = new Set(['bool', 'uint_16'])
 
 /**
  * What a `modbus_slave` definition gets for the connection settings it omits: a connection may go
@@ -100,11 +110,17 @@ const mappingEntrySchema = z
         message: `type ${entry.type} takes ${expected} ${expected === 1 ? 'address' : 'addresses'}, got ${width} (${first}..${last})`,
       })
     }
-    if (BIT_GROUPS.has(entry.group) && entry.type !== 'bool') {
-      ctx.addIssue({ code: 'custom', path: ['type'], message: `group ${entry.group} holds single bits: only type bool is allowed, got ${entry.type}` })
+    if (BIT_GROUPS.has(entry.group) && !BIT_TYPES.has(entry.type)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['type'],
+        message: `group ${entry.group} holds single bits: only type bool (or uint_16, as 0 and 1) is allowed, got ${entry.type}`,
+      })
     }
     if (entry.scale !== undefined && (entry.type === 'bool' || entry.type === 'str')) {
       ctx.addIssue({ code: 'custom', path: ['scale'], message: `scale applies to numeric types only, not ${entry.type}` })
+    } else if (entry.scale !== undefined && BIT_GROUPS.has(entry.group)) {
+      ctx.addIssue({ code: 'custom', path: ['scale'], message: `group ${entry.group} holds single bits: scale does not apply` })
     }
   })
 
@@ -145,6 +161,12 @@ export const modbusSlaveSchema = z
       .min(1, 'max_connections is at least 1')
       .max(65_535, 'max_connections is at most 65535')
       .default(MODBUS_CONNECTION_DEFAULTS.max_connections),
+    /**
+     * Accepted and ignored. In the reference product's `modbus_tcp` it is how often the attribute
+     * values are copied into the Modbus server's registers; Mimic reads the attribute when a
+     * request arrives, so a client always gets the current value and there is no copy to refresh.
+     */
+    poll_interval: z.number().min(0, 'poll_interval is seconds >= 0').max(3600, 'poll_interval is at most 3600 seconds').optional(),
     mapping: z.record(z.string().regex(ATTRIBUTE_NAME, 'an attribute name must match [A-Za-z_][A-Za-z0-9_-]*'), mappingEntrySchema),
   })
   .superRefine((definition, ctx) => {

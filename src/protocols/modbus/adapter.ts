@@ -455,9 +455,13 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
       }
       const value = this.#read(entry)
       if (value === true || value === 1) setResponseBit(out, at, i)
-      else if (value !== false && value !== 0) {
-        return this.#failure(fc, `'${entry.attribute}' holds ${describeValue(value)}, not a bool`, out, at)
-      }
+      else if (value === false || value === 0) continue
+      else if (entry.spec.type === 'uint_16') {
+        // A bit mapped as uint_16 is on when the number is not 0 (as a register would carry it).
+        const problem = checkValue(value, entry.spec)
+        if (problem !== null) return this.#failure(fc, `'${entry.attribute}': ${problem}`, out, at)
+        if (typeof value === 'bigint' ? value !== 0n : Math.round(value as number) !== 0) setResponseBit(out, at, i)
+      } else return this.#failure(fc, `'${entry.attribute}' holds ${describeValue(value)}, not a bool`, out, at)
     }
     return length
   }
@@ -517,7 +521,8 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
       if (entry === undefined || !this.#accessor.writable(entry.attribute)) {
         return this.#exception(fc, EXCEPTION_CODES.ILLEGAL_DATA_ADDRESS, out, at)
       }
-      writes.push({ attribute: entry.attribute, value: values[i] })
+      // A bit mapped as uint_16 sets the attribute to the number 1 or 0.
+      writes.push({ attribute: entry.attribute, value: entry.spec.type === 'uint_16' ? Number(values[i]) : values[i] })
     }
     const word = request.fc === 5 ? (request.value ? 0xff00 : 0) : request.quantity
     return this.#apply(fc, writes, (o, p) => writeWriteResponse(o, p, fc, address, word), out, at)

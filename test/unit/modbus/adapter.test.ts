@@ -353,3 +353,55 @@ describe('ModbusSlaveAdapter lifecycle', () => {
     assert.equal(checkMappedValue(definition, 'toString', 1), null)
   })
 })
+
+describe('ModbusSlaveAdapter: bits mapped as uint_16 (the reference product library spelling)', () => {
+  let rig: Rig
+  let client: TestClient
+  before(async () => {
+    rig = await startRig(
+      {
+        poll_interval: 0.25,
+        mapping: {
+          do_1: { address: [4, 4], group: 'c_o', type: 'uint_16' },
+          do_2: { address: [5, 5], group: 'c_o', type: 'uint_16' },
+          do_3: { address: [6, 6], group: 'c_o', type: 'uint_16' },
+          di_1: { address: 0, group: 'd_i', type: 'uint_16' },
+        },
+      },
+      { do_1: 0, do_2: 1.0, do_3: 7, di_1: 0 },
+    )
+    client = await TestClient.connect(rig.port)
+  })
+  after(async () => {
+    client.close()
+    await rig.close()
+  })
+
+  it('reads a coil as on when the number is not 0', async () => {
+    const coils = await client.request({ fc: 1, address: 4, quantity: 3 })
+    assert.ok('bits' in coils)
+    assert.deepEqual(coils.bits.slice(0, 3), [false, true, true])
+    const inputs = await client.request({ fc: 2, address: 0, quantity: 1 })
+    assert.ok('bits' in inputs)
+    assert.equal(inputs.bits[0], false)
+  })
+
+  it('a client writing the coil sets the attribute to the number 1 or 0', async () => {
+    await client.request({ fc: 5, address: 4, value: true })
+    assert.equal(rig.accessor.values.get('do_1'), 1)
+    await client.request({ fc: 15, address: 4, quantity: 3, values: [false, false, true] })
+    assert.deepEqual(
+      ['do_1', 'do_2', 'do_3'].map((a) => rig.accessor.values.get(a)),
+      [0, 0, 1],
+    )
+  })
+
+  it('a value uint_16 cannot carry answers 04 on read; checkMappedValue refuses it', async () => {
+    rig.accessor.values.set('do_2', -1)
+    assert.equal(exceptionOf(await client.request({ fc: 1, address: 5, quantity: 1 })), 4)
+    rig.accessor.values.set('do_2', 0)
+    const definition = parseModbusSlave({ mapping: { do_1: { address: 0, group: 'c_o', type: 'uint_16' } } })
+    assert.match(checkMappedValue(definition, 'do_1', 70000)!, /out of range for uint_16/)
+    assert.equal(checkMappedValue(definition, 'do_1', 1), null)
+  })
+})

@@ -67,7 +67,7 @@ describe('modbusSlaveSchema', () => {
     assert.deepEqual(pathsOf({ mapping: { s: { address: [5, 2], group: 'h_r', type: 'str' } } }), ['mapping.s.address'])
   })
 
-  it('allows only bool in coils and discrete inputs, reported at mapping.<attr>.type', () => {
+  it('allows only bool (or uint_16) in coils and discrete inputs, reported at mapping.<attr>.type', () => {
     const found = problems({
       mapping: {
         a: { address: 0, group: 'c_o', type: 'int_16' },
@@ -75,7 +75,23 @@ describe('modbusSlaveSchema', () => {
       },
     })
     assert.deepEqual(found.map((p) => p.path).sort(), ['mapping.a.type', 'mapping.b.type'])
-    assert.match(found[0]!.message, /only type bool/)
+    assert.match(found[0]!.message, /only type bool \(or uint_16, as 0 and 1\)/)
+  })
+
+  it('takes uint_16 for a coil or a discrete input, one address wide and without scale', () => {
+    const d = modbusSlaveSchema.parse({
+      mapping: { power_on: { address: [6, 6], group: 'c_o', type: 'uint_16' }, door: { address: 0, group: 'd_i', type: 'uint_16' } },
+    })
+    assert.equal(d.mapping.power_on!.type, 'uint_16')
+    assert.deepEqual(pathsOf({ mapping: { a: { address: [0, 1], group: 'c_o', type: 'uint_16' } } }), ['mapping.a.address'])
+    assert.deepEqual(pathsOf({ mapping: { a: { address: 0, group: 'c_o', type: 'uint_16', scale: 0.1 } } }), ['mapping.a.scale'])
+  })
+
+  it('accepts poll_interval (seconds, ignored: registers are read from the attribute on each request) and checks it', () => {
+    assert.equal(modbusSlaveSchema.parse({ mapping: {}, poll_interval: 0.25 }).poll_interval, 0.25)
+    assert.deepEqual(pathsOf({ mapping: {}, poll_interval: -1 }), ['poll_interval'])
+    assert.deepEqual(pathsOf({ mapping: {}, poll_interval: 'fast' }), ['poll_interval'])
+    assert.deepEqual(pathsOf({ mapping: {}, poll_interval: 3601 }), ['poll_interval'])
   })
 
   it('reports overlapping addresses within a group, but not across groups', () => {
