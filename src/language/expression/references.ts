@@ -80,49 +80,70 @@ export function replaceReferences(source: string): ReplacedReferences {
   const problems: Array<[number, string]> = []
   let out = ''
   let i = 0
+  /** Replaces the reference that starts at `i`, if one does; false when none does. */
+  const reference = (): boolean => {
+    const form = FORMS.find(([prefix]) => source.startsWith(prefix, i))
+    if (form === undefined) return false
+    const [prefix, kind] = form
+    const close = source.indexOf(')', i + prefix.length)
+    if (close < 0) {
+      problems.push([i, `unclosed reference ${prefix}...`])
+      out += source.slice(i)
+      i = source.length
+      return true
+    }
+    const text = source.slice(i, close + 1)
+    const target = source.slice(i + prefix.length, close).trim()
+    const key = `${kind}\u0000${target}`
+    let index = byText.get(key)
+    if (index === undefined) {
+      index = references.length
+      byText.set(key, index)
+      references.push({ kind, target, text })
+    }
+    const name = PLACEHOLDER_PREFIX + index
+    byPlaceholder.set(name, references[index] as Reference)
+    swaps.push({ from: out.length, to: out.length + name.length, sourceFrom: i, sourceTo: close + 1 })
+    out += name
+    i = close + 1
+    return true
+  }
   while (i < source.length) {
     const ch = source[i] ?? ''
-    // A Python string literal: copied as is, unless an f-string (its braces hold expressions).
+    // A Python string literal: copied as is. In an f-string, references in its replacement fields
+    // (`{$in(x)}`) are replaced and the rest is copied; its closing quote ends it, as in Python
+    // 3.11, where a replacement field cannot hold the f-string's own quote.
     if (/[rRbBuUfF'"]/.test(ch) && (i === 0 || !/\w/.test(source[i - 1] ?? ''))) {
       const m = STRING_START.exec(source.slice(i, i + 5))
-      if (m !== null && !/[fF]/.test(m[1] ?? '')) {
+      if (m !== null) {
         const quote = m[2] ?? "'"
         const raw = /[rR]/.test(m[1] ?? '')
-        let j = i + m[0].length
-        while (j < source.length && !source.startsWith(quote, j)) j += !raw && source[j] === '\\' ? 2 : 1
-        j = Math.min(source.length, j + quote.length)
-        out += source.slice(i, j)
-        i = j
+        const formatted = /[fF]/.test(m[1] ?? '')
+        out += source.slice(i, i + m[0].length)
+        i += m[0].length
+        let depth = 0
+        while (i < source.length && !source.startsWith(quote, i)) {
+          const c = source[i] ?? ''
+          if (formatted && depth > 0 && (c === '$' || c === '#') && reference()) continue
+          if (formatted) {
+            if ((c === '{' || c === '}') && source[i + 1] === c && depth === 0) {
+              out += c + c
+              i += 2
+              continue
+            }
+            if (c === '{') depth++
+            else if (c === '}' && depth > 0) depth--
+          }
+          const step = !raw && c === '\\' ? 2 : 1
+          out += source.slice(i, i + step)
+          i += step
+        }
+        out += source.slice(i, i + quote.length)
+        i += quote.length
         continue
       }
     }
-    if (ch === '$' || ch === '#') {
-      const form = FORMS.find(([prefix]) => source.startsWith(prefix, i))
-      if (form !== undefined) {
-        const [prefix, kind] = form
-        const close = source.indexOf(')', i + prefix.length)
-        if (close < 0) {
-          problems.push([i, `unclosed reference ${prefix}...`])
-          out += source.slice(i)
-          break
-        }
-        const text = source.slice(i, close + 1)
-        const target = source.slice(i + prefix.length, close).trim()
-        const key = `${kind}\u0000${target}`
-        let index = byText.get(key)
-        if (index === undefined) {
-          index = references.length
-          byText.set(key, index)
-          references.push({ kind, target, text })
-        }
-        const name = PLACEHOLDER_PREFIX + index
-        byPlaceholder.set(name, references[index] as Reference)
-        swaps.push({ from: out.length, to: out.length + name.length, sourceFrom: i, sourceTo: close + 1 })
-        out += name
-        i = close + 1
-        continue
-      }
-    }
+    if ((ch === '$' || ch === '#') && reference()) continue
     out += ch
     i++
   }

@@ -244,6 +244,17 @@ describe('references', () => {
     assert.equal(replaceReferences('"$in(a)" + $in(a)').references.length, 1)
   })
 
+  it('reads references after an f-string and in its replacement fields, not in its text', () => {
+    // The closing quote of an f-string was taken for an opening one, so what followed it was text.
+    assert.equal(run('(f"[a][b]", $in(x))[1]', { x: 3n }), 3n)
+    assert.equal(run('f"{$in(x)} {{$in(x)}} [{$in(x) * 2}]" + str($in(x))', { x: 2n }), '2 {$in(x)} [4]2')
+    assert.equal(run('f\'{"q"}\' + $in(s)', { s: '!' }), 'q!')
+    assert.deepEqual(
+      replaceReferences('f"$in(a) {$in(b)}" + $in(c)').references.map((r) => r.target),
+      ['b', 'c'],
+    )
+  })
+
   it('hands references, bare attribute names and __timer to the scope', () => {
     const e = compileExpression('V * I * pf + $in(..enable) + __timer', { path: 'p' })
     assert.deepEqual(
