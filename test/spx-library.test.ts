@@ -113,6 +113,14 @@ describe("models of the reference product's library", () => {
     assert.deepEqual((await t.api('GET', `${SYS}/instances/r1/attributes/picks/value`)).body.value, [5, 2, 6])
   })
 
+  it('a params string that is plain text ("URMS,IRMS,...") is that text, as in the power analyzer\'s measurement list', async () => {
+    const analyzer = `${SYS}/instances/rohde_schwarz_hmc8015__scpi_1`
+    const data = (await t.api('GET', `${analyzer}/attributes/measurement_data/value`)).body.value as string
+    // One number per function of the default list, as the instrument answers MEAS? with them.
+    assert.equal(data.split(',').length, 9, data)
+    for (const item of data.split(',')) assert.ok(Number.isFinite(Number(item)), data)
+  })
+
   it('a kind that neither Mimic nor the reference product has is still refused, with its path', async () => {
     const res = await t.api('PUT', `${SYS}/models`, { Typo: { attributes: { x: 1.0 }, communication: [{ modbus_tpc: { mapping: {} } }] } })
     assert.equal(res.status, 422)

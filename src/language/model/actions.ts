@@ -220,6 +220,14 @@ export function compileAction(raw: unknown, path: string, context: CompileContex
       }
     }
   }
+  // A params string that is plain text to the reference product (`"URMS,IRMS,PAC"`: no reference,
+  // naming nothing known) is that text, a constant, as a `set` value is (CompileContext.plainText).
+  const textScope: ActionScope = { constants, parameters, imports }
+  for (const p of paramExpressions.filter((q) => context.plainText(q.source, `${fieldPath('params')}.${q.name}`, textScope))) {
+    constants.set(p.name, p.source)
+    parameters.splice(parameters.indexOf(p.name), 1)
+    paramExpressions.splice(paramExpressions.indexOf(p), 1)
+  }
   const scope: ActionScope = { constants, parameters, imports, importsPath: fieldPath('imports') }
   const params = paramExpressions.map((p) => ({ name: p.name, expression: context.expression(p.source, `${fieldPath('params')}.${p.name}`, scope) }))
   const before = context.problems.length

@@ -207,14 +207,23 @@ export class CompileContext {
    * context.setValue('$in(x) * 2', 'actions[0].value', scope) // { expression: ... }
    */
   setValue(raw: unknown, path: string, scope: ActionScope): ValueSource | null {
-    if (typeof raw !== 'string' || /[$#@][A-Za-z_]*\(/.test(raw)) return this.value(raw, path, scope)
-    const before = this.problems.length
-    const expression = this.expression(raw, path, scope)
-    if (expression !== null) return { expression }
-    const found = this.problems.slice(before)
-    if (!found.every((p) => /\bname '[^']*' is not defined/.test(p.message))) return null
-    this.problems.length = before
-    return { constant: raw }
+    return this.plainText(raw, path, scope) ? { constant: raw } : this.value(raw, path, scope)
+  }
+
+  /**
+   * Whether a string where an expression is expected is plain text as the reference product
+   * reads it: no reference, and Python that names nothing known (`ALARM`, `URMS,IRMS`). Nothing
+   * is recorded: the string is compiled aside.
+   */
+  plainText(raw: unknown, path: string, scope: ActionScope): raw is string {
+    if (typeof raw !== 'string' || /[$#@][A-Za-z_]*\(/.test(raw)) return false
+    try {
+      compileExpression(raw, { path, constants: scope.constants, parameters: scope.parameters, imports: scope.imports, attributes: this.types.keys() })
+      return false
+    } catch (err) {
+      if (!(err instanceof MimicError) || err instanceof NotNativeError) return false
+      return err.details.length > 0 && err.details.every((d) => /\bname '[^']*' is not defined/.test(d.message))
+    }
   }
 
   /** A number field: a number, or an expression that must give one at run time. */
