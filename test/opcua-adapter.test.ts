@@ -309,3 +309,164 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     assert.equal((await client.request({ op: 'read', nodeId: 'ns=1;s=boiler_2.temp' })).ok, false)
   })
 })
+
+describe("opcua_server adapter: the reference product's spellings (endpoint, namespace_uri, security, sections)", () => {
+  let t: TestServer
+  let port: number
+  let client: OpcuaClientProcess
+  const node = `${SYS}/instances/panel/communication/opcua_server`
+  const attribute = async (name: string) => (await t.api('GET', `${SYS}/instances/panel/attributes/${name}`)).body.internal_value
+  const children = async (nodeId: string) =>
+    ((await client.ok({ op: 'browse', nodeId })).references as Array<{ browseName: string; nodeId: string }>).map((r) => `${r.browseName} ${r.nodeId}`)
+  const panel = (opcuaPort: number) => ({
+    attributes: { panel_state: 'automatic', zone1_level: 65.0, zone1_target: 70.0, daylight_lux: 320.0, emergency_test: 0 },
+    communication: [
+      {
+        opcua_server: {
+          endpoint: `opc.tcp://127.0.0.1:${opcuaPort}/spx/panel`,
+          namespace_uri: 'urn:spx:test:panel',
+          security: { policy: 'NoSecurity', user_tokens: [{ type: 'anonymous' }, { type: 'username', username: 'lighting', password: 'comfort' }] },
+          sections: [
+            {
+              name: 'panel',
+              browse_path: ['LightingPanel'],
+              bindings: [
+                { name: 'PanelState', direction: 'bidirectional', attributes: '#attr(panel_state)', node: { browse_path: ['State'], data_type: 'String' } },
+              ],
+            },
+            {
+              name: 'zones',
+              browse_path: ['LightingPanel', 'Zones'],
+              bindings: [
+                {
+                  name: 'Zone1Level',
+                  direction: 'bidirectional',
+                  attributes: ['#attr(zone1_level)', '#attr(zone1_target)'],
+                  read_attribute: '#attr(zone1_level)',
+                  write_attribute: '#attr(zone1_target)',
+                  node: { browse_path: ['Zone1', 'Level'], data_type: 'Double' },
+                },
+              ],
+            },
+            {
+              name: 'sensors',
+              browse_path: ['LightingPanel', 'Sensors'],
+              bindings: [
+                { name: 'Daylight', direction: 'outbound', attributes: '#attr(daylight_lux)', node: { browse_path: ['DaylightLux'], data_type: 'Double' } },
+                {
+                  name: 'EmergencyTest',
+                  direction: 'bidirectional',
+                  attributes: '#attr(emergency_test)',
+                  node: { browse_path: ['EmergencyTest'], data_type: 'Boolean' },
+                },
+              ],
+            },
+          ],
+        },
+      },
+    ],
+  })
+
+  before(async () => {
+    t = await startTestServer()
+    port = await freePort()
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Panel: panel(port) })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { panel: 'Panel' })).status, 200)
+    const prepared = await t.call(`${SYS}/instances/panel`, 'prepare')
+    assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
+    client = OpcuaClientProcess.start({ pki: join(tmpdir(), 'mimic-opcua-test-client-adapter') })
+    await client.ok({ op: 'connect', url: `opc.tcp://127.0.0.1:${port}/spx/panel` })
+  })
+
+  after(async () => {
+    await client?.close()
+    await t?.close()
+  })
+
+  it('serves at the endpoint URL, in the namespace named, with the sections as folders under Objects', async () => {
+    const doc = (await t.api('GET', node)).body
+    assert.deepEqual(
+      [doc.endpoint, doc.endpoint_path, doc.namespace, doc.security, doc.allow_anonymous, doc.users],
+      [`opc.tcp://127.0.0.1:${port}/spx/panel`, '/spx/panel', 'urn:spx:test:panel', 'None', true, ['lighting']],
+    )
+    assert.equal(doc.sections[1].bindings[0].node_id, 'ns=1;s=panel.LightingPanel.Zones.Zone1.Level')
+    // The model keeps what was written.
+    const written = (await t.api('GET', `${SYS}/models/Panel`)).body.definition.communication[0].opcua_server
+    assert.equal(written.endpoint, `opc.tcp://127.0.0.1:${port}/spx/panel`)
+    assert.equal(written.sections[1].bindings[0].write_attribute, '#attr(zone1_target)')
+
+    const objects = await children('i=85')
+    assert.ok(objects.includes('LightingPanel ns=1;s=panel.LightingPanel'), objects.join(', '))
+    assert.ok(!objects.some((o) => o.startsWith('panel ')), 'no instance folder: the model has no methods or plain bindings')
+    assert.deepEqual(await children('ns=1;s=panel.LightingPanel'), [
+      'State ns=1;s=panel.LightingPanel.State',
+      'Zones ns=1;s=panel.LightingPanel.Zones',
+      'Sensors ns=1;s=panel.LightingPanel.Sensors',
+    ])
+    assert.deepEqual(await children('ns=1;s=panel.LightingPanel.Zones.Zone1'), ['Level ns=1;s=panel.LightingPanel.Zones.Zone1.Level'])
+  })
+
+  it('a split binding reads one attribute and writes the other; outbound is read-only', async () => {
+    const level = 'ns=1;s=panel.LightingPanel.Zones.Zone1.Level'
+    assert.equal((await client.ok({ op: 'read', nodeId: level })).value, 65)
+    assert.equal((await client.ok({ op: 'write', nodeId: level, dataType: 'Double', value: 30 })).status, 'Good')
+    assert.equal(await attribute('zone1_target'), 30)
+    assert.equal(await attribute('zone1_level'), 65)
+    const daylight = 'ns=1;s=panel.LightingPanel.Sensors.DaylightLux'
+    assert.equal((await client.ok({ op: 'read', nodeId: daylight })).value, 320)
+    assert.equal((await client.ok({ op: 'write', nodeId: daylight, dataType: 'Double', value: 1 })).status, 'BadNotWritable')
+  })
+
+  it('a Boolean variable of a number attribute reads 0/1 as false/true and a write sets 1 or 0', async () => {
+    const test = 'ns=1;s=panel.LightingPanel.Sensors.EmergencyTest'
+    const before = await client.ok({ op: 'read', nodeId: test })
+    assert.deepEqual([before.dataType, before.value], ['Boolean', false])
+    assert.equal((await client.ok({ op: 'write', nodeId: test, dataType: 'Boolean', value: true })).status, 'Good')
+    assert.equal(await attribute('emergency_test'), 1)
+    assert.equal((await client.ok({ op: 'read', nodeId: test })).value, true)
+  })
+
+  it('the username token of security.user_tokens logs in; a wrong password does not', async () => {
+    const url = `opc.tcp://127.0.0.1:${port}/spx/panel`
+    await client.ok({ op: 'close' })
+    try {
+      const refused = await client.request({ op: 'connect', url, user: { username: 'lighting', password: 'wrong' } })
+      assert.equal(refused.status, 'BadUserAccessDenied')
+      await client.ok({ op: 'connect', url, user: { username: 'lighting', password: 'comfort' } })
+      assert.equal((await client.ok({ op: 'read', nodeId: 'ns=1;s=panel.LightingPanel.State' })).value, 'automatic')
+    } finally {
+      await client.request({ op: 'close' })
+      await client.ok({ op: 'connect', url })
+    }
+  })
+
+  it('a second instance whose sections would go under Objects beside the first is refused; with a folder of its own it serves', async () => {
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { panel_2: 'Panel' })).status, 200)
+    const refused = await t.call(`${SYS}/instances/panel_2`, 'prepare')
+    assert.equal(refused.status, 422)
+    assert.ok(
+      refused.body.error.details.some(
+        (d: { path: string; message: string }) => d.path === 'sections[0].bindings[0].node.browse_path' && /Objects\/LightingPanel/.test(d.message),
+      ),
+      JSON.stringify(refused.body.error.details),
+    )
+    assert.equal((await t.api('DELETE', `${SYS}/instances/panel_2`)).status, 200)
+    const own = panel(port)
+    ;(own.communication[0]!.opcua_server as Record<string, unknown>).folder = 'Panel2'
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Panel2: own })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { panel_2: 'Panel2' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/panel_2`, 'prepare')).status, 200)
+    assert.deepEqual(await children('ns=1;s=panel_2'), ['LightingPanel ns=1;s=panel_2.LightingPanel'])
+    assert.equal((await client.ok({ op: 'read', nodeId: 'ns=1;s=panel_2.LightingPanel.Zones.Zone1.Level' })).value, 65)
+    assert.equal((await t.api('DELETE', `${SYS}/instances/panel_2`)).status, 200)
+  })
+
+  it('an endpoint that disagrees with port is a 422 naming both', async () => {
+    const bad = panel(port)
+    ;(bad.communication[0]!.opcua_server as Record<string, unknown>).port = port + 1
+    const res = await t.api('PUT', `${SYS}/models`, { Bad: bad })
+    assert.equal(res.status, 422)
+    const detail = (res.body.error.details as Array<{ path: string; message: string }>).find((d) => d.path === 'communication[0].opcua_server.endpoint')
+    assert.match(detail?.message ?? JSON.stringify(res.body.error.details), /port of endpoint .*port/)
+  })
+})

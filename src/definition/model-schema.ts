@@ -3,7 +3,7 @@ import { attributeNameProblem, nameSchema, pythonIdentifier } from './names.js'
 import { modbusSlaveSchema } from './modbus-schema.js'
 import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
-import { opcuaServerSchema } from './opcua-schema.js'
+import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
 import { FloatMark } from './json-float.js'
 import { isRecord } from './is-record.js'
@@ -105,6 +105,7 @@ export function unservedProtocols(model: unknown): Array<{ path: string; kind: s
 /** Kinds whose `mapping` is not keyed by attribute name say where their settings reference attributes. */
 const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ path: (string | number)[]; attribute: string }>>> = {
   ascii: asciiAttributeReferences,
+  opcua_server: opcuaAttributeReferences,
 }
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 

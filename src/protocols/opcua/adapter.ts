@@ -44,6 +44,9 @@ interface BoundVariable {
   binding: OpcuaBinding
   dataType: OpcuaDataType
   attributeType: string | undefined
+  /** Where client writes go: the binding's write_attribute, or the attribute it reads. */
+  writeAttribute: string
+  writeType: string | undefined
   nodeId: string
   /** The variable on the server, once added. */
   node?: UAVariable
@@ -169,7 +172,10 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       users: d.users.map((u) => u.username),
       sampling_interval: d.sampling_interval,
       folder: d.folder ?? this.#instance,
-      bindings: this.#variables.length ? this.#variables.map((v) => ({ ...v.binding, node_id: v.nodeId, data_type: v.dataType })) : structuredClone(d.bindings),
+      bindings: this.#variables.length
+        ? this.#variables.filter((v) => v.binding.browse_path === undefined).map((v) => ({ ...v.binding, node_id: v.nodeId, data_type: v.dataType }))
+        : structuredClone(d.bindings),
+      ...(d.sections.length ? { sections: this.#shownSections() } : {}),
       methods: d.methods ? structuredClone(d.methods) : this.#methods,
       counters: { ...this.#counters },
     }
@@ -183,10 +189,23 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     return checkServedValue(this.#definition, attr, value)
   }
 
+  /** The sections as the node shows them: each variable with its resolved node id and data type. */
+  #shownSections(): unknown[] {
+    const byBinding = new Map(this.#variables.map((v) => [v.binding, v]))
+    return this.#definition.sections.map((section) => ({
+      ...section,
+      bindings: section.bindings.map((binding) => {
+        const bound = byBinding.get(binding)
+        return bound ? { ...binding, node_id: bound.nodeId, data_type: bound.dataType } : structuredClone(binding)
+      }),
+    }))
+  }
+
   #build(lease: EndpointLease): void {
     const d = this.#definition
     const ns = lease.namespace(d.namespace)
     const addressSpace = lease.addressSpace
+    const objects = addressSpace.rootFolder.objects
     const nodeId = (written: string | undefined, fallback: string, path: string): string => {
       const id = resolveNodeId(written, fallback, ns, path, this.#instance)
       if (addressSpace.findNode(id)) {
@@ -194,40 +213,81 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       }
       return id
     }
-    const folderId = nodeId(undefined, `s=${this.#instance}`, 'folder')
-    const folder = ns.addFolder(addressSpace.rootFolder.objects, { browseName: d.folder ?? this.#instance, nodeId: folderId })
-    this.#nodes = [folder]
+    const available = this.#accessor.methods?.() ?? []
+    const methods: OpcuaMethod[] = d.methods ?? available.map((method) => ({ method, inputs: [], output: 'String' as const }))
+    this.#nodes = []
     this.#variables = []
-    d.bindings.forEach((binding, index) => {
+    // Sections go under Objects, as the reference product puts them, unless a `folder` is named;
+    // the instance's own folder is then made only for what it holds (bindings, methods).
+    const sectioned = d.sections.some((section) => section.bindings.length > 0)
+    let folder: UAObject | null = null
+    if (!sectioned || d.folder !== undefined || d.bindings.length > 0 || methods.length > 0) {
+      folder = ns.addFolder(objects, { browseName: d.folder ?? this.#instance, nodeId: nodeId(undefined, `s=${this.#instance}`, 'folder') })
+      this.#nodes.push(folder)
+    }
+    const variable = (binding: OpcuaBinding, parent: UAObject, fallbackId: string, path: string) => {
       const description = this.#accessor.describe?.(binding.attribute)
+      const writeAttribute = binding.write_attribute ?? binding.attribute
       const bound: BoundVariable = {
         binding,
         dataType: binding.data_type ?? defaultDataType(description?.type),
         attributeType: description?.type,
-        nodeId: nodeId(binding.node_id, `s=${this.#instance}.${binding.attribute}`, `bindings[${index}].node_id`),
+        writeAttribute,
+        writeType: writeAttribute === binding.attribute ? description?.type : this.#accessor.describe?.(writeAttribute)?.type,
+        nodeId: nodeId(binding.node_id, fallbackId, path),
         pushed: NOTHING,
       }
       this.#variables.push(bound)
-      bound.node = this.#addVariable(ns, folder, bound, description?.unit, description?.description)
+      bound.node = this.#addVariable(ns, parent, bound, description?.unit, description?.description)
       this.#nodes.push(bound.node)
-    })
-    const available = this.#accessor.methods?.() ?? []
-    const methods: OpcuaMethod[] = d.methods ?? available.map((method) => ({ method, inputs: [], output: 'String' as const }))
+    }
+    d.bindings.forEach((binding, index) => variable(binding, folder!, `s=${this.#instance}.${binding.attribute}`, `bindings[${index}].node_id`))
+    const folders = new Map<string, UAObject>()
+    const folderAt = (path: string[], at: string): UAObject => {
+      let parent = d.folder !== undefined ? folder! : objects
+      for (let i = 1; i <= path.length; i++) {
+        const key = JSON.stringify(path.slice(0, i))
+        let next = folders.get(key)
+        if (next === undefined) {
+          const browseName = path[i - 1]!
+          if (parent === objects && objects.findReferencesAsObject('Organizes', true).some((n) => n.browseName.name === browseName)) {
+            const message = `Objects/${browseName} is already on this server (another instance's?): give this adapter a port of its own, or a folder to put its sections in`
+            throw new ValidationError(`OPC UA browse path: ${message}`, [{ path: `${at}.node.browse_path`, message }])
+          }
+          next = ns.addFolder(parent, {
+            browseName,
+            nodeId: nodeId(undefined, `s=${[this.#instance, ...path.slice(0, i)].join('.')}`, `${at}.node.browse_path`),
+          })
+          folders.set(key, next)
+          this.#nodes.push(next)
+        }
+        parent = next
+      }
+      return parent
+    }
+    d.sections.forEach((section, s) =>
+      section.bindings.forEach((binding, b) => {
+        const at = `sections[${s}].bindings[${b}]`
+        const path = binding.browse_path!
+        variable(binding, folderAt(path.slice(0, -1), at), `s=${[this.#instance, ...path].join('.')}`, `${at}.node_id`)
+      }),
+    )
     this.#methods = []
+    if (folder === null) return
     methods.forEach((method, index) => {
       if (!available.includes(method.method)) {
         const message = `'${method.method}' is not a method of this model${available.length ? ` (methods: ${available.join(', ')})` : ''}`
         throw new ValidationError(`OPC UA method: ${message}`, [{ path: `methods[${index}].method`, message }])
       }
       const id = nodeId(method.node_id, `s=${this.#instance}.${method.method}`, `methods[${index}].node_id`)
-      this.#nodes.push(this.#addMethod(ns, folder, method, id))
+      this.#nodes.push(this.#addMethod(ns, folder!, method, id))
       this.#methods.push(method.method)
     })
   }
 
   #addVariable(ns: Namespace, folder: UAObject, bound: BoundVariable, attributeUnit: string | undefined, attributeDescription: string | undefined): UAVariable {
     const { binding, dataType } = bound
-    const writable = (binding.writable ?? true) && this.#accessor.writable(binding.attribute)
+    const writable = (binding.writable ?? true) && this.#accessor.writable(bound.writeAttribute)
     const variable = ns.addVariable({
       componentOf: folder,
       browseName: binding.browse_name ?? binding.attribute,
@@ -253,7 +313,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       const status = check(value)
       if (status.isNotGood()) {
         this.#counters.writes++
-        this.#status(status, { attribute: binding.attribute, reason: `expected ${dataType}, got ${DataType[value.dataType]}` })
+        this.#status(status, { attribute: bound.writeAttribute, reason: `expected ${dataType}, got ${DataType[value.dataType]}` })
       }
       return status
     }
@@ -389,11 +449,11 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   async #write(bound: BoundVariable, variant: Variant): Promise<StatusCode> {
     this.#counters.writes++
     if (this.#detached) return StatusCodes.BadNoCommunication
-    const attr = bound.binding.attribute
+    const attr = bound.writeAttribute
     if (variant.dataType !== DATA_TYPE_IDS[bound.dataType]) {
       return this.#status(StatusCodes.BadTypeMismatch, { attribute: attr, reason: `expected ${bound.dataType}, got ${DataType[variant.dataType]}` })
     }
-    const converted = fromVariantValue(variant.value, bound.dataType, bound.attributeType)
+    const converted = fromVariantValue(variant.value, bound.dataType, bound.writeType)
     if ('problem' in converted) return this.#status(StatusCodes.BadTypeMismatch, { attribute: attr, reason: converted.problem })
     try {
       await this.#accessor.write(attr, converted.value)
@@ -455,7 +515,7 @@ function resolveNodeId(written: string | undefined, fallback: string, ns: Namesp
  * checkServedValue(definition, 'level', 70000) // '70000 is out of range for UInt16 (0..65535)' when level is bound as UInt16
  */
 export function checkServedValue(definition: OpcuaServerDefinition, attr: string, value: unknown): string | null {
-  for (const binding of definition.bindings) {
+  for (const binding of [...definition.bindings, ...definition.sections.flatMap((section) => section.bindings)]) {
     if (binding.attribute !== attr || binding.data_type === undefined) continue
     const converted = toVariantValue(value, binding.data_type)
     if ('problem' in converted) return converted.problem

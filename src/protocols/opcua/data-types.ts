@@ -101,6 +101,9 @@ export function fromVariantValue(raw: unknown, dataType: OpcuaDataType, attribut
     value = (dataType === 'Int64' ? high | 0 : high >>> 0) * 2 ** 32 + (low >>> 0)
     if (!Number.isSafeInteger(value)) return { problem: `${dataType} value beyond ±2^53 cannot be held exactly` }
   }
+  // A Boolean variable of a number attribute reads 0 and 1 as false and true (toVariantValue), so
+  // a client's write sets the number: the reference product's library binds 0/1 attributes so.
+  if (dataType === 'Boolean' && typeof value === 'boolean' && (attributeType === 'float' || attributeType === 'int')) value = value ? 1 : 0
   switch (attributeType) {
     case 'float':
       return typeof value === 'number' && Number.isFinite(value) ? { value } : { problem: `expected a number, got ${describe(value)}` }
