@@ -54,7 +54,7 @@ const flatPayload = z.string().max(65536).optional()
 
 const bindingSchema = z
   .strictObject({
-    /** Shown in logs and counters; the attribute's name when omitted. */
+    /** Shown in logs; unique among named bindings. Omitted: the attribute's name, or `<attribute>[<index>]` when another binding has that name. */
     name: z.string().min(1).max(128).optional(),
     attribute: attributeReferenceSchema,
     /** Appended to `topic_prefix`; subscribe topics may use + and #. */
@@ -190,11 +190,11 @@ export const mqttSchema = mqttObject
           message: `publish_on_change is another name for bindings[${index}].on_change, and the two differ (${binding.publish_on_change} and ${binding.on_change}): give one of them`,
         })
       }
-      const name = binding.name ?? binding.attribute
-      const previous = names.get(name)
+      if (binding.name === undefined) return
+      const previous = names.get(binding.name)
       if (previous !== undefined)
-        ctx.addIssue({ code: 'custom', path: ['bindings', index, 'name'], message: `binding name '${name}' is already used by bindings[${previous}]` })
-      else names.set(name, index)
+        ctx.addIssue({ code: 'custom', path: ['bindings', index, 'name'], message: `binding name '${binding.name}' is already used by bindings[${previous}]` })
+      else names.set(binding.name, index)
     })
   })
   .transform((written) => {
@@ -203,14 +203,25 @@ export const mqttSchema = mqttObject
       ...rest,
       will: resolveMessage(written, 'will'),
       birth: resolveMessage(written, 'birth'),
-      bindings: written.bindings.map(({ publish_on_change: publishOnChange, ...binding }): MqttBinding => ({
+      bindings: written.bindings.map(({ publish_on_change: publishOnChange, ...binding }, index): MqttBinding => ({
         ...binding,
+        ...(binding.name === undefined && defaultNameTaken(written.bindings, index) ? { name: `${binding.attribute}[${index}]` } : {}),
         qos: binding.qos ?? written.default_qos,
         retain: binding.retain ?? written.default_retain,
         on_change: binding.on_change ?? publishOnChange ?? false,
       })),
     }
   })
+
+/**
+ * Whether an unnamed binding's default name, its attribute's, is taken by a binding named so or by
+ * an earlier unnamed binding of the same attribute (a model may publish an attribute on one topic
+ * and take commands for it on another, without naming either); it is then `<attribute>[<index>]`.
+ */
+function defaultNameTaken(bindings: ReadonlyArray<{ name?: string; attribute: string }>, index: number): boolean {
+  const attribute = bindings[index]!.attribute
+  return bindings.some((other, i) => i !== index && (other.name === attribute || (i < index && other.name === undefined && other.attribute === attribute)))
+}
 
 /** The flat fields of a will or birth message that were written, by Mimic's field name. */
 function flatFields(definition: Record<string, unknown>, kind: 'will' | 'birth'): Partial<Record<(typeof FLAT_MESSAGE_FIELDS)[number], unknown>> {

@@ -108,4 +108,26 @@ describe('mqttSchema: the reference product spellings', () => {
     assert.equal(referencedAttribute('$attr(timer.time)'), null)
     assert.match(problems({ bindings: [{ attribute: '$attr(timer.time)', topic: 't' }] })['bindings.0.attribute']!, /\$attr\(name\)/)
   })
+
+  it('unnamed bindings of one attribute (published on one topic, commanded on another) each get a name; named ones must differ', () => {
+    const d = mqttSchema.parse({
+      bindings: [
+        { attribute: '$ext(heading)', topic: 'telemetry/heading' },
+        { attribute: '$attr(heading)', topic: 'command/heading', direction: 'subscribe' },
+        { attribute: 'speed', topic: 'speed' },
+        { name: 'speed', attribute: 'other', topic: 'other' },
+      ],
+    })
+    assert.deepEqual(
+      d.bindings.map((b) => b.name),
+      [undefined, 'heading[1]', 'speed[2]', 'speed'],
+    )
+    const found = problems({
+      bindings: [
+        { name: 'n', attribute: 'a', topic: 'a' },
+        { name: 'n', attribute: 'b', topic: 'b' },
+      ],
+    })
+    assert.match(found['bindings.1.name']!, /already used by bindings\[0\]/)
+  })
 })
