@@ -15,6 +15,7 @@ import {
   objectOrder,
   PyException,
   pyEquals,
+  PyIterator,
   pyLess,
   PyObject,
   pyRepr,
@@ -421,6 +422,11 @@ export function pyContains(container: PyValue, item: PyValue): boolean {
   }
   if (container instanceof PyObject || isNumber(container) || container === null) {
     throw new PyException('TypeError', `argument of type '${typeName(container)}' is not iterable`)
+  }
+  if (container instanceof PyIterator) {
+    // Consumed only up to the item found, as Python's `in` consumes an iterator.
+    for (let x = container.nextValue(); x !== undefined; x = container.nextValue()) if (x === item || pyEquals(x, item)) return true
+    return false
   }
   const items = Array.isArray(container) ? container : container instanceof PyTuple ? container.items : iterate(container)
   for (const x of items) if (x === item || pyEquals(x, item)) return true

@@ -11,6 +11,7 @@ import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, lo
 import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
+import { pyEnumerate, pyZip } from './iterators.js'
 import { pySort } from './sort.js'
 import {
   dictEntries,
@@ -297,19 +298,6 @@ function pow3(a: PyValue = null, b: PyValue = null, m: PyValue = null): PyValue 
   return result !== 0n && result < 0n !== mod < 0n ? result + mod : result
 }
 
-/** `zip(..., strict=True)`'s ValueError, in CPython's words, when the lengths differ. */
-function zipMismatch(lengths: number[]): void {
-  const n = Math.min(...lengths)
-  const first = lengths[0] ?? 0
-  const before = (i: number): string => (i === 1 ? 'argument 1' : `arguments 1-${i}`)
-  if (first > n) {
-    const i = lengths.findIndex((l) => l === n)
-    throw new PyException('ValueError', `zip() argument ${i + 1} is shorter than ${before(i)}`)
-  }
-  const i = lengths.findIndex((l) => l > n)
-  if (i > 0) throw new PyException('ValueError', `zip() argument ${i + 1} is longer than ${before(i)}`)
-}
-
 const ENUMERATE_KEYWORDS = keywords(['iterable', 'start'], 1)
 const ZIP_KEYWORDS = keywords(['strict'], 0, { maxpos: 0 })
 
@@ -323,7 +311,7 @@ function enumerate(args: PyValue[], kwargs: PyKwargs): PyIterator {
   }
   const [iterable = null, start = 0n] = checkArgs(ENUMERATE_KEYWORDS, 'enumerate', 'enumerate', args, kwargs)
   const first = indexArg(start)
-  return new PyIterator(iterate(iterable).map((v, i) => new PyTuple([first + BigInt(i), v])))
+  return pyEnumerate(iterable, first)
 }
 
 /** `str(object='', encoding=..., errors=...)`: there are no bytes here, so only `object` can be decoded from nothing. */
@@ -339,6 +327,12 @@ function str(object: PyValue | undefined, encoding: PyValue | undefined, errors:
   if (encoding === undefined && errors === undefined) return pyStr(object)
   if (typeof object === 'string') throw new PyException('TypeError', 'decoding str is not supported')
   throw new PyException('TypeError', `decoding to str: need a bytes-like object, ${typeName(object)} found`)
+}
+
+/** `any`/`all` of an iterator: pulled only until the answer is known, as Python pulls it. */
+function anyItem(it: PyIterator, wanted: boolean): boolean {
+  for (let v = it.nextValue(); v !== undefined; v = it.nextValue()) if (truthy(v) === wanted) return true
+  return false
 }
 
 /** The builtins of the contract, by name. */
@@ -364,8 +358,8 @@ export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCalla
   ['sum', native('sum', keywords(['iterable', 'start'], 1, { posonly: 1 }), sum)],
   ['pow', native('pow', keywords(['base', 'exp', 'mod'], 2), pow3)],
   ['divmod', native('divmod', positional(2), (a = null, b = null) => pyDivmod(a, b))],
-  ['any', native('any', ONE, (x = null) => iterate(x).some(truthy))],
-  ['all', native('all', ONE, (x = null) => iterate(x).every(truthy))],
+  ['any', native('any', ONE, (x = null) => (x instanceof PyIterator ? anyItem(x, true) : iterate(x).some(truthy)))],
+  ['all', native('all', ONE, (x = null) => (x instanceof PyIterator ? !anyItem(x, false) : iterate(x).every(truthy)))],
   [
     'sorted',
     new PyCallable('sorted', (args, kwargs) => {
@@ -378,14 +372,7 @@ export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCalla
     'zip',
     new PyCallable('zip', (args, kwargs) => {
       const [strict = false] = checkArgs(ZIP_KEYWORDS, 'zip', 'zip', [], kwargs)
-      const lists = args.map(iterate)
-      const n = lists.length === 0 ? 0 : Math.min(...lists.map((l) => l.length))
-      // Iterators are whole lists here, so a strict zip's mismatch is found at once, not when
-      // the shorter one runs out.
-      if (truthy(strict)) zipMismatch(lists.map((l) => l.length))
-      const out: PyValue[] = []
-      for (let i = 0; i < n; i++) out.push(new PyTuple(lists.map((l) => l[i] ?? null)))
-      return new PyIterator(out)
+      return pyZip(args, truthy(strict))
     }),
   ],
   ['range', new PyCallable('range', (args, kwargs) => pyRange(checkArgs(positional(1, 3), 'range', 'range', args, kwargs) as PyValue[]))],

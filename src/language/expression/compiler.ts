@@ -11,6 +11,7 @@
 import type { SyntaxNode } from '@lezer/common'
 import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, pyMod, pyMul, pyNeg, pyPos, pyPow, pySub, pyTrueDiv } from './arithmetic.js'
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
+import { pyIter } from './iterators.js'
 import { callMethod, getAttribute, getItem, setItem, UNSERVED_METHODS } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
 import { DATETIME_MODULE } from './datetime-module.js'
@@ -20,6 +21,7 @@ import {
   dictSet,
   isIterable,
   iterate,
+  MAX_MATERIALISED,
   PyCallable,
   PyException,
   PyIterator,
@@ -34,6 +36,7 @@ import {
   type PyDict,
   type PyKwargs,
   type PyValue,
+  type Pulled,
 } from './values.js'
 
 /** What an expression reads from the model at evaluation time. */
@@ -93,6 +96,9 @@ class CompileScope {
 
 /** Builtins that are types in CPython, whose attributes (`dict.fromkeys`) the worker serves. */
 const BUILTIN_TYPES = new Set(['str', 'list', 'tuple', 'dict', 'int', 'float', 'bool', 'range'])
+
+/** Builtins whose call always makes a new iterator (see `#ownIterator`). */
+const OWN_ITERATOR_BUILTINS = new Set(['enumerate', 'zip', 'reversed'])
 
 const COMPARISONS = new Set(['<', '>', '<=', '>=', '==', '!=', 'in', 'not in', 'is', 'is not'])
 const OPERATOR_NODES = new Set(['ArithOp', 'BitOp', 'CompareOp', 'not', 'in', 'is', 'and', 'or'])
@@ -194,6 +200,19 @@ export class Compiler {
     for (let s: CompileScope | null = this.#scope; s !== null; s = s.parent) if (s.slots.has(name)) return undefined
     if (this.#names.constants.has(name) || this.#names.parameters.has(name) || this.#names.imports.has(name)) return undefined
     return BUILTINS.get(name)
+  }
+
+  /**
+   * Whether a loop's iterable is an iterator the loop alone can reach: a call of `enumerate`,
+   * `zip` or `reversed` (each makes a new one; `iter(it)` may give back one that others hold).
+   * Over sequences only, such an iterator's items may then be taken all at once, as the loop
+   * could not tell.
+   */
+  #ownIterator(node: SyntaxNode): boolean {
+    if (node.name !== 'CallExpression') return false
+    const callee = node.firstChild
+    const fn = callee === null ? undefined : this.builtinNamed(callee)
+    return fn !== undefined && OWN_ITERATOR_BUILTINS.has(fn.name) && BUILTINS.get(fn.name) === fn
   }
 
   expr(node: SyntaxNode): Code {
@@ -710,7 +729,8 @@ export class Compiler {
     if (parts.some((p) => p === null)) return null
     const n = parts.length
     return (f, v) => {
-      const items = iterate(v)
+      // An iterator gives only what unpacking asks of it: one item more than the targets.
+      const items = v instanceof PyIterator ? pullAtMost(v, n + 1) : iterate(v)
       if (items.length > n) throw new PyException('ValueError', `too many values to unpack (expected ${n})`)
       if (items.length < n) throw new PyException('ValueError', `not enough values to unpack (expected ${n}, got ${items.length})`)
       for (let i = 0; i < n; i++) (parts[i] as (f: Frame, v: PyValue) => void)(f, items[i] ?? null)
@@ -724,7 +744,6 @@ export class Compiler {
     const head = kids.slice(0, forAt)
     const outer = this.#scope
     const scope = new CompileScope(outer)
-    type Clause = { kind: 'for'; assign: (f: Frame, v: PyValue) => void; iter: Code } | { kind: 'if'; test: (f: Frame) => boolean }
     const clauses: Clause[] = []
     let i = forAt
     let first = true
@@ -747,14 +766,14 @@ export class Compiler {
           this.#scope = outer
           return () => null
         }
-        clauses.push({ kind: 'for', assign, iter })
+        clauses.push({ kind: 'for', assign, iter, back: lastFor(clauses), own: this.#ownIterator(iterNode) })
         first = false
         i = inAt + 2
       } else if (k.name === 'if') {
         const testNode = kids[i + 1]
         if (testNode === undefined) return this.#refuse(node, 'syntax error in comprehension')
         this.#scope = scope
-        clauses.push({ kind: 'if', test: this.#test(testNode) })
+        clauses.push({ kind: 'if', test: this.#test(testNode), back: lastFor(clauses) })
         i += 2
       } else i++
     }
@@ -776,29 +795,18 @@ export class Compiler {
       )
     this.#scope = outer
     const size = () => scope.slots.size
+    if (kind === 'generator') return (f) => generatorExpression(f, clauses, element, size())
     return (f) => {
       const frame = new Frame(f.scope, new Array<PyValue | undefined>(size()), f)
-      const out: PyValue[] = []
-      const d: PyDict | null = kind === 'dict' ? new Map() : null
-      const run = (c: number, inner: Frame): void => {
-        if (c === clauses.length) {
-          if (d !== null && valueCode !== null) dictSet(d, element(inner), valueCode(inner))
-          else out.push(element(inner))
-          return
-        }
-        const clause = clauses[c] as Clause
-        if (clause.kind === 'if') {
-          if (clause.test(inner)) run(c + 1, inner)
-          return
-        }
-        for (const item of iterate(clause.iter(c === 0 ? f : inner))) {
-          clause.assign(inner, item)
-          run(c + 1, inner)
-        }
+      if (valueCode !== null) {
+        const d: PyDict = new Map()
+        const value = valueCode
+        runClauses(clauses, 0, f, frame, (inner) => dictSet(d, element(inner), value(inner)))
+        return d
       }
-      run(0, frame)
-      if (d !== null) return d
-      return kind === 'list' ? out : new PyIterator(out)
+      const out: PyValue[] = []
+      runClauses(clauses, 0, f, frame, (inner) => collect(out, element(inner)))
+      return out
     }
   }
 
@@ -1116,15 +1124,32 @@ export class Compiler {
           targetNodes.some((t) => t.name === ','),
         )
         const iter = this.expr(iterNode)
+        const own = this.#ownIterator(iterNode)
         const body = this.#block(children(bodyNode))
         if (assign === null) return () => undefined
+        const run = (f: Frame, item: PyValue): PyValue | undefined => {
+          assign(f, item)
+          for (const s of body) {
+            const r = s(f)
+            if (r !== undefined) return r
+          }
+          return undefined
+        }
         return (f) => {
-          for (const item of iterate(iter(f))) {
-            assign(f, item)
-            for (const s of body) {
-              const r = s(f)
+          const v = iter(f)
+          if ((v instanceof PyIterator && !(own && v.sequences)) || v instanceof Map) {
+            // Pulled one item at a time, as Python's for loop pulls an iterator (and a dict
+            // changed in the loop is met at the next item).
+            const it = pyIter(v)
+            for (let item = it.nextValue(); item !== undefined; item = it.nextValue()) {
+              const r = run(f, item)
               if (r !== undefined) return r
             }
+            return undefined
+          }
+          for (const item of iterate(v)) {
+            const r = run(f, item)
+            if (r !== undefined) return r
           }
           return undefined
         }
@@ -1370,6 +1395,150 @@ function argArray(codes: Code[]): (f: Frame) => PyValue[] {
     default:
       return (f) => codes.map((x) => x(f))
   }
+}
+
+/**
+ * A `for` or `if` clause of a comprehension; `back` is the clause to go back to when it has no
+ * (more) items or its test fails: the `for` before it, -1 for none. `own`: see `#ownIterator`.
+ */
+type Clause =
+  { kind: 'for'; assign: (f: Frame, v: PyValue) => void; iter: Code; back: number; own: boolean } | { kind: 'if'; test: (f: Frame) => boolean; back: number }
+
+/** The index of the last `for` clause so far, or -1. */
+function lastFor(clauses: readonly Clause[]): number {
+  for (let i = clauses.length - 1; i >= 0; i--) if ((clauses[i] as Clause).kind === 'for') return i
+  return -1
+}
+
+/**
+ * Runs the clauses from `c` on, calling `emit` for each binding that passes them all. The first
+ * iterable is evaluated in the enclosing frame `f` (or given as `first`), the others in `inner`;
+ * an iterator is pulled one item at a time, so its items are made in step with the loop's.
+ */
+function runClauses(clauses: readonly Clause[], c: number, f: Frame, inner: Frame, emit: (inner: Frame) => void, first?: PyValue): void {
+  if (c === clauses.length) {
+    emit(inner)
+    return
+  }
+  const clause = clauses[c] as Clause
+  if (clause.kind === 'if') {
+    if (clause.test(inner)) runClauses(clauses, c + 1, f, inner, emit)
+    return
+  }
+  const v = c === 0 ? (first === undefined ? clause.iter(f) : first) : clause.iter(inner)
+  if ((v instanceof PyIterator && !(clause.own && v.sequences)) || v instanceof Map) {
+    // An iterator, pulled in step with the loop; a dict, whose change of size the loop meets.
+    const it = pyIter(v)
+    for (let item = it.nextValue(); item !== undefined; item = it.nextValue()) {
+      clause.assign(inner, item)
+      runClauses(clauses, c + 1, f, inner, emit)
+    }
+    return
+  }
+  for (const item of iterate(v)) {
+    clause.assign(inner, item)
+    runClauses(clauses, c + 1, f, inner, emit)
+  }
+}
+
+/** Adds an item a comprehension made; one over an endless iterator (`iter(int, 1)`) stops where a range would. */
+function collect(out: PyValue[], v: PyValue): void {
+  if (out.length >= MAX_MATERIALISED) throw new PyException('MemoryError', 'comprehension too long to materialise')
+  out.push(v)
+}
+
+/** Up to `max` items of an iterator, pulled one at a time. */
+function pullAtMost(it: PyIterator, max: number): PyValue[] {
+  const out: PyValue[] = []
+  while (out.length < max) {
+    const v = it.nextValue()
+    if (v === undefined) break
+    out.push(v)
+  }
+  return out
+}
+
+/** A StopIteration that escapes a generator's code is a RuntimeError (PEP 479), as in Python 3.7+. */
+function escapingGenerator(err: unknown): unknown {
+  return err instanceof PyException && err.type === 'StopIteration' ? new PyException('RuntimeError', 'generator raised StopIteration') : err
+}
+
+/**
+ * A generator expression, made when it is evaluated: its first iterable is evaluated (and
+ * `iter()` called on it) at once, in the enclosing frame, the rest as items are asked for. Each
+ * `next()` resumes the loops where the last item left them; a generator consumed whole
+ * (`sum(...)`, `list(...)`) runs its loops straight through. An error ends it, as it ends a
+ * Python generator.
+ */
+function generatorExpression(f: Frame, clauses: readonly Clause[], element: Code, slots: number): PyIterator {
+  // A sequence is iterated as it is when the generator is consumed whole; `iter()` of it is taken
+  // at the first `next()`. Either way one that cannot be iterated fails here, as in Python.
+  const first = (clauses[0] as Clause & { kind: 'for' }).iter(f)
+  if (!isIterable(first)) pyIter(first)
+  const frame = new Frame(f.scope, new Array<PyValue | undefined>(slots), f)
+  const n = clauses.length
+  const resume = lastFor(clauses)
+  const cursors: Array<PyIterator | undefined> = []
+  let c = 0
+  let running = false
+  let done = false
+  const enter = (): void => {
+    if (running) throw new PyException('ValueError', 'generator already executing')
+    running = true
+  }
+  const pull = (): Pulled => {
+    if (done) return undefined
+    enter()
+    try {
+      cursors[0] ??= pyIter(first)
+      for (;;) {
+        if (c === n) {
+          c = resume
+          return element(frame)
+        }
+        const clause = clauses[c] as Clause
+        if (clause.kind === 'if') {
+          if (!clause.test(frame)) {
+            c = clause.back
+            continue
+          }
+        } else {
+          const item = (cursors[c] as PyIterator).nextValue()
+          if (item === undefined) {
+            c = clause.back
+            if (c < 0) {
+              done = true
+              return undefined
+            }
+            continue
+          }
+          clause.assign(frame, item)
+        }
+        // On to the next clause; a `for` met on the way forward evaluates its iterable now.
+        const next = clauses[++c]
+        if (next !== undefined && next.kind === 'for') cursors[c] = pyIter(next.iter(frame))
+      }
+    } catch (err) {
+      done = true
+      throw escapingGenerator(err)
+    } finally {
+      running = false
+    }
+  }
+  const whole = (): PyValue[] => {
+    enter()
+    const out: PyValue[] = []
+    try {
+      runClauses(clauses, 0, f, frame, (inner) => collect(out, element(inner)), first)
+    } catch (err) {
+      throw escapingGenerator(err)
+    } finally {
+      done = true
+      running = false
+    }
+    return out
+  }
+  return new PyIterator('generator', pull, { whole })
 }
 
 function isPlainNumber(v: PyValue): v is number | bigint {

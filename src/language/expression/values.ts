@@ -214,33 +214,79 @@ export class PyRange {
   }
 }
 
+/** What {@link PyIterator.nextValue} gives once the iterator has nothing more. */
+export type Pulled = PyValue | undefined
+
 /**
- * An iterator (what `zip`, `enumerate`, `map`, `reversed`, `iter` and generator expressions give).
- * Generator expressions are computed eagerly into it: expressions have no side effects worth
- * the difference, and it keeps evaluation free of JS generators.
+ * An iterator (what `iter`, `zip`, `enumerate`, `map`, `filter`, `reversed` and generator
+ * expressions give), pulled one item at a time as Python pulls it, so a consumer that stops early
+ * (`next`, `any`, `in`, a shorter `zip` argument) leaves the rest unevaluated. `typeName` is
+ * CPython's name of its type (`list_iterator`, `generator`), as messages print it. Iterators
+ * and generators stay exhausted once they have said so, as CPython's do.
  *
  * @example
- * new PyIterator([1n, 2n])
+ * let i = 0
+ * const it = new PyIterator('list_iterator', () => (i < 2 ? BigInt(i++) : undefined))
+ * it.nextValue() // 0n
  */
 export class PyIterator {
-  #items: PyValue[]
-  #next = 0
-  constructor(items: PyValue[]) {
-    this.#items = items
+  readonly typeName: string
+  /**
+   * Its items come straight from lists, tuples, str or ranges that it alone pulls from
+   * (`enumerate(xs)`, `zip(a, b)`): a loop that made it and nothing else can reach it may take
+   * them all at once.
+   */
+  readonly sequences: boolean
+  #pull: (() => Pulled) | null
+  #whole: (() => PyValue[]) | undefined
+  readonly #sticky: boolean
+
+  /**
+   * `pull` gives the next item, or undefined when there is none. Options: `whole` gives all the
+   * items at once for an iterator nothing has been pulled from yet (a generator expression
+   * consumed whole runs its loops without suspending after each item); `sticky: false` asks
+   * `pull` again after it said there was nothing more (`map`, `filter`, `zip` and `enumerate`
+   * do not remember that they ran out in CPython: they ask the iterators they wrap again);
+   * `sequences` as the property says.
+   */
+  constructor(typeName: string, pull: () => Pulled, options: { whole?: () => PyValue[]; sticky?: boolean; sequences?: boolean } = {}) {
+    this.typeName = typeName
+    this.sequences = options.sequences ?? false
+    this.#pull = pull
+    this.#whole = options.whole
+    this.#sticky = options.sticky ?? true
+  }
+
+  /** The next item, or undefined when there is none. */
+  nextValue(): Pulled {
+    const pull = this.#pull
+    if (pull === null) return undefined
+    if (this.#whole !== undefined) this.#whole = undefined
+    const v = pull()
+    if (v === undefined && this.#sticky) this.#pull = null
+    return v
   }
 
   /** The items not consumed yet; consumes them. */
   drain(): PyValue[] {
-    const rest = this.#next === 0 ? this.#items : this.#items.slice(this.#next)
-    this.#next = this.#items.length
-    return rest
-  }
-
-  next(): { done: boolean; value: PyValue } {
-    if (this.#next >= this.#items.length) return { done: true, value: null }
-    return { done: false, value: this.#items[this.#next++] ?? null }
+    const whole = this.#whole
+    if (whole !== undefined && this.#pull !== null) {
+      this.#pull = null
+      this.#whole = undefined
+      return whole()
+    }
+    const out: PyValue[] = []
+    for (let v = this.nextValue(); v !== undefined; v = this.nextValue()) {
+      // As for a range: an endless iterator (`iter(int, 1)`) must not take the server's memory.
+      if (out.length >= MAX_MATERIALISED) throw new PyException('MemoryError', 'iterator too long to materialise')
+      out.push(v)
+    }
+    return out
   }
 }
+
+/** The most items a range or an iterator is turned into a list of. */
+export const MAX_MATERIALISED = 10_000_000
 
 /**
  * A Python exception raised while evaluating: `type` is Python's class name
@@ -283,7 +329,7 @@ export function typeName(v: PyValue): string {
   if (v instanceof PyModule) return 'module'
   if (v instanceof PySlice) return 'slice'
   if (v instanceof PyRange) return 'range'
-  return 'iterator'
+  return v.typeName
 }
 
 /** Python's truth value. */
@@ -366,7 +412,7 @@ export function pyStr(v: PyValue): string {
   if (v instanceof PyModule) return `<module '${v.name}' (built-in)>`
   if (v instanceof PySlice) return `slice(${pyRepr(v.start)}, ${pyRepr(v.stop)}, ${pyRepr(v.step)})`
   if (v instanceof PyRange) return v.step === 1n ? `range(${v.start}, ${v.stop})` : `range(${v.start}, ${v.stop}, ${v.step})`
-  if (v instanceof PyIterator) return '<iterator object>'
+  if (v instanceof PyIterator) return `<${v.typeName === 'generator' ? 'generator object <genexpr>' : `${v.typeName} object`} at ${address(v)}>`
   if (Array.isArray(v) || v instanceof PyTuple || v instanceof Map) return pyRepr(v)
   return '<unknown>'
 }
@@ -410,13 +456,23 @@ function keyCode(v: PyValue): string {
   }
   if (k === null) return 'N'
   // Hashed by identity (functions, modules, iterators and objects without a value hash).
-  let id = IDENTITIES.get(k as object)
-  if (id === undefined) IDENTITIES.set(k as object, (id = nextIdentity++))
-  return `o${id}`
+  return `o${identity(k as object)}`
 }
 
 const IDENTITIES = new WeakMap<object, number>()
 let nextIdentity = 0
+
+/** A number of its own for each object, for hashing by identity. */
+function identity(o: object): number {
+  let id = IDENTITIES.get(o)
+  if (id === undefined) IDENTITIES.set(o, (id = nextIdentity++))
+  return id
+}
+
+/** The made-up address an object's repr shows (`0x7f3a00000040`), the same for the same object. */
+function address(o: object): string {
+  return `0x7f3a${(identity(o) * 0x40 + 0x1000).toString(16).padStart(8, '0')}`
+}
 
 /**
  * A dict keeps its keys as written (for printing) beside the canonical ones (for lookup): the
@@ -502,7 +558,7 @@ export function iterate(v: PyValue): PyValue[] {
   if (v instanceof Map) return dictKeys(v)
   if (v instanceof PyRange) {
     const n = v.length
-    if (n > 10_000_000n) throw new PyException('MemoryError', 'range too large to materialise')
+    if (n > BigInt(MAX_MATERIALISED)) throw new PyException('MemoryError', 'range too large to materialise')
     const out: PyValue[] = new Array<PyValue>(Number(n))
     for (let i = 0n; i < n; i++) out[Number(i)] = v.at(i)
     return out

@@ -42,3 +42,8 @@ export function differences(sources: readonly string[]): string[] {
     return ours === expected[i] ? [] : [`${src}\n    python: ${expected[i]}\n    engine: ${ours}`]
   })
 }
+
+/** The same for each expression at the top and nested in a list display, where the closure back end evaluates it. */
+export function differencesNested(sources: readonly string[]): string[] {
+  return differences(sources.flatMap((s) => [s, `[${s}]`]))
+}
