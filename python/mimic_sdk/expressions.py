@@ -33,10 +33,14 @@ from typing import Any, Callable, Dict, List
 from mimic_sdk.errors import WorkerError, describe, user_traceback
 from mimic_sdk.instance import MISSING, plain_scalar
 
-#: the builtins an expression may name (MODEL_LANGUAGE.md section 2); the server refuses the others
+#: the builtins an expression may name (MODEL_LANGUAGE.md section 2), the same list as the server's
+#: (``BUILTINS`` in src/language/expression/builtins.ts): pure functions and types that cannot reach
+#: the server, the file system, the network or the interpreter; the server refuses the others
 ALLOWED_BUILTINS = (
     "abs", "min", "max", "round", "int", "float", "bool", "str", "len", "sum", "pow", "divmod", "any", "all",
     "sorted", "enumerate", "zip", "range", "list", "tuple", "dict",
+    "isinstance", "issubclass", "iter", "next", "reversed", "map", "filter", "repr", "chr", "ord", "hex", "oct",
+    "bin", "format",
 )
 _BUILTINS: Dict[str, Any] = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS}
 #: modules an action may not import: they reach the file system, processes, the network or the

@@ -84,9 +84,30 @@ class Expressions(WorkerTestCase):
         self.assertEqual(self.eval(0, 1.0, 4.0), "0.25", "the expression works again")
 
     def test_only_the_allowed_builtins_are_there(self):
-        self.load(spec("actions[0].call", "open", []))
-        self.assertEqual(self.failure("eval", instance="a", expression=0, values="[]")["message"],
-                         "NameError: name 'open' is not defined")
+        refused = ("open", "type", "getattr", "setattr", "hasattr", "delattr", "eval", "exec", "compile", "input",
+                   "print", "globals", "locals", "vars", "dir", "id", "object", "super", "classmethod", "staticmethod",
+                   "property", "breakpoint", "exit", "quit", "help", "memoryview", "bytearray", "bytes")
+        self.load(*[spec(f"actions[{i}].call", name, []) for i, name in enumerate(refused)])
+        for i, name in enumerate(refused):
+            with self.subTest(builtin=name):
+                self.assertEqual(self.failure("eval", instance="a", expression=i, values="[]")["message"],
+                                 f"NameError: name {name!r} is not defined")
+
+    def test_the_pure_builtins_give_python_s_values_and_errors(self):
+        from mimic_sdk.expressions import ALLOWED_BUILTINS
+        self.assertTrue({"isinstance", "issubclass", "iter", "next", "reversed", "map", "filter", "repr", "chr", "ord",
+                         "hex", "oct", "bin", "format"} <= set(ALLOWED_BUILTINS))
+        self.load(spec("actions[0].call",
+                       "[isinstance(xs, list) and isinstance(xs[0], dict), isinstance(True, int), issubclass(bool, int),"
+                       " next((e.get('value') for e in xs if e.get('m') == 'P'), 0.5), next(iter(xs), None) is xs[0],"
+                       " list(reversed(range(3))), list(map(abs, [-1, 2])), list(filter(None, [0, 3])),"
+                       " repr('a'), chr(65), ord('A'), hex(255), oct(8), bin(5), format(2.5, '.2f')]", ["xs"]),
+                  spec("actions[1].call", "next(iter(xs))", ["xs"]))
+        self.assertEqual(json.loads(self.eval(0, [{"m": "E", "value": 1.0}, {"m": "P", "value": 7.5}])),
+                         [True, True, True, 7.5, True, [2, 1, 0], [1, 2], [3], "'a'", "A", 65, "0xff", "0o10", "0b101",
+                          "2.50"])
+        error = self.failure("eval", instance="a", expression=1, values="[[]]")
+        self.assertEqual((error["kind"], error["message"]), ("user_code", "StopIteration"))
 
     def test_names_and_attributes_starting_with_an_underscore_are_load_errors_but_bound_names(self):
         for text in ("__import__('os')", "__builtins__", "math.__dict__", "_x + 1"):

@@ -9,6 +9,7 @@
  */
 import { powInt, powReal, rsqrt } from './double-double.js'
 import { FormatSpecError, formatFloat, formatInt, formatStr } from './float-format.js'
+import { typeUnion } from './type-checks.js'
 import {
   dictGet,
   iterate,
@@ -334,7 +335,11 @@ function bitwise(op: string, a: PyValue, b: PyValue): PyValue {
   if (typeof a === 'boolean' && typeof b === 'boolean' && (op === '&' || op === '|' || op === '^')) {
     return op === '&' ? a && b : op === '|' ? a || b : a !== b
   }
-  if (!isInt(a) || !isInt(b)) return unsupported(op, a, b)
+  if (!isInt(a) || !isInt(b)) {
+    // `int | None`: a union of classes (for isinstance), as type.__or__ makes it.
+    const union = op === '|' ? typeUnion(a, b) : undefined
+    return union !== undefined ? union : unsupported(op, a, b)
+  }
   const x = asBigInt(a)
   const y = asBigInt(b)
   switch (op) {

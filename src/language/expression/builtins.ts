@@ -6,18 +6,20 @@
  * @example
  * BUILTINS.get('round')?.call([2.5], null) // 2n
  */
-import { asBigInt, floatPow, isInt, isNumber, objectUnary, pyAdd, pyCompare, pyDivmod, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
+import { asBigInt, floatPow, isInt, isNumber, objectUnary, pyAdd, pyCompare, pyDivmod, pyFormat, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
 import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, log2 as ddLog2, tan as ddTan } from './double-double.js'
 import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
-import { pyEnumerate, pyZip } from './iterators.js'
+import { callableIterator, pyEnumerate, pyFilter, pyIter, pyMap, pyNext, pyReversed, pyZip } from './iterators.js'
 import { pySort } from './sort.js'
+import { pyIsInstance, pyIsSubclass } from './type-checks.js'
 import {
   dictEntries,
   dictSet,
   isIterable,
   iterate,
+  PyBuiltinType,
   PyCallable,
   PyException,
   PyIterator,
@@ -40,6 +42,22 @@ import {
 function native(qualname: string, convention: Convention, fn: (...args: Array<PyValue | undefined>) => PyValue): PyCallable {
   const name = qualname.slice(qualname.lastIndexOf('.') + 1)
   return new PyCallable(name, (args, kwargs) => fn(...checkArgs(convention, name, qualname, args, kwargs)))
+}
+
+/** A builtin type whose constructor takes its arguments as {@link native} does; `test` answers isinstance. */
+function nativeType(
+  name: string,
+  convention: Convention,
+  fn: (...args: Array<PyValue | undefined>) => PyValue,
+  test: (v: PyValue) => boolean,
+  base: PyBuiltinType | null = null,
+): PyBuiltinType {
+  return new PyBuiltinType(name, (args, kwargs) => fn(...checkArgs(convention, name, name, args, kwargs)), test, base)
+}
+
+/** The isinstance test of an iterator type (`zip`, `map`): CPython's type name says which it is. */
+function iteratorOf(name: string): (v: PyValue) => boolean {
+  return (v) => v instanceof PyIterator && v.typeName === name
 }
 
 /** An int argument (bool counts), or Python's TypeError. */
@@ -335,25 +353,76 @@ function anyItem(it: PyIterator, wanted: boolean): boolean {
   return false
 }
 
+/** `hex`, `oct` and `bin`: an int (or bool) in that base, with its prefix after any sign. */
+function inBase(prefix: string, radix: number): (x?: PyValue) => string {
+  return (x = null) => {
+    const n = indexArg(x)
+    return n < 0n ? `-${prefix}${(-n).toString(radix)}` : `${prefix}${n.toString(radix)}`
+  }
+}
+
+/** `chr(i)`: the character of code point `i`; CPython reads `i` as a C int first. */
+function pyChr(x: PyValue): string {
+  const n = indexArg(x)
+  if (n < -(2n ** 31n) || n >= 2n ** 31n) throw new PyException('OverflowError', 'Python int too large to convert to C int')
+  if (n < 0n || n > 0x10ffffn) throw new PyException('ValueError', 'chr() arg not in range(0x110000)')
+  return String.fromCodePoint(Number(n))
+}
+
+/** `ord(c)`: the code point of a one-character str. */
+function pyOrd(x: PyValue): bigint {
+  if (typeof x !== 'string') throw new PyException('TypeError', `ord() expected string of length 1, but ${typeName(x)} found`)
+  const chars = [...x]
+  if (chars.length !== 1) throw new PyException('TypeError', `ord() expected a character, but string of length ${chars.length} found`)
+  return BigInt(x.codePointAt(0) ?? 0)
+}
+
+/** `format(value, format_spec='')`. */
+function formatBuiltin(value: PyValue = null, spec: PyValue = ''): string {
+  if (typeof spec !== 'string') throw new PyException('TypeError', `format() argument 2 must be str, not ${spec === null ? 'None' : typeName(spec)}`)
+  return pyFormat(value, spec)
+}
+
+const INT = nativeType(
+  'int',
+  keywords(['x', 'base'], 0, { posonly: 1 }),
+  (x, base) => {
+    if (x === undefined) {
+      if (base !== undefined) throw new PyException('TypeError', 'int() missing string argument')
+      return 0n
+    }
+    return pyInt(x, base ?? null)
+  },
+  isInt,
+)
+
 /** The builtins of the contract, by name. */
 export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCallable>([
   ['abs', native('abs', ONE, (x = null) => pyAbs(x))],
   ['min', new PyCallable('min', (args, kwargs) => minMax('min', args, kwargs))],
   ['max', new PyCallable('max', (args, kwargs) => minMax('max', args, kwargs))],
   ['round', native('round', keywords(['number', 'ndigits'], 1), (x = null, ndigits = null) => pyRound(x, ndigits))],
+  ['int', INT],
   [
-    'int',
-    native('int', keywords(['x', 'base'], 0, { posonly: 1 }), (x, base) => {
-      if (x === undefined) {
-        if (base !== undefined) throw new PyException('TypeError', 'int() missing string argument')
-        return 0n
-      }
-      return pyInt(x, base ?? null)
-    }),
+    'float',
+    nativeType(
+      'float',
+      positional(0, 1),
+      (x = 0) => pyFloat(x),
+      (v) => typeof v === 'number',
+    ),
   ],
-  ['float', native('float', positional(0, 1), (x = 0) => pyFloat(x))],
-  ['bool', native('bool', positional(0, 1), (x = false) => truthy(x))],
-  ['str', native('str', keywords(['object', 'encoding', 'errors'], 0), str)],
+  [
+    'bool',
+    nativeType(
+      'bool',
+      positional(0, 1),
+      (x = false) => truthy(x),
+      (v) => typeof v === 'boolean',
+      INT,
+    ),
+  ],
+  ['str', nativeType('str', keywords(['object', 'encoding', 'errors'], 0), str, (v) => typeof v === 'string')],
   ['len', native('len', ONE, (x = null) => pyLen(x))],
   ['sum', native('sum', keywords(['iterable', 'start'], 1, { posonly: 1 }), sum)],
   ['pow', native('pow', keywords(['base', 'exp', 'mod'], 2), pow3)],
@@ -367,18 +436,59 @@ export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCalla
       return sortValues(iterate(iterable), ...checkArgs(SORT_KEYWORDS, 'sort', 'list.sort', [], kwargs))
     }),
   ],
-  ['enumerate', new PyCallable('enumerate', enumerate)],
+  ['enumerate', new PyBuiltinType('enumerate', enumerate, iteratorOf('enumerate'))],
   [
     'zip',
-    new PyCallable('zip', (args, kwargs) => {
-      const [strict = false] = checkArgs(ZIP_KEYWORDS, 'zip', 'zip', [], kwargs)
-      return pyZip(args, truthy(strict))
-    }),
+    new PyBuiltinType(
+      'zip',
+      (args, kwargs) => {
+        const [strict = false] = checkArgs(ZIP_KEYWORDS, 'zip', 'zip', [], kwargs)
+        return pyZip(args, truthy(strict))
+      },
+      iteratorOf('zip'),
+    ),
   ],
-  ['range', new PyCallable('range', (args, kwargs) => pyRange(checkArgs(positional(1, 3), 'range', 'range', args, kwargs) as PyValue[]))],
-  ['list', native('list', positional(0, 1), (...a) => (a.length === 0 ? [] : iterate(a[0] ?? null)))],
-  ['tuple', native('tuple', positional(0, 1), (x = new PyTuple([])) => (x instanceof PyTuple ? x : new PyTuple(iterate(x))))],
-  ['dict', new PyCallable('dict', pyDict)],
+  [
+    'range',
+    new PyBuiltinType(
+      'range',
+      (args, kwargs) => pyRange(checkArgs(positional(1, 3), 'range', 'range', args, kwargs) as PyValue[]),
+      (v) => v instanceof PyRange,
+    ),
+  ],
+  [
+    'list',
+    nativeType(
+      'list',
+      positional(0, 1),
+      (...a) => (a.length === 0 ? [] : iterate(a[0] ?? null)),
+      (v) => Array.isArray(v),
+    ),
+  ],
+  [
+    'tuple',
+    nativeType(
+      'tuple',
+      positional(0, 1),
+      (x = new PyTuple([])) => (x instanceof PyTuple ? x : new PyTuple(iterate(x))),
+      (v) => v instanceof PyTuple,
+    ),
+  ],
+  ['dict', new PyBuiltinType('dict', pyDict, (v) => v instanceof Map)],
+  ['isinstance', native('isinstance', positional(2), (x = null, classinfo = null) => pyIsInstance(x, classinfo))],
+  ['issubclass', native('issubclass', positional(2), (x = null, classinfo = null) => pyIsSubclass(x, classinfo))],
+  ['iter', native('iter', positional(1, 2), (...a) => (a.length === 1 ? pyIter(a[0] ?? null) : callableIterator(a[0] ?? null, a[1] ?? null)))],
+  ['next', native('next', positional(1, 2), (it = null, dflt) => pyNext(it, dflt))],
+  ['reversed', nativeType('reversed', positional(1), (x = null) => pyReversed(x), iteratorOf('reversed'))],
+  ['map', new PyBuiltinType('map', pyMap, iteratorOf('map'))],
+  ['filter', nativeType('filter', positional(2), (f = null, iterable = null) => pyFilter(f, iterable), iteratorOf('filter'))],
+  ['repr', native('repr', ONE, (x = null) => pyRepr(x))],
+  ['chr', native('chr', ONE, (x = null) => pyChr(x))],
+  ['ord', native('ord', ONE, (x = null) => pyOrd(x))],
+  ['hex', native('hex', ONE, inBase('0x', 16))],
+  ['oct', native('oct', ONE, inBase('0o', 8))],
+  ['bin', native('bin', ONE, inBase('0b', 2))],
+  ['format', native('format', positional(1, 2), formatBuiltin)],
 ])
 
 /**
@@ -387,10 +497,9 @@ export const BUILTINS: ReadonlyMap<string, PyCallable> = new Map<string, PyCalla
  */
 export const FORBIDDEN_BUILTINS: ReadonlySet<string> = new Set(
   (
-    'aiter anext ascii bin breakpoint bytearray bytes callable chr classmethod compile complex copyright credits delattr dir ' +
-    'eval exec exit filter format frozenset getattr globals hasattr hash help hex id input isinstance issubclass iter license ' +
-    'locals map memoryview next object oct open ord print property quit repr reversed set setattr slice staticmethod super type vars ' +
-    'Ellipsis NotImplemented'
+    'aiter anext ascii breakpoint bytearray bytes callable classmethod compile complex copyright credits delattr dir eval exec ' +
+    'exit frozenset getattr globals hasattr hash help id input license locals memoryview object open print property quit set ' +
+    'setattr slice staticmethod super type vars Ellipsis NotImplemented'
   ).split(' '),
 )
 

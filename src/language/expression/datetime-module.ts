@@ -274,6 +274,8 @@ const DATE = new PyType(
     ['resolution', new PyTimedelta(1, 0, 0)],
   ]),
   ['ctime', 'day', 'isocalendar', 'isoformat', 'isoweekday', 'month', 'replace', 'strftime', 'timetuple', 'toordinal', 'weekday', 'year'],
+  // A datetime is a date too.
+  { test: (v) => v instanceof PyDate },
 )
 
 const makeMidnight = (year: number, month: number, day: number): PyDateTime => makeDateTime(year, month, day, 0, 0, 0, 0, null, 0)
@@ -390,6 +392,7 @@ const DATETIME = new PyType(
     'weekday',
     'year',
   ],
+  { base: DATE },
 )
 
 // ---- time ----

@@ -1,14 +1,29 @@
 /**
- * Python's iterators as the builtins make them (`zip`, `enumerate`, and the iterator of a list,
- * tuple, str, dict or range that a loop pulls): each pulls its items one at a time when asked, as
- * CPython's do, and has the name CPython's type has (`list_iterator`, `range_iterator`, `zip`),
- * which its error messages print. Generator expressions are made by the compiler (compiler.ts).
+ * Python's iterators as the builtins make them (`iter`, `reversed`, `map`, `filter`, `zip`,
+ * `enumerate`) and `next`: each pulls its items one at a time when asked, as CPython's do, and has
+ * the name CPython's type has (`list_iterator`, `range_iterator`, `map`), which its error messages
+ * print. Generator expressions are made by the compiler (compiler.ts).
  *
  * @example
  * const it = pyIter([1n, 2n])
- * it.nextValue() // 1n
+ * pyNext(it) // 1n
  */
-import { dictKeys as keysOf, MAX_MATERIALISED, PyException, PyIterator, PyRange, PyTuple, typeName, type PyDict, type Pulled, type PyValue } from './values.js'
+import {
+  dictKeys as keysOf,
+  MAX_MATERIALISED,
+  PyCallable,
+  PyException,
+  PyIterator,
+  pyEquals,
+  PyRange,
+  PyTuple,
+  truthy,
+  typeName,
+  type PyDict,
+  type PyKwargs,
+  type Pulled,
+  type PyValue,
+} from './values.js'
 
 /** CPython's `long` bounds: a range within them gets the fast iterator type, others the long one. */
 const LONG_MIN = -(2n ** 63n)
@@ -16,6 +31,24 @@ const LONG_MAX = 2n ** 63n - 1n
 
 function fitsLong(n: bigint): boolean {
   return n >= LONG_MIN && n <= LONG_MAX
+}
+
+function calls(f: PyValue): PyCallable {
+  if (f instanceof PyCallable) return f
+  throw new PyException('TypeError', `'${typeName(f)}' object is not callable`)
+}
+
+/**
+ * `f(*args)` for an iterator that calls a function for each item; a StopIteration it raises (a
+ * `next()` inside it) ends the iteration for whoever is pulling, as in CPython, so undefined.
+ */
+function callForItem(f: PyValue, args: PyValue[]): PyValue | undefined {
+  try {
+    return calls(f).call(args, null)
+  } catch (err) {
+    if (err instanceof PyException && err.type === 'StopIteration') return undefined
+    throw err
+  }
 }
 
 /** The items of a str as Python indexes them (code points). */
@@ -149,6 +182,88 @@ export function pyIter(v: PyValue): PyIterator {
   return v instanceof PyIterator ? v : iteratorOver(source(v))
 }
 
+/** `iter(callable, sentinel)`: calls until the sentinel comes back, or a StopIteration is raised; then never again. */
+export function callableIterator(f: PyValue, sentinel: PyValue): PyIterator {
+  if (!(f instanceof PyCallable)) throw new PyException('TypeError', 'iter(v, w): v must be callable')
+  return new PyIterator('callable_iterator', () => {
+    let v: PyValue
+    try {
+      v = f.call([], null)
+    } catch (err) {
+      if (err instanceof PyException && err.type === 'StopIteration') return undefined
+      throw err
+    }
+    return v === sentinel || pyEquals(sentinel, v) ? undefined : v
+  })
+}
+
+/** `reversed(seq)`. */
+export function pyReversed(v: PyValue): PyIterator {
+  if (Array.isArray(v)) {
+    // CPython's list_reverseiterator: a list that shrinks under it ends it.
+    let i = v.length - 1
+    const pull = (): Pulled => {
+      if (i >= 0 && i < v.length) return v[i--] ?? null
+      i = -1
+      return undefined
+    }
+    return new PyIterator('list_reverseiterator', pull, { sequences: true })
+  }
+  if (v instanceof PyTuple || typeof v === 'string')
+    return iteratorOver(fixedItems((v instanceof PyTuple ? v.items : characters(v)).slice().reverse(), 'reversed'))
+  if (v instanceof Map) return iteratorOver(dictItems(v, true))
+  if (v instanceof PyRange) {
+    const { start, stop, step } = v
+    const n = v.length
+    // CPython's range_reverse: the fast type when start, stop, step, -step, start - step and the length fit a C long.
+    const fast = fitsLong(start) && fitsLong(stop) && fitsLong(step) && step !== LONG_MIN && fitsLong(start - step) && n <= LONG_MAX
+    return iteratorOver(rangeItems(start + (n - 1n) * step, -step, n, fast ? 'range_iterator' : 'longrange_iterator'))
+  }
+  throw new PyException('TypeError', `'${typeName(v)}' object is not reversible`)
+}
+
+/** `map(function, iterable, ...)`. */
+export function pyMap(args: readonly PyValue[], kwargs: PyKwargs): PyIterator {
+  if (kwargs !== null && kwargs.size > 0) throw new PyException('TypeError', 'map() takes no keyword arguments')
+  if (args.length < 2) throw new PyException('TypeError', 'map() must have at least two arguments.')
+  const f = args[0] ?? null
+  const its = args.slice(1).map((a) => source(a).pull)
+  return new PyIterator(
+    'map',
+    () => {
+      const items: PyValue[] = []
+      for (const pull of its) {
+        const v = pull()
+        if (v === undefined) return undefined
+        items.push(v)
+      }
+      return callForItem(f, items)
+    },
+    { sticky: false },
+  )
+}
+
+/** `filter(function, iterable)`; a function of None keeps the true items. */
+export function pyFilter(f: PyValue, iterable: PyValue): PyIterator {
+  const { pull } = source(iterable)
+  return new PyIterator(
+    'filter',
+    () => {
+      for (let v = pull(); v !== undefined; v = pull()) {
+        if (f === null) {
+          if (truthy(v)) return v
+          continue
+        }
+        const keep = callForItem(f, [v])
+        if (keep === undefined) return undefined
+        if (truthy(keep)) return v
+      }
+      return undefined
+    },
+    { sticky: false },
+  )
+}
+
 /** `enumerate(iterable, start)`. */
 export function pyEnumerate(iterable: PyValue, start: bigint): PyIterator {
   const { pull, rest, sequence } = source(iterable)
@@ -215,4 +330,13 @@ export function pyZip(iterables: readonly PyValue[], strict: boolean): PyIterato
       }
     : undefined
   return new PyIterator('zip', pull, { sticky: false, sequences, whole })
+}
+
+/** `next(iterator[, default])`. */
+export function pyNext(it: PyValue, dflt?: PyValue): PyValue {
+  if (!(it instanceof PyIterator)) throw new PyException('TypeError', `'${typeName(it)}' object is not an iterator`)
+  const v = it.nextValue()
+  if (v !== undefined) return v
+  if (dflt !== undefined) return dflt
+  throw new PyException('StopIteration', '')
 }

@@ -103,10 +103,41 @@ export class PyModule {
 export class PyType extends PyCallable {
   readonly attributes: ReadonlyMap<string, PyValue>
   readonly unserved: ReadonlySet<string>
-  constructor(name: string, call: (args: PyValue[], kwargs: PyKwargs) => PyValue, attributes: ReadonlyMap<string, PyValue>, unserved: Iterable<string> = []) {
+  /** Whether a value is an instance (of it or of a subclass), for `isinstance`. */
+  readonly test: (v: PyValue) => boolean
+  /** Its base class among the native ones (`datetime.date` for `datetime.datetime`), for `issubclass`. */
+  readonly base: PyType | null
+  constructor(
+    name: string,
+    call: (args: PyValue[], kwargs: PyKwargs) => PyValue,
+    attributes: ReadonlyMap<string, PyValue>,
+    unserved: Iterable<string> = [],
+    classInfo: { test?: (v: PyValue) => boolean; base?: PyType } = {},
+  ) {
     super(name, call)
     this.attributes = attributes
     this.unserved = new Set(unserved)
+    this.test = classInfo.test ?? ((v) => v instanceof PyObject && v.typeName === name)
+    this.base = classInfo.base ?? null
+  }
+}
+
+/**
+ * A builtin type that expressions can name (`int`, `str`, `list`, `zip`, ...): called, it
+ * converts or constructs as Python's does; as a class it answers `isinstance` through `test`.
+ * `base` is its one base class among them (`bool` is an `int`).
+ *
+ * @example
+ * new PyBuiltinType('bool', (args) => truthy(args[0] ?? false), (v) => typeof v === 'boolean', INT)
+ */
+export class PyBuiltinType extends PyCallable {
+  constructor(
+    name: string,
+    call: (args: PyValue[], kwargs: PyKwargs) => PyValue,
+    readonly test: (v: PyValue) => boolean,
+    readonly base: PyBuiltinType | null = null,
+  ) {
+    super(name, call)
   }
 }
 
@@ -324,8 +355,8 @@ export function typeName(v: PyValue): string {
   if (v instanceof PyTuple) return 'tuple'
   if (v instanceof Map) return 'dict'
   if (v instanceof PyObject) return v.typeName
-  if (v instanceof PyType) return 'type'
-  if (v instanceof PyCallable) return 'builtin_function_or_method'
+  if (v instanceof PyType || v instanceof PyBuiltinType) return 'type'
+  if (v instanceof PyCallable) return v.name === '<lambda>' ? 'function' : 'builtin_function_or_method'
   if (v instanceof PyModule) return 'module'
   if (v instanceof PySlice) return 'slice'
   if (v instanceof PyRange) return 'range'
@@ -407,8 +438,8 @@ export function pyStr(v: PyValue): string {
       return v
   }
   if (v instanceof PyObject) return v.str()
-  if (v instanceof PyType) return `<class '${v.name}'>`
-  if (v instanceof PyCallable) return `<built-in function ${v.name}>`
+  if (v instanceof PyType || v instanceof PyBuiltinType) return `<class '${v.name}'>`
+  if (v instanceof PyCallable) return v.name === '<lambda>' ? `<function <lambda> at ${address(v)}>` : `<built-in function ${v.name}>`
   if (v instanceof PyModule) return `<module '${v.name}' (built-in)>`
   if (v instanceof PySlice) return `slice(${pyRepr(v.start)}, ${pyRepr(v.stop)}, ${pyRepr(v.step)})`
   if (v instanceof PyRange) return v.step === 1n ? `range(${v.start}, ${v.stop})` : `range(${v.start}, ${v.stop}, ${v.step})`

@@ -30,7 +30,9 @@ const RECEIVERS: ReadonlyArray<{ receiver: string; names: string; args: readonly
   { receiver: 'random', names: 'random seed uniform randint randrange choice gauss getrandbits', args: ['4', '4, 9', '4, 9, 2', '4, 9, 2, 1'] },
   {
     receiver: '',
-    names: 'round pow str int float bool abs len sum sorted enumerate zip range min max divmod list tuple any all dict',
+    names:
+      'round pow str int float bool abs len sum sorted enumerate zip range min max divmod list tuple any all dict ' +
+      'isinstance issubclass iter next reversed map filter repr chr ord hex oct bin format',
     args: ['[1]', '[1], 2', '[1], 2, 3', '[1], 2, 3, 4'],
   },
 ]
@@ -42,7 +44,7 @@ function countCalls(): string[] {
       ['', ...args, 'x=1', `${args[0]}, x=1`].map((a) => {
         const call = `${receiver === '' ? '' : `${receiver}.`}${name}(${a})`
         // Iterators and dict views have other reprs here; their contents are what is compared.
-        const listed = ['zip', 'enumerate', 'keys', 'values', 'items'].includes(name)
+        const listed = ['zip', 'enumerate', 'keys', 'values', 'items', 'iter', 'reversed', 'map', 'filter'].includes(name)
         // random's results depend on the generator; a seeded one on both sides gives the same.
         return listed ? `list(${call})` : receiver === 'random' ? `[random.seed(3), ${call}][1]` : call
       }),

@@ -176,6 +176,15 @@ const FORMS: ReadonlyArray<(a: string, b: string) => string> = [
   (a, b) => `(${a}, ${b})[bool(${a})]`,
   (a) => `[x for x in ${a}]`,
   (a) => `{x: 1 for x in ${a}}`,
+  (a) => `isinstance(${a}, (list, tuple))`,
+  (a) => `isinstance(${a}, dict | range)`,
+  (a) => `repr(${a})`,
+  (a) => `next(iter(${a}), None)`,
+  (a) => `list(reversed(${a}))`,
+  (a, b) => `list(map(lambda x, y: [x, y], ${a}, ${b}))`,
+  (a) => `list(filter(None, ${a}))`,
+  (a) => `next((x for x in ${a} if x), 'none')`,
+  (a) => `format(${a}, '')`,
 ]
 
 describe('dict keys, compared with python3', () => {
