@@ -272,21 +272,21 @@ describe('actions evaluated by the Python worker', () => {
     )
   })
 
-  it('a public method the engine does not serve (swapcase, rsplit, dict.fromkeys, bit_length) runs in the worker with CPython’s result', async () => {
+  it('a public method the engine does not serve (swapcase, rsplit, dict.fromkeys, bit_length, str.join on the type) runs in the worker with CPython’s result', async () => {
     await define({
       rare: {
         attributes: { name: 'Pump_7', out: { default: null, type: 'any' } },
         actions: [
           {
             function: '$out(out)',
-            call: "[$in(name).swapcase(), $in(name).rsplit('_', 1), $in(name).removeprefix('Pu'), dict.fromkeys(['a', 'b'], 0), (255).bit_length(), str.upper('x')]",
+            call: "[$in(name).swapcase(), $in(name).rsplit('_', 1), $in(name).removeprefix('Pu'), dict.fromkeys(['a', 'b'], 0), (255).bit_length(), str.upper('x'), str.join('-', ['a', 'b'])]",
           },
         ],
       },
     })
     await create({ r2: 'rare' })
     await run('r2')
-    assert.deepEqual(await value('r2', 'out'), ['pUMP_7', ['Pump', '7'], 'mp_7', { a: 0, b: 0 }, 8, 'X'])
+    assert.deepEqual(await value('r2', 'out'), ['pUMP_7', ['Pump', '7'], 'mp_7', { a: 0, b: 0 }, 8, 'X', 'a-b'])
   })
 
   // Last: the dying worker takes the other instances it holds with it.

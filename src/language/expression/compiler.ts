@@ -22,6 +22,7 @@ import {
   isIterable,
   iterate,
   MAX_MATERIALISED,
+  PyBuiltinType,
   PyCallable,
   PyException,
   PyIterator,
@@ -93,9 +94,6 @@ class CompileScope {
     return i
   }
 }
-
-/** Builtins that are types in CPython, whose attributes (`dict.fromkeys`) the worker serves. */
-const BUILTIN_TYPES = new Set(['str', 'list', 'tuple', 'dict', 'int', 'float', 'bool', 'range'])
 
 /** Builtins whose call always makes a new iterator (see `#ownIterator`). */
 const OWN_ITERATOR_BUILTINS = new Set(['enumerate', 'zip', 'reversed'])
@@ -843,8 +841,8 @@ export class Compiler {
     const obj = this.expr(objNode)
     if (name.startsWith('_')) return this.#refuse(prop, `attribute '${name}' is not allowed (names starting with '_' are reserved)`)
     const k = constantOf(obj)
-    // `dict.fromkeys`, `str.upper`: the builtin types' own attributes are the worker's.
-    if (k instanceof PyCallable && !(k instanceof PyType) && BUILTIN_TYPES.has(k.name) && BUILTINS.get(k.name) === k) {
+    // `dict.fromkeys`, `str.upper`, `zip.x`: the builtin types' own attributes are the worker's.
+    if (k instanceof PyBuiltinType && BUILTINS.get(k.name) === k) {
       return this.#notNative(prop, `'${k.name}.${name}' is not evaluated natively`)
     }
     if (k instanceof PyModule || k instanceof PyType) {
@@ -934,6 +932,8 @@ export class Compiler {
         if (UNSERVED_METHODS.has(name) && !(k instanceof PyModule) && !(k instanceof PyType)) {
           return this.#notNative(prop, `the method '${name}' is not evaluated natively`)
         }
+        // `str.join(',', xs)`, `int.from_bytes(...)`: called on the type itself, the worker's too.
+        if (k instanceof PyBuiltinType && BUILTINS.get(k.name) === k) return this.#notNative(prop, `'${k.name}.${name}' is not evaluated natively`)
         if (!(k instanceof PyModule) && !(k instanceof PyType)) {
           if (unpacks) {
             const kw = kwargs

@@ -367,6 +367,10 @@ describe('refusals at compile time', () => {
   it('marks what only the Python worker runs as not native, with the text and names the worker binds', () => {
     assert.throws(() => compileExpression('np.mean([1, 2])', { path: 'p', imports: { np: 'numpy' } }), NotNativeError)
     assert.throws(() => compileExpression('{1, 2}', { path: 'p' }), NotNativeError)
+    // The builtin types' own attributes and methods, reached through the type: CPython's.
+    for (const src of ['dict.fromkeys([1])', 'zip.x', 'map.mro()', "str.join('-', ['a', 'b'])", "int.from_bytes(b'', 'big')", 'float.fromhex(x)']) {
+      assert.throws(() => compileExpression(src, { path: 'p', attributes: ['x'] }), NotNativeError, src)
+    }
     let caught: unknown
     try {
       compileExpression('np.clip($in(t) + level * 2,\n  0, __timer)', { path: 'p', imports: { np: 'numpy' }, attributes: ['t', 'level'] })
