@@ -189,6 +189,40 @@ describe('GET /api/v3/system/definition', () => {
     assert.deepEqual(noInstance.body.error.details, [{ path: 'connections.c.to', message: "unknown instance 'ghost'" }])
     assert.equal((await rawGet(bare, `${SYS}/definition`)).text, before, 'neither the model nor the instance was created')
   })
+
+  it('a root PUT checks every part against the system it would make, and writes nothing when any is wrong', async () => {
+    const before = (await rawGet(bare, `${SYS}/definition`)).text
+    const fresh = { meta_parameters: { k: { type: 'float', default: 1.0 } }, attributes: { v: 1.0, label: { default: '', type: 'str' } } }
+    const refused = async (body: unknown): Promise<string[]> => {
+      const res = await bare.api('PUT', SYS, body)
+      assert.equal(res.status, 422, JSON.stringify(res.body))
+      assert.match(res.body.error.message, /nothing was written|validation failed/)
+      assert.equal((await rawGet(bare, `${SYS}/definition`)).text, before, `${JSON.stringify(body)} changed the system`)
+      return res.body.error.details.map((d: { path: string }) => d.path)
+    }
+    // A connection no value can cross (a str into a float), to an instance the same PUT makes.
+    const typed = { models: { fresh }, instances: { f1: 'fresh' }, connections: { c: { from: 'f1.attributes.label', to: 'panel.attributes.value' } } }
+    assert.deepEqual(await refused(typed), ['connections.c.to'])
+    // An attribute the new instance's model does not have.
+    const ghost = { models: { fresh }, instances: { f1: 'fresh' }, connections: { c: { from: 'f1.attributes.ghost', to: 'panel.attributes.value' } } }
+    assert.deepEqual(await refused(ghost), ['connections.c.from'])
+    // A parameter the model does not declare.
+    const params = await refused({ models: { fresh }, instances: { f1: { type: 'fresh', parameters: { nope: 1 } } } })
+    assert.ok(params.length === 1 && params[0]!.startsWith('instances.f1.parameters'), String(params))
+    // An invalid model beside a valid one and an instance of it: the model's path in the body.
+    const broken = await refused({ models: { fresh, broken: { attributes: { x: { type: 'float', default: 'a' } } } }, instances: { f1: 'fresh' } })
+    assert.ok(broken.length > 0 && broken.every((p) => p.startsWith('models.broken.')), String(broken))
+
+    // Right, the same parts are written together: the connection is checked against the
+    // attributes the body's own model gives, and carries its value at the next step.
+    const wired = { models: { fresh }, instances: { f1: 'fresh' }, connections: { c: { from: 's2.attributes.temperature', to: 'f1.attributes.v' } } }
+    const ok = await bare.api('PUT', SYS, wired)
+    assert.equal(ok.status, 200, JSON.stringify(ok.body))
+    assert.equal((await bare.call(SYS, 'run')).status, 200)
+    assert.equal((await bare.api('GET', `${SYS}/instances/f1/attributes/v/value`)).body.value, 30)
+    for (const path of ['connections/c', 'instances/f1', 'models/fresh']) assert.equal((await bare.api('DELETE', `${SYS}/${path}`)).status, 200)
+    assert.equal((await rawGet(bare, `${SYS}/definition`)).text, before)
+  })
 })
 
 describe("an attribute's value property", () => {

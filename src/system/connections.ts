@@ -1,5 +1,6 @@
 import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { checkConnection, connectionTypeProblem, parseAttributeRef, type AttributeRef } from '../definition/validate.js'
+import type { AttributeType } from '../definition/model-schema.js'
 import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import type { System } from './system.js'
@@ -55,26 +56,45 @@ export class Connections extends KeyedContainer<Connection> {
 
   override async put(body: Record<string, unknown>): Promise<void> {
     await this.#system.exclusive(async () => {
-      const attrsOf = (instance: string): Set<string> | undefined => {
-        const inst = this.#system.instances.get(instance)
-        return inst ? new Set([...inst.attributes.all()].map((a) => a.name)) : undefined
-      }
-      const details: ErrorDetail[] = []
-      for (const [name, conn] of Object.entries(body)) {
-        const problems = checkConnection(name, conn, attrsOf)
-        details.push(...(problems.length > 0 ? problems : this.#typeProblems(name, conn as { from: string; to: string })))
-      }
-      if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<name>": {"from": ..., "to": ...}}' })
+      const live = (instance: string) => this.#system.instances.get(instance)
+      const details = this.check(
+        body,
+        (instance) => {
+          const inst = live(instance)
+          return inst ? new Set([...inst.attributes.all()].map((a) => a.name)) : undefined
+        },
+        (ref) => live(ref.instance)?.attributes.get(ref.attribute)?.valueType,
+      )
       if (details.length) throw new ValidationError(summarize('Connections', details), details)
-      for (const [name, conn] of Object.entries(body) as [string, { from: string; to: string; enabled?: boolean }][])
-        this.add(name, conn.from, conn.to, conn.enabled !== false)
+      this.apply(body)
     })
   }
 
-  /** A connection whose ends have types no value fits both of (a str into a float) can never carry anything. */
-  #typeProblems(name: string, conn: { from: string; to: string }): ErrorDetail[] {
-    const problem = connectionTypeProblem(conn.from, conn.to, (ref) => this.#system.instances.get(ref.instance)?.attributes.get(ref.attribute)?.valueType)
-    return problem === null ? [] : [{ path: `${name}.to`, message: problem }]
+  /**
+   * The problems of the connections of a PUT (paths inside the body), checked against the
+   * attributes the instances will have (`attrsOf`, undefined for an instance there will not be)
+   * and their types (`typeOf`). Changes nothing.
+   */
+  check(body: Record<string, unknown>, attrsOf: (instance: string) => Set<string> | undefined, typeOf: (ref: AttributeRef) => AttributeType | undefined): ErrorDetail[] {
+    const details: ErrorDetail[] = []
+    for (const [name, conn] of Object.entries(body)) {
+      const problems = checkConnection(name, conn, attrsOf)
+      if (problems.length) details.push(...problems)
+      else {
+        // A connection whose ends have types no value fits both of (a str into a float) can never carry anything.
+        const { from, to } = conn as { from: string; to: string }
+        const problem = connectionTypeProblem(from, to, typeOf)
+        if (problem !== null) details.push({ path: `${name}.to`, message: problem })
+      }
+    }
+    if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<name>": {"from": ..., "to": ...}}' })
+    return details
+  }
+
+  /** Adds or replaces the connections `check` accepted. */
+  apply(body: Record<string, unknown>): void {
+    for (const [name, conn] of Object.entries(body) as [string, { from: string; to: string; enabled?: boolean }][])
+      this.add(name, conn.from, conn.to, conn.enabled !== false)
   }
 
   /** Adds a checked connection. */

@@ -2,6 +2,7 @@ import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDet
 import { nameProblem } from '../definition/names.js'
 import { checkInstance } from '../definition/parameters.js'
 import { instanceEntry } from '../definition/validate.js'
+import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { Instance } from './instance.js'
 import type { Model } from './models.js'
@@ -12,6 +13,13 @@ export interface InstanceSetup {
   given?: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
   parameters: Record<string, unknown>
   initValues: Record<string, unknown>
+}
+
+/** What `Instances.check` found: setups by instance name, problems, and unknown models. */
+export interface InstancesCheck {
+  setups: Map<string, { model: string; setup: InstanceSetup }>
+  details: ErrorDetail[]
+  unknownModels: string[]
 }
 
 /**
@@ -30,53 +38,74 @@ export class Instances extends KeyedContainer<Instance> {
 
   override async put(body: Record<string, unknown>): Promise<void> {
     await this.#system.exclusive(async () => {
-      const details: ErrorDetail[] = []
-      const unknownModels: string[] = []
-      const setups = new Map<string, { model: string; setup: InstanceSetup }>()
-      for (const [name, value] of Object.entries(body)) {
-        const problem = nameProblem(name)
-        const entry = instanceEntry(value)
-        const model = typeof entry === 'string' ? undefined : entry.type
-        if (problem) details.push({ path: name, message: problem })
-        else if (typeof entry === 'string') details.push({ path: name, message: entry })
-        else if (!this.#system.models.get(entry.type)) unknownModels.push(entry.type)
-        else {
-          const checked = checkInstance(this.#system.models.get(entry.type)!.parsed, entry)
-          details.push(...checked.problems.map((d) => ({ ...d, path: `${name}.${d.path}` })))
-          const given =
-            entry.parameters !== undefined || entry.init_parameters !== undefined
-              ? { parameters: entry.parameters, init_parameters: entry.init_parameters }
-              : undefined
-          setups.set(name, { model: entry.type, setup: { given, parameters: checked.parameters, initValues: checked.initValues } })
+      const checked = this.check(body, (name) => this.#system.models.get(name)?.parsed)
+      if (checked.details.length) throw new ValidationError(summarize('Instances', checked.details), checked.details)
+      if (checked.unknownModels.length) {
+        throw new NotFoundError(
+          `Unknown model${checked.unknownModels.length === 1 ? '' : 's'} ${checked.unknownModels.map((m) => `'${m}'`).join(', ')} (models: ${[...this.#system.models.all()].map((m) => m.name).join(', ') || 'none'})`,
+          checked.unknownModels.map((m) => ({ path: `models.${m}`, message: 'not found' })),
+        )
+      }
+      await this.apply(checked.setups)
+    })
+  }
+
+  /**
+   * Checks the entries of a PUT against the models there will be (`modelOf`: a root PUT checks
+   * them against the models of its own body too): the setups to apply, the problems (paths
+   * inside the body) and the models named that do not exist. Changes nothing.
+   */
+  check(body: Record<string, unknown>, modelOf: (model: string) => ParsedModelDefinition | undefined): InstancesCheck {
+    const details: ErrorDetail[] = []
+    const unknownModels: string[] = []
+    const setups = new Map<string, { model: string; setup: InstanceSetup }>()
+    for (const [name, value] of Object.entries(body)) {
+      const problem = nameProblem(name)
+      const entry = instanceEntry(value)
+      if (problem) details.push({ path: name, message: problem })
+      else if (typeof entry === 'string') details.push({ path: name, message: entry })
+      else {
+        const parsed = modelOf(entry.type)
+        if (!parsed) {
+          unknownModels.push(entry.type)
+          continue
         }
-        if (model !== undefined && !problem && this.#system.models.get(model)) {
-          const existing = this.items.get(name)
-          if (existing && existing.model.name !== model) {
-            const attrs = this.#system.models.get(model)!.attributeNames()
-            for (const conn of this.#system.connections.all()) {
-              for (const end of [conn.fromRef, conn.toRef]) {
-                if (end.instance === name && !attrs.has(end.attribute))
-                  details.push({ path: name, message: `model '${model}' has no attribute '${end.attribute}' used by connection '${conn.name}'` })
-              }
+        const checked = checkInstance(parsed, entry)
+        details.push(...checked.problems.map((d) => ({ ...d, path: `${name}.${d.path}` })))
+        const given =
+          entry.parameters !== undefined || entry.init_parameters !== undefined
+            ? { parameters: entry.parameters, init_parameters: entry.init_parameters }
+            : undefined
+        setups.set(name, { model: entry.type, setup: { given, parameters: checked.parameters, initValues: checked.initValues } })
+        const existing = this.items.get(name)
+        if (existing && existing.model.name !== entry.type) {
+          const attrs = new Set(attributeDeclarations(parsed).map((a) => a.name))
+          for (const conn of this.#system.connections.all()) {
+            for (const end of [conn.fromRef, conn.toRef]) {
+              if (end.instance === name && !attrs.has(end.attribute))
+                details.push({ path: name, message: `model '${entry.type}' has no attribute '${end.attribute}' used by connection '${conn.name}'` })
             }
           }
         }
       }
-      if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<instance>": "<model>"}' })
-      if (details.length) throw new ValidationError(summarize('Instances', details), details)
-      if (unknownModels.length) {
-        throw new NotFoundError(
-          `Unknown model${unknownModels.length === 1 ? '' : 's'} ${unknownModels.map((m) => `'${m}'`).join(', ')} (models: ${[...this.#system.models.all()].map((m) => m.name).join(', ') || 'none'})`,
-          unknownModels.map((m) => ({ path: `models.${m}`, message: 'not found' })),
-        )
-      }
-      for (const [name, { model, setup }] of setups) {
-        const existing = this.items.get(name)
-        if (existing?.model.name === model && JSON.stringify(existing.given) === JSON.stringify(setup.given)) continue
-        if (existing) await existing.destroy()
-        this.add(name, model, setup)
-      }
-    })
+    }
+    if (Object.keys(body).length === 0) details.push({ path: '', message: 'empty body: PUT {"<instance>": "<model>"}' })
+    return { setups, details, unknownModels }
+  }
+
+  /** Whether applying `setup` to the instance `name` rebuilds it (a new one, or another model or parameters). */
+  rebuilds(name: string, { model, setup }: { model: string; setup: InstanceSetup }): boolean {
+    const existing = this.items.get(name)
+    return !(existing?.model.name === model && JSON.stringify(existing.given) === JSON.stringify(setup.given))
+  }
+
+  /** Creates or rebuilds the instances `check` accepted; one that would stay as it is is left alone. */
+  async apply(setups: InstancesCheck['setups']): Promise<void> {
+    for (const [name, entry] of setups) {
+      if (!this.rebuilds(name, entry)) continue
+      await this.items.get(name)?.destroy()
+      this.add(name, entry.model, entry.setup)
+    }
   }
 
   /** Creates an instance of an existing model (the caller checked both names and the setup). */

@@ -82,11 +82,12 @@ export class Models extends KeyedContainer<Model> {
    * Validates model definitions against names, schemas and the connections that use them. The
    * fault's message starts with the first invalid model and its first problem
    * (`Model 'x' schema validation failed: attributes.y: expected a number`); its details list
-   * every problem of every model.
+   * every problem of every model. A body of one model has paths inside it; with `at` (a root
+   * PUT's `models`), every path starts with `at` and the model's name.
    */
-  check(body: Record<string, unknown>): Map<string, { raw: unknown; parsed: ParsedModelDefinition }> {
+  check(body: Record<string, unknown>, at?: string): Map<string, { raw: unknown; parsed: ParsedModelDefinition }> {
     const names = Object.keys(body)
-    const single = names.length === 1
+    const single = names.length === 1 && at === undefined
     const problems = new Map<string, ErrorDetail[]>()
     const parsed = new Map<string, { raw: unknown; parsed: ParsedModelDefinition }>()
     if (names.length === 0) throw new ValidationError('Nothing to do: PUT {"<model>": <definition>}', [{ path: '', message: 'empty body' }])
@@ -100,7 +101,7 @@ export class Models extends KeyedContainer<Model> {
       const [name, own] = first
       const others = [...problems.keys()].slice(1)
       const also = others.length ? `; also invalid: ${others.map((m) => `'${m}'`).join(', ')}` : ''
-      const details = [...problems].flatMap(([model, list]) => list.map((d) => ({ ...d, path: joinPath(single ? '' : model, d.path) })))
+      const details = [...problems].flatMap(([model, list]) => list.map((d) => ({ ...d, path: joinPath(at ?? '', joinPath(single ? '' : model, d.path)) })))
       const err = new ValidationError(`${validationFailure(`Model '${name}'`, own)}${also}`, details)
       if (single) err.component = { name, path: `models.${name}`, state: null }
       throw err

@@ -4,12 +4,13 @@ import { Mutex } from 'async-mutex'
 import { ConflictError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
 import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
-import { joinPath, parseAttributeRef, validateSystem, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
+import { joinPath, parseAttributeRef, validateSystem, type AttributeRef, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
+import { attributeDeclarations, type AttributeDeclaration, type AttributeType, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
 import { combinedFault, Engine, RefusedValues } from '../engine/index.js'
 import { Component, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { Connections } from './connections.js'
-import { Instances } from './instances.js'
+import { Instances, type InstancesCheck } from './instances.js'
 import { Logs } from './logs.js'
 import { mappedDefaultProblems } from './mapping-check.js'
 import { Models } from './models.js'
@@ -156,10 +157,58 @@ export class System extends Component {
     const models = body.models && !empty(body.models) ? asRecord(body.models, 'models') : undefined
     const instances = body.instances && !empty(body.instances) ? instanceRecord(body.instances) : undefined
     const connections = body.connections && !empty(body.connections) ? asRecord(body.connections, 'connections') : undefined
-    this.#checkNamesExist(models, instances, connections)
-    if (models) await this.models.put(models)
-    if (instances) await this.instances.put(instances)
-    if (connections) await this.connections.put(connections)
+    await this.exclusive(async () => {
+      this.#checkNamesExist(models, instances, connections)
+      // Every part is checked against the system as it will be before anything is written: a
+      // 422 (or 404) leaves the system as it was.
+      const parsed = models ? this.models.check(models, 'models') : undefined
+      const modelOf = (name: string): ParsedModelDefinition | undefined => parsed?.get(name)?.parsed ?? this.models.get(name)?.parsed
+      const checked = instances ? this.instances.check(instances, modelOf) : undefined
+      const details = (checked?.details ?? []).map((d) => ({ ...d, path: joinPath('instances', d.path) }))
+      details.push(...(checked?.unknownModels ?? []).map((m) => ({ path: `models.${m}`, message: 'not found' })))
+      if (connections && details.length === 0) {
+        const future = this.#futureAttributes(modelOf, parsed, checked?.setups)
+        const problems = this.connections.check(connections, future.names, future.type)
+        details.push(...problems.map((d) => ({ ...d, path: joinPath('connections', d.path) })))
+      }
+      if (details.length) throw new ValidationError(`${summarize('System', details)}: nothing was written`, details)
+      if (parsed) await this.models.apply(parsed)
+      if (checked) await this.instances.apply(checked.setups)
+      if (connections) this.connections.apply(connections)
+    })
+  }
+
+  /**
+   * The attributes each instance will have once a root PUT is applied, for checking its
+   * connections: an instance the PUT makes or rebuilds (its entry changed, or its model is
+   * replaced) has its model's attributes; one it leaves alone keeps its own, including any added
+   * to it since it was made.
+   */
+  #futureAttributes(
+    modelOf: (name: string) => ParsedModelDefinition | undefined,
+    replaced: ReadonlyMap<string, unknown> | undefined,
+    setups: InstancesCheck['setups'] | undefined,
+  ): { names: (instance: string) => Set<string> | undefined; type: (ref: AttributeRef) => AttributeType | undefined } {
+    const declared = (instance: string): AttributeDeclaration[] | Instance | undefined => {
+      const setup = setups?.get(instance)
+      const existing = this.instances.get(instance)
+      const model = setup?.model ?? existing?.model.name
+      if (model === undefined) return undefined
+      const rebuilt = (setup !== undefined && this.instances.rebuilds(instance, setup)) || replaced?.has(model) === true
+      return rebuilt || !existing ? attributeDeclarations(modelOf(model)!) : existing
+    }
+    return {
+      names: (instance) => {
+        const future = declared(instance)
+        if (future === undefined) return undefined
+        return new Set(Array.isArray(future) ? future.map((a) => a.name) : [...future.attributes.all()].map((a) => a.name))
+      },
+      type: (ref) => {
+        const future = declared(ref.instance)
+        if (future === undefined) return undefined
+        return Array.isArray(future) ? future.find((a) => a.name === ref.attribute)?.type : future.attributes.get(ref.attribute)?.valueType
+      },
+    }
   }
 
   /**
