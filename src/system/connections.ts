@@ -75,7 +75,11 @@ export class Connections extends KeyedContainer<Connection> {
    * attributes the instances will have (`attrsOf`, undefined for an instance there will not be)
    * and their types (`typeOf`). Changes nothing.
    */
-  check(body: Record<string, unknown>, attrsOf: (instance: string) => Set<string> | undefined, typeOf: (ref: AttributeRef) => AttributeType | undefined): ErrorDetail[] {
+  check(
+    body: Record<string, unknown>,
+    attrsOf: (instance: string) => Set<string> | undefined,
+    typeOf: (ref: AttributeRef) => AttributeType | undefined,
+  ): ErrorDetail[] {
     const details: ErrorDetail[] = []
     for (const [name, conn] of Object.entries(body)) {
       const problems = checkConnection(name, conn, attrsOf)
