@@ -1,5 +1,6 @@
 // A number written as a float in a model's behaviour (`value: 2.0`, `params: {k: 2.0}`, a named
-// constant, a scenario override, a hook's value, an untyped meta parameter's default) is a float
+// constant, a scenario override, a hook's value, an untyped meta parameter's default or the value
+// an instance gives it) is a float
 // to the expressions, as it would be in Python: `str(k)` gives '2.0', not '2'. The same model is
 // read from a YAML system file, a JSON body and a snapshot; the text of the answers is checked,
 // since JSON.parse would turn 2.0 into 2 again.
@@ -70,7 +71,7 @@ const MODEL_YAML = `
 
 function systemYaml(): string {
   const model = MODEL_YAML.replace(/^ {4}/gm, '    ')
-  return `models:\n  Device:\n${model.replace(/^\n/, '')}\ninstances:\n  - d1: {type: Device}\n`
+  return `models:\n  Device:\n${model.replace(/^\n/, '')}\ninstances:\n  - d1: {type: Device}\n  - d2: {type: Device, parameters: {offset: 7.0, count: 8.0, gain: 9}}\n`
 }
 
 /** What each attribute answers, as raw JSON text. */
@@ -141,6 +142,36 @@ describe('floats written in a model behaviour', () => {
     assert.equal((await t.api('PUT', `${SYS}/instances`, { s1: 'Device' })).status, 200)
     await exercise(t, 's1')
     assert.deepEqual(await answers(t, 's1'), EXPECTED)
+  })
+
+  it('given by an instance to an untyped parameter stay floats: from a file, a PUT, a snapshot and a root PUT', async () => {
+    const seen = async (instance: string): Promise<string> => {
+      await exercise(t, instance)
+      return (await rawRequest(t, 'GET', `${SYS}/instances/${instance}/attributes/seen_param/attr/internal_value`)).text
+    }
+    // `count` is an int parameter: 8.0 written for it is the int 8, as before.
+    const expected = '{"value":"9.0 7.0 8"}'
+    assert.equal(await seen('d2'), expected)
+    const put = await rawRequest(t, 'PUT', `${SYS}/instances`, '{"p2": {"type": "Device", "parameters": {"offset": 7.0, "count": 8, "gain": 9}}}')
+    assert.equal(put.status, 200, put.text)
+    assert.equal(await seen('p2'), expected)
+    const definition = (await rawRequest(t, 'GET', `${SYS}/definition`)).text
+    assert.ok(definition.includes('{"p2":{"type":"Device","parameters":{"offset":7.0,"count":8,"gain":9.0}}}'), definition)
+
+    const saved = await t.call(`${SYS}/snapshots`, 'save', { label: 'instance floats' })
+    assert.equal(saved.status, 200, JSON.stringify(saved.body))
+    const copy = await startTestServer()
+    try {
+      const root = await rawRequest(copy, 'PUT', SYS, definition.slice('{"value":'.length, -1))
+      assert.equal(root.status, 200, root.text)
+      await exercise(copy, 'p2')
+      assert.equal((await rawRequest(copy, 'GET', `${SYS}/instances/p2/attributes/seen_param/attr/internal_value`)).text, expected)
+    } finally {
+      await copy.close()
+    }
+    const loaded = await t.call(`${SYS}/snapshots`, 'load', { id: (saved.body.result as { id: string }).id })
+    assert.equal(loaded.status, 200, JSON.stringify(loaded.body))
+    assert.equal(await seen('p2'), expected)
   })
 
   it('keep an int an int, and a setting written 10.0 is still a number to its action', async () => {

@@ -5,7 +5,7 @@ import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Docum
 import type { ErrorDetail } from '../errors.js'
 import { FloatMark, mayHoldFloats, parseJsonKeepingFloats } from './json-float.js'
 import { isAttributeSpec } from './model-schema.js'
-import { withModelFloats, withSystemModelFloats } from './typed-json.js'
+import { withInstanceFloats, withModelFloats, withSystemModelFloats } from './typed-json.js'
 import { validateModel, validateSystem, type ModelCheck, type SystemDefinition } from './validate.js'
 import { isRecord } from './is-record.js'
 
@@ -108,8 +108,8 @@ function jsonPosition(text: string, offset: number): { line: number; column: num
  * `1e3`) as `FloatMark`s (json-float.ts) where `withModelFloats` takes them, read from the
  * document's scalars: the defaults of list, dict and `any` attributes (`samples: [1.0, 2.5]`
  * starts as `[1.0, 2.5]` and reads back so), the behaviour sections, the hooks of attributes and
- * meta parameter defaults (`value: 2.0` is a float to an expression). A part written with a merge
- * key (`<<`) stays as parsed.
+ * meta parameter defaults (`value: 2.0` is a float to an expression), and the `parameters` an
+ * instance gives. A part written with a merge key (`<<`) stays as parsed.
  */
 function keepModelFloats(doc: Document, data: unknown): void {
   const graft = (model: unknown, at: Array<string | number>): void => {
@@ -127,8 +127,9 @@ function keepModelFloats(doc: Document, data: unknown): void {
     withModelFloats(model, { ...sections, attributes: { ...attributes, ...marked } })
   }
   if (looksLikeModel(data)) return graft(data, [])
-  if (!isRecord(data) || !isRecord(data.models)) return
-  for (const [name, model] of Object.entries(data.models)) graft(model, ['models', name])
+  if (!isRecord(data)) return
+  if (isRecord(data.models)) for (const [name, model] of Object.entries(data.models)) graft(model, ['models', name])
+  if (data.instances !== undefined) withInstanceFloats(data.instances, markedJs(doc.getIn(['instances'], true), doc))
 }
 
 /**

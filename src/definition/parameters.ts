@@ -39,8 +39,11 @@ export function resolveParameters(
   const declared = model.meta_parameters
   const values: Record<string, unknown> = {}
   const problems: ErrorDetail[] = []
-  for (const [name, value] of Object.entries(given ?? {})) {
+  for (const [name, written] of Object.entries(given ?? {})) {
     const spec = declared?.[name]
+    // A float written in a parameter of a scalar type is a number like any other there
+    // (`withInstanceFloats` marks it only for expressions to see, where the type does not decide).
+    const value = spec !== undefined && SCALAR_PARAMETERS.has(spec.type) ? plainJson(written) : written
     if (declared !== undefined && spec === undefined) {
       problems.push({ path: `parameters.${name}`, message: `unknown parameter '${name}' (declared: ${Object.keys(declared).join(', ') || 'none'})` })
       continue
@@ -56,6 +59,8 @@ export function resolveParameters(
   }
   return { values, problems }
 }
+
+const SCALAR_PARAMETERS: ReadonlySet<string> = new Set(['int', 'float', 'bool', 'str', 'string'])
 
 /**
  * A parameter value as expressions read it: a `float` parameter's number marked as a float

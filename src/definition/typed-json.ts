@@ -233,19 +233,57 @@ const TYPED_PARAMETERS: ReadonlySet<unknown> = new Set(['int', 'float', 'bool', 
  * withSystemModelFloats(JSON.parse(text), parseJsonKeepingFloats(text))
  */
 export function withSystemModelFloats(definition: unknown, marked: unknown): unknown {
-  if (!isRecord(definition) || !isRecord(marked) || !isRecord(definition.models) || !isRecord(marked.models)) return definition
-  for (const [name, model] of Object.entries(definition.models)) withModelFloats(model, marked.models[name])
+  if (!isRecord(definition) || !isRecord(marked)) return definition
+  if (isRecord(definition.models) && isRecord(marked.models))
+    for (const [name, model] of Object.entries(definition.models)) withModelFloats(model, marked.models[name])
+  withInstanceFloats(definition.instances, marked.instances)
   return definition
+}
+
+/**
+ * Gives the instances of a definition parsed plainly (a map `{"<instance>": entry}`, or the list
+ * of single-entry maps a system definition holds) the integral floats of `marked` in their
+ * `parameters`: `parameters: {gain: 2.0}` stays a float for a meta parameter of no scalar type
+ * (`resolveParameters` reads a typed one plainly). Changes `instances` in place.
+ *
+ * @example
+ * withInstanceFloats([{ a: { type: 'm', parameters: { g: 2 } } }], [{ a: { type: 'm', parameters: { g: new FloatMark(2) } } }]) // g: FloatMark(2)
+ */
+export function withInstanceFloats(instances: unknown, marked: unknown): void {
+  if (Array.isArray(instances) && Array.isArray(marked)) {
+    instances.forEach((entry, index) => withInstanceFloats(entry, marked[index]))
+    return
+  }
+  if (!isRecord(instances) || !isRecord(marked)) return
+  for (const [name, entry] of Object.entries(instances)) {
+    const theirs = marked[name]
+    if (!isRecord(entry) || !isRecord(entry.parameters) || !isRecord(theirs) || !isRecord(theirs.parameters)) continue
+    for (const key of Object.keys(entry.parameters)) if (holdsMark(theirs.parameters[key])) entry.parameters[key] = theirs.parameters[key]
+  }
+}
+
+function holdsMark(value: unknown): boolean {
+  if (value instanceof FloatMark) return true
+  if (value === null || typeof value !== 'object') return false
+  return (Array.isArray(value) ? value : Object.values(value)).some(holdsMark)
 }
 
 /**
  * Whether a system definition (`{models: {...}}`) has a number that `withModelFloats` may need
  * to mark: a list, dict or `any` attribute, or a whole number in a behaviour section, in the
- * hooks of an attribute or in a meta parameter's default. Only then can a number of its text need
+ * hooks of an attribute or in a meta parameter's default; or one that `withInstanceFloats` may
+ * need to mark, a whole number in an instance's `parameters`. Only then can a number of its text need
  * `parseJsonKeepingFloats`.
  */
 export function mayNeedFloatMarks(definition: unknown): boolean {
-  if (!isRecord(definition) || !isRecord(definition.models)) return false
+  if (!isRecord(definition)) return false
+  const instances = Array.isArray(definition.instances)
+    ? definition.instances.flatMap((e) => (isRecord(e) ? Object.values(e) : []))
+    : isRecord(definition.instances)
+      ? Object.values(definition.instances)
+      : []
+  if (instances.some((entry) => isRecord(entry) && holdsWholeNumber(entry.parameters))) return true
+  if (!isRecord(definition.models)) return false
   return Object.values(definition.models).some((model) => {
     if (!isRecord(model)) return false
     if (BEHAVIOUR_SECTIONS.some((section) => holdsWholeNumber(model[section])) || holdsWholeNumber(model.meta_parameters)) return true

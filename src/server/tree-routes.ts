@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BadRequestError, ConflictError } from '../errors.js'
-import { typedJson, withModelFloats, withSystemModelFloats } from '../definition/typed-json.js'
+import { typedJson, withInstanceFloats, withModelFloats, withSystemModelFloats } from '../definition/typed-json.js'
 import { keepingFloats } from './json-body.js'
 import type { System } from '../system/system.js'
 import type { Component, CallArgs } from '../tree/component.js'
@@ -174,9 +174,9 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
 
 /**
  * The body of a write with the integral floats that matter kept as floats (json-body.ts
- * `keepingFloats`): in attribute values, and in a model definition where its numbers have no
+ * `keepingFloats`): in attribute values, in a model definition where its numbers have no
  * declared type (`withModelFloats`), whether the models come to `models`, to one model or to the
- * root. Everything else reads the plain body.
+ * root, and in the `parameters` of instances (`withInstanceFloats`). Everything else reads the plain body.
  */
 function withFloats(node: Component, body: unknown): unknown {
   switch (node.type) {
@@ -186,6 +186,11 @@ function withFloats(node: Component, body: unknown): unknown {
     case 'Models': {
       const marked = keepingFloats(body)
       if (marked !== body) withSystemModelFloats({ models: body }, { models: marked })
+      return body
+    }
+    case 'Instances': {
+      const marked = keepingFloats(body)
+      if (marked !== body) withInstanceFloats(body, marked)
       return body
     }
     case 'System': {
