@@ -144,6 +144,29 @@ describe('pure builtins in model expressions on a running server', () => {
     assert.deepEqual(expected.at(-1), { last_energy_wh: 230.0, last_power_w: 11.0, summary: 'None|0x1000|B|False' }, 'the python3 side computed the model')
   })
 
+  it('a loop that would run for years is stopped with a RuntimeError naming the limit; the server keeps answering', async () => {
+    const model = (call: string): Record<string, unknown> => ({
+      attributes: { out: { default: null, type: 'any' } },
+      actions: [{ function: '$out(out)', call }],
+    })
+    const put = await t.api('PUT', `${SYS}/models`, {
+      generator: model('next(x for x in range(10**15) if x < 0)'),
+      statement: model('total = 0\nfor x in iter(int, 1):\n    total += x\nreturn total'),
+      finite: model('sum(x for x in range(300000) if x % 3 == 0) + len([y for y in range(1000) for z in range(100)])'),
+    })
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { g1: 'generator', s1: 'statement', f1: 'finite' })).status, 200)
+    for (const instance of ['g1', 's1']) {
+      const run = await t.call(`${SYS}/instances/${instance}`, 'run')
+      assert.equal(run.status, 500, JSON.stringify(run.body))
+      assert.match(run.body.error.message, /RuntimeError: loops ran for more than 2 s \([\d,]+ items\): stopped so that the server keeps answering/)
+      assert.equal((await t.api('GET', `${SYS}/instances/f1`)).status, 200)
+    }
+    // Loops of a sensible length are not limited: python3's value.
+    assert.equal((await t.call(`${SYS}/instances/f1`, 'run')).status, 200)
+    assert.equal((await t.api('GET', `${SYS}/instances/f1/attributes/out/value`)).body.value, 14999950000)
+  })
+
   it('builtins that reach outside or reflect stay refused: a 422 naming each, and nothing is created', async () => {
     const before = (await t.api('GET', `${SYS}/models`)).body
     const res = await t.api('PUT', `${SYS}/models`, {

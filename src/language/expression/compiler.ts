@@ -12,6 +12,7 @@ import type { SyntaxNode } from '@lezer/common'
 import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, pyMod, pyMul, pyNeg, pyPos, pyPow, pySub, pyTrueDiv } from './arithmetic.js'
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
 import { pyIter } from './iterators.js'
+import { spend } from './loop-budget.js'
 import { callMethod, getAttribute, getItem, setItem, UNSERVED_METHODS } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
 import { DATETIME_MODULE } from './datetime-module.js'
@@ -1142,12 +1143,14 @@ export class Compiler {
             // changed in the loop is met at the next item).
             const it = pyIter(v)
             for (let item = it.nextValue(); item !== undefined; item = it.nextValue()) {
+              spend()
               const r = run(f, item)
               if (r !== undefined) return r
             }
             return undefined
           }
           for (const item of iterate(v)) {
+            spend()
             const r = run(f, item)
             if (r !== undefined) return r
           }
@@ -1430,12 +1433,14 @@ function runClauses(clauses: readonly Clause[], c: number, f: Frame, inner: Fram
     // An iterator, pulled in step with the loop; a dict, whose change of size the loop meets.
     const it = pyIter(v)
     for (let item = it.nextValue(); item !== undefined; item = it.nextValue()) {
+      spend()
       clause.assign(inner, item)
       runClauses(clauses, c + 1, f, inner, emit)
     }
     return
   }
   for (const item of iterate(v)) {
+    spend()
     clause.assign(inner, item)
     runClauses(clauses, c + 1, f, inner, emit)
   }
@@ -1512,6 +1517,7 @@ function generatorExpression(f: Frame, clauses: readonly Clause[], element: Code
             }
             continue
           }
+          spend()
           clause.assign(frame, item)
         }
         // On to the next clause; a `for` met on the way forward evaluates its iterable now.

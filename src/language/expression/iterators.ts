@@ -8,6 +8,7 @@
  * const it = pyIter([1n, 2n])
  * pyNext(it) // 1n
  */
+import { spend } from './loop-budget.js'
 import {
   dictKeys as keysOf,
   MAX_MATERIALISED,
@@ -127,7 +128,11 @@ function dictItems(d: PyDict, reverse: boolean): Source {
 /** The items of a range from `first` by `step`, `n` of them. */
 function rangeItems(first: bigint, step: bigint, n: bigint, typeName: string): Source {
   let i = 0n
-  const pull = (): Pulled => (i < n ? first + i++ * step : undefined)
+  const pull = (): Pulled => {
+    if (i >= n) return undefined
+    spend()
+    return first + i++ * step
+  }
   return {
     pull,
     rest: () => {
@@ -186,6 +191,7 @@ export function pyIter(v: PyValue): PyIterator {
 export function callableIterator(f: PyValue, sentinel: PyValue): PyIterator {
   if (!(f instanceof PyCallable)) throw new PyException('TypeError', 'iter(v, w): v must be callable')
   return new PyIterator('callable_iterator', () => {
+    spend()
     let v: PyValue
     try {
       v = f.call([], null)

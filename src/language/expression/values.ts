@@ -9,6 +9,7 @@
  */
 import { MimicError } from '../../errors.js'
 import { floatRepr } from './float-format.js'
+import { spendMany } from './loop-budget.js'
 
 /** Any value an expression can produce. */
 export type PyValue =
@@ -590,6 +591,7 @@ export function iterate(v: PyValue): PyValue[] {
   if (v instanceof PyRange) {
     const n = v.length
     if (n > BigInt(MAX_MATERIALISED)) throw new PyException('MemoryError', 'range too large to materialise')
+    spendMany(Number(n))
     const out: PyValue[] = new Array<PyValue>(Number(n))
     for (let i = 0n; i < n; i++) out[Number(i)] = v.at(i)
     return out
