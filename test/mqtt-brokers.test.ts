@@ -178,7 +178,8 @@ function brokerSuite(kind: BrokerRig['kind']): void {
           attributes: { n: { default: 0, type: 'int' } },
           actions: [{ function: '$out(n)', call: 'n + 1' }],
           communication: {
-            mqtt: link({ topic_prefix: `${prefix}counter/`, scan_interval: 60, bindings: [{ attribute: 'n', topic: 'n', on_change: true, qos: 1 }] }),
+            // A prefix without its closing slash, as the reference product's library writes it, is joined with one.
+            mqtt: link({ topic_prefix: `${prefix}counter`, scan_interval: 60, bindings: [{ attribute: 'n', topic: 'n', on_change: true, qos: 1 }] }),
           },
         })
         await eventually(() => sub.payloads(`${prefix}counter/n`).includes('0'))

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'yaml'
@@ -48,12 +49,13 @@ describe("the reference product's library models load unchanged", () => {
       [state.broker, state.port, state.client_id, state.default_qos, state.default_retain],
       ['mosquitto-server', 1883, 'spx_utility_gateway_1', 1, false],
     )
-    // The flat topics are under topic_prefix, which Mimic puts before a topic as written: the
-    // library writes `spx/utility` without the closing slash (a difference docs/mqtt.md names).
-    assert.deepEqual(state.birth, { topic: 'spx/utilityavailability', payload: 'online', qos: 0, retain: true })
-    assert.deepEqual(state.will, { topic: 'spx/utilityavailability', payload: 'offline', qos: 0, retain: true })
+    // The library writes `topic_prefix: spx/utility` without its closing slash: the topics are
+    // joined with one, where the model's own discovery payload announces them.
+    assert.deepEqual(state.birth, { topic: 'spx/utility/availability', payload: 'online', qos: 0, retain: true })
+    assert.deepEqual(state.will, { topic: 'spx/utility/availability', payload: 'offline', qos: 0, retain: true })
     const water = state.bindings.find((b: { name?: string }) => b.name === 'water_total_m3')
-    assert.deepEqual([water.qos, water.retain, water.on_change], [1, false, false])
+    assert.deepEqual([state.topic_prefix, water.topic, water.qos, water.retain, water.on_change], ['spx/utility', 'water_total_m3', 1, false, false])
+    assert.match(readFileSync(fixture(MQTT), 'utf8'), /"state_topic": "spx\/utility\/water_total_m3",\s*"availability_topic": "spx\/utility\/availability"/)
     const availability = state.bindings.find((b: { name?: string }) => b.name === 'availability')
     assert.equal(availability.retain, true)
     // The second adapter (Home Assistant discovery) retains by default and publishes on change.

@@ -108,13 +108,16 @@ export interface MqttMessage {
 }
 
 /**
- * The topic a binding (or a flat will or birth topic) publishes to: `topic_prefix` put before it.
+ * The topic a binding (or a flat will or birth topic) publishes to: `topic_prefix` as its leading
+ * levels. A prefix that does not end in `/` is joined to a topic with one, as the reference
+ * product joins them (its library writes `topic_prefix: spx/weather` and `topic: availability`).
  *
  * @example
  * fullTopic('plant/boiler/', 'temp') // 'plant/boiler/temp'
+ * fullTopic('plant/boiler', 'temp') // 'plant/boiler/temp'
  */
 export function fullTopic(prefix: string, topic: string): string {
-  return prefix + topic
+  return prefix === '' || prefix.endsWith('/') || topic.startsWith('/') ? prefix + topic : `${prefix}/${topic}`
 }
 
 /** The settings as written, before the flat and renamed keys are folded into Mimic's own. */

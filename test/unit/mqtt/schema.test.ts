@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mqttSchema } from '../../../src/definition/mqtt-schema.js'
+import { fullTopic, mqttSchema } from '../../../src/definition/mqtt-schema.js'
 import { referencedAttribute } from '../../../src/definition/attribute-reference.js'
 
 /** The issues of a refused definition as { path: message }. */
@@ -75,6 +75,14 @@ describe('mqttSchema: the reference product spellings', () => {
     assert.deepEqual(d.birth, { topic: 'spx/weather/availability', payload: 'online', qos: 0, retain: false })
     assert.ok(!('will_topic' in d) && !('birth_payload' in d))
     assert.equal(mqttSchema.parse({}).will, undefined)
+  })
+
+  it('topic_prefix is the leading levels of a topic, with or without its closing slash', () => {
+    assert.equal(fullTopic('spx/weather', 'availability'), 'spx/weather/availability')
+    assert.equal(fullTopic('spx/weather/', 'availability'), 'spx/weather/availability')
+    assert.equal(fullTopic('spx/weather', '#'), 'spx/weather/#')
+    assert.equal(fullTopic('', 'availability'), 'availability')
+    assert.equal(fullTopic('spx', '/status'), 'spx/status')
   })
 
   it('flat keys and the nested message may both be given when they agree; fields one leaves out come from the other', () => {
