@@ -340,6 +340,35 @@ describe('the model language on a running server', () => {
     assert.equal((await t.api('PUT', `${SYS}/instances/k1/actions/tick/attr/enabled`, { value: 'no' })).status, 422)
   })
 
+  it("distortions: its actions run after the model's own each step, as actions named distortions_<kind>_<n>", async () => {
+    await define({
+      distorted: {
+        attributes: { clean: 0.0, reading: 0.0 },
+        actions: [
+          { function: '$out(clean)', call: '$in(clean) + 1' },
+          { set: '$out(reading)', value: '$in(clean)' },
+        ],
+        distortions: { description: 'offset of the sensor', actions: [{ function: '$out(reading)', call: '$in(reading) + 0.5' }] },
+      },
+    })
+    await create({ d1: 'distorted' })
+    await steps('d1', 2)
+    assert.deepEqual([await value('d1', 'clean'), await value('d1', 'reading')], [2, 2.5])
+    const doc = await t.api('GET', `${SYS}/instances/d1/actions/distortions_function_0`)
+    assert.equal(doc.status, 200, JSON.stringify(doc.body))
+    assert.equal(doc.body.attr.kind.value, 'function')
+    assert.equal((await t.api('PUT', `${SYS}/instances/d1/actions/distortions_function_0/attr/enabled`, { value: false })).status, 200)
+    await steps('d1', 1)
+    assert.deepEqual([await value('d1', 'clean'), await value('d1', 'reading')], [3, 3])
+    const paths = async (distortions: unknown): Promise<string[]> => {
+      const bad = await t.api('PUT', `${SYS}/models`, { broken: { attributes: { x: 0.0 }, distortions } })
+      assert.equal(bad.status, 422, JSON.stringify(bad.body))
+      return bad.body.error.details.map((d: { path: string }) => d.path)
+    }
+    assert.deepEqual(await paths({ actions: [], extra: 1 }), ['distortions.extra'])
+    assert.deepEqual(await paths({ actions: [{ noise: '$out(y)', std: 1.0 }] }), ['distortions.actions[0].noise'])
+  })
+
   it('timer keys: time_step, initial_time, decimal_places, max_duration clamping and auto_reset wrapping', async () => {
     await define({
       clocked: {

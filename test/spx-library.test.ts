@@ -14,7 +14,13 @@ const SYS = '/api/v3/system'
 const FIXTURES = join(import.meta.dirname, 'fixtures', 'spx')
 const BIN = join(import.meta.dirname, '..', 'bin', 'mimic.js')
 /** The fixtures this file steps; test/spx-protocols.test.ts reads the adapter settings of the others. */
-const FILES = ['fire_alarm_panel__bacnet.yaml', 'prevac_mcd7__modbus.yaml', 'rohde_schwarz_hmc8015__scpi.yaml', 'smart_plug__matter.yaml']
+const FILES = [
+  'fire_alarm_panel__bacnet.yaml',
+  'prevac_mcd7__modbus.yaml',
+  'rohde_schwarz_hmc8015__scpi.yaml',
+  'smart_plug__matter.yaml',
+  'stepper_controller__modbus.yaml',
+]
 
 describe("models of the reference product's library", () => {
   let t: TestServer
@@ -55,6 +61,14 @@ describe("models of the reference product's library", () => {
       validate.stdout,
       /valid model definition\n {2}note: communication\[0\]\.matter: Mimic does not serve the matter protocol; the model runs without it/,
     )
+  })
+
+  it("a stepper controller's `distortions` section: its noise runs after the model's own actions", async () => {
+    const noise = await t.api('GET', `${SYS}/instances/stepper_controller__modbus_1/actions/distortions_noise_0`)
+    assert.equal(noise.status, 200, JSON.stringify(noise.body))
+    assert.equal(noise.body.attr.kind.value, 'noise')
+    const names = (await t.api('GET', `${SYS}/instances/stepper_controller__modbus_1/actions`)).body.children.map((c: { name: string }) => c.name)
+    assert.equal(names.at(-1), 'distortions_noise_0', String(names))
   })
 
   it('a `set` of a text such as "ALARM" writes that text, as the reference product\'s models expect', async () => {

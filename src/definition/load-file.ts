@@ -123,7 +123,9 @@ function keepModelFloats(doc: Document, data: unknown): void {
       if (spec) marked[name] = { default: given ?? value.default, ...(Object.hasOwn(value, 'hooks') ? { hooks: kept('attributes', name, 'hooks') } : {}) }
       else if (given !== undefined) marked[name] = given
     }
-    const sections = Object.fromEntries(['actions', 'conditions', 'if_chain', 'scenarios', 'hooks', 'meta_parameters'].map((key) => [key, kept(key)]))
+    const sections = Object.fromEntries(
+      ['actions', 'distortions', 'conditions', 'if_chain', 'scenarios', 'hooks', 'meta_parameters'].map((key) => [key, kept(key)]),
+    )
     withModelFloats(model, { ...sections, attributes: { ...attributes, ...marked } })
   }
   if (looksLikeModel(data)) return graft(data, [])

@@ -275,6 +275,14 @@ export const modelDefinitionSchema = z
     actions: z.array(z.unknown()).optional().meta(ACTIONS_DOC),
     conditions: z.array(z.unknown()).optional().meta(CONDITIONS_DOC),
     if_chain: z.array(z.unknown()).optional().meta({ description: 'Like conditions, but one chain: only the first matching branch runs.' }),
+    /**
+     * The reference product's library puts the noise of a model's outputs in a section of its
+     * own; its actions run after the model's own actions, each step.
+     */
+    distortions: z
+      .strictObject({ description: z.string().max(4096).optional(), actions: z.array(z.unknown()) })
+      .optional()
+      .meta({ description: "Actions that distort the model's outputs (noise, offsets): run after its own actions each step, named distortions_<kind>_<n>." }),
     scenarios: z.record(z.string(), z.unknown()).optional().meta(SCENARIOS_DOC),
     hooks: z.record(z.string(), z.unknown()).optional().meta(HOOKS_DOC),
     import: z.record(importKeySchema, z.union([importEntrySchema, z.array(importEntrySchema).min(1)])).optional(),

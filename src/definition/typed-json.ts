@@ -182,7 +182,7 @@ export function typedModelDefinition(definition: unknown): unknown {
  * a hook's value) and the defaults of `meta_parameters` that are not typed `int`, `float`, `bool`
  * or `str`. Their integral floats are kept as marks, so an expression sees `2.0` as a float.
  */
-const BEHAVIOUR_SECTIONS = ['actions', 'conditions', 'if_chain', 'scenarios', 'hooks'] as const
+const BEHAVIOUR_SECTIONS = ['actions', 'distortions', 'conditions', 'if_chain', 'scenarios', 'hooks'] as const
 
 /**
  * Gives a model definition parsed plainly (JSON.parse) the integral floats of `marked`, the same

@@ -79,7 +79,7 @@ export type ModelValidation =
     }
 
 /** Sections of a model that `check` (the model language) compiles; they refer to its attributes. */
-const BEHAVIOUR_KEYS = ['actions', 'conditions', 'if_chain', 'scenarios', 'hooks'] as const
+const BEHAVIOUR_KEYS = ['actions', 'distortions', 'conditions', 'if_chain', 'scenarios', 'hooks'] as const
 
 /**
  * Validates one model definition; every problem is reported with its path inside the model.

@@ -26,6 +26,8 @@ import { isRecord } from '../../definition/is-record.js'
 /** The behaviour keys of a model definition. */
 export interface BehaviourDefinition {
   actions?: unknown
+  /** `{actions: [...]}`: run after `actions` (the reference product's library keeps a model's noise there). */
+  distortions?: unknown
   conditions?: unknown
   if_chain?: unknown
   scenarios?: unknown
@@ -111,6 +113,7 @@ export class ModelBehaviour {
 export function compileBehaviour(definition: BehaviourDefinition, source: BehaviourSource): ModelBehaviour {
   const context = new CompileContext(source)
   const actions = compileList(definition.actions, 'actions', context)
+  if (isRecord(definition.distortions)) actions.push(...compileList(definition.distortions.actions, 'distortions.actions', context))
   const groups: BranchPlan[][] = []
   if (definition.conditions !== undefined) {
     if (!Array.isArray(definition.conditions)) context.problem('conditions', 'expected a list of {if: <expression>, actions: [...]} (and else entries)')
