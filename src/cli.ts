@@ -85,25 +85,35 @@ export async function runCli(argv: string[]): Promise<void> {
 
   program
     .command('validate')
-    .description('check a system or model definition file offline; prints every problem with its path and line:column')
-    .argument('<file>', 'YAML or JSON file')
-    .action(async (file: string) => {
+    .description(
+      'check system or model definition files offline (a folder: every .yaml, .yml and .json file under it); prints every problem with its path and line:column',
+    )
+    .argument('<paths...>', 'YAML or JSON files, or folders of them')
+    .action(async (paths: string[]) => {
       const { modelBehaviourProblems } = await import('./language/model/index.js')
-      const result = await loadDefinitionFile(file, modelBehaviourProblems)
-      if (!result.details.length) {
-        console.log(`${file}: valid ${result.kind} definition`)
-        const { unservedProtocols } = await import('./definition/model-schema.js')
-        const models = result.kind === 'model' ? { '': result.data } : isRecord(result.data) && isRecord(result.data.models) ? result.data.models : {}
-        for (const [name, model] of Object.entries(models)) {
-          for (const u of unservedProtocols(model)) {
-            console.log(`  note: ${name ? `models.${name}.` : ''}${u.path}: Mimic does not serve the ${u.kind} protocol; the model runs without it`)
+      const { unservedProtocols } = await import('./definition/model-schema.js')
+      const { definitionFiles } = await import('./definition/definition-files.js')
+      const { files, empty } = await definitionFiles(paths)
+      for (const folder of empty) console.error(`${folder}: no .yaml, .yml or .json file in this folder`)
+      let invalid = 0
+      for (const file of files) {
+        const result = await loadDefinitionFile(file, modelBehaviourProblems)
+        if (!result.details.length) {
+          console.log(`${file}: valid ${result.kind} definition`)
+          const models = result.kind === 'model' ? { '': result.data } : isRecord(result.data) && isRecord(result.data.models) ? result.data.models : {}
+          for (const [name, model] of Object.entries(models)) {
+            for (const u of unservedProtocols(model)) {
+              console.log(`  note: ${name ? `models.${name}.` : ''}${u.path}: Mimic does not serve the ${u.kind} protocol; the model runs without it`)
+            }
           }
+          continue
         }
-        return
+        invalid++
+        console.error(`${file}: ${result.details.length} problem${result.details.length === 1 ? '' : 's'}`)
+        for (const d of result.details) console.error(`  ${file}:${d.line ?? '?'}:${d.column ?? '?'}  ${d.path || '(root)'}: ${d.message}`)
       }
-      console.error(`${file}: ${result.details.length} problem${result.details.length === 1 ? '' : 's'}`)
-      for (const d of result.details) console.error(`  ${file}:${d.line ?? '?'}:${d.column ?? '?'}  ${d.path || '(root)'}: ${d.message}`)
-      process.exitCode = 1
+      if (files.length > 1) console.log(`${files.length} files: ${files.length - invalid} valid, ${invalid} invalid`)
+      if (invalid > 0 || empty.length > 0) process.exitCode = 1
     })
 
   const snapshot = program.command('snapshot').description('save, list, load and delete snapshots on a running server')

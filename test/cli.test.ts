@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -283,6 +283,36 @@ describe('mimic command line', () => {
     } finally {
       child.kill('SIGKILL')
     }
+  })
+
+  it('validate checks several files and whole folders of a library, with a closing count', async () => {
+    const library = join(dir, 'library')
+    await mkdir(join(library, 'sensors', 'hidden', '.git'), { recursive: true })
+    await writeFile(join(library, 'meter.yaml'), 'attributes:\n  v: 230.0\n')
+    await writeFile(join(library, 'sensors', 'probe.json'), '{"attributes": {"t": 21.5}}')
+    await writeFile(join(library, 'sensors', 'broken.yml'), 'attributes:\n  t: 1.0\nactions:\n  - set: $out(nope)\n    value: 1\n')
+    await writeFile(join(library, 'sensors', 'README.md'), 'not a definition')
+    await writeFile(join(library, 'sensors', 'hidden', '.git', 'config.yaml'), 'not: [a model')
+    const all = mimic(['validate', library, EXAMPLE_SYSTEM])
+    assert.equal(all.status, 1, all.stderr)
+    assert.deepEqual(
+      all.stdout.split('\n').filter((l) => l.includes(': valid ')),
+      [
+        `${join(library, 'meter.yaml')}: valid model definition`,
+        `${join(library, 'sensors', 'probe.json')}: valid model definition`,
+        `${EXAMPLE_SYSTEM}: valid system definition`,
+      ],
+    )
+    assert.match(all.stderr, /sensors\/broken\.yml: 1 problem\n {2}\S*broken\.yml:4:\d+ {2}actions\[0\]\.set: /)
+    assert.match(all.stdout, /\n4 files: 3 valid, 1 invalid\n$/)
+    assert.doesNotMatch(all.stdout + all.stderr, /README|config\.yaml/)
+
+    const valid = mimic(['validate', join(library, 'meter.yaml'), join(library, 'sensors', 'probe.json')])
+    assert.equal(valid.status, 0, valid.stderr)
+    assert.match(valid.stdout, /\n2 files: 2 valid, 0 invalid\n$/)
+    const none = mimic(['validate', join(library, 'sensors', 'hidden')])
+    assert.equal(none.status, 1)
+    assert.match(none.stderr, /hidden: no \.yaml, \.yml or \.json file in this folder/)
   })
 
   it('a .json system file is strict JSON: a trailing comma is an error with its line:column, for validate and serve', async () => {
