@@ -88,6 +88,11 @@ describe('numbers inside list, dict and any values', () => {
     assert.equal((await rawRequest(t, 'GET', `${base}/xs/internal_value`)).text, '{"value":[5.0]}')
     assert.equal((await rawRequest(t, 'GET', `${base}/added/internal_value`)).text, '{"value":[6.0,6]}')
     assert.match((await rawRequest(t, 'GET', `${base}/number`)).text, /"type":"float"/)
+    // The instance's own shorthand for attribute values.
+    const shorthand = await rawRequest(t, 'PUT', `${SYS}/instances/h1`, '{"xs": [8.0, 8], "v": 9.0}')
+    assert.equal(shorthand.status, 200, shorthand.text)
+    assert.equal((await rawRequest(t, 'GET', `${base}/xs/internal_value`)).text, '{"value":[8.0,8]}')
+    assert.equal((await rawRequest(t, 'GET', `${base}/v/internal_value`)).text, '{"value":9.0}')
 
     const refused = await rawRequest(t, 'PUT', `${base}/d/internal_value`, '{"value": 2.0}')
     assert.equal(refused.status, 422)

@@ -182,6 +182,7 @@ function withFloats(node: Component, body: unknown): unknown {
   switch (node.type) {
     case 'Attribute':
     case 'Attributes':
+    case 'Instance': // `PUT instances/<i>` {"<attr>": v} writes attribute values
       return keepingFloats(body)
     case 'Models': {
       const marked = keepingFloats(body)
