@@ -25,11 +25,6 @@ export class Model extends Component {
     this.#system = opts.system
   }
 
-  /** Names of the model's attributes in declaration order. */
-  attributeNames(): Set<string> {
-    return new Set(attributeDeclarations(this.parsed).map((a) => a.name))
-  }
-
   override properties(): Record<string, unknown> {
     return { definition: this.definition, instances: this.#system.instancesOf(this.name).map((i) => i.name) }
   }
