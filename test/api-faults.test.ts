@@ -173,6 +173,60 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
     assert.equal((await t.api('GET', `${SYS}/instances`)).body.children.length, 1)
   })
 
+  it('a PUT or PATCH of several properties with one refused sets none of them, and names each refused', async () => {
+    const attribute = `${SYS}/instances/i1/attributes/a`
+    const before = (await t.api('GET', attribute)).body
+    const both = await t.api('PATCH', attribute, { internal_value: 5.0, external_value: 'hot' })
+    assert.equal(both.status, 422)
+    assertFault(both.body, 422, 'validation')
+    assert.deepEqual(
+      both.body.error.details.map((d: { path: string }) => d.path),
+      ['external_value'],
+    )
+    assert.deepEqual((await t.api('GET', attribute)).body, before)
+
+    const polling = `${SYS}/instances/i1/polling`
+    const interval = (await t.api('GET', polling)).body.attr.interval.value
+    const refused = await t.api('PATCH', polling, { interval: 0.5, enabled: 'yes' })
+    assert.equal(refused.status, 422)
+    assert.deepEqual(refused.body.error.details, [{ path: 'enabled', message: 'expected true or false' }])
+    assert.equal((await t.api('GET', polling)).body.attr.interval.value, interval)
+
+    const timer = `${SYS}/timer`
+    const time = (await t.api('GET', timer)).body.attr.time.value
+    const two = await t.api('PUT', timer, { time: 42, dt: 0, pinned: 'no' })
+    assert.equal(two.status, 422)
+    assert.deepEqual(
+      two.body.error.details.map((d: { path: string }) => d.path),
+      ['dt', 'pinned'],
+    )
+    assert.equal((await t.api('GET', timer)).body.attr.time.value, time)
+    // A read-only property among writable ones: nothing is set either.
+    const readOnly = await t.api('PATCH', attribute, { internal_value: 5.0, type: 'int' })
+    assert.equal(readOnly.status, 422)
+    assert.deepEqual(readOnly.body.error.details, [{ path: 'type', message: 'read-only' }])
+    assert.deepEqual((await t.api('GET', attribute)).body, before)
+  })
+
+  it('an adapter whose settings are refused one of several keeps the others as they were', async () => {
+    const model = {
+      attributes: { level: { default: 7, type: 'int' } },
+      communication: [{ modbus_slave: { port: 0, mapping: { level: { address: 0, group: 'h_r', type: 'uint_16' } } } }],
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Plc: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { plc: 'Plc' })).status, 200)
+    const node = `${SYS}/instances/plc/communication/modbus_slave`
+    const delay = (await t.api('GET', node)).body.attr.response_delay.value
+    const refused = await t.api('PATCH', node, { response_delay: 0.25, faults: { nonsense: true } })
+    assert.equal(refused.status, 422, JSON.stringify(refused.body))
+    assert.equal((await t.api('GET', node)).body.attr.response_delay.value, delay)
+    assert.deepEqual((await t.api('GET', node)).body.attr.faults.value, {})
+    assert.equal((await t.api('PATCH', node, { response_delay: 0.25 })).status, 200)
+    assert.equal((await t.api('GET', node)).body.attr.response_delay.value, 0.25)
+    assert.equal((await t.api('DELETE', `${SYS}/instances/plc`)).status, 200)
+    assert.equal((await t.api('DELETE', `${SYS}/models/Plc`)).status, 200)
+  })
+
   it('409 for deleting what is in use; the root cannot be deleted', async () => {
     const res = await t.api('DELETE', `${SYS}/models/m`)
     assert.equal(res.status, 409)

@@ -342,6 +342,13 @@ export class Attribute extends Component {
     return VALUE_PROPERTIES.has(name) ? valueJson(value, this.valueType) : JSON.stringify(value)
   }
 
+  override propertyProblem(name: string, value: unknown): string | null {
+    if (!INTERNAL_NAMES.has(name) && name !== 'external_value') return super.propertyProblem(name, value)
+    const problem = this.valueProblem(this.#accepted(value))
+    if (problem !== null || name === 'external_value' || !this.#binding || this.#binding.writable) return problem
+    return `attribute '${this.name}' is bound to a getter without a setter and is read-only`
+  }
+
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (INTERNAL_NAMES.has(name)) return await this.setInternal(value, name)
     if (name === 'external_value') return this.setExternal(value)
@@ -551,6 +558,10 @@ class PendingAttribute extends Attribute {
   constructor(parent: Attributes, owner: AttributeOwner, name: string, attach: (attr: Attribute) => void) {
     super(parent, owner, { name, default: null, type: 'any' })
     this.#attach = attach
+  }
+
+  override propertyProblem(name: string, value: unknown): string | null {
+    return INTERNAL_NAMES.has(name) || name === 'external_value' ? typeProblem('any', value) : null
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {

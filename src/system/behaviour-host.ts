@@ -188,11 +188,16 @@ export class ActionNode extends Component {
     return props
   }
 
+  override propertyProblem(name: string, value: unknown): string | null {
+    if (name === 'enabled') return typeof value === 'boolean' ? null : 'expected true or false'
+    return super.propertyProblem(name, value)
+  }
+
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (name !== 'enabled') return await super.setProperty(name, value)
-    if (typeof value !== 'boolean')
-      throw new ValidationError(`Property 'enabled' of '${this.displayPath}' must be true or false`, [{ path: 'enabled', message: 'expected a boolean' }])
-    this.#runtime.enabled = value
+    const problem = this.propertyProblem(name, value)
+    if (problem) throw new ValidationError(`Property 'enabled' of '${this.displayPath}': ${problem}`, [{ path: 'enabled', message: problem }])
+    this.#runtime.enabled = value as boolean
   }
 
   override methods(): Record<string, MethodHandler> {

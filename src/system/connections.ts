@@ -33,11 +33,16 @@ export class Connection extends Component {
     return { from: this.from, to: this.to, enabled: this.enabled, transfers: this.transfers, last_error: this.lastError }
   }
 
+  override propertyProblem(name: string, value: unknown): string | null {
+    if (name === 'enabled') return typeof value === 'boolean' ? null : 'expected true or false'
+    return super.propertyProblem(name, value)
+  }
+
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (name !== 'enabled') return await super.setProperty(name, value)
-    if (typeof value !== 'boolean')
-      throw new ValidationError("Connection 'enabled' must be true or false", [{ path: 'enabled', message: 'expected a boolean' }])
-    this.enabled = value
+    const problem = this.propertyProblem(name, value)
+    if (problem) throw new ValidationError(`Connection 'enabled': ${problem}`, [{ path: 'enabled', message: problem }])
+    this.enabled = value as boolean
   }
 }
 

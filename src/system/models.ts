@@ -45,6 +45,11 @@ export class Model extends Component {
     return name === 'definition' ? typedJson(typedModelDefinition(this.definition)) : super.propertyJson(name)
   }
 
+  /** The definition is checked when it is put (every problem with its path). */
+  override propertyProblem(name: string, value: unknown): string | null {
+    return name === 'definition' ? null : super.propertyProblem(name, value)
+  }
+
   /** `PUT models/<m>` with `{"definition": {...}}` replaces the model. */
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (name === 'definition') return await this.#system.models.put({ [this.name]: value })

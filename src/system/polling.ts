@@ -57,23 +57,21 @@ export class Polling extends Component {
     return props
   }
 
+  override propertyProblem(name: string, value: unknown): string | null {
+    if (name === 'interval')
+      return typeof value !== 'number' || !Number.isFinite(value) || value < MIN_INTERVAL ? `expected a number of seconds >= ${MIN_INTERVAL}` : null
+    if (name === 'enabled') return typeof value === 'boolean' ? null : 'expected true or false'
+    return super.propertyProblem(name, value)
+  }
+
   override async setProperty(name: string, value: unknown): Promise<void> {
+    if (name !== 'interval' && name !== 'enabled') return await super.setProperty(name, value)
+    const problem = this.propertyProblem(name, value)
+    if (problem) throw new ValidationError(`Polling ${name}: ${problem}`, [{ path: name, message: problem }])
     if (name === 'interval') {
-      if (typeof value !== 'number' || !Number.isFinite(value) || value < MIN_INTERVAL) {
-        throw new ValidationError(`Polling interval must be a number of seconds >= ${MIN_INTERVAL}`, [
-          { path: 'interval', message: `expected a number >= ${MIN_INTERVAL}` },
-        ])
-      }
-      this.#interval = value
+      this.#interval = value as number
       this.#onChange()
-      return
-    }
-    if (name === 'enabled') {
-      if (typeof value !== 'boolean') throw new ValidationError('Polling enabled must be true or false', [{ path: 'enabled', message: 'expected a boolean' }])
-      this.#set(value)
-      return
-    }
-    await super.setProperty(name, value)
+    } else this.#set(value as boolean)
   }
 
   /** Whether it is enabled, its interval and the runs counted (for a snapshot with state). */

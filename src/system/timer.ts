@@ -86,21 +86,22 @@ export class Timer extends Component {
     return props
   }
 
-  override async setProperty(name: string, value: unknown): Promise<void> {
+  override propertyProblem(name: string, value: unknown): string | null {
     if (name === 'time' || name === 'dt') {
-      if (typeof value !== 'number' || !Number.isFinite(value))
-        throw new ValidationError(`Timer '${name}' must be a finite number`, [{ path: name, message: 'expected a finite number' }])
-      if (name === 'dt' && value <= 0) throw new ValidationError("Timer 'dt' must be greater than 0", [{ path: 'dt', message: 'must be > 0' }])
-      if (name === 'time') this.pin(value)
-      else this.#dt = value
-      return
+      if (typeof value !== 'number' || !Number.isFinite(value)) return 'expected a finite number'
+      return name === 'dt' && value <= 0 ? 'must be > 0' : null
     }
-    if (name === 'pinned') {
-      if (typeof value !== 'boolean') throw new ValidationError("Timer 'pinned' must be true or false", [{ path: 'pinned', message: 'expected a boolean' }])
-      this.#pinned = value
-      return
-    }
-    await super.setProperty(name, value)
+    if (name === 'pinned') return typeof value === 'boolean' ? null : 'expected true or false'
+    return super.propertyProblem(name, value)
+  }
+
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (name !== 'time' && name !== 'dt' && name !== 'pinned') return await super.setProperty(name, value)
+    const problem = this.propertyProblem(name, value)
+    if (problem) throw new ValidationError(`Timer '${name}': ${problem}`, [{ path: name, message: problem }])
+    if (name === 'time') this.pin(value as number)
+    else if (name === 'dt') this.#dt = value as number
+    else this.#pinned = value as boolean
   }
 
   /** Sets the time and pins it there (a write of `time`, or of `__timer` by an action). */

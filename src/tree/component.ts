@@ -1,4 +1,4 @@
-import { ConflictError, NotFoundError, ValidationError } from '../errors.js'
+import { ConflictError, NotFoundError, ValidationError, summarize } from '../errors.js'
 
 /** Arguments of a method call: `{"args": [...], "kwargs": {...}}` from the HTTP body. */
 export interface CallArgs {
@@ -119,7 +119,25 @@ export abstract class Component {
         unknown.map((k) => ({ path: k, message: 'unknown property' })),
       )
     }
-    for (const [key, value] of Object.entries(body)) await this.setProperty(key, value)
+    // Several properties are all checked before any is set, so a refused one leaves the others as they were.
+    const entries = Object.entries(body)
+    if (entries.length > 1) {
+      const details = entries.flatMap(([key, value]) => {
+        const problem = this.propertyProblem(key, value)
+        return problem === null ? [] : [{ path: key, message: problem }]
+      })
+      if (details.length) throw new ValidationError(summarize(`Properties of '${this.displayPath}'`, details), details)
+    }
+    for (const [key, value] of entries) await this.setProperty(key, value)
+  }
+
+  /**
+   * Why `setProperty(name, value)` would refuse the value, found without setting anything; null
+   * when it would not, or when only trying tells. The default: a property of this node is
+   * read-only, as the default `setProperty` says.
+   */
+  propertyProblem(name: string, _value: unknown): string | null {
+    return Object.hasOwn(this.properties(), name) || (name === 'state' && this.state !== undefined) ? 'read-only' : null
   }
 
   /** PATCH: set properties only. */
