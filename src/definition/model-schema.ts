@@ -431,7 +431,11 @@ export function typeProblem(type: AttributeType, value: unknown): string | null 
     case 'float':
       return typeof value === 'number' && Number.isFinite(value) ? null : `expected a finite number (float), got ${describe(value, got)}`
     case 'int':
-      return Number.isSafeInteger(value) ? null : `expected an integer (int), got ${describe(value, got)}`
+      if (Number.isSafeInteger(value)) return null
+      // JSON numbers and JS hold integers exactly up to 2**53 - 1: a larger one has already lost digits.
+      if (!float && Number.isInteger(value))
+        return `an int attribute holds integers from -(2**53 - 1) to 2**53 - 1 (9007199254740991), got one of about ${(value as number).toPrecision(4)}`
+      return `expected an integer (int), got ${describe(value, got)}`
     case 'bool':
       return typeof value === 'boolean' ? null : `expected true or false (bool), got ${got}`
     case 'str':
