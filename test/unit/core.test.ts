@@ -88,10 +88,7 @@ describe('definitions', () => {
     )
     assert.equal(decls[5]!.unit, 'rpm')
     assert.equal(typeProblem('int', 1.5), 'expected an integer (int), got 1.5')
-    assert.equal(
-      typeProblem('int', 2 ** 63),
-      'an int attribute holds integers from -(2**53 - 1) to 2**53 - 1 (9007199254740991), got one of about 9.223e+18',
-    )
+    assert.equal(typeProblem('int', 2 ** 63), 'an int attribute holds integers from -(2**53 - 1) to 2**53 - 1 (9007199254740991), got one of about 9.223e+18')
     assert.equal(typeProblem('int', 2 ** 53 - 1), null)
     assert.equal(typeProblem('any', null), null)
   })
