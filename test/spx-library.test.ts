@@ -63,6 +63,43 @@ describe("models of the reference product's library", () => {
     )
   })
 
+  it('a scenario that detaches an adapter Mimic does not serve runs, skipping what it does to that adapter, and says so once', async () => {
+    const model = {
+      attributes: { level: 0.0 },
+      actions: [{ function: '$out(level)', call: '$in(level) + 1' }],
+      communication: [{ lwm2m: { server: 'coap://127.0.0.1:5683' } }],
+      scenarios: {
+        // As the reference product's library writes it: its node of the lwm2m protocol is `lwm2m_client`.
+        lwm2m_reconnect: { enabled: true, duration: 3.0, call: { path: 'communication.lwm2m_client.detach', stop_path: 'communication.lwm2m_client.attach' } },
+        quiet: { duration: 2.0, overrides: { 'communication.lwm2m.response_delay': 2.0 } },
+      },
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Gauge: model })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { g1: 'Gauge' })).status, 200)
+    for (const method of ['prepare', 'start']) {
+      const res = await t.call(`${SYS}/instances/g1`, method)
+      assert.equal(res.status, 200, `${method}: ${JSON.stringify(res.body)}`)
+    }
+    assert.equal((await t.call(`${SYS}/instances/g1/scenarios/quiet`, 'start')).status, 200)
+    for (let i = 0; i < 4; i++) assert.equal((await t.call(`${SYS}/instances/g1`, 'run')).status, 200)
+    assert.equal((await t.api('GET', `${SYS}/instances/g1/scenarios/lwm2m_reconnect`)).body.attr.state.value, 'finished')
+    assert.equal((await t.api('GET', `${SYS}/instances/g1/attributes/level`)).body.attr.internal_value.value, 4)
+    const skipped = t.logs.filter((r) => r.instance === 'g1' && typeof r.path === 'string').map((r) => [r.path, r.msg])
+    assert.deepEqual(skipped, [
+      ['communication.lwm2m_client.detach', "'communication.lwm2m_client.detach' is on the lwm2m adapter, which Mimic does not serve: skipped"],
+      ['communication.lwm2m.response_delay', "'communication.lwm2m.response_delay' is on the lwm2m adapter, which Mimic does not serve: skipped"],
+      ['communication.lwm2m_client.attach', "'communication.lwm2m_client.attach' is on the lwm2m adapter, which Mimic does not serve: skipped"],
+    ])
+    assert.equal((await t.call(`${SYS}/instances/g1`, 'stop')).status, 200)
+    // A path into no adapter at all (a misspelt name) is still refused when it is used.
+    const typo = { ...model, scenarios: { reconnect: { duration: 1.0, call: { path: 'communication.lwm2n_client.detach' } } } }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Typo: typo })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { typo1: 'Typo' })).status, 200)
+    const refused = await t.call(`${SYS}/instances/typo1/scenarios/reconnect`, 'start')
+    assert.equal(refused.status, 404, JSON.stringify(refused.body))
+    assert.match(refused.body.error.message, /'communication\.lwm2n_client\.detach' names no method/)
+  })
+
   it("a stepper controller's `distortions` section: its noise runs after the model's own actions", async () => {
     const noise = await t.api('GET', `${SYS}/instances/stepper_controller__modbus_1/actions/distortions_noise_0`)
     assert.equal(noise.status, 200, JSON.stringify(noise.body))

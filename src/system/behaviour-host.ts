@@ -11,6 +11,7 @@ export interface HostInstance extends Component {
   readonly timer: { pin(time: number): void; readonly time: number; readonly dt: number }
   warn(message: string, context: Record<string, unknown>): void
   evaluateInWorker(index: number, values: string): Promise<string>
+  readonly communication: { unservedKind(name: string): string | undefined }
 }
 
 /**
@@ -24,6 +25,8 @@ export interface HostInstance extends Component {
  */
 export class InstanceHost implements BehaviourHost {
   readonly #instance: HostInstance
+  /** Paths into adapters Mimic does not serve that were skipped (each is said once). */
+  readonly #skipped = new Set<string>()
 
   constructor(instance: HostInstance) {
     this.#instance = instance
@@ -66,6 +69,7 @@ export class InstanceHost implements BehaviourHost {
   }
 
   async callPath(path: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {
+    if (this.#unserved(path)) return null
     const parts = this.#split(path)
     if (!parts || parts.last === undefined) throw new NotFoundError(`'${path}' names no method on instance '${this.name}'`, [{ path, message: 'not found' }])
     // Arguments written in the model keep `2.0` a float (json-float.ts) only for a method that tells
@@ -75,16 +79,20 @@ export class InstanceHost implements BehaviourHost {
   }
 
   async readPath(path: string): Promise<{ value: unknown } | undefined> {
+    // An override of an unserved adapter's setting holds nothing: its write is skipped too.
+    if (this.#unserved(path)) return { value: null }
     return this.lookup(path)
   }
 
   async writePath(path: string, value: unknown): Promise<void> {
+    if (this.#unserved(path)) return
     const parts = this.#split(path)
     if (!parts || parts.last === undefined) throw new NotFoundError(`'${path}' names no property on instance '${this.name}'`, [{ path, message: 'not found' }])
     await parts.node.setProperty(parts.last, value)
   }
 
   async suspendPath(path: string): Promise<(() => Promise<void>) | undefined> {
+    if (this.#unserved(path)) return async () => undefined
     const node = this.#node(path)
     if (!node) return undefined
     const methods = node.methods()
@@ -114,6 +122,22 @@ export class InstanceHost implements BehaviourHost {
 
   evaluate(index: number, values: string): Promise<string> {
     return this.#instance.evaluateInWorker(index, values)
+  }
+
+  /**
+   * Whether a path is into an adapter of a protocol Mimic does not serve
+   * (`communication.lwm2m_client.detach`): the model runs without that protocol, so what the path
+   * would do is skipped, and said once.
+   */
+  #unserved(path: string): boolean {
+    const adapter = /^communication\.([^.]+)/.exec(path)?.[1]
+    const kind = adapter === undefined ? undefined : this.#instance.communication.unservedKind(adapter)
+    if (kind === undefined) return false
+    if (!this.#skipped.has(path)) {
+      this.#skipped.add(path)
+      this.#instance.warn(`'${path}' is on the ${kind} adapter, which Mimic does not serve: skipped`, { path, protocol: kind })
+    }
+    return true
   }
 
   /** The node a whole path names, or undefined. */

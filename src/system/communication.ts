@@ -26,11 +26,15 @@ export class Communication extends Component {
 
   /** The protocols of the model that Mimic does not serve (`communication[2].knx_ip`), run without. */
   readonly #unserved: string[]
+  /** ... and their kinds (`knx_ip`). */
+  readonly #unservedKinds: string[]
 
   constructor(instance: Instance, model: Model, services: SystemServices, parameters: Record<string, unknown> = {}) {
     super('communication', instance)
     const counts = new Map<string, number>()
-    this.#unserved = unservedProtocols(model.parsed).map((u) => u.path)
+    const unserved = unservedProtocols(model.parsed)
+    this.#unserved = unserved.map((u) => u.path)
+    this.#unservedKinds = [...new Set(unserved.map((u) => u.kind))]
     for (const entry of communicationEntries(model.parsed.communication)) {
       const written = Object.keys(entry)[0]!
       if (UNSERVED_PROTOCOLS.has(written)) continue
@@ -65,6 +69,16 @@ export class Communication extends Component {
 
   override child(name: string): Component | undefined {
     return this.#adapters.get(name)
+  }
+
+  /**
+   * The protocol Mimic does not serve that an adapter name of the reference product stands for:
+   * its kind (`knx_ip`), or the kind and a suffix (`lwm2m_client` for `lwm2m`). Undefined for a
+   * name Mimic serves or a name of nothing.
+   */
+  unservedKind(name: string): string | undefined {
+    if (this.#adapters.has(name)) return undefined
+    return this.#unservedKinds.find((kind) => name === kind || name.startsWith(`${kind}_`))
   }
 
   /** The adapter nodes, keyed as in the tree. */
