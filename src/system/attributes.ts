@@ -184,7 +184,7 @@ export class Attribute extends Component {
     const problem = this.valueProblem(value)
     if (problem) throw this.#invalid(property, problem)
     if (this.#binding) {
-      if (!this.#binding.writable) throw this.#invalid(property, `attribute '${this.name}' is bound to a getter without a setter and is read-only`)
+      if (!this.#binding.writable) throw this.#invalid(property, this.#readOnly())
       await this.#owner.writeBound(this.name, value)
     } else this.#store(cloneJson(value))
     const hooks = this.#owner.attributeSet?.(this.name, 'internal')
@@ -346,6 +346,10 @@ export class Attribute extends Component {
     if (!INTERNAL_NAMES.has(name) && name !== 'external_value') return super.propertyProblem(name, value)
     const problem = this.valueProblem(this.#accepted(value))
     if (problem !== null || name === 'external_value' || !this.#binding || this.#binding.writable) return problem
+    return this.#readOnly()
+  }
+
+  #readOnly(): string {
     return `attribute '${this.name}' is bound to a getter without a setter and is read-only`
   }
 
