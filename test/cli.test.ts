@@ -333,7 +333,13 @@ describe('mimic command line', () => {
     await writeFile(twice, '{\n  "models": {\n    "A": {"attributes": {"x": 1}},\n    "A": {"attributes": {"y": 1}}\n  }\n}\n')
     const dup = mimic(['validate', twice])
     assert.equal(dup.status, 1)
-    assert.match(dup.stderr, /twice\.json:4:6 {2}\(root\): invalid JSON: Duplicate key 'A' encountered/)
+    assert.match(dup.stderr, /twice\.json:4:5 {2}models\.A: key 'A' given twice \(first at line 3\); the keys of a map must be unique/)
+    // YAML refuses a key given twice even with the same value; each one is named by its path.
+    const twiceYaml = join(dir, 'twice.yaml')
+    await writeFile(twiceYaml, 'models:\n  A:\n    attributes:\n      x: 1\n      y: 2\n      x: 1\n')
+    const dupYaml = mimic(['validate', twiceYaml])
+    assert.equal(dupYaml.status, 1)
+    assert.match(dupYaml.stderr, /twice\.yaml: 1 problem\n {2}\S*twice\.yaml:6:7 {2}models\.A\.attributes\.x: key 'x' given twice \(first at line 4\)/)
 
     // The same text is YAML in a .yaml file, where a trailing comma in a flow mapping is allowed.
     const yaml = join(dir, 'trailing-comma.yaml')

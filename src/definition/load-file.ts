@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { parse as parseLossless } from 'lossless-json'
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml'
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type YAMLError } from 'yaml'
 import type { ErrorDetail } from '../errors.js'
+import { duplicateKeys } from './duplicate-keys.js'
 import { FloatMark, mayHoldFloats, parseJsonKeepingFloats } from './json-float.js'
 import { isAttributeSpec } from './model-schema.js'
 import { withInstanceFloats, withModelFloats, withSystemModelFloats } from './typed-json.js'
@@ -57,10 +58,16 @@ export function parseDefinitionText(
   if (options.format === 'json') return parseJsonDefinition(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, lines)
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false })
   if (doc.errors.length) {
-    const details = doc.errors.map((e) => {
+    const detail = (e: YAMLError): ErrorDetail => {
       const pos = e.linePos?.[0] ?? lines.linePos(e.pos[0])
       return { path: '', message: e.message.split('\n')[0]!, line: pos.line, column: pos.col }
-    })
+    }
+    const repeated = doc.errors.filter((e) => e.code === 'DUPLICATE_KEY')
+    // Keys given twice come back with their paths; one the walk cannot name (a key that is a
+    // list or a map) keeps the parser's own words.
+    const named = repeated.length ? duplicateKeys(text) : []
+    const details = [...doc.errors.filter((e) => e.code !== 'DUPLICATE_KEY').map(detail), ...(named.length ? named : repeated.map(detail))]
+    details.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0))
     return { data: undefined, doc: null, lines, details }
   }
   const data: unknown = doc.toJS({ maxAliasCount: 100 })
@@ -84,6 +91,10 @@ function parseJsonDefinition(text: string, lines: LineCounter): { data: unknown;
     data = JSON.parse(text)
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err)
+    if (message.startsWith('Duplicate key')) {
+      const named = duplicateKeys(text, { differing: true })
+      if (named.length) return { data: undefined, doc: null, lines, details: named }
+    }
     const position = /at position (\d+)$/.exec(message)
     const at = position ? jsonPosition(text, Number(position[1])) : {}
     return { data: undefined, doc: null, lines, details: [{ path: '', message: `invalid JSON: ${message.replace(/ at position \d+$/, '')}`, ...at }] }

@@ -131,6 +131,25 @@ describe('definitions', () => {
     assert.equal(dup.details[0]!.line, 3)
   })
 
+  it('a key given twice is named by its path, with the line of its first copy, inside lists too', () => {
+    const text = 'models:\n  m:\n    attributes: {a: 1, b: 2, a: 1}\ninstances:\n  - i1: m\n    i1: m\n'
+    assert.deepEqual(
+      checkDefinitionText(text).details.map((d) => [d.path, d.line, d.column, d.message]),
+      [
+        ['models.m.attributes.a', 3, 30, "key 'a' given twice (first at line 3); the keys of a map must be unique"],
+        ['instances[0].i1', 6, 5, "key 'i1' given twice (first at line 5); the keys of a map must be unique"],
+      ],
+    )
+    // Strict JSON refuses only a key repeated with another value, as JSON readers disagree on it.
+    const json = { format: 'json' } as const
+    assert.deepEqual(checkDefinitionText('{"models": {"m": {"attributes": {"a": 1, "a": 1}}}}', undefined, json).details, [])
+    const differing = checkDefinitionText('{"models": {"m": {"attributes": {"a": 1, "b": 2, "a": 3}}}}', undefined, json)
+    assert.deepEqual(
+      differing.details.map((d) => [d.path, d.line]),
+      [['models.m.attributes.a', 1]],
+    )
+  })
+
   it('JSON text read as JSON is strict, and its problems carry line and column too', () => {
     const json = { format: 'json' } as const
     const comma = checkDefinitionText('{\n  "models": {"m": {"attributes": {"a": 1}}},\n}\n', undefined, json)
