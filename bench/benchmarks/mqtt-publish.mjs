@@ -171,7 +171,7 @@ export const mqttPublish = {
       `${instances} instances of one model with an \`mqtt\` adapter (topics \`bench/mimic/{{instance}}/p1\`..): each its own MQTT.js client (connection) to a local mosquitto (${await mosquittoVersion()}), ` +
         `${BINDINGS} float attributes published as JSON \`${TEMPLATE}\` every ${1 / HZ} s, QoS 0, no retain; ${rate(wanted)} wanted. ` +
         `Preparing the ${instances} instances (each adapter's first connection) took ${sig(prepareSeconds)} s. ` +
-        'Peer: bench/peers/paho-publisher.py on /usr/bin/python3, one paho-mqtt client (loop thread) publishing the same topics and payloads, ' +
+        'Peer: bench/peers/paho-publisher.py on /usr/bin/python3, one paho-mqtt client without its loop thread (each message written at once) publishing the same topics and payloads, ' +
         `every message of a tick then a sleep to the next tick (${HZ} ticks a second; a tick that runs late is followed at once by the next). ` +
         `The subscriber (bench/lib/mqtt-count-worker.mjs, MQTT.js in its own process, QoS 0) waits until it has heard all ${topics} topics, ` +
         `${warmupMs} ms more, then counts for ${windowMs / 1000} s; latency is its arrival time against the publication time in the payload (millisecond resolution). ` +
