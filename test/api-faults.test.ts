@@ -208,7 +208,7 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
     assert.deepEqual((await t.api('GET', attribute)).body, before)
   })
 
-  it('an adapter whose settings are refused one of several keeps the others as they were', async () => {
+  it('an adapter whose settings are refused one of several keeps the others as they were, and names every refused one', async () => {
     const model = {
       attributes: { level: { default: 7, type: 'int' } },
       communication: [{ modbus_slave: { port: 0, mapping: { level: { address: 0, group: 'h_r', type: 'uint_16' } } } }],
@@ -220,6 +220,17 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
     const refused = await t.api('PATCH', node, { response_delay: 0.25, faults: { nonsense: true } })
     assert.equal(refused.status, 422, JSON.stringify(refused.body))
     assert.equal((await t.api('GET', node)).body.attr.response_delay.value, delay)
+    assert.deepEqual((await t.api('GET', node)).body.attr.faults.value, {})
+    // Every refused setting is named, not only the first, and the valid faults beside them are not set.
+    const both = await t.api('PUT', node, { faults: { disconnect: {} }, response_delay: -1, port: 1502 })
+    assert.equal(both.status, 422)
+    assert.deepEqual(
+      both.body.error.details.map((d: { path: string; message: string }) => [d.path, d.message]),
+      [
+        ['response_delay', "'response_delay' must be a number of seconds from 0 to 3600"],
+        ['port', 'read-only'],
+      ],
+    )
     assert.deepEqual((await t.api('GET', node)).body.attr.faults.value, {})
     assert.equal((await t.api('PATCH', node, { response_delay: 0.25 })).status, 200)
     assert.equal((await t.api('GET', node)).body.attr.response_delay.value, 0.25)

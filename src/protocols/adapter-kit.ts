@@ -1,12 +1,39 @@
 /**
- * Small parts every protocol adapter needs the same way: lifecycle steps that never overlap, and
- * a warning that a chatty client cannot turn into a flood of log lines.
+ * Small parts every protocol adapter needs the same way: lifecycle steps that never overlap, a
+ * warning that a chatty client cannot turn into a flood of log lines, and the refusals of
+ * settings changed while running.
  *
  * @example
  * const steps = new SerialSteps()
  * start(): Promise<void> { return steps.run(async () => { ... }) }
  */
 import type { Logger } from 'pino'
+import { ValidationError } from '../errors.js'
+
+/**
+ * The refusal of a setting that cannot be changed while the adapter runs.
+ *
+ * @example
+ * readOnly({ name: 'boiler.modbus_slave', settable: ['response_delay'] }, 'port')
+ * // ValidationError "Property 'port' of adapter 'boiler.modbus_slave' is read-only (settable: response_delay)"
+ */
+export function readOnly(adapter: { name: string; settable: readonly string[] }, name: string): ValidationError {
+  const settable = adapter.settable.length ? ` (settable: ${adapter.settable.join(', ')})` : ''
+  return new ValidationError(`Property '${name}' of adapter '${adapter.name}' is read-only${settable}`, [{ path: name, message: 'read-only' }])
+}
+
+/**
+ * The refusal of a setting in seconds that is not a number from `min` to `max`, or null.
+ *
+ * @example
+ * secondsProblem('response_delay', -1, 0, 3600) // ValidationError "'response_delay' must be a number of seconds from 0 to 3600"
+ */
+export function secondsProblem(name: string, value: unknown, min: number, max: number): ValidationError | null {
+  if (typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max) return null
+  return new ValidationError(`'${name}' must be a number of seconds from ${min} to ${max}`, [
+    { path: name, message: `expected a number from ${min} to ${max}` },
+  ])
+}
 
 /**
  * Runs asynchronous steps one after the other (start, stop, detach, attach of one adapter): a step

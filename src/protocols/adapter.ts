@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import type { z } from 'zod'
+import type { ValidationError } from '../errors.js'
 
 /**
  * The one interface every protocol adapter implements, and the shape of a protocol kind in the
@@ -98,8 +99,14 @@ export interface ProtocolAdapter {
   settings(): Record<string, unknown>
   /** Names of the settings that may be changed while the adapter runs. */
   readonly settable: readonly string[]
-  /** Changes a settable setting; throws ValidationError for a bad value or a name not in `settable`. */
+  /** Changes a settable setting; throws `refusal(name, value)` when there is one. */
   set(name: string, value: unknown): void
+  /**
+   * The ValidationError `set(name, value)` would throw (a bad value, a name not in `settable`),
+   * found without changing anything; null when it would set it. Lets several settings be checked
+   * before any is set.
+   */
+  refusal(name: string, value: unknown): ValidationError | null
   /** Why `value` cannot be published for `attr`, or null (also when `attr` is not published). */
   valueProblem(attr: string, value: unknown): string | null
   /**

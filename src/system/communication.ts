@@ -214,40 +214,14 @@ export class AdapterNode extends Component {
     return this.adapter.settings()
   }
 
-  /** A settable setting is checked by the adapter as it is set: only trying tells. */
+  /** A settable setting is checked by the adapter; the others are read-only. */
   override propertyProblem(name: string, value: unknown): string | null {
-    return this.adapter.settable.includes(name) ? null : super.propertyProblem(name, value)
+    return this.adapter.settable.includes(name) ? (this.adapter.refusal(name, value)?.message ?? null) : super.propertyProblem(name, value)
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (this.adapter.settable.includes(name)) this.adapter.set(name, value)
     else await super.setProperty(name, value)
-  }
-
-  /**
-   * Several settings: the adapter checks each as it is set, so when one is refused those set
-   * before it are put back to what they were (settings are plain values: setting one back does
-   * nothing else).
-   */
-  override async put(body: Record<string, unknown>): Promise<void> {
-    const before = this.adapter.settings()
-    try {
-      await super.put(body)
-    } catch (err) {
-      for (const key of Object.keys(body)) {
-        if (!this.adapter.settable.includes(key)) continue
-        try {
-          if (JSON.stringify(this.adapter.settings()[key]) !== JSON.stringify(before[key])) this.adapter.set(key, before[key])
-        } catch {
-          // What was there was valid when it was set; a refusal now leaves the newer value.
-        }
-      }
-      throw err
-    }
-  }
-
-  override async patch(props: Record<string, unknown>): Promise<void> {
-    await this.put(props)
   }
 
   override methods(): Record<string, MethodHandler> {

@@ -1,8 +1,8 @@
-import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { readOnly, secondsProblem, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { asciiAttributeReferences } from '../../definition/ascii-schema.js'
 import type { AsciiDefinition } from '../../definition/ascii-schema.js'
-import { ConflictError, ValidationError } from '../../errors.js'
+import { ConflictError, type ValidationError } from '../../errors.js'
 import { SERVER_VERSION } from '../../version.js'
 import type { AdapterStats, AdapterSubject, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { DropKind, Endpoint, LineHandler } from './endpoint.js'
@@ -194,15 +194,13 @@ export class AsciiAdapter implements ProtocolAdapter {
    * adapter.set('response_delay', 0.5)
    */
   set(name: string, value: unknown): void {
-    if (name !== 'response_delay' && name !== 'response_jitter') {
-      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [
-        { path: name, message: 'read-only' },
-      ])
-    }
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 3600) {
-      throw new ValidationError(`'${name}' must be a number of seconds from 0 to 3600`, [{ path: name, message: 'expected a number from 0 to 3600' }])
-    }
-    this.#definition[name] = value
+    const refusal = this.refusal(name, value)
+    if (refusal) throw refusal
+    this.#definition[name as 'response_delay' | 'response_jitter'] = value as number
+  }
+
+  refusal(name: string, value: unknown): ValidationError | null {
+    return name === 'response_delay' || name === 'response_jitter' ? secondsProblem(name, value, 0, 3600) : readOnly(this, name)
   }
 
   /** Why `value` cannot be answered for `attr` (see checkAsciiValue), or null. */

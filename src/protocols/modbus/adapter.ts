@@ -1,4 +1,4 @@
-import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { readOnly, secondsProblem, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import type { AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
@@ -308,15 +308,22 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    */
   set(name: string, value: unknown): void {
     if (name === 'faults') return this.setFaults(value)
-    if (name !== 'response_delay') {
-      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [
-        { path: name, message: 'read-only' },
-      ])
+    const refusal = this.refusal(name, value)
+    if (refusal) throw refusal
+    this.#definition.response_delay = value as number
+  }
+
+  refusal(name: string, value: unknown): ValidationError | null {
+    if (name === 'faults') {
+      try {
+        parseModbusFaults(value)
+        return null
+      } catch (err) {
+        if (err instanceof ValidationError) return err
+        throw err
+      }
     }
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 3600) {
-      throw new ValidationError(`'response_delay' must be a number of seconds from 0 to 3600`, [{ path: name, message: 'expected a number from 0 to 3600' }])
-    }
-    this.#definition.response_delay = value
+    return name === 'response_delay' ? secondsProblem(name, value, 0, 3600) : readOnly(this, name)
   }
 
   /**

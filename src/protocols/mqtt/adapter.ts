@@ -1,12 +1,15 @@
-import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { readOnly, secondsProblem, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import { connect, type IClientOptions, type MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
-import { ConflictError, ValidationError } from '../../errors.js'
+import { ConflictError, type ValidationError } from '../../errors.js'
 import { MQTT_EMBEDDED, fullTopic, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
 import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadResult } from './payload.js'
+
+/** What may change while the adapter runs, and its range in seconds. */
+const MQTT_SETTABLE_RANGES: Record<string, [number, number]> = { publish_interval: [0, 86_400], scan_interval: [0.01, 60] }
 
 /**
  * The `mqtt` adapter of one instance: a client of a broker (or of the embedded one) that
@@ -288,26 +291,21 @@ export class MqttAdapter implements ProtocolAdapter {
    * adapter.set('publish_interval', 5)
    */
   set(name: string, value: unknown): void {
-    const limits: Record<string, [number, number]> = { publish_interval: [0, 86_400], scan_interval: [0.01, 60] }
-    const range = limits[name]
-    if (range === undefined) {
-      throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only (settable: ${this.settable.join(', ')})`, [
-        { path: name, message: 'read-only' },
-      ])
-    }
-    const [min, max] = range
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-      throw new ValidationError(`'${name}' must be a number of seconds from ${min} to ${max}`, [
-        { path: name, message: `expected a number from ${min} to ${max}` },
-      ])
-    }
+    const refusal = this.refusal(name, value)
+    if (refusal) throw refusal
     ;(this.#definition as Record<string, unknown>)[name] = value
     this.#updatePeriods()
     if (name === 'scan_interval' && this.#scanTimer) {
       clearInterval(this.#scanTimer)
-      this.#scanTimer = setInterval(() => this.#scan(), value * 1000)
+      this.#scanTimer = setInterval(() => this.#scan(), (value as number) * 1000)
       this.#scanTimer.unref()
     }
+  }
+
+  refusal(name: string, value: unknown): ValidationError | null {
+    const range = MQTT_SETTABLE_RANGES[name]
+    if (range === undefined) return readOnly(this, name)
+    return secondsProblem(name, value, ...range)
   }
 
   valueProblem(attr: string, value: unknown): string | null {

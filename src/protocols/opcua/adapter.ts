@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events'
-import { SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { readOnly, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { BaseNode, Namespace, UAObject, UAVariable } from 'node-opcua-address-space'
 import { StatusCodes, type StatusCode } from 'node-opcua-status-code'
 import { EUInformation } from 'node-opcua-types'
@@ -182,7 +182,11 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   }
 
   set(name: string): void {
-    throw new ValidationError(`Property '${name}' of adapter '${this.name}' is read-only`, [{ path: name, message: 'read-only' }])
+    throw readOnly(this, name)
+  }
+
+  refusal(name: string): ValidationError {
+    return readOnly(this, name)
   }
 
   valueProblem(attr: string, value: unknown): string | null {
