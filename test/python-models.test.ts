@@ -179,6 +179,21 @@ describe('Python-backed models over HTTP', () => {
     assert.equal(unknown.status, 404, 'only mapped names are methods')
   })
 
+  it('arguments that do not fit a method are a 422 naming them, and the method does not run', async () => {
+    const inst = `${SYS}/instances/sensor`
+    const offset = () => t.api('GET', `${inst}/attributes/temperature/attr/internal_value`)
+    const before = (await offset()).body
+    const typo = await t.call(inst, 'calibrate', { ofset: 3 })
+    assert.equal(typo.status, 422)
+    assert.equal(typo.body.event, 'validation')
+    assert.deepEqual(typo.body.error.details, [{ path: 'kwargs.ofset', message: "calibrate(): got an unexpected keyword argument 'ofset'" }])
+    const many = await t.api('POST', `${inst}/method/calibrate`, { args: [1, 2, 3, 4] })
+    assert.equal(many.status, 422)
+    assert.equal(many.body.error.details[0].path, 'args')
+    assert.deepEqual((await offset()).body, before, 'calibrate did not run')
+    assert.equal((await t.call(inst, 'calibrate', { offset: 1.5, scale: 2 })).status, 200)
+  })
+
   it('an exception in user code is a 500 with the traceback; the instance keeps working', async () => {
     const inst = `${SYS}/instances/sensor`
     const res = await t.call(inst, 'explode')

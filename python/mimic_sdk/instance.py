@@ -11,6 +11,8 @@ Example::
 
 from __future__ import annotations
 
+import inspect
+
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mimic_sdk.component import ComponentContext
@@ -86,7 +88,7 @@ class Instance:
 
     __slots__ = (
         "name", "objects", "methods", "bindings", "getters", "last", "context", "modules", "components", "declarative",
-        "slot", "expressions",
+        "slot", "expressions", "signatures",
     )
 
     def __init__(self, name: str, context: ComponentContext):
@@ -109,6 +111,8 @@ class Instance:
         self.slot = -1
         #: the action expressions it evaluates here, by index (see mimic_sdk.expressions)
         self.expressions: List[Any] = []
+        #: model method -> its signature, None when Python cannot tell it (see Runner.call)
+        self.signatures: Dict[str, Optional[inspect.Signature]] = {}
 
     @property
     def order(self) -> List[str]:

@@ -13,6 +13,8 @@ Example::
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 from array import array
 from base64 import b64encode
@@ -26,6 +28,37 @@ from mimic_sdk.output import OutputCapture
 _NAN = float("nan")
 #: compiled step plans a worker keeps (the system loop and run() use one each)
 MAX_PLANS = 16
+
+
+def check_arguments(instance: Instance, method: str, fn: Callable[..., Any], args: Optional[List[Any]], kwargs: Optional[Dict[str, Any]]) -> None:
+    """Raises an ``arguments`` WorkerError when ``args`` and ``kwargs`` do not fit the signature
+    of the method, as Python's call would, before the method runs: a caller's mistake is told
+    apart from a TypeError the method's own code raises. Its path is ``kwargs.<name>`` for a
+    named argument (unexpected, missing, given twice) and ``args`` for too many positional ones.
+    A callable whose signature Python cannot tell (some built-ins) is called as it is.
+
+    Example::
+
+        check_arguments(instance, "calibrate", sensor.calibrate, [], {"x": 1})
+        # WorkerError("arguments", "calibrate(): got an unexpected keyword argument 'x'", "kwargs.x")
+    """
+    signatures = instance.signatures
+    if method in signatures:
+        signature = signatures[method]
+    else:
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            signature = None
+        signatures[method] = signature
+    if signature is None:
+        return
+    try:
+        signature.bind(*(args or ()), **(kwargs or {}))
+    except TypeError as exc:
+        named = re.search(r"'([^']+)'", str(exc))
+        path = f"kwargs.{named.group(1)}" if named else "args"
+        raise WorkerError("arguments", f"{method}(): {exc}", path) from None
 
 
 class Plan:
@@ -119,6 +152,7 @@ class Runner:
         if fn is None:
             bound = ", ".join(sorted(instance.methods)) or "none"
             raise WorkerError("not_found", f"instance {instance.name!r} has no bound method {method!r} (bound: {bound})", method)
+        check_arguments(instance, method, fn, args, kwargs)
         context = instance.context
         if time is not None:
             context.time = float(time)

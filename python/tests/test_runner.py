@@ -28,6 +28,35 @@ class Call(WorkerTestCase):
         self.assertEqual(self.ok("call", instance="c", method="add", args=[1, 2], kwargs={"scale": 10})["result"], 30)
         self.assertEqual(self.ok("call", instance="c", method="add", args=[4])["result"], 4)
 
+    def test_arguments_that_do_not_fit_are_refused_before_the_method_runs(self):
+        self.write("calc.py", """
+            class Calc:
+                calls = 0
+
+                def add(self, a, b=0, *, scale=1):
+                    Calc.calls += 1
+                    return (a + b) * scale
+
+                def count(self):
+                    return Calc.calls
+
+                def wrong(self, x):
+                    return len(x)
+        """)
+        methods = {"add": "add", "count": "count", "wrong": "wrong"}
+        self.ok("load", instance="c", entries=[self.entry("calc.py", "Calc", methods=methods)])
+        refused = {
+            "kwargs.x": ({"args": [1], "kwargs": {"x": 1}}, "add(): got an unexpected keyword argument 'x'"),
+            "kwargs.a": ({"kwargs": {}}, "add(): missing a required argument: 'a'"),
+            "args": ({"args": [1, 2, 3]}, "add(): too many positional arguments"),
+        }
+        for path, (arguments, message) in refused.items():
+            error = self.failure("call", instance="c", method="add", **arguments)
+            self.assertEqual((error["kind"], error["path"], error["message"]), ("arguments", path, message))
+        self.assertEqual(self.ok("call", instance="c", method="count")["result"], 0, "add never ran")
+        # A TypeError the method's own code raises is the method's failure, not the caller's.
+        self.assertEqual(self.failure("call", instance="c", method="wrong", args=[5])["kind"], "user_code")
+
     def test_user_exception_has_traceback_and_instance_keeps_working(self):
         self.load_sensor(methods={"run": "tick", "boom": "boom"})
         error = self.failure("call", instance="s", method="boom", kwargs={"n": 3})

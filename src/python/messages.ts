@@ -27,7 +27,7 @@ export const PROTOCOL_VERSION = 5
  * @example
  * const kind: ErrorKind = ERROR_KINDS[0]  // 'user_code'
  */
-export const ERROR_KINDS = ['user_code', 'load', 'read_only', 'not_found', 'plan', 'protocol'] as const
+export const ERROR_KINDS = ['user_code', 'load', 'read_only', 'not_found', 'arguments', 'plan', 'protocol'] as const
 
 /**
  * One of `ERROR_KINDS`.

@@ -22,7 +22,8 @@ export interface RemoteErrorContext {
 
 /**
  * Builds the MimicError for a worker failure: user exceptions are 500 with the traceback,
- * load problems and writes to read-only bindings 422 naming the entry, unknown names 404.
+ * load problems, writes to read-only bindings and arguments that do not fit a method 422 naming
+ * the entry, unknown names 404.
  * The detail's message never repeats its path, which the fault message puts before it.
  *
  * @example
@@ -50,6 +51,8 @@ export function remoteError(error: WireError | undefined, context: RemoteErrorCo
       return new ValidationError(`${message}`, [detail])
     case 'not_found':
       return new NotFoundError(message, [detail])
+    case 'arguments':
+      return new ValidationError(`The arguments of ${context.action} on ${where} do not fit: ${message}`, [detail])
     default:
       return new InternalError(`Python worker refused ${context.action} of ${where}: ${message}`, [detail])
   }
