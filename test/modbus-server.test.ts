@@ -173,6 +173,19 @@ describe('Modbus TCP through the running server', () => {
     assert.equal((await t.api('GET', `${SYS}/instances/clash`)).body.state, 'ERROR')
     await t.api('DELETE', `${SYS}/instances/clash`)
 
+    // Mimic's own listener on 127.0.0.1 holds the port for 0.0.0.0 too: the fault says so, not "another program".
+    await t.api('PUT', `${SYS}/models`, { Everywhere: model(port, 3, { host: '0.0.0.0' }) })
+    await t.api('PUT', `${SYS}/instances`, { everywhere: 'Everywhere' })
+    const wide = await t.call(`${SYS}/instances/everywhere`, 'prepare')
+    assert.equal(wide.status, 409, JSON.stringify(wide.body))
+    assert.deepEqual(
+      wide.body.error.details.map((d: { path: string }) => d.path),
+      ['host'],
+    )
+    assert.match(wide.body.error.message, new RegExp(`port ${port} is already served by Mimic on 127\\.0\\.0\\.1: a listener on 0\\.0\\.0\\.0 cannot share it`))
+    await t.api('DELETE', `${SYS}/instances/everywhere`)
+    await t.api('DELETE', `${SYS}/models/Everywhere`)
+
     const blocker: Server = createServer()
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
     const taken = (blocker.address() as { port: number }).port

@@ -73,3 +73,33 @@ export class ThrottledWarning {
     }
   }
 }
+
+/**
+ * Why a listener could not open `host:port`, for a fault: the words and the setting to change.
+ * `servedOn` is another host on which Mimic itself already serves that port: a listener on
+ * 0.0.0.0 and one on a single address cannot share a port, and "another program" would mislead.
+ *
+ * @example
+ * listenProblem({ code: 'EADDRINUSE' }, '0.0.0.0', 5020, { servedOn: '127.0.0.1' })
+ * // { path: 'host', message: 'port 5020 is already served by Mimic on 127.0.0.1: ...' }
+ */
+export function listenProblem(
+  error: unknown,
+  host: string,
+  port: number,
+  options: { label?: string; servedOn?: string | undefined } = {},
+): { path: 'host' | 'port'; message: string } {
+  const code = (error as NodeJS.ErrnoException).code
+  const where = `${host}:${port}`
+  const label = options.label ? `${options.label} port` : 'port'
+  if (code === 'EADDRINUSE' && options.servedOn !== undefined) {
+    const message =
+      `${label} ${port} is already served by Mimic on ${options.servedOn}: a listener on ${host} cannot share it ` +
+      '(0.0.0.0 takes every address); give both instances the same host, or another port'
+    return { path: 'host', message }
+  }
+  if (code === 'EADDRINUSE') return { path: 'port', message: `${label} ${where} is already in use by another program` }
+  if (code === 'EACCES') return { path: 'port', message: `permission denied to listen on ${where} (ports below 1024 need privileges)` }
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return { path: 'host', message: `host ${host} is not an address of this machine` }
+  return { path: 'port', message: `cannot listen on ${where}: ${(error as Error).message}` }
+}

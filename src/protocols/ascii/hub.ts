@@ -1,6 +1,7 @@
 import { pino } from 'pino'
 import type { Logger } from 'pino'
 import { ConflictError } from '../../errors.js'
+import { listenProblem } from '../adapter-kit.js'
 import type { AsciiTransport } from '../../definition/ascii-schema.js'
 import { ASCII_DEFAULTS } from '../../definition/ascii-schema.js'
 import { TcpEndpoint, UdpEndpoint } from './endpoint.js'
@@ -71,7 +72,7 @@ export class AsciiHub {
     } catch (error) {
       if (claim !== null) this.#endpoints.delete(claim)
       await endpoint.close()
-      throw listenFailure(transport, host, port, error)
+      throw listenFailure(transport, host, port, error, this.#servedOn(transport, host, port))
     }
   }
 
@@ -118,22 +119,21 @@ export class AsciiHub {
     throw new ConflictError(`Cannot open an ascii endpoint: ${message}`, [{ path: 'port', message }])
   }
 
+  /** Another host on which an endpoint of this hub holds the port, with its adapter. */
+  #servedOn(transport: AsciiTransport, host: string, port: number): string | undefined {
+    for (const { endpoint, owner } of this.#endpoints.values()) {
+      if (endpoint.transport === transport && endpoint.port === port && endpoint.host !== host) return `${endpoint.host} (adapter '${owner}')`
+    }
+    return undefined
+  }
+
   #endpoint(transport: AsciiTransport, host: string, port: number, handler: LineHandler): Endpoint {
     const options = { host, port, logger: this.#logger, handler }
     return transport === 'udp' ? new UdpEndpoint(options) : new TcpEndpoint(options)
   }
 }
 
-function listenFailure(transport: string, host: string, port: number, error: unknown): ConflictError {
-  const code = (error as NodeJS.ErrnoException).code
-  const where = `${host}:${port}`
-  const message =
-    code === 'EADDRINUSE'
-      ? `${transport} port ${where} is already in use by another program`
-      : code === 'EACCES'
-        ? `permission denied to listen on ${where} (ports below 1024 need privileges)`
-        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
-          ? `host ${host} is not an address of this machine`
-          : `cannot listen on ${where}: ${(error as Error).message}`
-  return new ConflictError(`Cannot open an ascii endpoint: ${message}`, [{ path: code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? 'host' : 'port', message }])
+function listenFailure(transport: string, host: string, port: number, error: unknown, servedOn?: string): ConflictError {
+  const problem = listenProblem(error, host, port, { label: transport, servedOn })
+  return new ConflictError(`Cannot open an ascii endpoint: ${problem.message}`, [problem])
 }

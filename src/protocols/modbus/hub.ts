@@ -1,6 +1,7 @@
 import { pino } from 'pino'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
+import { listenProblem } from '../adapter-kit.js'
 import { ModbusListener } from './listener.js'
 import type { ModbusUnit } from './connection.js'
 import type { ConnectionRules } from './connection-rules.js'
@@ -109,7 +110,7 @@ export class ModbusHub {
     } catch (error) {
       listener.remove(unitId, unit)
       if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
-      throw listenFailure(host, port, error)
+      throw listenFailure(host, port, error, [...this.#listeners.values()].find((l) => l.port === port && l.host !== host)?.host)
     }
     return { host, port, unitId, unit }
   }
@@ -201,16 +202,7 @@ export class ModbusHub {
   }
 }
 
-function listenFailure(host: string, port: number, error: unknown): ConflictError {
-  const code = (error as NodeJS.ErrnoException).code
-  const where = `${host}:${port}`
-  const message =
-    code === 'EADDRINUSE'
-      ? `port ${where} is already in use by another program`
-      : code === 'EACCES'
-        ? `permission denied to listen on ${where} (ports below 1024 need privileges)`
-        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
-          ? `host ${host} is not an address of this machine`
-          : `cannot listen on ${where}: ${(error as Error).message}`
-  return new ConflictError(`Cannot open a Modbus listener: ${message}`, [{ path: code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? 'host' : 'port', message }])
+function listenFailure(host: string, port: number, error: unknown, servedOn?: string): ConflictError {
+  const problem = listenProblem(error, host, port, { servedOn })
+  return new ConflictError(`Cannot open a Modbus listener: ${problem.message}`, [problem])
 }
