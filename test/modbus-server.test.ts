@@ -182,7 +182,10 @@ describe('Modbus TCP through the running server', () => {
       wide.body.error.details.map((d: { path: string }) => d.path),
       ['host'],
     )
-    assert.match(wide.body.error.message, new RegExp(`port ${port} is already served by Mimic on 127\\.0\\.0\\.1: a listener on 0\\.0\\.0\\.0 cannot share it`))
+    assert.match(
+      wide.body.error.message,
+      new RegExp(`port ${port} is already served by Mimic on 127\\.0\\.0\\.1: a listener on 0\\.0\\.0\\.0 cannot share it.*same host, or another port`),
+    )
     await t.api('DELETE', `${SYS}/instances/everywhere`)
     await t.api('DELETE', `${SYS}/models/Everywhere`)
 

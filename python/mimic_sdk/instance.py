@@ -12,7 +12,6 @@ Example::
 from __future__ import annotations
 
 import inspect
-
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mimic_sdk.component import ComponentContext

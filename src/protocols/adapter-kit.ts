@@ -78,6 +78,7 @@ export class ThrottledWarning {
  * Why a listener could not open `host:port`, for a fault: the words and the setting to change.
  * `servedOn` is another host on which Mimic itself already serves that port: a listener on
  * 0.0.0.0 and one on a single address cannot share a port, and "another program" would mislead.
+ * `shared`: instances may share one listener (Modbus units), so the same host is a way out.
  *
  * @example
  * listenProblem({ code: 'EADDRINUSE' }, '0.0.0.0', 5020, { servedOn: '127.0.0.1' })
@@ -87,7 +88,7 @@ export function listenProblem(
   error: unknown,
   host: string,
   port: number,
-  options: { label?: string; servedOn?: string | undefined } = {},
+  options: { label?: string; servedOn?: string | undefined; shared?: boolean } = {},
 ): { path: 'host' | 'port'; message: string } {
   const code = (error as NodeJS.ErrnoException).code
   const where = `${host}:${port}`
@@ -95,7 +96,7 @@ export function listenProblem(
   if (code === 'EADDRINUSE' && options.servedOn !== undefined) {
     const message =
       `${label} ${port} is already served by Mimic on ${options.servedOn}: a listener on ${host} cannot share it ` +
-      '(0.0.0.0 takes every address); give both instances the same host, or another port'
+      `(0.0.0.0 takes every address); ${options.shared ? 'give both instances the same host, or another port' : 'give this one another port'}`
     return { path: 'host', message }
   }
   if (code === 'EADDRINUSE') return { path: 'port', message: `${label} ${where} is already in use by another program` }

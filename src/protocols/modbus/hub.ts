@@ -203,6 +203,6 @@ export class ModbusHub {
 }
 
 function listenFailure(host: string, port: number, error: unknown, servedOn?: string): ConflictError {
-  const problem = listenProblem(error, host, port, { servedOn })
+  const problem = listenProblem(error, host, port, { servedOn, shared: true })
   return new ConflictError(`Cannot open a Modbus listener: ${problem.message}`, [problem])
 }

@@ -16,7 +16,10 @@ describe('ascii hub: a port that cannot be had', () => {
       // 0.0.0.0 takes every address, so it cannot share the port the first endpoint holds on 127.0.0.1.
       const wide = await hub.open({ transport: 'tcp', host: '0.0.0.0', port: first.port, owner: 'psu.ascii', handler }).catch((e: unknown) => e)
       assert.ok(wide instanceof ConflictError)
-      assert.match(wide.message, new RegExp(`tcp port ${first.port} is already served by Mimic on 127\\.0\\.0\\.1 \\(adapter 'dmm\\.ascii'\\)`))
+      assert.match(
+        wide.message,
+        new RegExp(`tcp port ${first.port} is already served by Mimic on 127\\.0\\.0\\.1 \\(adapter 'dmm\\.ascii'\\).*give this one another port`),
+      )
       assert.deepEqual(
         wide.details.map((d) => d.path),
         ['host'],
