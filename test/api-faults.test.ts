@@ -238,6 +238,32 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
     assert.equal((await t.api('DELETE', `${SYS}/models/Plc`)).status, 200)
   })
 
+  it('a method that takes no arguments refuses any, naming each, and does nothing', async () => {
+    const timer = `${SYS}/instances/i1/timer`
+    assert.equal((await t.api('PUT', timer, { time: 7 })).status, 200)
+    const refused = await t.api('POST', `${timer}/method/reset`, { kwargs: { tim: 0 }, args: [0] })
+    assert.equal(refused.status, 422)
+    assertFault(refused.body, 422, 'validation')
+    assert.deepEqual(refused.body.error.details, [
+      { path: 'kwargs.tim', message: 'unknown argument (reset takes none)' },
+      { path: 'args', message: 'reset takes no arguments' },
+    ])
+    assert.equal((await t.api('GET', timer)).body.attr.time.value, 7, 'the timer was not reset')
+    for (const [node, method] of [
+      [`${SYS}/instances/i1`, 'prepare'],
+      [`${SYS}/instances/i1`, 'stop'],
+      [SYS, 'reset'],
+      [`${SYS}/polling`, 'disable'],
+    ]) {
+      const res = await t.api('POST', `${node}/method/${method}`, { kwargs: { force: true } })
+      assert.equal(res.status, 422, `${method}: ${JSON.stringify(res.body)}`)
+      assert.equal(res.body.error.details[0].path, 'kwargs.force')
+    }
+    assert.equal((await t.api('GET', `${SYS}/polling`)).body.attr.enabled.value, true, 'polling is still on')
+    assert.equal((await t.api('POST', `${timer}/method/reset`, { kwargs: {} })).status, 200, 'empty arguments are no arguments')
+    assert.equal((await t.api('GET', timer)).body.attr.time.value, 0)
+  })
+
   it('409 for deleting what is in use; the root cannot be deleted', async () => {
     const res = await t.api('DELETE', `${SYS}/models/m`)
     assert.equal(res.status, 409)

@@ -1,7 +1,7 @@
 import { plainJson } from '../definition/json-float.js'
 import { NotFoundError, ValidationError } from '../errors.js'
 import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, ScenarioRuntime } from '../language/model/index.js'
-import { Component, type MethodHandler } from '../tree/component.js'
+import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import type { Attribute } from './attributes.js'
 
 /** What the host needs of its instance. */
@@ -226,8 +226,8 @@ export class ActionNode extends Component {
 
   override methods(): Record<string, MethodHandler> {
     return {
-      enable: () => ((this.#runtime.enabled = true), true),
-      disable: () => ((this.#runtime.enabled = false), true),
+      enable: noArguments(() => ((this.#runtime.enabled = true), true)),
+      disable: noArguments(() => ((this.#runtime.enabled = false), true)),
     }
   }
 }
@@ -283,8 +283,8 @@ export class ScenarioNode extends Component {
 
   override methods(): Record<string, MethodHandler> {
     return {
-      start: async () => (await this.#runtime.start(this.#time()), true),
-      stop: async () => (await this.#runtime.stop(), true),
+      start: noArguments(async () => (await this.#runtime.start(this.#time()), true)),
+      stop: noArguments(async () => (await this.#runtime.stop(), true)),
     }
   }
 }

@@ -4,7 +4,7 @@ import { NotFoundError } from '../errors.js'
 import { substituteParameters } from '../definition/parameters.js'
 import { LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
-import { Component, type MethodHandler } from '../tree/component.js'
+import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import type { Instance } from './instance.js'
 import type { Model } from './models.js'
 import type { SystemServices } from './services.js'
@@ -226,10 +226,10 @@ export class AdapterNode extends Component {
 
   override methods(): Record<string, MethodHandler> {
     return {
-      start: async () => (await this.adapter.start(), true),
-      stop: async () => (await this.adapter.stop(), true),
-      detach: () => (this.adapter.detach(), true),
-      attach: () => (this.adapter.attach(), true),
+      start: noArguments(async () => (await this.adapter.start(), true)),
+      stop: noArguments(async () => (await this.adapter.stop(), true)),
+      detach: noArguments(() => (this.adapter.detach(), true)),
+      attach: noArguments(() => (this.adapter.attach(), true)),
     }
   }
 }

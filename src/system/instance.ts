@@ -5,7 +5,7 @@ import { PollLoop, stepInstance, wrongTypes, type RefusedValues, type StepContex
 import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, type BehaviourState, type InstanceBehaviour } from '../language/model/index.js'
 import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
 import type { InstanceState as SavedInstance } from '../snapshots/index.js'
-import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
+import { Component, noArguments, type CallArgs, type MethodHandler } from '../tree/component.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
 import { ActionsNode, InstanceHost, ScenariosNode } from './behaviour-host.js'
 import { Communication } from './communication.js'
@@ -164,11 +164,11 @@ export class Instance extends Component implements AttributeOwner, Steppable {
 
   override methods(): Record<string, MethodHandler> {
     const methods: Record<string, MethodHandler> = {
-      prepare: () => this.#exclusive(async () => (await this.prepare(), true)),
+      prepare: noArguments(() => this.#exclusive(async () => (await this.prepare(), true))),
       run: (call) => this.#runMethod(call),
-      start: () => this.#exclusive(async () => (await this.start({ ownLoop: true }), true)),
-      stop: () => this.#exclusive(async () => (await this.stop(), true)),
-      reset: () => this.#exclusive(async () => (await this.reset(), true)),
+      start: noArguments(() => this.#exclusive(async () => (await this.start({ ownLoop: true }), true))),
+      stop: noArguments(() => this.#exclusive(async () => (await this.stop(), true))),
+      reset: noArguments(() => this.#exclusive(async () => (await this.reset(), true))),
     }
     for (const method of this.#mappedMethods()) {
       if (!Object.hasOwn(methods, method)) methods[method] = (call) => this.callMapped(method, call)

@@ -2,7 +2,7 @@ import { issueMessage } from '../definition/zod-issue.js'
 import { z } from 'zod'
 import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { LOG_LEVELS, parseSince, type LogBuffer, type LogEntry, type LogQuery } from '../logs/index.js'
-import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
+import { Component, noArguments, type CallArgs, type MethodHandler } from '../tree/component.js'
 
 /** Most entries one `tail` call returns. */
 export const MAX_TAIL_LIMIT = 100_000
@@ -52,10 +52,7 @@ export class Logs extends Component {
   override methods(): Record<string, MethodHandler> {
     return {
       tail: (call) => this.tail(parseTail(call)),
-      clear: (call) => {
-        noArguments(call)
-        return { cleared: this.clear() }
-      },
+      clear: noArguments(() => ({ cleared: this.clear() })),
     }
   }
 
@@ -114,10 +111,4 @@ export function parseTail(call: CallArgs): LogQuery {
   }
   if (details.length) throw new ValidationError(summarize('tail', details), details)
   return query
-}
-
-function noArguments(call: CallArgs): void {
-  const details: ErrorDetail[] = Object.keys(call.kwargs).map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument (clear takes none)' }))
-  if (call.args.length) details.push({ path: 'args', message: 'clear takes no arguments' })
-  if (details.length) throw new ValidationError(summarize('clear', details), details)
 }

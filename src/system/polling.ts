@@ -1,6 +1,6 @@
 import { ValidationError } from '../errors.js'
 import type { PollingState } from '../snapshots/index.js'
-import { Component, type MethodHandler } from '../tree/component.js'
+import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 
 /** Shortest polling interval accepted, in seconds: keeps a typo from pinning a core. */
 export const MIN_INTERVAL = 0.001
@@ -95,14 +95,8 @@ export class Polling extends Component {
 
   override methods(): Record<string, MethodHandler> {
     return {
-      enable: () => {
-        this.#set(true)
-        return true
-      },
-      disable: () => {
-        this.#set(false)
-        return true
-      },
+      enable: noArguments(() => (this.#set(true), true)),
+      disable: noArguments(() => (this.#set(false), true)),
     }
   }
 }

@@ -8,7 +8,7 @@ import { joinPath, parseAttributeRef, validateSystem, type AttributeRef, type Co
 import { attributeDeclarations, type AttributeDeclaration, type AttributeType, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { modelBehaviourProblems } from '../language/model/index.js'
 import { combinedFault, Engine, RefusedValues } from '../engine/index.js'
-import { Component, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
+import { Component, noArguments, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { Connections } from './connections.js'
 import { Instances, type InstancesCheck } from './instances.js'
 import { Logs } from './logs.js'
@@ -249,12 +249,12 @@ export class System extends Component {
 
   override methods(): Record<string, MethodHandler> {
     return {
-      prepare: () => this.exclusive(async () => (await this.prepare(), true)),
+      prepare: noArguments(() => this.exclusive(async () => (await this.prepare(), true))),
       run: (call) => this.runSteps(call),
-      start: () => this.exclusive(async () => (await this.start(), true)),
-      stop: () => this.exclusive(async () => (await this.stop(), true)),
-      reset: () => this.exclusive(async () => (await this.reset(), true)),
-      reload: (call) => this.reload(call),
+      start: noArguments(() => this.exclusive(async () => (await this.start(), true))),
+      stop: noArguments(() => this.exclusive(async () => (await this.stop(), true))),
+      reset: noArguments(() => this.exclusive(async () => (await this.reset(), true))),
+      reload: noArguments(() => this.reload()),
     }
   }
 
@@ -551,10 +551,7 @@ export class System extends Component {
    * with its path and line:column, and the system stays as it was; a server started without
    * `--system` has no file to read (409).
    */
-  async reload(call: CallArgs): Promise<{ file: string; loaded: true; models: number; instances: number; connections: number }> {
-    const details: ErrorDetail[] = Object.keys(call.kwargs).map((k) => ({ path: `kwargs.${k}`, message: 'unknown argument (reload takes none)' }))
-    if (call.args.length) details.push({ path: 'args', message: 'reload takes no arguments' })
-    if (details.length) throw new ValidationError(summarize('reload', details), details)
+  async reload(): Promise<{ file: string; loaded: true; models: number; instances: number; connections: number }> {
     const given = this.services.systemFile
     if (!given)
       throw new ConflictError(

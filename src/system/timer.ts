@@ -1,7 +1,7 @@
 import { ValidationError } from '../errors.js'
 import type { TimerSettings } from '../definition/model-schema.js'
 import type { TimerState } from '../snapshots/index.js'
-import { Component, type MethodHandler } from '../tree/component.js'
+import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 
 /**
  * Simulated time of an instance (or of the whole system). Each run advances `time` by `dt`;
@@ -133,10 +133,7 @@ export class Timer extends Component {
 
   override methods(): Record<string, MethodHandler> {
     return {
-      reset: () => {
-        this.reset()
-        return true
-      },
+      reset: noArguments(() => (this.reset(), true)),
     }
   }
 }

@@ -9,6 +9,30 @@ export interface CallArgs {
 /** A public method of a component. */
 export type MethodHandler = (call: CallArgs) => unknown | Promise<unknown>
 
+/** The handlers made by `noArguments`. */
+const ARGUMENTLESS = new WeakSet<MethodHandler>()
+
+/**
+ * A method that takes no arguments. `Component.call` refuses a call that gives any, before the
+ * method runs, with a 422 naming each (`kwargs.<name>`, `args`): a misspelt argument is an
+ * error, not something silently ignored.
+ *
+ * @example
+ * methods() { return { reset: noArguments(() => this.reset()) } }
+ */
+export function noArguments(handler: () => unknown): MethodHandler {
+  const method: MethodHandler = () => handler()
+  ARGUMENTLESS.add(method)
+  return method
+}
+
+/** The 422 for arguments given to a method that takes none, or nothing when none were given. */
+function refuseArguments(method: string, call: CallArgs): void {
+  const details = Object.keys(call.kwargs).map((k) => ({ path: `kwargs.${k}`, message: `unknown argument (${method} takes none)` }))
+  if (call.args.length) details.push({ path: 'args', message: `${method} takes no arguments` })
+  if (details.length) throw new ValidationError(summarize(method, details), details)
+}
+
 /** What GET returns for a component (API.md section 3, "Node document"). */
 export interface NodeDocument {
   name: string
@@ -166,6 +190,7 @@ export abstract class Component {
     if (!handler) {
       throw new NotFoundError(`Component '${this.displayPath}' has no method '${method}' (methods: ${Object.keys(methods).join(', ') || 'none'})`)
     }
+    if (ARGUMENTLESS.has(handler)) refuseArguments(method, call)
     return await handler(call)
   }
 
