@@ -3,6 +3,7 @@ import { Aedes } from 'aedes'
 import type { Logger } from 'pino'
 import { ConflictError } from '../../errors.js'
 import type { ProtocolContext } from '../adapter.js'
+import { listenProblem } from '../adapter-kit.js'
 
 /**
  * The MQTT brokers the server runs itself for adapters that say `broker: embedded`: one per
@@ -108,9 +109,8 @@ async function listenFrom(server: Server, port: number | undefined): Promise<num
         candidate++
         continue
       }
-      const where = `${EMBEDDED_HOST}:${candidate}`
-      const message = code === 'EADDRINUSE' ? `port ${where} is already in use by another program` : `cannot listen on ${where}: ${(error as Error).message}`
-      throw new ConflictError(`Cannot open the embedded MQTT broker: ${message}`, [{ path: 'port', message }])
+      const problem = listenProblem(error, EMBEDDED_HOST, candidate)
+      throw new ConflictError(`Cannot open the embedded MQTT broker: ${problem.message}`, [problem])
     }
   }
 }
