@@ -189,6 +189,19 @@ describe('Modbus TCP through the running server', () => {
     await t.api('DELETE', `${SYS}/instances/everywhere`)
     await t.api('DELETE', `${SYS}/models/Everywhere`)
 
+    // A text instrument asked for the Modbus port: the fault names the Modbus server that has it.
+    const ascii = { attributes: { level: 1.0 }, communication: { ascii: { host: '127.0.0.1', port, mappings: { 'LEVEL?': 'level' } } } }
+    await t.api('PUT', `${SYS}/models`, { Scpi: ascii })
+    await t.api('PUT', `${SYS}/instances`, { scpi: 'Scpi' })
+    const other = await t.call(`${SYS}/instances/scpi`, 'prepare')
+    assert.equal(other.status, 409, JSON.stringify(other.body))
+    assert.equal(
+      other.body.error.message,
+      `Cannot open an ascii endpoint: tcp port ${port} is already used by Mimic: the Modbus server of units 1, 2 listens on it (tcp on 127.0.0.1); give this one another port`,
+    )
+    await t.api('DELETE', `${SYS}/instances/scpi`)
+    await t.api('DELETE', `${SYS}/models/Scpi`)
+
     const blocker: Server = createServer()
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
     const taken = (blocker.address() as { port: number }).port

@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino'
 import { ValidationError } from '../errors.js'
+import type { HeldPort } from './adapter.js'
 
 /**
  * The refusal of a setting that cannot be changed while the adapter runs.
@@ -79,6 +80,7 @@ export class ThrottledWarning {
  * `servedOn` is another host on which Mimic itself already serves that port: a listener on
  * 0.0.0.0 and one on a single address cannot share a port, and "another program" would mislead.
  * `shared`: instances may share one listener (Modbus units), so the same host is a way out.
+ * `heldBy` is a listener of another protocol of this server that holds the port.
  *
  * @example
  * listenProblem({ code: 'EADDRINUSE' }, '0.0.0.0', 5020, { servedOn: '127.0.0.1' })
@@ -88,7 +90,7 @@ export function listenProblem(
   error: unknown,
   host: string,
   port: number,
-  options: { label?: string; servedOn?: string | undefined; shared?: boolean } = {},
+  options: { label?: string; servedOn?: string | undefined; shared?: boolean; heldBy?: HeldPort | undefined } = {},
 ): { path: 'host' | 'port'; message: string } {
   const code = (error as NodeJS.ErrnoException).code
   const where = `${host}:${port}`
@@ -98,6 +100,13 @@ export function listenProblem(
       `${label} ${port} is already served by Mimic on ${options.servedOn}: a listener on ${host} cannot share it ` +
       `(0.0.0.0 takes every address); ${options.shared ? 'give both instances the same host, or another port' : 'give this one another port'}`
     return { path: 'host', message }
+  }
+  if (code === 'EADDRINUSE' && options.heldBy !== undefined) {
+    const { holder, transport, host: theirs } = options.heldBy
+    return {
+      path: 'port',
+      message: `${label} ${port} is already used by Mimic: ${holder} listens on it (${transport} on ${theirs}); give this one another port`,
+    }
   }
   if (code === 'EADDRINUSE') return { path: 'port', message: `${label} ${where} is already in use by another program` }
   if (code === 'EACCES') return { path: 'port', message: `permission denied to listen on ${where} (ports below 1024 need privileges)` }

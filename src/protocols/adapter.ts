@@ -135,6 +135,29 @@ export interface AdapterCreateOptions<Settings, Context> {
 /** What a kind's shared context must offer: closing it when the server stops. */
 export interface ProtocolContext {
   close(): Promise<void>
+  /** The ports its listeners hold, so that another kind refused one of them can say who has it. */
+  heldPorts?(): HeldPort[]
+}
+
+/** A port one of Mimic's listeners holds, and who holds it, in words for a fault. */
+export interface HeldPort {
+  transport: 'tcp' | 'udp'
+  host: string
+  port: number
+  /** e.g. `the Modbus server of units 1, 2`, `text instrument adapter 'dmm.ascii'`. */
+  holder: string
+}
+
+/**
+ * Which listener of another protocol kind in this server holds `port`, if any: a kind whose
+ * listener cannot open a port asks it before blaming "another program".
+ */
+export type PortHolder = (transport: 'tcp' | 'udp', port: number) => HeldPort | undefined
+
+/** What a kind's context is made with. */
+export interface ContextOptions {
+  logger: Logger
+  portHolder?: PortHolder
 }
 
 /**
@@ -154,7 +177,7 @@ export interface ProtocolKind<Settings = unknown, Context extends ProtocolContex
   /** The settings' schema (it lives under src/definition/, so that models validate without protocol code). */
   readonly schema: z.ZodType<Settings>
   /** The shared context of this kind, made once per server. */
-  createContext(opts: { logger: Logger }): Context
+  createContext(opts: ContextOptions): Context
   /** Why `value` cannot be published for `attr` under `settings`, or null: lets a model's defaults be checked before any adapter exists. */
   valueProblem(settings: Settings, attr: string, value: unknown): string | null
   create(opts: AdapterCreateOptions<Settings, Context>): ProtocolAdapter

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { ProtocolContext, ProtocolKind } from './adapter.js'
+import type { HeldPort, PortHolder, ProtocolContext, ProtocolKind } from './adapter.js'
 import { asciiKind } from './ascii/kind.js'
 import { modbusSlaveKind } from './modbus/kind.js'
 import { mqttKind } from './mqtt/kind.js'
@@ -71,8 +71,22 @@ export class ProtocolContexts {
 
   get(kind: ProtocolKind): ProtocolContext {
     let context = this.#contexts.get(kind.name)
-    if (!context) this.#contexts.set(kind.name, (context = kind.createContext({ logger: this.#logger.child({ component: kind.name }) })))
+    if (!context) {
+      const portHolder: PortHolder = (transport, port) => this.#holder(kind.name, transport, port)
+      context = kind.createContext({ logger: this.#logger.child({ component: kind.name }), portHolder })
+      this.#contexts.set(kind.name, context)
+    }
     return context
+  }
+
+  /** The listener of a kind other than `asking` that holds `port` on `transport`. */
+  #holder(asking: string, transport: 'tcp' | 'udp', port: number): HeldPort | undefined {
+    for (const [name, context] of this.#contexts) {
+      if (name === asking) continue
+      const held = context.heldPorts?.().find((p) => p.transport === transport && p.port === port)
+      if (held) return held
+    }
+    return undefined
   }
 
   async close(): Promise<void> {

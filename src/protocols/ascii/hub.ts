@@ -2,6 +2,7 @@ import { pino } from 'pino'
 import type { Logger } from 'pino'
 import { ConflictError } from '../../errors.js'
 import { listenProblem } from '../adapter-kit.js'
+import type { HeldPort, PortHolder } from '../adapter.js'
 import type { AsciiTransport } from '../../definition/ascii-schema.js'
 import { ASCII_DEFAULTS } from '../../definition/ascii-schema.js'
 import { TcpEndpoint, UdpEndpoint } from './endpoint.js'
@@ -43,9 +44,21 @@ export class AsciiHub {
   readonly #endpoints = new Map<string, { endpoint: Endpoint; owner: string }>()
   readonly #closing = new Map<string, Promise<void>>()
 
-  constructor(options: { logger?: Logger; firstAutoPort?: number } = {}) {
+  readonly #portHolder: PortHolder | undefined
+
+  constructor(options: { logger?: Logger; firstAutoPort?: number; portHolder?: PortHolder } = {}) {
     this.#logger = options.logger ?? pino({ level: 'silent' })
     this.#firstAutoPort = options.firstAutoPort ?? ASCII_DEFAULTS.first_port
+    this.#portHolder = options.portHolder
+  }
+
+  heldPorts(): HeldPort[] {
+    return [...this.#endpoints.values()].map(({ endpoint, owner }) => ({
+      transport: endpoint.transport,
+      host: endpoint.host,
+      port: endpoint.port,
+      holder: `text instrument adapter '${owner}'`,
+    }))
   }
 
   /** Opens an endpoint; resolves once clients can reach it. Throws ConflictError (409) when the port cannot be had. */
@@ -72,7 +85,8 @@ export class AsciiHub {
     } catch (error) {
       if (claim !== null) this.#endpoints.delete(claim)
       await endpoint.close()
-      throw listenFailure(transport, host, port, error, this.#servedOn(transport, host, port))
+      const servedOn = this.#servedOn(transport, host, port)
+      throw listenFailure(transport, host, port, error, servedOn, servedOn === undefined ? this.#portHolder?.(transport, port) : undefined)
     }
   }
 
@@ -133,7 +147,7 @@ export class AsciiHub {
   }
 }
 
-function listenFailure(transport: string, host: string, port: number, error: unknown, servedOn?: string): ConflictError {
-  const problem = listenProblem(error, host, port, { label: transport, servedOn })
+function listenFailure(transport: string, host: string, port: number, error: unknown, servedOn?: string, heldBy?: HeldPort): ConflictError {
+  const problem = listenProblem(error, host, port, { label: transport, servedOn, heldBy })
   return new ConflictError(`Cannot open an ascii endpoint: ${problem.message}`, [problem])
 }

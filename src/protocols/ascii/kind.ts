@@ -16,7 +16,7 @@ export const asciiKind: ProtocolKind<AsciiDefinition, AsciiHub> = {
   aliases: [],
   nodeType: 'AsciiInstrument',
   schema: asciiSchema,
-  createContext: ({ logger }) => new AsciiHub({ logger }),
+  createContext: ({ logger, portHolder }) => new AsciiHub({ logger, portHolder }),
   valueProblem: checkAsciiValue,
   create: ({ settings, accessor, logger, name, context, subject }) => new AsciiAdapter({ hub: context, definition: settings, accessor, logger, name, subject }),
 }

@@ -2,6 +2,7 @@ import { pino } from 'pino'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import { listenProblem } from '../adapter-kit.js'
+import type { HeldPort, PortHolder, ProtocolContext } from '../adapter.js'
 import { ModbusListener } from './listener.js'
 import type { ModbusUnit } from './connection.js'
 import type { ConnectionRules } from './connection-rules.js'
@@ -24,6 +25,8 @@ export interface ModbusHubOptions {
   logger?: Logger
   /** Where the search for a free port starts when a unit names none; default 5020. */
   firstAutoPort?: number
+  /** Who else in the server holds a port this hub cannot open (see PortHolder). */
+  portHolder?: PortHolder
 }
 
 /** What to register. */
@@ -63,9 +66,10 @@ const DEFAULT_FIRST_AUTO_PORT = 5020
  * const { port } = await hub.register({ host: '127.0.0.1', unitId: 1, unit })
  * await hub.close()
  */
-export class ModbusHub {
+export class ModbusHub implements ProtocolContext {
   #logger: Logger
   #firstAutoPort: number
+  readonly #portHolder: PortHolder | undefined
   /** Keyed by host:port; holds listeners that are still opening too, so they can be joined. */
   #listeners = new Map<string, ModbusListener>()
   /** Listeners on port 0 whose port is not known yet. */
@@ -76,6 +80,16 @@ export class ModbusHub {
   constructor(options: ModbusHubOptions = {}) {
     this.#logger = options.logger ?? pino({ level: 'silent' })
     this.#firstAutoPort = options.firstAutoPort ?? DEFAULT_FIRST_AUTO_PORT
+    this.#portHolder = options.portHolder
+  }
+
+  heldPorts(): HeldPort[] {
+    return [...this.#listeners.values()].map((l) => ({
+      transport: 'tcp',
+      host: l.host,
+      port: l.port,
+      holder: `the Modbus server of unit${l.unitIds.length === 1 ? '' : 's'} ${l.unitIds.join(', ')}`,
+    }))
   }
 
   /**
@@ -110,7 +124,8 @@ export class ModbusHub {
     } catch (error) {
       listener.remove(unitId, unit)
       if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
-      throw listenFailure(host, port, error, [...this.#listeners.values()].find((l) => l.port === port && l.host !== host)?.host)
+      const servedOn = [...this.#listeners.values()].find((l) => l.port === port && l.host !== host)?.host
+      throw listenFailure(host, port, error, servedOn, servedOn === undefined ? this.#portHolder?.('tcp', port) : undefined)
     }
     return { host, port, unitId, unit }
   }
@@ -202,7 +217,7 @@ export class ModbusHub {
   }
 }
 
-function listenFailure(host: string, port: number, error: unknown, servedOn?: string): ConflictError {
-  const problem = listenProblem(error, host, port, { servedOn, shared: true })
+function listenFailure(host: string, port: number, error: unknown, servedOn?: string, heldBy?: HeldPort): ConflictError {
+  const problem = listenProblem(error, host, port, { servedOn, shared: true, heldBy })
   return new ConflictError(`Cannot open a Modbus listener: ${problem.message}`, [problem])
 }

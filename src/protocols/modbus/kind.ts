@@ -16,7 +16,7 @@ export const modbusSlaveKind: ProtocolKind<ModbusSlaveDefinition, ModbusHub> = {
   aliases: ['modbus_tcp'],
   nodeType: 'ModbusSlave',
   schema: modbusSlaveSchema,
-  createContext: ({ logger }) => new ModbusHub({ logger }),
+  createContext: ({ logger, portHolder }) => new ModbusHub({ logger, portHolder }),
   valueProblem: checkMappedValue,
   create: ({ settings, accessor, logger, name, context }) => new ModbusSlaveAdapter({ hub: context, definition: settings, accessor, logger, name }),
 }

@@ -2,7 +2,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { Aedes } from 'aedes'
 import type { Logger } from 'pino'
 import { ConflictError } from '../../errors.js'
-import type { ProtocolContext } from '../adapter.js'
+import type { HeldPort, PortHolder, ProtocolContext } from '../adapter.js'
 import { listenProblem } from '../adapter-kit.js'
 
 /**
@@ -41,9 +41,17 @@ export class EmbeddedBrokers implements ProtocolContext {
   readonly #logger: Logger
   /** By key: the port as written, 'auto' when omitted. Holds brokers still opening, so they are joined. */
   readonly #brokers = new Map<string, Promise<RunningBroker>>()
+  /** The brokers listening now. */
+  readonly #running = new Set<RunningBroker>()
+  readonly #portHolder: PortHolder | undefined
 
-  constructor(opts: { logger: Logger }) {
+  constructor(opts: { logger: Logger; portHolder?: PortHolder }) {
     this.#logger = opts.logger
+    this.#portHolder = opts.portHolder
+  }
+
+  heldPorts(): HeldPort[] {
+    return [...this.#running].map((b) => ({ transport: 'tcp', host: EMBEDDED_HOST, port: b.port, holder: 'the embedded MQTT broker' }))
   }
 
   /** Takes a share of the broker for `port` (undefined: the shared one from 1883 up), opening it first if needed. */
@@ -66,6 +74,7 @@ export class EmbeddedBrokers implements ProtocolContext {
         released = true
         if (--broker.users > 0) return
         this.#brokers.delete(key)
+        this.#running.delete(broker)
         await closeBroker(broker)
         this.#logger.info({ port: broker.port }, 'embedded MQTT broker closed')
       },
@@ -75,6 +84,7 @@ export class EmbeddedBrokers implements ProtocolContext {
   async close(): Promise<void> {
     const all = [...this.#brokers.values()]
     this.#brokers.clear()
+    this.#running.clear()
     for (const opening of all) await opening.then(closeBroker, () => undefined)
   }
 
@@ -87,9 +97,11 @@ export class EmbeddedBrokers implements ProtocolContext {
       aedes.handle(socket)
     })
     try {
-      const bound = await listenFrom(server, port)
+      const bound = await listenFrom(server, port, this.#portHolder)
       this.#logger.info({ host: EMBEDDED_HOST, port: bound }, 'embedded MQTT broker listening')
-      return { port: bound, users: 0, aedes, server, sockets }
+      const broker = { port: bound, users: 0, aedes, server, sockets }
+      this.#running.add(broker)
+      return broker
     } catch (error) {
       await new Promise<void>((resolve) => aedes.close(() => resolve()))
       throw error
@@ -98,7 +110,7 @@ export class EmbeddedBrokers implements ProtocolContext {
 }
 
 /** Listens on `port`, or on the first free port from 1883 up when it is undefined; resolves to the port. */
-async function listenFrom(server: Server, port: number | undefined): Promise<number> {
+async function listenFrom(server: Server, port: number | undefined, portHolder: PortHolder | undefined): Promise<number> {
   let candidate = port ?? FIRST_AUTO_PORT
   for (;;) {
     try {
@@ -109,7 +121,7 @@ async function listenFrom(server: Server, port: number | undefined): Promise<num
         candidate++
         continue
       }
-      const problem = listenProblem(error, EMBEDDED_HOST, candidate)
+      const problem = listenProblem(error, EMBEDDED_HOST, candidate, { heldBy: code === 'EADDRINUSE' ? portHolder?.('tcp', candidate) : undefined })
       throw new ConflictError(`Cannot open the embedded MQTT broker: ${problem.message}`, [problem])
     }
   }

@@ -15,7 +15,7 @@ export const mqttKind: ProtocolKind<MqttDefinition, EmbeddedBrokers> = {
   aliases: [],
   nodeType: 'MqttClient',
   schema: mqttSchema,
-  createContext: ({ logger }) => new EmbeddedBrokers({ logger }),
+  createContext: ({ logger, portHolder }) => new EmbeddedBrokers({ logger, portHolder }),
   valueProblem: checkPublishedValue,
   create: ({ settings, accessor, logger, name, instance, context }) =>
     new MqttAdapter({ definition: settings, accessor, logger, name, instance, brokers: context }),

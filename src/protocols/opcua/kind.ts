@@ -15,7 +15,7 @@ export const opcuaServerKind: ProtocolKind<OpcuaServerDefinition, OpcuaServers> 
   aliases: [],
   nodeType: 'OpcuaServer',
   schema: opcuaServerSchema,
-  createContext: ({ logger }) => new OpcuaServers({ logger }),
+  createContext: ({ logger, portHolder }) => new OpcuaServers({ logger, portHolder }),
   valueProblem: checkServedValue,
   create: ({ settings, accessor, logger, name, instance, context }) =>
     new OpcuaServerAdapter({ definition: settings, accessor, logger, name, instance, servers: context }),

@@ -8,7 +8,8 @@ import { MessageSecurityMode } from 'node-opcua-types'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import { OPCUA_ENDPOINT_SETTINGS, type OpcuaServerDefinition } from '../../definition/opcua-schema.js'
-import type { ProtocolContext } from '../adapter.js'
+import type { HeldPort, PortHolder, ProtocolContext } from '../adapter.js'
+import { listenProblem } from '../adapter-kit.js'
 
 /**
  * The OPC UA servers of one Mimic server, one per host:port, shared by every instance whose
@@ -39,6 +40,7 @@ export interface EndpointLease {
 
 interface Endpoint {
   server: OPCUAServer
+  host: string
   port: number
   url: string
   users: number
@@ -53,9 +55,17 @@ export class OpcuaServers implements ProtocolContext {
   readonly #logger: Logger
   readonly #endpoints = new Map<string, Promise<Endpoint>>()
   readonly #closing = new Map<string, Promise<void>>()
+  /** The servers listening now, with their URLs. */
+  readonly #running = new Set<Endpoint>()
+  readonly #portHolder: PortHolder | undefined
 
-  constructor(opts: { logger: Logger }) {
+  constructor(opts: { logger: Logger; portHolder?: PortHolder }) {
     this.#logger = opts.logger
+    this.#portHolder = opts.portHolder
+  }
+
+  heldPorts(): HeldPort[] {
+    return [...this.#running].map((e) => ({ transport: 'tcp', host: e.host, port: e.port, holder: `the OPC UA server ${e.url}` }))
   }
 
   /**
@@ -101,6 +111,7 @@ export class OpcuaServers implements ProtocolContext {
         released = true
         if (--endpoint.users > 0) return
         this.#endpoints.delete(key)
+        this.#running.delete(endpoint)
         const shutdown = endpoint.server.shutdown(0).then(
           () => this.#logger.info({ port: endpoint.port }, 'OPC UA server stopped'),
           (error: unknown) => this.#logger.warn({ err: error, port: endpoint.port }, 'OPC UA server shutdown failed'),
@@ -115,6 +126,7 @@ export class OpcuaServers implements ProtocolContext {
   async close(): Promise<void> {
     const all = [...this.#endpoints.values()]
     this.#endpoints.clear()
+    this.#running.clear()
     for (const starting of all) await starting.then((e) => e.server.shutdown(0)).catch(() => undefined)
     await Promise.all(this.#closing.values())
   }
@@ -163,12 +175,14 @@ export class OpcuaServers implements ProtocolContext {
       await server.start()
     } catch (error) {
       await server.shutdown(0).catch(() => undefined)
-      throw startFailure(host, port, error)
+      throw startFailure(host, port, error, this.#portHolder)
     }
     const bound = server.endpoints[0]?.port ?? port
     const url = `opc.tcp://${host}:${bound}${definition.endpoint_path}`
     this.#logger.info({ url, security: definition.security }, 'OPC UA server listening')
-    return { server, port: bound, url, users: 0, settings: endpointSettings(definition), own: namespace }
+    const endpoint = { server, host, port: bound, url, users: 0, settings: endpointSettings(definition), own: namespace }
+    this.#running.add(endpoint)
+    return endpoint
   }
 }
 
@@ -191,9 +205,12 @@ function endpointSettings(definition: OpcuaServerDefinition): string {
   return JSON.stringify(Object.fromEntries(OPCUA_ENDPOINT_SETTINGS.map((k) => [k, definition[k] ?? null])))
 }
 
-function startFailure(host: string, port: number, error: unknown): ConflictError {
+function startFailure(host: string, port: number, error: unknown, portHolder: PortHolder | undefined): ConflictError {
   const text = String((error as Error)?.message ?? error)
-  const where = `${host}:${port}`
-  const message = /EADDRINUSE/.test(text) ? `port ${where} is already in use by another program` : `cannot start on ${where}: ${text}`
-  return new ConflictError(`Cannot start the OPC UA server: ${message}`, [{ path: 'port', message }])
+  // node-opcua reports a port in use in its message, not always with the error's code.
+  const inUse = /EADDRINUSE/.test(text)
+  const problem = inUse
+    ? listenProblem({ code: 'EADDRINUSE' }, host, port, { heldBy: portHolder?.('tcp', port) })
+    : { path: 'port' as const, message: `cannot start on ${host}:${port}: ${text}` }
+  return new ConflictError(`Cannot start the OPC UA server: ${problem.message}`, [problem])
 }
