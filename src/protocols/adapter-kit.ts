@@ -80,7 +80,8 @@ export class ThrottledWarning {
  * `servedOn` is another host on which Mimic itself already serves that port: a listener on
  * 0.0.0.0 and one on a single address cannot share a port, and "another program" would mislead.
  * `shared`: instances may share one listener (Modbus units), so the same host is a way out.
- * `heldBy` is a listener of another protocol of this server that holds the port.
+ * `heldBy` is a listener of another protocol of this server that holds the port (`servedOn`
+ * wins when both are known).
  *
  * @example
  * listenProblem({ code: 'EADDRINUSE' }, '0.0.0.0', 5020, { servedOn: '127.0.0.1' })

@@ -85,8 +85,7 @@ export class AsciiHub {
     } catch (error) {
       if (claim !== null) this.#endpoints.delete(claim)
       await endpoint.close()
-      const servedOn = this.#servedOn(transport, host, port)
-      throw listenFailure(transport, host, port, error, servedOn, servedOn === undefined ? this.#portHolder?.(transport, port) : undefined)
+      throw listenFailure(transport, host, port, error, this.#servedOn(transport, host, port), this.#portHolder?.(transport, port))
     }
   }
 

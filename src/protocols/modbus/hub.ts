@@ -125,7 +125,7 @@ export class ModbusHub implements ProtocolContext {
       listener.remove(unitId, unit)
       if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
       const servedOn = [...this.#listeners.values()].find((l) => l.port === port && l.host !== host)?.host
-      throw listenFailure(host, port, error, servedOn, servedOn === undefined ? this.#portHolder?.('tcp', port) : undefined)
+      throw listenFailure(host, port, error, servedOn, this.#portHolder?.('tcp', port))
     }
     return { host, port, unitId, unit }
   }
