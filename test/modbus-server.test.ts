@@ -201,6 +201,14 @@ describe('Modbus TCP through the running server', () => {
     )
     await t.api('DELETE', `${SYS}/instances/scpi`)
     await t.api('DELETE', `${SYS}/models/Scpi`)
+    // So does an embedded MQTT broker asked for it.
+    await t.api('PUT', `${SYS}/models`, { Broker: { attributes: { up: true }, communication: { mqtt: { broker: 'embedded', port, bindings: [] } } } })
+    await t.api('PUT', `${SYS}/instances`, { broker: 'Broker' })
+    const broker = await t.call(`${SYS}/instances/broker`, 'prepare')
+    assert.equal(broker.status, 409, JSON.stringify(broker.body))
+    assert.match(broker.body.error.message, new RegExp(`port ${port} is already used by Mimic: the Modbus server of units 1, 2 listens on it`))
+    await t.api('DELETE', `${SYS}/instances/broker`)
+    await t.api('DELETE', `${SYS}/models/Broker`)
 
     const blocker: Server = createServer()
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))

@@ -121,7 +121,7 @@ async function listenFrom(server: Server, port: number | undefined, portHolder: 
         candidate++
         continue
       }
-      const problem = listenProblem(error, EMBEDDED_HOST, candidate, { heldBy: code === 'EADDRINUSE' ? portHolder?.('tcp', candidate) : undefined })
+      const problem = listenProblem(error, EMBEDDED_HOST, candidate, { heldBy: portHolder?.('tcp', candidate) })
       throw new ConflictError(`Cannot open the embedded MQTT broker: ${problem.message}`, [problem])
     }
   }
