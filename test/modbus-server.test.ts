@@ -209,6 +209,16 @@ describe('Modbus TCP through the running server', () => {
     assert.match(broker.body.error.message, new RegExp(`port ${port} is already used by Mimic: the Modbus server of units 1, 2 listens on it`))
     await t.api('DELETE', `${SYS}/instances/broker`)
     await t.api('DELETE', `${SYS}/models/Broker`)
+    // And an OPC UA server, whose library reports the port in use in its own words.
+    await t.api('PUT', `${SYS}/models`, {
+      Ua: { attributes: { n: 1.0 }, communication: { opcua_server: { host: '127.0.0.1', port, bindings: [{ attribute: 'n' }] } } },
+    })
+    await t.api('PUT', `${SYS}/instances`, { ua: 'Ua' })
+    const ua = await t.call(`${SYS}/instances/ua`, 'prepare')
+    assert.equal(ua.status, 409, JSON.stringify(ua.body))
+    assert.match(ua.body.error.message, new RegExp(`^Cannot start the OPC UA server: port ${port} is already used by Mimic: the Modbus server of units 1, 2`))
+    await t.api('DELETE', `${SYS}/instances/ua`)
+    await t.api('DELETE', `${SYS}/models/Ua`)
 
     const blocker: Server = createServer()
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
