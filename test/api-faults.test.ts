@@ -254,6 +254,7 @@ describe('HTTP faults: bad input gets a clear fault and changes nothing', () => 
       [`${SYS}/instances/i1`, 'stop'],
       [SYS, 'reset'],
       [`${SYS}/polling`, 'disable'],
+      [`${SYS}/snapshots`, 'list'],
     ]) {
       const res = await t.api('POST', `${node}/method/${method}`, { kwargs: { force: true } })
       assert.equal(res.status, 422, `${method}: ${JSON.stringify(res.body)}`)

@@ -1,5 +1,5 @@
 import { ValidationError, type ErrorDetail } from '../errors.js'
-import { Component, type CallArgs, type MethodHandler } from '../tree/component.js'
+import { Component, noArguments, type CallArgs, type MethodHandler } from '../tree/component.js'
 import type { System } from './system.js'
 
 const SAVE_KEYS = ['path', 'directory', 'name', 'label', 'notes'] as const
@@ -36,10 +36,7 @@ export class SnapshotsNode extends Component {
         const opts = pick(call, SAVE_KEYS, 'save', ['include_state'])
         return this.#system.exclusive(() => this.#system.saveSnapshot(opts, { includeState }))
       },
-      list: (call) => {
-        pick(call, [], 'list')
-        return store.list()
-      },
+      list: noArguments(() => store.list()),
       load: (call) => {
         const selector = pick(call, SELECT_KEYS, 'load')
         return this.#system.exclusive(async () => {
@@ -49,10 +46,7 @@ export class SnapshotsNode extends Component {
           return { id: snapshot.id, loaded: true, ...counts }
         })
       },
-      persist_all_in_memory: (call) => {
-        pick(call, [], 'persist_all_in_memory')
-        return this.#system.exclusive(() => store.persistAllInMemory())
-      },
+      persist_all_in_memory: noArguments(() => this.#system.exclusive(() => store.persistAllInMemory())),
       delete: (call) => {
         const selector = pick(call, SELECT_KEYS, 'delete')
         return this.#system.exclusive(() => store.delete(selector))
@@ -80,8 +74,7 @@ function pick<K extends string>(call: CallArgs, keys: readonly K[], method: stri
   if (call.args.length) details.push({ path: 'args', message: `${method} takes keyword arguments only` })
   for (const [key, value] of Object.entries(call.kwargs)) {
     if (others.includes(key)) continue
-    if (!(keys as readonly string[]).includes(key))
-      details.push({ path: `kwargs.${key}`, message: `unknown argument (${method} takes ${known.join(', ') || 'no arguments'})` })
+    if (!(keys as readonly string[]).includes(key)) details.push({ path: `kwargs.${key}`, message: `unknown argument (${method} takes ${known.join(', ')})` })
     else if (value === null || value === undefined) continue
     else if (typeof value !== 'string') details.push({ path: `kwargs.${key}`, message: 'expected a string' })
     else out[key as K] = value
