@@ -23,7 +23,31 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--system <file>', 'system definition to load at start (YAML or JSON) [MIMIC_SYSTEM]')
     .option('--host <host>', 'listen address [MIMIC_HOST] (default 127.0.0.1)')
     .option('--port <port>', 'HTTP port, 0 picks a free one [MIMIC_PORT] (default 8000)')
-    .option('--product-key <key>', 'key clients send as Authorization: Bearer <key> [MIMIC_PRODUCT_KEY]')
+    .option(
+      '--product-key <key>',
+      'key clients send as Authorization: Bearer <key> [MIMIC_PRODUCT_KEY]; prefer --product-key-file, a flag is visible to every user of this machine',
+    )
+    .option('--product-key-file <file>', 'read the product key from the first line of a file [MIMIC_PRODUCT_KEY_FILE]')
+    .option(
+      '--allowed-hosts <host...>',
+      'Host header names besides loopback the server answers, for a DNS name it is reached by [MIMIC_ALLOWED_HOSTS, ","-separated]',
+    )
+    .option(
+      '--cors-origin <origin...>',
+      'web origins (https://hmi.example:8443) whose pages may call the API; none by default [MIMIC_CORS_ORIGIN, ","-separated]',
+    )
+    .option('--max-connections <n>', 'most open HTTP connections [MIMIC_MAX_CONNECTIONS] (default 1024)')
+    .option('--max-connections-per-address <n>', 'most open HTTP connections from one client address [MIMIC_MAX_CONNECTIONS_PER_ADDRESS] (default 256)')
+    .option('--max-value-bytes <bytes>', 'largest value a Python method or expression may return [MIMIC_MAX_VALUE_BYTES] (default 4 MiB)')
+    .option(
+      '--action-modules <module...>',
+      'modules actions may import besides the built-in pure ones, e.g. numpy: trusted with the worker\'s rights [MIMIC_ACTION_MODULES, ","-separated]',
+    )
+    .option('--mqtt-users <file>', 'user:password lines the embedded MQTT broker accepts besides the product key [MIMIC_MQTT_USERS]')
+    .option(
+      '--pki-dir <dir>',
+      "where OPC UA servers keep certificates; a model's pki_dir is a folder inside it [MIMIC_PKI_DIR] (default <temp dir>/mimic-opcua-pki)",
+    )
     .option('--insecure', 'allow listening beyond loopback without a product key [MIMIC_INSECURE]')
     .option('--extensions <dir...>', 'directories Python imports may come from, repeatable [MIMIC_EXTENSIONS, ":"-separated] (default ./extensions)')
     .option('--snapshots-dir <dir>', 'snapshots directory [MIMIC_SNAPSHOTS_DIR] (default ./snapshots)')

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { delimiter, resolve } from 'node:path'
 import { z } from 'zod'
@@ -31,6 +32,20 @@ export const configSchema = z.strictObject({
   host: z.string().min(1).default('127.0.0.1'),
   port: decimal(number().int().min(0).max(65535)).default(8000),
   productKey: z.string().optional(),
+  productKeyFile: z.string().optional(),
+  allowedHosts: z.array(z.string().min(1)).default([]),
+  corsOrigin: z.array(z.string().min(1)).default([]),
+  maxConnections: decimal(number().int().min(16).max(1_000_000)).default(1024),
+  maxConnectionsPerAddress: decimal(number().int().min(1).max(1_000_000)).default(256),
+  maxValueBytes: decimal(
+    number()
+      .int()
+      .min(1024)
+      .max(1 << 30),
+  ).default(4 * 1024 * 1024),
+  actionModules: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, 'expected a module name such as numpy')).default([]),
+  mqttUsers: z.string().optional(),
+  pkiDir: z.string().optional(),
   insecure: z.boolean().default(false),
   extensions: z.array(z.string()).default(['./extensions']),
   snapshotsDir: z.string().default('./snapshots'),
@@ -58,6 +73,15 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   host: 'MIMIC_HOST',
   port: 'MIMIC_PORT',
   productKey: 'MIMIC_PRODUCT_KEY',
+  productKeyFile: 'MIMIC_PRODUCT_KEY_FILE',
+  allowedHosts: 'MIMIC_ALLOWED_HOSTS',
+  corsOrigin: 'MIMIC_CORS_ORIGIN',
+  maxConnections: 'MIMIC_MAX_CONNECTIONS',
+  maxConnectionsPerAddress: 'MIMIC_MAX_CONNECTIONS_PER_ADDRESS',
+  maxValueBytes: 'MIMIC_MAX_VALUE_BYTES',
+  actionModules: 'MIMIC_ACTION_MODULES',
+  mqttUsers: 'MIMIC_MQTT_USERS',
+  pkiDir: 'MIMIC_PKI_DIR',
   insecure: 'MIMIC_INSECURE',
   extensions: 'MIMIC_EXTENSIONS',
   snapshotsDir: 'MIMIC_SNAPSHOTS_DIR',
@@ -83,6 +107,8 @@ export class ConfigError extends Error {}
 export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'mcpAllowWrite'
 
 const BOOLEAN_SETTINGS = new Set<keyof Config>(['insecure', 'snapshotOnShutdown', 'mcpAllowWrite'] satisfies BooleanSetting[])
+/** List settings whose environment variable separates its items with commas (hosts, origins and modules hold no path delimiter, but an origin holds a colon). */
+const COMMA_LISTS = new Set<keyof Config>(['allowedHosts', 'corsOrigin', 'actionModules'])
 const TRUE_TEXTS = new Set(['1', 'true', 'yes', 'on'])
 const FALSE_TEXTS = new Set(['0', 'false', 'no', 'off'])
 
@@ -141,6 +167,11 @@ export function parseConfig(flags: Partial<Record<keyof Config, unknown>>, env: 
     if (fromFlag !== undefined && !(Array.isArray(fromFlag) && fromFlag.length === 0)) merged[key] = fromFlag
     else if (fromEnv !== undefined && fromEnv !== '') {
       if (key === 'extensions') merged[key] = fromEnv.split(delimiter).filter(Boolean)
+      else if (COMMA_LISTS.has(key))
+        merged[key] = fromEnv
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean)
       else if (BOOLEAN_SETTINGS.has(key)) {
         const value = booleanText(fromEnv)
         if (value === null) problems.push(problemLine(key, notBoolean(fromEnv)))
@@ -152,10 +183,35 @@ export function parseConfig(flags: Partial<Record<keyof Config, unknown>>, env: 
   if (!result.success) problems.push(...result.error.issues.map((i) => problemLine(String(i.path[0] ?? ''), i.message)))
   if (problems.length || !result.success) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   const config = result.data
+  if (config.productKeyFile !== undefined) {
+    if (config.productKey !== undefined)
+      throw new ConfigError(
+        `Invalid configuration:\n  ${problemLine('productKeyFile', 'give the product key once: either --product-key or --product-key-file')}`,
+      )
+    config.productKey = readKeyFile(config.productKeyFile)
+  }
+  if (config.productKey !== undefined && config.productKey.trim() === '') {
+    throw new ConfigError(`Invalid configuration:\n  ${problemLine('productKey', 'the product key is empty')}`)
+  }
   config.extensions = config.extensions.map((dir) => resolve(dir))
   config.snapshotsDir = resolve(config.snapshotsDir)
   if (config.system) config.system = resolve(config.system)
+  if (config.mqttUsers) config.mqttUsers = resolve(config.mqttUsers)
+  if (config.pkiDir) config.pkiDir = resolve(config.pkiDir)
   return config
+}
+
+/** The product key from its file: the first line, blanks around it removed. */
+function readKeyFile(file: string): string {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ${problemLine('productKeyFile', `cannot read ${file}: ${(err as Error).message}`)}`)
+  }
+  const key = (text.split(/\r?\n/)[0] ?? '').trim()
+  if (key === '') throw new ConfigError(`Invalid configuration:\n  ${problemLine('productKeyFile', `${file} holds no key on its first line`)}`)
+  return key
 }
 
 /** Whether a listen address is on this machine only. */

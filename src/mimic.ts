@@ -98,7 +98,10 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       pool?.onInstancesLost(handler)
     },
   })
-  const protocols = new ProtocolContexts({ logger })
+  const protocols = new ProtocolContexts({
+    logger,
+    security: { productKey: config.productKey, mqttUsersFile: config.mqttUsers, pkiRoot: config.pkiDir },
+  })
   const snapshots = new SnapshotStore({
     dir: config.snapshotsDir,
     mode: config.snapshotsMode,

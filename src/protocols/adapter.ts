@@ -158,6 +158,23 @@ export type PortHolder = (transport: 'tcp' | 'udp', port: number) => HeldPort | 
 export interface ContextOptions {
   logger: Logger
   portHolder?: PortHolder
+  /** What the server's operator decided about access, for the protocols that can authenticate. */
+  security?: ProtocolSecurity
+}
+
+/**
+ * Access settings of the server that protocols honour where their protocol can (docs/security.md).
+ *
+ * @example
+ * const security: ProtocolSecurity = { productKey: 'k', mqttUsersFile: '/etc/mimic/mqtt-users', pkiRoot: '/var/lib/mimic/pki' }
+ */
+export interface ProtocolSecurity {
+  /** The server's product key; when set, protocols that authenticate require credentials. */
+  productKey?: string | undefined
+  /** A file of `user:password` lines the embedded MQTT broker accepts besides the product key. */
+  mqttUsersFile?: string | undefined
+  /** The directory OPC UA certificate stores live in; a model's `pki_dir` names a folder inside it. */
+  pkiRoot?: string | undefined
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino'
-import type { HeldPort, PortHolder, ProtocolContext, ProtocolKind } from './adapter.js'
+import type { HeldPort, PortHolder, ProtocolContext, ProtocolKind, ProtocolSecurity } from './adapter.js'
 import { asciiKind } from './ascii/kind.js'
 import { modbusSlaveKind } from './modbus/kind.js'
 import { mqttKind } from './mqtt/kind.js'
@@ -15,6 +15,7 @@ export type {
   ProtocolAdapter,
   ProtocolContext,
   ProtocolKind,
+  ProtocolSecurity,
 } from './adapter.js'
 
 /**
@@ -63,17 +64,19 @@ export function protocolKinds(): readonly ProtocolKind[] {
  */
 export class ProtocolContexts {
   readonly #logger: Logger
+  readonly #security: ProtocolSecurity
   readonly #contexts = new Map<string, ProtocolContext>()
 
-  constructor(opts: { logger: Logger }) {
+  constructor(opts: { logger: Logger; security?: ProtocolSecurity }) {
     this.#logger = opts.logger
+    this.#security = opts.security ?? {}
   }
 
   get(kind: ProtocolKind): ProtocolContext {
     let context = this.#contexts.get(kind.name)
     if (!context) {
       const portHolder: PortHolder = (transport, port) => this.#holder(kind.name, transport, port)
-      context = kind.createContext({ logger: this.#logger.child({ component: kind.name }), portHolder })
+      context = kind.createContext({ logger: this.#logger.child({ component: kind.name }), portHolder, security: this.#security })
       this.#contexts.set(kind.name, context)
     }
     return context
