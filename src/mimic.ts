@@ -107,6 +107,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     mode: config.snapshotsMode,
     serverVersion: SERVER_VERSION,
     logger: logger.child({ component: 'snapshots' }),
+    memoryRetention: config.snapshotsRetention,
   })
   const services: SystemServices = {
     logger,

@@ -1,12 +1,14 @@
 /**
  * Finds the snapshot candidates under a directory: every `*.json` file, recursively to a
  * bounded depth. Symlinks are not followed (they could point outside the directory or loop),
- * and temp files of in-progress writes are skipped.
+ * temp files of in-progress writes are skipped, and a `*.json` that is a FIFO, a device or a
+ * socket is reported as unusable without being opened.
  */
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isTempFile } from './atomic-write.js'
 import { errnoCode } from './fs-error.js'
+import { irregularKind } from './read-regular.js'
 
 /**
  * How deep below the snapshots directory files are looked for.
@@ -55,6 +57,9 @@ export async function scanJsonFiles(root: string, maxDepth = MAX_SCAN_DEPTH): Pr
         if (depth < maxDepth) await walk(path, depth + 1)
       } else if (entry.isFile() && entry.name.endsWith('.json') && !isTempFile(entry.name)) {
         result.files.push(path)
+      } else if (!entry.isSymbolicLink() && entry.name.endsWith('.json')) {
+        // A FIFO or a device would block whoever reads it: listed as unusable, never opened.
+        result.unreadable.push({ path, error: `${path} is ${irregularKind(entry) ?? 'not a regular file'}, not a snapshot file: skipped` })
       }
     }
   }

@@ -13,7 +13,7 @@
  */
 import { issueMessage } from '../definition/zod-issue.js'
 import { randomUUID } from 'node:crypto'
-import { mkdir, readFile, realpath, stat, unlink } from 'node:fs/promises'
+import { mkdir, realpath, stat, unlink } from 'node:fs/promises'
 import { dirname, extname, join, resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
 import type { Logger } from 'pino'
@@ -23,6 +23,7 @@ import { writeFileAtomic } from './atomic-write.js'
 import { errnoCode, toMimicError } from './fs-error.js'
 import { looksLikeSnapshot, parseSnapshot, parseSnapshotJson, peekHeader, type ParsedSnapshot } from './parse-snapshot.js'
 import { canonicalPath, checkName, checkPathText, isWithin, resolveInside } from './safe-path.js'
+import { readRegularFile } from './read-regular.js'
 import { scanJsonFiles } from './scan.js'
 import { CURRENT_SCHEMA_VERSION, STRUCTURE_SCHEMA_VERSION, systemDefinitionSchema, type SnapshotFile, type SystemDefinition } from './schema.js'
 import type {
@@ -46,6 +47,12 @@ interface MemoryEntry extends InMemoryEntry {
   schema_version: number
 }
 
+/** In-memory snapshots kept at most, by count and by bytes of their text. */
+const DEFAULT_MEMORY_LIMIT = { count: 100, bytes: 256 * 1024 * 1024 }
+
+/** Unusable paths remembered so that each is logged once; beyond this many, each listing logs again. */
+const MAX_WARNED = 1000
+
 type Selection = { id: string; path?: undefined } | { path: string; id?: undefined }
 
 /**
@@ -64,6 +71,9 @@ export class SnapshotStore {
   readonly #logger: Logger | undefined
   readonly #memory = new Map<string, MemoryEntry>()
   readonly #writes = new Mutex()
+  readonly #warned = new Set<string>()
+  readonly #memoryLimit: { count: number; bytes: number }
+  readonly #memoryRetention: number | undefined
 
   constructor(options: SnapshotStoreOptions) {
     this.#dir = resolve(options.dir)
@@ -71,6 +81,8 @@ export class SnapshotStore {
     this.#serverVersion = options.serverVersion
     this.#roots = [this.#dir, ...(options.allowedRoots ?? []).map((root) => resolve(root))]
     this.#logger = options.logger
+    this.#memoryLimit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT
+    this.#memoryRetention = options.memoryRetention
   }
 
   /** The snapshots directory (absolute, as configured). */
@@ -121,9 +133,11 @@ export class SnapshotStore {
       const text = serialize(file)
       let target = await this.#saveTarget(id, opts)
       if (target === '' && extras.file) target = await this.#defaultTarget(id)
+      if (target === '') this.#roomInMemory(text.length)
       if (target !== '') await this.#writeSnapshot(target, text)
       const marks = { ...(withState ? { state: true as const } : {}), ...(automatic ? { automatic: true as const } : {}) }
       this.#memory.set(id, { id, created_at, label, notes, persisted_path: target, text, schema_version, ...marks })
+      this.#trimMemory(id)
       this.#logger?.info({ snapshot: id, path: target || undefined, state: withState, automatic }, 'snapshot saved')
       return { id, in_memory: true, persisted_path: target, created_at, label, notes, ...marks }
     })
@@ -194,6 +208,7 @@ export class SnapshotStore {
     const files: FileEntry[] = []
     for (const path of scan.files) files.push(await this.#describeFile(path))
     for (const { path, error } of scan.unreadable) {
+      this.#warnOnce(path, error)
       files.push({ path, id: null, created_at: null, label: '', notes: '', schema_version: null, error })
     }
     files.sort(byCreatedAt)
@@ -341,10 +356,65 @@ export class SnapshotStore {
     }
   }
 
+  /**
+   * Refuses a memory-only save the memory cannot hold when the operator has not asked to drop
+   * old ones (`memoryRetention`): a 409 that says how to make room, before anything is kept.
+   */
+  #roomInMemory(size: number): void {
+    if (this.#memoryRetention !== undefined) return
+    const only = [...this.#memory.values()].filter((e) => e.persisted_path === '')
+    const bytes = only.reduce((sum, e) => sum + e.text.length, 0)
+    const { count, bytes: maxBytes } = this.#memoryLimit
+    if (only.length + 1 <= count && bytes + size <= maxBytes) return
+    const message =
+      `${only.length} snapshots (${bytes} bytes) are kept in memory only, the most this server holds (${count} snapshots, ${maxBytes} bytes): ` +
+      'persist them (persist_all_in_memory), delete some, or start the server with --snapshots-retention N to drop the oldest'
+    throw new ConflictError(message, [{ path: 'snapshots', message: 'in-memory snapshots full' }])
+  }
+
+  /**
+   * Keeps the in-memory copies within their limits, `keep` (just saved) aside: first the copies
+   * of snapshots that have a file (the file still answers reads), then, when the operator set a
+   * retention, the oldest snapshots that live in memory only.
+   */
+  #trimMemory(keep: string): void {
+    const { count, bytes: maxBytes } = this.#memoryLimit
+    let bytes = 0
+    for (const entry of this.#memory.values()) bytes += entry.text.length
+    const over = (): boolean => this.#memory.size > count || bytes > maxBytes
+    const drop = (entry: MemoryEntry): void => {
+      this.#memory.delete(entry.id)
+      bytes -= entry.text.length
+    }
+    // A Map iterates in insertion order: oldest saves first.
+    for (const entry of [...this.#memory.values()]) {
+      if (!over()) break
+      if (entry.id !== keep && entry.persisted_path !== '') drop(entry)
+    }
+    const retention = this.#memoryRetention
+    if (retention === undefined) return
+    const only = [...this.#memory.values()].filter((e) => e.persisted_path === '')
+    const dropped: string[] = []
+    for (const entry of only) {
+      if (!over() && only.length - dropped.length <= retention) break
+      if (entry.id === keep) continue
+      drop(entry)
+      dropped.push(entry.id)
+    }
+    if (dropped.length) this.#logger?.warn({ dropped, keep: retention }, 'in-memory snapshots beyond the retention dropped')
+  }
+
+  /** Logs an unusable entry of the snapshots directory the first time a listing meets it (lists are frequent). */
+  #warnOnce(path: string, error: string): void {
+    if (this.#warned.has(path)) return
+    if (this.#warned.size < MAX_WARNED) this.#warned.add(path)
+    this.#logger?.warn({ path, err: error }, 'unusable entry in the snapshots directory: skipped')
+  }
+
   async #describeFile(path: string): Promise<FileEntry> {
     let text: string
     try {
-      text = await readFile(path, 'utf8')
+      text = await readRegularFile(path)
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err)
       return { path, id: null, created_at: null, label: '', notes: '', schema_version: null, error }
@@ -388,7 +458,7 @@ export class SnapshotStore {
     const { files } = await scanJsonFiles(root)
     for (const path of files) {
       if (path === direct) continue
-      const text = await readFile(path, 'utf8').catch(() => undefined)
+      const text = await readRegularFile(path).catch(() => undefined)
       if (text !== undefined && peekHeader(text).id === id) return { path, text }
     }
     return brokenDirect
@@ -412,7 +482,11 @@ export class SnapshotStore {
         { path: 'id', message: 'resolves outside the allowed directories' },
       ])
     }
-    return readFile(real, 'utf8').catch(() => undefined)
+    return readRegularFile(real, 'id').catch((err: unknown) => {
+      // A FIFO or a device under the id's name is named, not waited on; a file that vanished is simply not there.
+      if (err instanceof ValidationError) throw err
+      return undefined
+    })
   }
 
   async #notFound(id: string): Promise<NotFoundError> {
@@ -496,15 +570,8 @@ function byCreatedAt(a: FileEntry, b: FileEntry): number {
   return a.path < b.path ? -1 : a.path > b.path ? 1 : 0
 }
 
-async function readText(path: string): Promise<string> {
-  try {
-    return await readFile(path, 'utf8')
-  } catch (err) {
-    if (errnoCode(err) === 'EISDIR') {
-      throw new ValidationError(`Snapshot ${path} is a directory, not a file`, [{ path: 'path', message: 'is a directory' }])
-    }
-    throw toMimicError(err, { action: 'read snapshot', path, field: 'path' })
-  }
+function readText(path: string): Promise<string> {
+  return readRegularFile(path, 'path')
 }
 
 /** 409 when `path` holds something that is not a snapshot (a directory, a foreign file). */
@@ -524,7 +591,7 @@ async function refuseForeignTarget(path: string): Promise<void> {
 
 async function fileIdAt(path: string): Promise<string | null> {
   try {
-    return peekHeader(await readFile(path, 'utf8')).id
+    return peekHeader(await readRegularFile(path)).id
   } catch {
     return null
   }

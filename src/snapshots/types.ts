@@ -30,6 +30,16 @@ export interface SnapshotStoreOptions {
   /** Further directories clients may name with absolute paths. */
   allowedRoots?: string[]
   logger?: Logger
+  /**
+   * How many snapshots, and how many bytes of them, are kept in memory (default 100 and
+   * 256 MiB). Copies of snapshots that have a file are dropped first (the file still answers).
+   */
+  memoryLimit?: { count: number; bytes: number }
+  /**
+   * Keep only the newest n snapshots that live in memory alone (memory mode), dropping the
+   * oldest; unset, a save beyond `memoryLimit` is refused instead, so nothing is lost unasked.
+   */
+  memoryRetention?: number | undefined
 }
 
 /**

@@ -120,3 +120,30 @@ describe('read-only snapshot directory (server run without the right to override
     assert.equal(server.logs.filter((r) => Number(r.level) >= 60).length, 0)
   })
 })
+
+describe('a FIFO named like a snapshot in the snapshots directory', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer()
+    assert.equal((await t.api('PUT', SYS, { models: { M: MODEL }, instances: { first: 'M' } })).status, 200)
+    await mkdir(t.snapshots, { recursive: true })
+    spawnSync('mkfifo', [join(t.snapshots, 'pipe.json')])
+    spawnSync('mkfifo', [join(t.snapshots, 'feed.json')])
+  })
+  after(() => t.close())
+
+  it('load by path and by id answer a 422 naming it at once; list, save and the system go on', async () => {
+    for (const kwargs of [{ path: 'pipe.json' }, { id: 'feed' }]) {
+      const res = await t.call(`${SYS}/snapshots`, 'load', kwargs)
+      assert.equal(res.status, 422, `${JSON.stringify(kwargs)} -> ${JSON.stringify(res.body)}`)
+      assert.match(res.body.error.message, /is a FIFO \(named pipe\), not a file/)
+    }
+    const list = await t.call(`${SYS}/snapshots`, 'list')
+    assert.equal(list.status, 200)
+    assert.equal(list.body.result.files.filter((f: { error?: string }) => /FIFO/.test(f.error ?? '')).length, 2)
+    assert.ok(t.logs.some((r) => r.msg === 'unusable entry in the snapshots directory: skipped'))
+    assert.equal((await t.call(`${SYS}/snapshots`, 'save')).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/first`, 'prepare')).status, 200)
+    await assertStillRunning(t.api)
+  })
+})
