@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mimic_sdk.component import ComponentContext
 from mimic_sdk.errors import WorkerError, describe, user_traceback
+from mimic_sdk.limits import check_value
 
 #: types that are JSON as they are
 SCALARS = frozenset((float, int, str, bool, type(None)))
@@ -152,6 +153,7 @@ class Instance:
             old = last.get(name, MISSING)
             # the type check keeps 1 -> True or 1 -> 1.0 from passing as "unchanged"
             if type(old) is not type(value) or old != value:
+                check_value(value, f"the value of attribute {name!r} of {self.name!r}", f"attributes.{name}")
                 changed[name] = value
         last.update(changed)
         for name in numbers:  # sent every time, so not tracked

@@ -13,6 +13,8 @@ Example::
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import linecache
 import logging
@@ -28,6 +30,64 @@ from mimic_sdk.errors import WorkerError, describe, user_traceback
 from mimic_sdk.expressions import compile_expressions
 from mimic_sdk.instance import MISSING, Binding, Instance
 from mimic_sdk.output import InstanceLogHandler, OutputCapture
+
+
+#: real directories of the user files loaded so far: each is on sys.path, so that a file can
+#: import its siblings (the server found every file itself inside the extension directories)
+_USER_DIRECTORIES: List[str] = []
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+class _SiblingGuard(importlib.abc.MetaPathFinder):
+    """Finds modules as the path finder does, but refuses one found through the directory of a
+    user file whose real path (after symlinks) is outside every such directory: a link in an
+    extension directory to a file or a folder elsewhere does not make it importable, as the
+    server refuses such a link for ``import`` blocks and action imports."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or not _USER_DIRECTORIES:
+            return spec
+        locations = [spec.origin] if spec.has_location and spec.origin else []
+        locations.extend(spec.submodule_search_locations or ())
+        for location in locations:
+            lexical = os.path.abspath(location)
+            if not any(_inside(lexical, d) for d in _USER_DIRECTORIES):
+                continue
+            real = os.path.realpath(location)
+            if not any(_inside(real, d) for d in _USER_DIRECTORIES):
+                raise ImportError(f"cannot import {fullname!r}: {lexical} leads outside the extension directories (to {real})",
+                                  name=fullname)
+        return spec
+
+
+_GUARD = _SiblingGuard()
+
+
+def _guard_sibling_imports(directory: str) -> None:
+    real = os.path.realpath(directory)
+    if real not in _USER_DIRECTORIES:
+        _USER_DIRECTORIES.append(real)
+    if _GUARD not in sys.meta_path:
+        # Before the path finder, after the built-in and frozen importers it would otherwise shadow.
+        at = next((i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder), len(sys.meta_path))
+        sys.meta_path.insert(at, _GUARD)
+
+
+def is_user_module(module: Any) -> bool:
+    """Whether a module is one of the user's: a file loaded for an instance, or a sibling it
+    imported from the directories of those files (what an action may reach besides the allowed
+    modules, as the operator's own code)."""
+    if getattr(module, "__name__", "").startswith("mimic_ext_"):
+        return True
+    file = getattr(module, "__file__", None)
+    if not isinstance(file, str):
+        return False
+    real = os.path.realpath(file)
+    return any(_inside(real, d) for d in _USER_DIRECTORIES)
 
 
 class Loader:
@@ -85,7 +145,7 @@ class Loader:
                 def import_file(file: str, path: str) -> Any:
                     return self._import(instance, {"file": file}, path, os.path.basename(file))
 
-                instance.expressions = compile_expressions(expressions, import_file)
+                instance.expressions = compile_expressions(expressions, import_file, is_user_module)
             access.bind(instance.bindings)
             instance.declarative = any(instance.components)
             instance.getters = [(n, b[0]) for n, b in instance.bindings.items()]
@@ -154,6 +214,7 @@ class Loader:
         linecache.cache[file] = (len(text), None, text.splitlines(True), file)
         directory = os.path.dirname(file)
         if directory not in sys.path:
+            _guard_sibling_imports(directory)
             sys.path.append(directory)  # lets the user file import its siblings
         self._sequence += 1
         stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(file))[0])

@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from mimic_sdk.errors import WorkerError, describe, user_traceback
 from mimic_sdk.expressions import evaluate
 from mimic_sdk.instance import EXACT, MISSING, SCALARS, Binding, Instance, jsonable
+from mimic_sdk.limits import check_value
 from mimic_sdk.output import OutputCapture
 
 _NAN = float("nan")
@@ -59,6 +60,14 @@ def check_arguments(instance: Instance, method: str, fn: Callable[..., Any], arg
         named = re.search(r"'([^']+)'", str(exc))
         path = f"kwargs.{named.group(1)}" if named else "args"
         raise WorkerError("arguments", f"{method}(): {exc}", path) from None
+
+
+def _written(instance: Instance, changes: Dict[str, Any], method: Any) -> Dict[str, Any]:
+    """The declarative attributes a MimicComponent wrote, as JSON data, each within the limit."""
+    written = jsonable(changes)
+    for attr, value in written.items():
+        check_value(value, f"the value {method!r} of {instance.name!r} wrote to attribute {attr!r}", f"attributes.{attr}")
+    return written
 
 
 class Plan:
@@ -169,13 +178,14 @@ class Runner:
                 raise WorkerError("user_code", describe(exc), method, user_traceback(exc)) from None
             if type(result) not in SCALARS:
                 result = jsonable(result)
+            check_value(result, f"the result of method {method!r} of {instance.name!r}", method)
             answer: Dict[str, Any] = {"result": result, "values": instance.collect()}
         finally:
             capture.current = None
         if instance.declarative:
             changes = context.attributes.take_changes()
             if changes:
-                answer["attributes"] = jsonable(changes)
+                answer["attributes"] = _written(instance, changes, method)
         return answer
 
     # ----------------------------------------------------------------------------------- eval
@@ -294,8 +304,10 @@ class Runner:
                 if fn is not None:
                     result = fn()
                     if result is not None:
+                        result = check_value(result if type(result) in SCALARS else jsonable(result),
+                                             f"the result of method {method!r} of {name!r}", method)
                         results.append(slot)
-                        results.append(result if type(result) in SCALARS else jsonable(result))
+                        results.append(result)
                 for attr, getter in pairs:
                     value = getter()
                     kind = type(value)
@@ -310,11 +322,14 @@ class Runner:
                             value = jsonable(value)
                         old = last.get(attr, MISSING)
                         if type(old) is not type(value) or old != value:
+                            check_value(value, f"the value of attribute {attr!r} of {name!r}", f"attributes.{attr}")
                             last[attr] = value
                             push(slot)
                             push(p - base)
                             push(value)
                     p += 1
+            except WorkerError as exc:
+                errors.append([slot, exc.to_wire()])
             except BaseException as exc:
                 where = method if attr is None else f"attributes.{attr}"
                 errors.append([slot, WorkerError("user_code", describe(exc), where, user_traceback(exc)).to_wire()])
@@ -426,9 +441,14 @@ class Runner:
                 except BaseException as exc:
                     raise WorkerError("user_code", describe(exc), method, user_traceback(exc)) from None
                 if result is not None:
+                    result = check_value(result if type(result) in SCALARS else jsonable(result),
+                                         f"the result of method {method!r} of {instance.name!r}", method)
                     results.append(slot)
-                    results.append(result if type(result) in SCALARS else jsonable(result))
+                    results.append(result)
             changed = instance.collect()
+            written = instance.context.attributes.take_changes() if instance.declarative else None
+            if written:
+                written = _written(instance, written, method)
         except WorkerError as exc:
             errors.append([slot, exc.to_wire()])
             return
@@ -441,7 +461,5 @@ class Runner:
                 push(index)
                 push(changed[name])
             index += 1
-        if instance.declarative:
-            written = instance.context.attributes.take_changes()
-            if written:
-                declared[str(slot)] = jsonable(written)
+        if written:
+            declared[str(slot)] = written

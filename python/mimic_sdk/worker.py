@@ -36,7 +36,9 @@ import time
 import traceback
 from typing import Any, BinaryIO, Callable, Dict, FrozenSet, List, Optional, Tuple
 
+from mimic_sdk.expressions import set_action_modules
 from mimic_sdk.errors import WorkerError, describe
+from mimic_sdk.limits import DEFAULT_MAX_VALUE_BYTES, frame_limit, set_max_value_bytes
 from mimic_sdk.loading import Loader
 from mimic_sdk.output import CaptureStream, OutputCapture
 from mimic_sdk.protocol import PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame, write_all
@@ -197,6 +199,18 @@ class Worker:
         reply["ok"] = True
         return reply
 
+    def answer_frame(self, reply: Dict[str, Any], op: Any) -> bytes:
+        """The frame of an answer, or of a ``user_code`` failure in its place when it is larger
+        than the server takes (each value was checked against ``--max-value-bytes`` already; a
+        step of many instances can still add up)."""
+        frame = encode_frame(reply)
+        limit = frame_limit()
+        if len(frame) - 4 <= limit:
+            return frame
+        message = (f"ValueTooLargeError: the answer to {op!r} is {len(frame) - 4} bytes, more than the {limit} bytes "
+                   "a frame may hold (four times --max-value-bytes, MIMIC_MAX_VALUE_BYTES of the server, plus 1 MiB)")
+        return encode_frame({"id": reply.get("id"), "ok": False, "error": WorkerError("user_code", message).to_wire()})
+
     def send(self, message: Dict[str, Any]) -> None:
         frame = encode_frame(message)
         with self._out_lock:
@@ -244,8 +258,9 @@ class Worker:
                     running = False
                     break
                 block = False
-                stop = isinstance(message, dict) and message.get("op") == "shutdown"
-                replies.append(encode_frame(self.handle(message)))
+                op = message.get("op") if isinstance(message, dict) else None
+                stop = op == "shutdown"
+                replies.append(self.answer_frame(self.handle(message), op))
                 if stop:
                     running = False
                     break
@@ -269,7 +284,27 @@ def _watch_parent(worker: Worker, parent: int) -> None:
             os._exit(0)
 
 
-_USAGE = "usage: worker.py [--protocol N] [--in-fd N] [--out-fd N]\n"
+_USAGE = ("usage: worker.py [--protocol N] [--in-fd N] [--out-fd N] [--max-value-bytes N] "
+          "[--action-modules name,name...]\n")
+
+#: variables of the environment a worker never keeps: the server's secrets (its product key, the
+#: file holding it), which user code has no business reading
+_SECRET_PREFIXES = ("MIMIC_PRODUCT_KEY",)
+
+
+def forget_secrets(environ: Any = None) -> None:
+    """Removes the server's secrets from the worker's environment. The server starts workers
+    without them already; this also covers a worker started by hand with the server's
+    environment.
+
+    Example::
+
+        forget_secrets()
+        assert "MIMIC_PRODUCT_KEY" not in os.environ
+    """
+    environ = os.environ if environ is None else environ
+    for name in [n for n in environ if n.upper().startswith(_SECRET_PREFIXES)]:
+        del environ[name]
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -279,14 +314,21 @@ def main(argv: Optional[List[str]] = None) -> None:
     hello (so the server can name both versions) and exits with status 3 instead of serving.
     """
     # argparse alone would add a noticeable share of the worker's start-up time.
+    forget_secrets()
     args = list(sys.argv[1:] if argv is None else argv)
-    options = {"--in-fd": 3, "--out-fd": 4, "--protocol": PROTOCOL_VERSION}
+    options = {"--in-fd": 3, "--out-fd": 4, "--protocol": PROTOCOL_VERSION, "--max-value-bytes": DEFAULT_MAX_VALUE_BYTES}
+    action_modules: List[str] = []
     while args:
         flag = args.pop(0)
+        if flag == "--action-modules" and args:
+            action_modules = [m for m in args.pop(0).split(",") if m]
+            continue
         if flag not in options or not args or not args[0].isdigit():
             sys.stderr.write(_USAGE)
             sys.exit(2)
         options[flag] = int(args.pop(0))
+    set_max_value_bytes(max(1, options["--max-value-bytes"]))
+    set_action_modules(action_modules)
     in_fd, out_fd = options["--in-fd"], options["--out-fd"]
     try:
         in_stream = open(in_fd, "rb", buffering=1 << 16, closefd=False)

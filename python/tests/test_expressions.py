@@ -132,7 +132,7 @@ class Expressions(WorkerTestCase):
 
     def test_imports_that_fail_are_load_errors_naming_the_import(self):
         cases = [
-            ({"module": "no_such_module_here", "path": "actions[0].imports.m"}, "ModuleNotFoundError"),
+            ({"module": "no_such_module_here", "path": "actions[0].imports.m"}, "may not import"),
             ({"module": "statistics.no_such_name", "path": "actions[0].imports.m"}, "has no 'no_such_name'"),
             ({"module": "os", "path": "actions[0].imports.m"}, "may not import"),
             ({"module": "json._private", "path": "actions[0].imports.m"}, "may not import"),
