@@ -3,13 +3,15 @@ import { createServer, connect as tcpConnect, type Server, type Socket } from 'n
 import { after, before, describe, it } from 'node:test'
 import { Aedes } from 'aedes'
 import { connectAsync, type MqttClient } from 'mqtt'
-import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { TEST_KEY, eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
+/** The test server has a product key, so its embedded broker wants it as a password. */
+const KEYED = { username: 'tester', password: TEST_KEY }
 
 /** A client of the broker that records every message it hears. */
 async function listener(port: number, filter: string): Promise<{ client: MqttClient; heard: Array<{ topic: string; payload: string; retain: boolean }> }> {
-  const client = await connectAsync({ host: '127.0.0.1', port, clientId: `test-${Math.random().toString(16).slice(2)}`, reconnectPeriod: 0 })
+  const client = await connectAsync({ host: '127.0.0.1', port, ...KEYED, clientId: `test-${Math.random().toString(16).slice(2)}`, reconnectPeriod: 0 })
   const heard: Array<{ topic: string; payload: string; retain: boolean }> = []
   client.on('message', (topic, payload, packet) => heard.push({ topic, payload: payload.toString(), retain: packet.retain }))
   await client.subscribeAsync(filter, { qos: 1 })
@@ -123,7 +125,7 @@ describe('mqtt adapter against the embedded broker, with MQTT.js clients', () =>
   })
 
   it('subscribe bindings write the internal value (raw text, JSON, a JSON template, QoS 1)', async () => {
-    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const client = await connectAsync({ host: '127.0.0.1', port, ...KEYED, reconnectPeriod: 0 })
     try {
       await client.publishAsync('plant/boiler/mode/set', 'auto')
       await eventually(async () => (await value('mode')) === 'auto')
@@ -138,7 +140,7 @@ describe('mqtt adapter against the embedded broker, with MQTT.js clients', () =>
 
   it('refuses payloads that do not fit the attribute type: counted, logged, nothing applied', async () => {
     const before = (await t.api('GET', node)).body.counters.refused as number
-    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const client = await connectAsync({ host: '127.0.0.1', port, ...KEYED, reconnectPeriod: 0 })
     try {
       await client.publishAsync('plant/boiler/setpoint', 'not json', { qos: 1 })
       await client.publishAsync('plant/boiler/setpoint', '"hot"', { qos: 1 })
@@ -372,7 +374,7 @@ describe("mqtt adapter: the reference product's spellings (default_qos, default_
   })
 
   it('default_qos and default_retain reach the bindings that give none; the birth message goes under topic_prefix', async () => {
-    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const client = await connectAsync({ host: '127.0.0.1', port, ...KEYED, reconnectPeriod: 0 })
     const heard: Array<{ topic: string; payload: string; retain: boolean; qos: number }> = []
     client.on('message', (topic, payload, packet) => heard.push({ topic, payload: payload.toString(), retain: packet.retain, qos: packet.qos }))
     try {
@@ -387,7 +389,7 @@ describe("mqtt adapter: the reference product's spellings (default_qos, default_
   })
 
   it('publish_on_change: true publishes on change only; publish_on_change: false every publish_interval', async () => {
-    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const client = await connectAsync({ host: '127.0.0.1', port, ...KEYED, reconnectPeriod: 0 })
     const heard: Array<{ topic: string; payload: string }> = []
     client.on('message', (topic, payload) => heard.push({ topic, payload: payload.toString() }))
     try {
@@ -412,7 +414,7 @@ describe("mqtt adapter: the reference product's spellings (default_qos, default_
   })
 
   it('a $attr(name) binding writes the attribute; detach makes the broker publish the flat will', async () => {
-    const client = await connectAsync({ host: '127.0.0.1', port, reconnectPeriod: 0 })
+    const client = await connectAsync({ host: '127.0.0.1', port, ...KEYED, reconnectPeriod: 0 })
     const heard: string[] = []
     client.on('message', (topic, payload) => topic === 'spx/gw/availability' && heard.push(payload.toString()))
     try {

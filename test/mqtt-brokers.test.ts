@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
-import { canConnect, Mosquitto, mosquittoMissing, MosquittoSub, mosquittoPub, socketsOnPort } from './helpers/mosquitto.js'
+import { TEST_KEY, eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { canConnect, Mosquitto, mosquittoMissing, MosquittoSub, mosquittoPub, socketsOnPort, type MosquittoLogin } from './helpers/mosquitto.js'
 
 // The `mqtt` adapter against two brokers with the same cases: Debian's mosquitto, started by the
 // test on a free port with its own configuration, and the embedded broker (`broker: embedded`).
@@ -10,7 +10,10 @@ import { canConnect, Mosquitto, mosquittoMissing, MosquittoSub, mosquittoPub, so
 const SYS = '/api/v3/system'
 const missing = mosquittoMissing()
 
-/** Users the mosquitto broker knows (anonymous clients are accepted too); the embedded broker accepts anyone. */
+/**
+ * Users the mosquitto broker knows (anonymous clients are accepted too); the embedded broker of a
+ * server with a product key takes any user with the key as password.
+ */
 const USERS = { relay: 'relay-secret', pump: 'pump-secret' }
 
 /** A broker for the suite, and how the suite takes it away from an adapter and gives it back. */
@@ -19,6 +22,8 @@ interface BrokerRig {
   readonly port: number
   /** The adapter settings that point at this broker. */
   readonly settings: { broker: string; port: number }
+  /** What mosquitto_sub and mosquitto_pub log in with. */
+  readonly login: MosquittoLogin
   /** The mosquitto broker itself, to freeze or kill it (undefined for the embedded one). */
   readonly mosquitto?: Mosquitto
   /** Takes the broker away from the adapter at `node`; resolves to the `connection` the adapter shows then. */
@@ -42,6 +47,7 @@ async function mosquittoRig(): Promise<BrokerRig> {
     kind: 'mosquitto',
     port: broker.port,
     settings: { broker: '127.0.0.1', port: broker.port },
+    login: {},
     mosquitto: broker,
     cut: async () => {
       await broker.down()
@@ -74,6 +80,7 @@ async function embeddedRig(t: TestServer): Promise<BrokerRig> {
     kind: 'embedded',
     port,
     settings: { broker: 'embedded', port },
+    login: { username: 'tester', password: TEST_KEY },
     cut: async (t, node) => {
       assert.equal((await t.call(node, 'detach')).status, 200)
       return 'detached'
@@ -102,7 +109,7 @@ function brokerSuite(kind: BrokerRig['kind']): void {
         assert.equal((await t.api('PUT', `${attr(instance, name)}/attr/internal_value`, { value: v })).status, 200)
       const adapter = async (instance: string) => (await t.api('GET', node(instance))).body
       const subscribe = async (filters: string[]) => {
-        const sub = await MosquittoSub.start(rig.port, filters)
+        const sub = await MosquittoSub.start(rig.port, filters, rig.login)
         subs.push(sub)
         return sub
       }
@@ -238,7 +245,7 @@ function brokerSuite(kind: BrokerRig['kind']): void {
             }),
           },
         })
-        const pub = (topic: string, payload: string) => mosquittoPub(rig.port, `${prefix}thermostat/${topic}`, payload, { qos: 1 })
+        const pub = (topic: string, payload: string) => mosquittoPub(rig.port, `${prefix}thermostat/${topic}`, payload, { qos: 1, ...rig.login })
         await pub('setpoint', '72.5')
         await eventually(async () => (await value('thermostat', 'setpoint')) === 72.5)
         await pub('mode/set', 'auto')
@@ -259,7 +266,7 @@ function brokerSuite(kind: BrokerRig['kind']): void {
 
       it('refuses payloads that do not fit: counted in the adapter stats, logged, never applied, not even in part', async () => {
         const refusedBefore = (await adapter('thermostat')).counters.refused as number
-        const pub = (topic: string, payload: string) => mosquittoPub(rig.port, `${prefix}thermostat/${topic}`, payload, { qos: 1 })
+        const pub = (topic: string, payload: string) => mosquittoPub(rig.port, `${prefix}thermostat/${topic}`, payload, { qos: 1, ...rig.login })
         await pub('setpoint', 'warm')
         await pub('enabled/set', 'maybe')
         await pub('count/set', '{"data": {"n": 1.5}}')
@@ -337,7 +344,7 @@ function brokerSuite(kind: BrokerRig['kind']): void {
           ['b', '2'],
           ['c', '3'],
         ] as const)
-          await mosquittoPub(rig.port, `${prefix}relay/cmd/${name}`, v, { qos: 1 })
+          await mosquittoPub(rig.port, `${prefix}relay/cmd/${name}`, v, { qos: 1, ...rig.login })
         // The adapter was away: nothing is applied yet.
         assert.deepEqual([await value('relay', 'a'), await value('relay', 'b'), await value('relay', 'c')], [0, 0, 0])
 
@@ -465,7 +472,7 @@ function brokerSuite(kind: BrokerRig['kind']): void {
           assert.equal((await t.api('DELETE', `${SYS}/instances/probe`)).status, 200)
           await eventually(() => socketsOnPort(rig.port) === connected - footprint)
           // Whatever the broker did on the goodbye comes before this marker.
-          await mosquittoPub(rig.port, `${prefix}probe/marker`, 'after-delete', { qos: 1 })
+          await mosquittoPub(rig.port, `${prefix}probe/marker`, 'after-delete', { qos: 1, ...rig.login })
           await eventually(() => sub.payloads(`${prefix}probe/marker`).includes('after-delete'))
           assert.ok(!sub.payloads(`${prefix}probe/status`).includes('offline'), 'no last will after a goodbye')
           assert.ok(sub.running, 'the subscriber keeps its connection to the broker')

@@ -146,6 +146,21 @@ export class Mosquitto {
   }
 }
 
+/** Who a command-line client connects as: `-u`, `-P` and `-i` of mosquitto_sub and mosquitto_pub. */
+export interface MosquittoLogin {
+  username?: string
+  password?: string
+  clientId?: string
+}
+
+function loginArgs(login: MosquittoLogin): string[] {
+  const args: string[] = []
+  if (login.username !== undefined) args.push('-u', login.username)
+  if (login.password !== undefined) args.push('-P', login.password)
+  if (login.clientId !== undefined) args.push('-i', login.clientId)
+  return args
+}
+
 /** A message as mosquitto_sub printed it. */
 export interface HeardMessage {
   topic: string
@@ -170,8 +185,8 @@ export class MosquittoSub {
    * Subscribes to `filters` (QoS 1 unless told) and resolves once the broker acknowledged the
    * subscription, so whatever is published afterwards reaches it.
    */
-  static async start(port: number, filters: string[], opts: { qos?: 0 | 1 | 2 } = {}): Promise<MosquittoSub> {
-    const args = ['-h', HOST, '-p', String(port), '-q', String(opts.qos ?? 1), '-d', '-F', 'MSG %r %q %t %p']
+  static async start(port: number, filters: string[], opts: { qos?: 0 | 1 | 2 } & MosquittoLogin = {}): Promise<MosquittoSub> {
+    const args = ['-h', HOST, '-p', String(port), '-q', String(opts.qos ?? 1), '-d', '-F', 'MSG %r %q %t %p', ...loginArgs(opts)]
     for (const filter of filters) args.push('-t', filter)
     // mosquitto_sub flushes its output after each message only: line buffering shows the SUBACK at once.
     const sub = new MosquittoSub(spawn(STDBUF, ['-oL', MOSQUITTO_SUB, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }))
@@ -216,8 +231,13 @@ export class MosquittoSub {
 }
 
 /** Publishes one message with `mosquitto_pub`; resolves when it is sent (for QoS 1, acknowledged). */
-export async function mosquittoPub(port: number, topic: string, payload: string, opts: { qos?: 0 | 1 | 2; retain?: boolean } = {}): Promise<void> {
-  const args = ['-h', HOST, '-p', String(port), '-t', topic, '-m', payload, '-q', String(opts.qos ?? 0)]
+export async function mosquittoPub(
+  port: number,
+  topic: string,
+  payload: string,
+  opts: { qos?: 0 | 1 | 2; retain?: boolean } & MosquittoLogin = {},
+): Promise<void> {
+  const args = ['-h', HOST, '-p', String(port), '-t', topic, '-m', payload, '-q', String(opts.qos ?? 0), ...loginArgs(opts)]
   if (opts.retain) args.push('-r')
   await promisify(execFile)(MOSQUITTO_PUB, args, { timeout: 10_000 })
 }

@@ -5,8 +5,16 @@ import { ConflictError, type ValidationError } from '../../errors.js'
 import { MQTT_EMBEDDED, fullTopic, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
+import type { AdapterRegistration } from './broker-guard.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
 import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadResult } from './payload.js'
+
+/**
+ * How long `stop` waits for the broker to take the goodbye (DISCONNECT, and the acknowledgements
+ * of QoS 1 and 2 messages in flight) before it closes the socket itself: a broker that does not
+ * answer must not hold up a DELETE, a snapshot load or the server's shutdown.
+ */
+export const MQTT_STOP_GRACE_MS = 1000
 
 /** What may change while the adapter runs, and its range in seconds. */
 const MQTT_SETTABLE_RANGES: Record<string, [number, number]> = { publish_interval: [0, 86_400], scan_interval: [0.01, 60] }
@@ -96,6 +104,8 @@ export class MqttAdapter implements ProtocolAdapter {
   readonly #instance: string
   readonly #bindings: LiveBinding[]
   #client: MqttClient | null = null
+  /** Takes the adapter's listeners off the client, before it is let go. */
+  #unlisten: (() => void) | null = null
   #lease: BrokerLease | null = null
   #host = ''
   #port: number | null = null
@@ -156,7 +166,7 @@ export class MqttAdapter implements ProtocolAdapter {
       if (this.#running) return
       const d = this.#definition
       if (d.broker === MQTT_EMBEDDED) {
-        this.#lease = await this.#brokers.acquire(d.port)
+        this.#lease = await this.#brokers.acquire(d.port, this.#registration())
         this.#host = this.#lease.host
         this.#port = this.#lease.port
       } else {
@@ -180,10 +190,7 @@ export class MqttAdapter implements ProtocolAdapter {
         client.on('connect', done)
         client.on('close', done)
       })
-      client.on('connect', () => this.#connected())
-      client.on('close', () => this.#closed())
-      client.on('error', (error) => this.#linkError(error))
-      client.on('message', (topic, payload) => this.#message(topic, payload))
+      this.#unlisten = this.#listen(client)
       this.#scanTimer = setInterval(() => this.#scan(), d.scan_interval * 1000)
       this.#scanTimer.unref()
       await firstOutcome
@@ -199,14 +206,13 @@ export class MqttAdapter implements ProtocolAdapter {
       this.#detached = false
       this.#clearTimers()
       const client = this.#client
+      // No event of the old client may reach the adapter once it is let go (a late `connect`
+      // would subscribe on a client that is gone).
+      this.#unlisten?.()
+      this.#unlisten = null
       this.#client = null
       this.#connection = 'down'
-      if (client) {
-        // A connected client sends DISCONNECT; one that is not is closed at once.
-        await client.endAsync(!client.connected).catch(() => undefined)
-        client.removeAllListeners()
-        client.on('error', () => undefined)
-      }
+      if (client) await closeClient(client, this.#logger)
       const lease = this.#lease
       this.#lease = null
       await lease?.release()
@@ -239,6 +245,7 @@ export class MqttAdapter implements ProtocolAdapter {
 
   stats(): AdapterStats {
     const c = this.#counters
+    const broker = this.#lease?.stats()
     return {
       state: this.state,
       requests: c.published + c.received,
@@ -251,6 +258,15 @@ export class MqttAdapter implements ProtocolAdapter {
       received: c.received,
       refused: c.refused,
       reconnects: c.reconnects,
+      ...(broker && {
+        broker_clients: broker.clients,
+        broker_retained: broker.retained,
+        broker_retained_bytes: broker.retained_bytes,
+        broker_refused_connects: broker.refused_connects,
+        broker_refused_client_ids: broker.refused_client_ids,
+        broker_refused_publishes: broker.refused_publishes,
+        broker_refused_retained: broker.refused_retained,
+      }),
     }
   }
 
@@ -316,8 +332,39 @@ export class MqttAdapter implements ProtocolAdapter {
     return this.#definition.client_id ?? `mimic-${this.name.replace(/\./g, '-')}`
   }
 
+  /** What the embedded broker must know of this adapter: its client id and its topics. */
+  #registration(): AdapterRegistration {
+    const d = this.#definition
+    const publishes = this.#bindings.filter((b) => b.publishes).map((b) => b.topic)
+    for (const m of [d.will, d.birth]) if (m) publishes.push(m.topic)
+    return { clientId: this.#clientId(), publishes, subscribes: this.#bindings.filter((b) => b.subscribes).map((b) => b.topic) }
+  }
+
+  /** Takes the client's events, each checked to come from the adapter's current client; returns what takes them off. */
+  #listen(client: MqttClient): () => void {
+    const current = () => this.#client === client && this.#running
+    const onConnect = () => current() && this.#connected(client)
+    const onClose = () => current() && this.#closed()
+    const onError = (error: Error) => current() && this.#linkError(error)
+    const onMessage = (topic: string, payload: Buffer) => current() && this.#message(topic, payload)
+    client.on('connect', onConnect)
+    client.on('close', onClose)
+    client.on('error', onError)
+    client.on('message', onMessage)
+    return () => {
+      client.off('connect', onConnect)
+      client.off('close', onClose)
+      client.off('error', onError)
+      client.off('message', onMessage)
+      // An error after the adapter let go (a socket reset while closing) has nobody to tell.
+      client.on('error', ignore)
+    }
+  }
+
   #clientOptions(): IClientOptions {
     const d = this.#definition
+    // The embedded broker knows the adapter by the credentials of its lease, whatever the model says.
+    const credentials = this.#lease?.credentials
     const toMessage = (m: NonNullable<MqttDefinition['will']>) => ({ topic: m.topic, payload: Buffer.from(m.payload), qos: m.qos, retain: m.retain })
     return {
       host: this.#host,
@@ -325,8 +372,8 @@ export class MqttAdapter implements ProtocolAdapter {
       protocol: d.tls ? 'mqtts' : 'mqtt',
       rejectUnauthorized: d.tls_verify,
       clientId: this.#clientId(),
-      username: d.username,
-      password: d.password,
+      username: credentials?.username ?? d.username,
+      password: credentials?.password ?? d.password,
       keepalive: d.keepalive,
       clean: d.clean,
       // Reconnects are the adapter's (with a backoff); MQTT.js would retry at a fixed period.
@@ -337,11 +384,10 @@ export class MqttAdapter implements ProtocolAdapter {
     }
   }
 
-  #connected(): void {
+  #connected(client: MqttClient): void {
     this.#connection = 'connected'
     this.#backoffMs = this.#definition.reconnect_period * 1000
     this.#lastError = null
-    const client = this.#client!
     const filters = new Map<string, 0 | 1 | 2>()
     for (const b of this.#bindings) {
       if (b.subscribes) filters.set(b.topic, Math.max(filters.get(b.topic) ?? 0, b.binding.qos) as 0 | 1 | 2)
@@ -535,6 +581,28 @@ export function checkPublishedValue(definition: MqttDefinition, attr: string, va
     if (binding.attribute === attr && binding.direction !== 'subscribe') return publishProblem(value)
   }
   return null
+}
+
+function ignore(): void {}
+
+/**
+ * Ends a client: a connected one says goodbye (DISCONNECT, after its QoS 1 and 2 messages in
+ * flight are acknowledged), one that is not is closed at once; after MQTT_STOP_GRACE_MS the
+ * socket is closed whatever the broker does. Never rejects.
+ */
+async function closeClient(client: MqttClient, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const ended = client.endAsync(!client.connected).then(
+    () => true,
+    () => true,
+  )
+  const graceOver = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), MQTT_STOP_GRACE_MS)))
+  const inTime = await Promise.race([ended, graceOver])
+  clearTimeout(timer)
+  if (inTime) return
+  logger.warn({ graceMs: MQTT_STOP_GRACE_MS }, 'mqtt broker did not take the goodbye in time: connection closed')
+  // end() is already under way, so a second end(true) would do nothing: close the socket itself.
+  client.stream?.destroy()
 }
 
 /** A value as a key that changes when the value does (lists and dicts by content). */

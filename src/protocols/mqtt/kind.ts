@@ -7,7 +7,7 @@ import { EmbeddedBrokers } from './embedded-brokers.js'
  * The `mqtt` protocol kind: an MQTT client per instance; the embedded brokers are the shared context.
  *
  * @example
- * const brokers = mqttKind.createContext({ logger })
+ * const brokers = mqttKind.createContext({ logger, security: { productKey: 'k' } })
  * const adapter = mqttKind.create({ settings, accessor, logger, name: 'boiler.mqtt', instance: 'boiler', context: brokers })
  */
 export const mqttKind: ProtocolKind<MqttDefinition, EmbeddedBrokers> = {
@@ -15,7 +15,7 @@ export const mqttKind: ProtocolKind<MqttDefinition, EmbeddedBrokers> = {
   aliases: [],
   nodeType: 'MqttClient',
   schema: mqttSchema,
-  createContext: ({ logger, portHolder }) => new EmbeddedBrokers({ logger, portHolder }),
+  createContext: ({ logger, portHolder, security }) => new EmbeddedBrokers({ logger, portHolder, security }),
   valueProblem: checkPublishedValue,
   create: ({ settings, accessor, logger, name, instance, context }) =>
     new MqttAdapter({ definition: settings, accessor, logger, name, instance, brokers: context }),
