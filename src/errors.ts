@@ -25,6 +25,7 @@ export const FAULT_KINDS = {
   NOT_FOUND: { event: 'not_found', status: 404, type: 'NotFoundError' },
   CONFLICT: { event: 'conflict', status: 409, type: 'ConflictError' },
   PAYLOAD_TOO_LARGE: { event: 'payload_too_large', status: 413, type: 'PayloadTooLargeError' },
+  UNSUPPORTED_MEDIA_TYPE: { event: 'unsupported_media_type', status: 415, type: 'UnsupportedMediaTypeError' },
   VALIDATION: { event: 'validation', status: 422, type: 'ValidationError' },
   USER_CODE: { event: 'user_code', status: 500, type: 'UserCodeError' },
   INTERNAL: { event: 'internal', status: 500, type: 'InternalError' },
@@ -101,6 +102,17 @@ export class ConflictError extends MimicError {
 export class PayloadTooLargeError extends MimicError {
   constructor(message: string) {
     super('PAYLOAD_TOO_LARGE', message)
+  }
+}
+
+/**
+ * 415: a request body that is not declared as JSON. A web page on another origin can send a
+ * body without asking the server first only as text/plain, a form or multipart, so refusing
+ * those keeps such pages from driving the API.
+ */
+export class UnsupportedMediaTypeError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = []) {
+    super('UNSUPPORTED_MEDIA_TYPE', message, details)
   }
 }
 

@@ -159,6 +159,10 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       productKey: config.productKey,
       bodyLimit: config.bodyLimit,
       fastLane: config.fastLane === 'on',
+      allowedHosts: config.allowedHosts,
+      corsOrigins: config.corsOrigin,
+      maxConnections: config.maxConnections,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress,
       plugins: [
         (a) => void registerEvents(a, system),
         (a) => registerDashboard(a),

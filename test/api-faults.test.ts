@@ -27,6 +27,7 @@ describe('fault catalogue', () => {
       NOT_FOUND: 404,
       CONFLICT: 409,
       PAYLOAD_TOO_LARGE: 413,
+      UNSUPPORTED_MEDIA_TYPE: 415,
       VALIDATION: 422,
       USER_CODE: 500,
       INTERNAL: 500,

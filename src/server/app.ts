@@ -5,8 +5,11 @@ import { NotFoundError, UnauthorizedError } from '../errors.js'
 import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { bearerCheck } from './auth.js'
-import { attachFastLane, treeLaneHandler } from './fast-lane/index.js'
+import { BrowserGuard } from './browser-guard.js'
+import { capConnections } from './connection-cap.js'
+import { attachFastLane, treeLaneHandler, type FastLane } from './fast-lane/index.js'
 import { buildFault, correlationIdOf, faultFor, logFault } from './faults.js'
+import { MAX_LOGGED_CHARS, RefusalLog } from './refusal-log.js'
 import { parseJsonBody } from './json-body.js'
 import { serveInTurn } from './pipelining.js'
 import { registerApiDocs } from './api-docs.js'
@@ -28,11 +31,27 @@ export interface AppOptions {
   fastLane: boolean
   /** Extra routes (the event stream, the dashboard) registered by their own modules. */
   plugins?: Array<(app: FastifyInstance) => void | Promise<void>>
+  /** `--allowed-hosts`: Host names answered besides loopback names and IP addresses (browser-guard.ts). */
+  allowedHosts?: readonly string[]
+  /** `--cors-origin`: web origins whose pages may call the API, answered with CORS headers. */
+  corsOrigins?: readonly string[]
+  /** `--max-connections` (default 1024), lowered under a low descriptor limit (connection-cap.ts). */
+  maxConnections?: number
+  /** `--max-connections-per-address` (default 256). */
+  maxConnectionsPerAddress?: number
 }
+
+/** Default of `--max-connections`. */
+export const DEFAULT_MAX_CONNECTIONS = 1024
+/** Default of `--max-connections-per-address`. */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256
 
 /**
  * Builds the HTTP server: open endpoints, Bearer auth on `/api/v3/**`, the generic tree routes
  * and one error handler that turns every error into the fault document of API.md section 6.
+ * Before anything else, every request passes the browser checks (browser-guard.ts: Host,
+ * Origin, JSON bodies, CORS), and every connection the caps (connection-cap.ts); refusals are
+ * logged at a sampled rate (refusal-log.ts).
  *
  * @example
  * const app = await buildApp({ system, logger, bodyLimit: 1 << 20, fastLane: true })
@@ -55,6 +74,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Pipelined requests one at a time per connection, a bounded number waiting (pipelining.ts).
   serveInTurn(app.server, { logger: opts.logger })
   const authorized = bearerCheck(opts.productKey)
+  const guard = new BrowserGuard({ allowedHosts: opts.allowedHosts ?? [], corsOrigins: opts.corsOrigins ?? [], productKeySet: Boolean(opts.productKey) })
+  const refusals = new RefusalLog(opts.logger)
+  app.addHook('onClose', async () => refusals.close())
 
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: opts.bodyLimit }, (_req, body, done) => {
@@ -69,6 +91,28 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.addHook('onRequest', (req, reply, done) => {
     req.correlationId = req.id
     reply.header('x-correlation-id', req.id)
+    const headers = req.headers
+    const origin = headerText(headers.origin)
+    const cors = guard.corsHeaders(origin)
+    // On the raw response: the event stream and /mcp write their heads themselves.
+    if (cors) for (const [name, value] of Object.entries(cors)) reply.raw.setHeader(name, value)
+    if (req.method === 'OPTIONS' && origin !== undefined && headers['access-control-request-method'] !== undefined) {
+      const answer = guard.hostRefusal(headerText(headers.host)) ?? guard.preflight(origin)
+      if (answer instanceof Error) return done(answer)
+      void reply.status(204).headers(answer.headers).send()
+      return
+    }
+    const refusal = guard.refusal({
+      method: req.method,
+      // The matched route: the router decodes the path, so `/%6dcp` is /mcp.
+      url: req.routeOptions.url ?? req.url,
+      host: headerText(headers.host),
+      origin,
+      secFetchSite: headerText(headers['sec-fetch-site']),
+      contentType: headers['content-type'],
+      hasBody: (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined,
+    })
+    if (refusal) return done(refusal)
     // The matched route decides too: the router decodes the path, so `/%61pi/v3/...` reaches an
     // /api route although the raw URL does not start with /api/.
     const protectedPath = req.url.startsWith('/api/') || (req.routeOptions.url ?? '').startsWith('/api/')
@@ -76,14 +120,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   })
 
   app.setErrorHandler((error, req, reply) => {
-    const { status, fault } = faultFor(error, req.mimicFault ?? { action: req.method.toLowerCase(), component: null }, req.id, req.log)
+    const { status, fault } = faultFor(error, req.mimicFault ?? { action: req.method.toLowerCase(), component: null }, req.id, refusals)
     void reply.status(status).header('x-correlation-id', req.id).send(fault)
   })
 
   app.setNotFoundHandler((req, reply) => {
-    const err = new NotFoundError(`No route ${req.method} ${req.url.split('?')[0]} (the API lives under /api/${API_VERSION}/system)`)
+    const path = req.url.split('?')[0]!
+    // The client knows what it sent: a long path is not repeated whole, in the answer or the log.
+    const shown = path.length > MAX_LOGGED_CHARS ? `${path.slice(0, MAX_LOGGED_CHARS)}... (${path.length} characters)` : path
+    const err = new NotFoundError(`No route ${req.method} ${shown} (the API lives under /api/${API_VERSION}/system)`)
     const fault = buildFault(err, { action: req.method.toLowerCase(), component: null, correlationId: req.id })
-    logFault(opts.logger, fault)
+    logFault(refusals, fault)
     void reply.status(404).send(fault)
   })
 
@@ -94,13 +141,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     server_version: SERVER_VERSION,
     api_version: API_VERSION,
     supported_versions: [API_VERSION],
-  }))
-  app.get('/health', async () => ({
-    status: 'ok',
-    server_version: SERVER_VERSION,
-    api_version: API_VERSION,
-    uptime_s: Math.round(process.uptime()),
-    instances: opts.system.instances.size,
   }))
 
   // A request still running when close() begins leaves its keep-alive connection idle afterwards,
@@ -116,16 +156,46 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   registerTreeRoutes(app, opts.system)
   for (const plugin of opts.plugins ?? []) await plugin(app)
 
+  let lane: FastLane | undefined
   if (opts.fastLane) {
-    const lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, logger: opts.logger }), {
+    lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, guard, logger: refusals }), {
       bodyLimit: opts.bodyLimit,
       logger: opts.logger,
     })
-    app.addHook('preClose', async () => lane.close())
+    const attached = lane
+    app.addHook('preClose', async () => attached.close())
   } else {
     closeSilentConnections(app)
   }
+  // Last, so the caps decide before node:http or the lane sees a connection.
+  const maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS
+  const connections = capConnections(app.server, {
+    maxConnections,
+    maxConnectionsPerAddress: opts.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    refusals,
+    ...(lane ? { laneIdleSince: lane.idleSince } : {}),
+  })
+  // After the caps, whose counters it shows; routes may come in any order before listen().
+  app.get('/health', async () => ({
+    status: 'ok',
+    server_version: SERVER_VERSION,
+    api_version: API_VERSION,
+    uptime_s: Math.round(process.uptime()),
+    instances: opts.system.instances.size,
+    http: { connections: connections.stats(), refused: refusals.counts() },
+  }))
+  const { limit } = connections.stats()
+  if (limit < maxConnections)
+    opts.logger.info(
+      { limit, max_connections: maxConnections },
+      `HTTP connections capped at ${limit}, below --max-connections ${maxConnections}: the process may open few descriptors (ulimit -n), and the rest are kept for files and protocol sockets`,
+    )
   return app
+}
+
+/** A header's single value (node:http joins repeated ones or keeps the first, by header). */
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value
 }
 
 /**

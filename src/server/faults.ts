@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import type { Logger } from 'pino'
 import { BadRequestError, FAULT_KINDS, InternalError, MimicError, PayloadTooLargeError, type ErrorDetail } from '../errors.js'
 import { guessComponent, type RequestFaultContext } from './tree-routes.js'
 
@@ -70,8 +69,11 @@ export function faultFor(error: unknown, base: RequestFaultContext, correlationI
   return { status: err.status, fault }
 }
 
-/** What a fault is logged to. */
-export type FaultLog = Pick<Logger, 'error' | 'warn'>
+/** What a fault is logged to: the server's logger, or its sampling refusal log (refusal-log.ts). */
+export interface FaultLog {
+  warn(fields: object, message: string): void
+  error(fields: object, message: string): void
+}
 
 /**
  * Logs a fault the server answered, with its correlation id and, when it is about an instance or

@@ -80,6 +80,8 @@ function flushAll(): void {
  */
 export class LaneConnection {
   readonly #socket: Socket
+  /** The socket this connection reads (the lane finds its connections by it). */
+  readonly socket: Socket
   readonly #options: LaneConnectionOptions
   #buffer: Buffer | undefined
   /** Answers not yet written (see `unflushed`): `#outPieces` first, then `#out`. */
@@ -108,6 +110,7 @@ export class LaneConnection {
 
   constructor(socket: Socket, options: LaneConnectionOptions) {
     this.#socket = socket
+    this.socket = socket
     this.#options = options
     socket.setNoDelay(true)
     socket.on('data', this.#onData)
@@ -123,6 +126,15 @@ export class LaneConnection {
   closeIfIdleSince(time: number): void {
     if (this.#lastActive >= time) return
     if ((!this.#busy && !this.#hasOutput()) || this.#waitingForDrain) this.#socket.destroy()
+  }
+
+  /**
+   * When the connection last received a request or sent an answer (Date.now()) if it is idle now,
+   * 'busy' while a request is being answered. A client that takes none of its answers counts as
+   * idle: it is waiting for nothing.
+   */
+  get idleSince(): number | 'busy' {
+    return (!this.#busy && !this.#hasOutput()) || this.#waitingForDrain ? this.#lastActive : 'busy'
   }
 
   /** Writes the answers waiting for this connection; reading pauses while the client lags behind. */

@@ -1,4 +1,5 @@
 import type { System } from '../../system/system.js'
+import type { BrowserGuard } from '../browser-guard.js'
 import { correlationIdOf, faultFor, type FaultLog } from '../faults.js'
 import { parseJsonBody } from '../json-body.js'
 import { JsonText, answerTree, treeFaultContext } from '../tree-routes.js'
@@ -14,22 +15,36 @@ export interface TreeLaneOptions {
   system: System
   /** The Bearer check of the fastify routes (auth.ts). */
   authorized: (header: string | undefined) => boolean
+  /** The browser checks of the fastify routes (browser-guard.ts). */
+  guard: Pick<BrowserGuard, 'refusal'>
   logger: FaultLog
 }
 
 /**
- * The lane's handler for the tree: requests with a plain URL, an accepted key and a body that
- * parses, answered by the same code as the fastify route (tree-routes.ts `answerTree`, faults.ts
- * `faultFor`). Everything else is declined before it runs, so fastify answers it, 401s and 400s
- * included.
+ * The lane's handler for the tree: requests with a plain URL, an accepted key, headers the
+ * browser checks pass and a body that parses, answered by the same code as the fastify route
+ * (tree-routes.ts `answerTree`, faults.ts `faultFor`). Everything else is declined before it
+ * runs, so fastify answers it, 401s, 403s and 400s included. A request with an Origin (a
+ * browser's) is declined too: fastify adds the CORS headers where they are due.
  *
  * @example
- * const lane = attachFastLane(app.server, treeLaneHandler({ system, authorized: bearerCheck(key), logger }), { bodyLimit, logger })
+ * const lane = attachFastLane(app.server, treeLaneHandler({ system, authorized: bearerCheck(key), guard, logger }), { bodyLimit, logger })
  */
 export function treeLaneHandler(options: TreeLaneOptions): LaneHandler {
-  const { system, authorized, logger } = options
+  const { system, authorized, guard, logger } = options
   return (req) => {
-    if (!LANE_URL.test(req.url) || !authorized(req.headers.authorization)) return undefined
+    const headers = req.headers
+    if (!LANE_URL.test(req.url) || headers.origin !== undefined || !authorized(headers.authorization)) return undefined
+    const refused = guard.refusal({
+      method: req.method,
+      url: req.url,
+      host: headers.host,
+      origin: undefined,
+      secFetchSite: headers['sec-fetch-site'],
+      contentType: headers['content-type'],
+      hasBody: req.body.length > 0,
+    })
+    if (refused) return undefined
     let body: unknown
     try {
       body = parseJsonBody(req.body)

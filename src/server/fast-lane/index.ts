@@ -36,6 +36,11 @@ const SWEEP_MS = 1000
 /** The live lane: closing it ends its idle connections and the busy ones after their answer. */
 export interface FastLane {
   close(): void
+  /**
+   * The state of the lane's connection on `socket` (LaneConnection.idleSince), or undefined when
+   * the lane does not hold that socket (never took it, handed it over, or it closed).
+   */
+  idleSince(socket: Socket): number | 'busy' | undefined
 }
 
 /**
@@ -49,7 +54,7 @@ export interface FastLane {
 export function attachFastLane(server: Server, handler: LaneHandler, options: { bodyLimit: number; logger: Pick<Logger, 'error'> }): FastLane {
   const httpListeners = server.listeners('connection') as Array<(socket: Socket) => void>
   server.removeAllListeners('connection')
-  const connections = new Set<LaneConnection>()
+  const connections = new Map<Socket, LaneConnection>()
   let closing = false
   const connectionOptions: LaneConnectionOptions = {
     handler,
@@ -59,25 +64,26 @@ export function attachFastLane(server: Server, handler: LaneHandler, options: { 
     handOver: (socket) => {
       for (const listener of httpListeners) listener.call(server, socket)
     },
-    release: (connection) => connections.delete(connection),
+    release: (connection) => connections.delete(connection.socket),
   }
   server.on('connection', (socket: Socket) => {
     if (closing) return connectionOptions.handOver(socket)
-    connections.add(new LaneConnection(socket, connectionOptions))
+    connections.set(socket, new LaneConnection(socket, connectionOptions))
   })
   // Idle keep-alive connections are closed after the server's keep-alive timeout, as node:http
   // does. One sweep for all of them rather than a timer per socket: a socket's own timer is
   // re-armed on every read and write, a measurable share of a request here.
   const sweep = setInterval(() => {
     const idleSince = Date.now() - server.keepAliveTimeout
-    for (const connection of connections) connection.closeIfIdleSince(idleSince)
+    for (const connection of connections.values()) connection.closeIfIdleSince(idleSince)
   }, SWEEP_MS)
   sweep.unref()
   return {
     close() {
       closing = true
       clearInterval(sweep)
-      for (const connection of connections) connection.closeWhenIdle()
+      for (const connection of connections.values()) connection.closeWhenIdle()
     },
+    idleSince: (socket) => connections.get(socket)?.idleSince,
   }
 }

@@ -23,6 +23,9 @@ export interface LaneHeaders {
   'content-type': string | undefined
   'content-length': string | undefined
   connection: string | undefined
+  /** A browser's request carries these (browser-guard.ts). */
+  origin: string | undefined
+  'sec-fetch-site': string | undefined
 }
 
 /** A request the lane parsed; `body` is the UTF-8 text. */
@@ -65,6 +68,8 @@ const READ_HEADERS = new Map<string, keyof LaneHeaders | 'decline'>([
   ['content-type', 'content-type'],
   ['content-length', 'content-length'],
   ['connection', 'connection'],
+  ['origin', 'origin'],
+  ['sec-fetch-site', 'sec-fetch-site'],
   ['transfer-encoding', 'decline'],
   ['expect', 'decline'],
   ['upgrade', 'decline'],
@@ -105,6 +110,8 @@ export function parseRequest(buffer: Buffer, bodyLimit: number): ParsedRequest |
     'content-type': undefined,
     'content-length': undefined,
     connection: undefined,
+    origin: undefined,
+    'sec-fetch-site': undefined,
   }
   let lines = 0
   for (let pos = lineEnd + 2; pos < end; pos = lineEnd + 2) {
