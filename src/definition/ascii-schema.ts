@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { z } from 'zod'
 
 /**
@@ -23,12 +24,54 @@ export type AsciiTransport = (typeof ASCII_TRANSPORTS)[number]
 /**
  * The defaults of the connection settings: the SCPI raw-socket port (5025) is where the search for a
  * free port starts, a line may be 64 KiB long and a listener holds 256 clients (as the Modbus
- * listeners do, for the same reason: every client holds a descriptor of the server process).
+ * listeners do, for the same reason: every client holds a descriptor of the server process), at
+ * most 128 from one address, and closes a client that sent no line for 300 s (as Modbus does).
+ * Over UDP, an answer to an address that has not shown it receives answers is at most 512 bytes
+ * or 3 times its datagram, and at most 32 datagrams of one address (1024 in all) wait for their
+ * answer (docs/ascii.md, "UDP and forged senders").
  *
  * @example
  * ASCII_DEFAULTS.first_port // 5025
  */
-export const ASCII_DEFAULTS = { first_port: 5025, max_line_length: 65_536, max_connections: 256 } as const
+export const ASCII_DEFAULTS = {
+  first_port: 5025,
+  max_line_length: 65_536,
+  max_connections: 256,
+  max_connections_per_address: 128,
+  idle_timeout: 300,
+  udp_reply_limit: 512,
+  udp_queue_per_address: 32,
+  udp_queue: 1024,
+} as const
+
+/** How many times its datagram an answer to an unproven UDP sender may be, when that is more than `udp_reply_limit`. @example UDP_REPLY_FACTOR // 3 */
+export const UDP_REPLY_FACTOR = 3
+
+/** An IPv4 or IPv6 address, optionally with a prefix length (`10.0.0.0/8`, `::1`). */
+const PEER = z
+  .string()
+  .max(64)
+  .superRefine((text, ctx) => {
+    const problem = peerProblem(text)
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem })
+  })
+
+/**
+ * Why `text` is not an address or a subnet (`192.168.1.20`, `10.0.0.0/8`, `fd00::/8`), or null.
+ *
+ * @example
+ * peerProblem('10.0.0.0/8') // null
+ * peerProblem('lab-pc') // 'lab-pc is not an IP address or subnet (such as 192.168.1.20 or 10.0.0.0/8)'
+ */
+export function peerProblem(text: string): string | null {
+  const [address, prefix, extra] = text.split('/')
+  const family = isIP(address ?? '')
+  if (family === 0 || extra !== undefined) return `${text} is not an IP address or subnet (such as 192.168.1.20 or 10.0.0.0/8)`
+  if (prefix === undefined) return null
+  const bits = /^\d{1,3}$/.test(prefix) ? Number(prefix) : -1
+  if (bits < 0 || bits > (family === 4 ? 32 : 128)) return `${text}: the prefix length is 0..${family === 4 ? 32 : 128}`
+  return null
+}
 
 const NAME = '[A-Za-z_][A-Za-z0-9_-]*'
 const REFERENCE = new RegExp(`^\\s*(?:([#$])(attr|in|out|ext|external|internal)\\(\\s*\\.*(${NAME})\\s*\\)|(${NAME}))\\s*$`)
@@ -186,8 +229,24 @@ export const asciiSchema = z
     identity: z.string().max(1024).optional(),
     /** A line longer than this many bytes without its terminator closes the client. */
     max_line_length: z.number().int().min(16).max(16_777_216).default(ASCII_DEFAULTS.max_line_length),
-    /** Clients a TCP listener holds at once; one more is refused. */
+    /** Clients a TCP listener holds at once; at the limit the one idle the longest makes room (one more is refused only when every client waits for an answer). */
     max_connections: z.number().int().min(1).max(65_535).default(ASCII_DEFAULTS.max_connections),
+    /** Clients of one address a TCP listener holds; at the limit that address's client idle the longest makes room. */
+    max_connections_per_address: z.number().int().min(1).max(65_535).default(ASCII_DEFAULTS.max_connections_per_address),
+    /** Seconds a TCP client may go without sending a line before it is closed; 0: never. */
+    idle_timeout: z
+      .number()
+      .min(0, 'idle_timeout is seconds >= 0 (0: never)')
+      .max(86_400, 'idle_timeout is at most 86400 seconds (one day)')
+      .default(ASCII_DEFAULTS.idle_timeout),
+    /** UDP: bytes an answer to a sender that has not shown it receives answers may have, when more than 3 times its datagram. */
+    udp_reply_limit: z.number().int().min(64).max(65_507).default(ASCII_DEFAULTS.udp_reply_limit),
+    /** UDP: addresses or subnets whose answers are not limited (the operator vouches that they are not forged). */
+    udp_trusted_peers: z.array(PEER).max(1000).default([]),
+    /** UDP: datagrams of one address that may wait for their answer; more are dropped. */
+    udp_queue_per_address: z.number().int().min(1).max(100_000).default(ASCII_DEFAULTS.udp_queue_per_address),
+    /** UDP: datagrams that may wait for their answer, all senders together; more are dropped. */
+    udp_queue: z.number().int().min(1).max(1_000_000).default(ASCII_DEFAULTS.udp_queue),
     mappings: mappingsSchema.optional(),
     mapping: mappingsSchema.optional(),
     bindings: z.array(bindingSchema).default([]),

@@ -1,3 +1,4 @@
+import { BlockList } from 'node:net'
 import { readOnly, secondsProblem, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { asciiAttributeReferences } from '../../definition/ascii-schema.js'
@@ -7,7 +8,7 @@ import { SERVER_VERSION } from '../../version.js'
 import type { AdapterStats, AdapterSubject, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { DropKind, Endpoint, LineHandler } from './endpoint.js'
 import type { AsciiHub } from './hub.js'
-import { Instrument } from './instrument.js'
+import { Instrument, SCPI_ERRORS } from './instrument.js'
 import type { InstrumentCounters } from './instrument.js'
 import { splitCommands } from './patterns.js'
 
@@ -70,8 +71,10 @@ export class AsciiAdapter implements ProtocolAdapter {
   #detached = false
   #ignored = 0
   #dropped = 0
+  /** Clients closed by the idle timeout, closed to make room, answers too large for their sender, datagrams beyond the queue. */
+  #limits = { idle_closed: 0, evicted: 0, oversized: 0, udp_dropped: 0, udp_waiting: 0 }
   #recent: AsciiExchange[] = []
-  readonly #warnings = new Map<DropKind, ThrottledWarning>()
+  readonly #warnings = new Map<DropKind | 'oversized', ThrottledWarning>()
 
   constructor(options: AsciiAdapterOptions) {
     this.#hub = options.hub
@@ -91,10 +94,32 @@ export class AsciiAdapter implements ProtocolAdapter {
       terminator: definition.terminator,
       maxLineLength: definition.max_line_length,
       maxConnections: definition.max_connections,
+      maxConnectionsPerAddress: definition.max_connections_per_address,
+      idleTimeoutMs: definition.idle_timeout * 1000,
+      udp: {
+        replyLimit: definition.udp_reply_limit,
+        trusted: trustedPeers(definition.udp_trusted_peers),
+        queuePerAddress: definition.udp_queue_per_address,
+        queue: definition.udp_queue,
+      },
       replyDelayMs: () => (definition.response_delay + Math.random() * definition.response_jitter) * 1000,
       dropped: (kind, reason, client) => {
-        this.#dropped++
-        this.#warn(kind, { client, reason }, kind === 'refused' ? 'refused an ascii client' : 'closed an ascii client')
+        if (kind === 'idle') {
+          // Closing a client that went quiet is the listener doing its job, not a warning.
+          this.#limits.idle_closed++
+          this.#logger.debug({ client, reason }, 'closed an idle ascii client')
+          return
+        }
+        if (kind === 'evicted') this.#limits.evicted++
+        else if (kind === 'queue') this.#limits.udp_dropped++
+        else this.#dropped++
+        const message = kind === 'refused' ? 'refused an ascii client' : kind === 'queue' ? 'dropped an ascii datagram' : 'closed an ascii client'
+        this.#warn(kind, { client, reason }, message)
+      },
+      oversized: (client, bytes, limit) => {
+        this.#limits.oversized++
+        this.#instrument.raise(SCPI_ERRORS.tooMuchData, `an answer of ${bytes} bytes to an unproven UDP sender (at most ${limit})`)
+        this.#warn('oversized', { client, bytes, limit }, 'refused an ascii answer too large for an unproven UDP sender')
       },
     }
   }
@@ -143,10 +168,13 @@ export class AsciiAdapter implements ProtocolAdapter {
   /**
    * Live state, port and counters: `requests` (commands received, each `;`-separated part),
    * `commands` and `queries` (those run, by kind), `errors` (SCPI errors raised), `clients`
-   * (connected, or UDP peers heard from), `dropped` (clients closed for bad input or refused).
+   * (connected, or UDP peers heard from), `dropped` (clients closed for bad input or refused),
+   * `idle_closed` (closed by idle_timeout), `evicted` (closed to make room for a new client),
+   * `oversized` (UDP answers refused as too large for an unproven sender), `udp_dropped`
+   * (datagrams beyond the UDP queue's bounds), `udp_waiting` (datagrams waiting for their answers).
    *
    * @example
-   * adapter.stats() // { state: 'RUNNING', port: 5025, transport: 'tcp', requests: 3, errors: 0, commands: 1, queries: 2, clients: 1, dropped: 0 }
+   * adapter.stats() // { state: 'RUNNING', port: 5025, transport: 'tcp', requests: 3, errors: 0, commands: 1, queries: 2, clients: 1, dropped: 0, idle_closed: 0, evicted: 0, oversized: 0, udp_dropped: 0, udp_waiting: 0 }
    */
   stats(): AdapterStats {
     const c = this.#instrument.counters
@@ -160,6 +188,8 @@ export class AsciiAdapter implements ProtocolAdapter {
       queries: c.queries,
       clients: this.#endpoint?.clients ?? 0,
       dropped: this.#dropped,
+      ...this.#limits,
+      udp_waiting: this.#endpoint?.waiting ?? 0,
     }
   }
 
@@ -179,6 +209,12 @@ export class AsciiAdapter implements ProtocolAdapter {
       identity: this.#instrument.identity(),
       max_line_length: d.max_line_length,
       max_connections: d.max_connections,
+      max_connections_per_address: d.max_connections_per_address,
+      idle_timeout: d.idle_timeout,
+      udp_reply_limit: d.udp_reply_limit,
+      udp_trusted_peers: [...d.udp_trusted_peers],
+      udp_queue_per_address: d.udp_queue_per_address,
+      udp_queue: d.udp_queue,
       mappings: structuredClone(d.mappings ?? d.mapping ?? {}),
       bindings: structuredClone(d.bindings),
       counters,
@@ -228,11 +264,24 @@ export class AsciiAdapter implements ProtocolAdapter {
   }
 
   /** Logs at warn level at most once a second for each kind (a flood of bad clients would flood the log), else debug. */
-  #warn(kind: DropKind, fields: Record<string, unknown>, message: string): void {
+  #warn(kind: DropKind | 'oversized', fields: Record<string, unknown>, message: string): void {
     let warning = this.#warnings.get(kind)
     if (warning === undefined) this.#warnings.set(kind, (warning = new ThrottledWarning(this.#logger)))
     warning.warn(fields, message)
   }
+}
+
+/** The operator's trusted UDP senders as a BlockList, or null for none. */
+function trustedPeers(peers: readonly string[]): BlockList | null {
+  if (peers.length === 0) return null
+  const list = new BlockList()
+  for (const peer of peers) {
+    const [address, prefix] = peer.split('/') as [string, string | undefined]
+    const family = address.includes(':') ? 'ipv6' : 'ipv4'
+    if (prefix === undefined) list.addAddress(address, family)
+    else list.addSubnet(address, Number(prefix), family)
+  }
+  return list
 }
 
 /**

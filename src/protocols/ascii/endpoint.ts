@@ -1,8 +1,10 @@
+import { createHmac, randomBytes } from 'node:crypto'
 import { createSocket } from 'node:dgram'
 import type { Socket as UdpSocket } from 'node:dgram'
-import { createServer } from 'node:net'
-import type { Server, Socket } from 'node:net'
+import { createServer, isIP } from 'node:net'
+import type { BlockList, Server, Socket } from 'node:net'
 import type { Logger } from 'pino'
+import { UDP_REPLY_FACTOR } from '../../definition/ascii-schema.js'
 import type { LineResult } from './instrument.js'
 
 /**
@@ -14,7 +16,19 @@ import type { LineResult } from './instrument.js'
  * written together. A client that does not read its replies is not read either once the socket's
  * buffer is full (and once a thousand lines wait for an asynchronous write), so its memory stays
  * bounded. Input that is not text (control bytes other than tab, CR, LF and the terminator's), or a
- * line longer than `maxLineLength` bytes, closes that client; the reason goes to `dropped`.
+ * line longer than `maxLineLength` bytes, closes that client; the reason goes to `dropped`. A TCP
+ * client that sent no line for `idleTimeoutMs` is closed by a sweep (as the Modbus listener does);
+ * at `maxConnections`, or at `maxConnectionsPerAddress` for its address, a new client makes room by
+ * closing the one idle the longest that is not waiting for an answer, and is refused only when
+ * every one is. A full listener therefore never locks clients out for as long as others hold it.
+ *
+ * UDP senders cannot be told from forged ones, so an endpoint never answers an unproven sender
+ * with more than the larger of `udp.replyLimit` bytes and UDP_REPLY_FACTOR times its datagram:
+ * a forged datagram cannot make Mimic a strong amplifier. A sender is proven when the operator
+ * lists it (`udp.trusted`), or for PROOF_MS after it echoed the token only it could have received
+ * (`SYST:COMM:UDP:TOK?`, then `SYST:COMM:UDP:TOK <token>`, see docs/ascii.md). Datagrams wait for
+ * their answers in a queue per sender, bounded per address and in all; more are dropped. After
+ * close nothing is sent, however late a delayed answer becomes due.
  *
  * @example
  * const endpoint = new TcpEndpoint({ host: '127.0.0.1', port: 0, logger, handler })
@@ -30,14 +44,34 @@ export interface LineHandler {
   readonly terminator: string
   readonly maxLineLength: number
   readonly maxConnections: number
+  readonly maxConnectionsPerAddress: number
+  /** TCP clients silent this long are closed; 0: never. */
+  readonly idleTimeoutMs: number
+  readonly udp: UdpRules
   /** Milliseconds before each reply, read for every reply. */
   replyDelayMs(): number
-  /** A client closed (or a datagram ignored) for bad input, or a client refused, and why. */
+  /** A client closed (or a datagram ignored) for bad input, idling or room, or a client refused, and why. */
   dropped(kind: DropKind, reason: string, client: string): void
+  /** An answer to an unproven UDP sender was larger than it may be and was not sent. */
+  oversized(client: string, bytes: number, limit: number): void
 }
 
-/** Why a client was dropped: input that is not text, a line too long, no room for it. */
-export type DropKind = 'binary' | 'overlong' | 'refused'
+/** What limits the answers and the queue of a UDP endpoint (see the module comment). */
+export interface UdpRules {
+  /** Bytes an unproven sender's answer may have, when more than UDP_REPLY_FACTOR times its datagram. */
+  readonly replyLimit: number
+  /** Senders whose answers are not limited; null: none. */
+  readonly trusted: BlockList | null
+  readonly queuePerAddress: number
+  readonly queue: number
+}
+
+/**
+ * Why a client was dropped: input that is not text, a line too long, no room for it (refused),
+ * idle past the idle timeout, closed to make room for a new one (evicted), or a datagram beyond
+ * the UDP queue's bound.
+ */
+export type DropKind = 'binary' | 'overlong' | 'refused' | 'idle' | 'evicted' | 'queue'
 
 /** One open endpoint. */
 export interface Endpoint {
@@ -46,6 +80,8 @@ export interface Endpoint {
   readonly port: number
   /** Clients connected (TCP) or heard from (UDP). */
   readonly clients: number
+  /** Datagrams waiting for their answers (UDP; 0 for TCP). */
+  readonly waiting: number
   listen(): Promise<number>
   close(): Promise<void>
 }
@@ -54,6 +90,15 @@ export interface Endpoint {
 const MAX_WAITING_LINES = 1000
 /** Distinct UDP peers remembered for the `clients` count. */
 const MAX_UDP_PEERS = 4096
+/** How long an echoed token proves a sender. */
+const PROOF_MS = 10 * 60_000
+/** Proven senders remembered at once; the oldest proof is forgotten first. */
+const MAX_PROVEN = 4096
+/** The sweep of idle TCP clients runs at least this often, and at most this often. */
+const MAX_SWEEP_MS = 1000
+const MIN_SWEEP_MS = 50
+/** `SYSTem:COMMunicate:UDP:TOKen?` and `SYSTem:COMMunicate:UDP:TOKen <token>`, in long or short form, alone on a line. */
+const TOKEN_LINE = /^\s*:?SYST(?:EM)?:COMM(?:UNICATE)?:UDP:TOK(?:EN)?(?:\s*(\?)|\s+"?([0-9A-Fa-f]{1,64})"?)\s*$/i
 
 /** Bytes that may appear in a line: tab, LF, CR and printable text (UTF-8 included), plus the terminator's. */
 function allowedBytes(terminator: string): Uint8Array {
@@ -82,6 +127,9 @@ export class TcpEndpoint implements Endpoint {
   #port: number
   readonly #server: Server
   readonly #connections = new Set<LineConnection>()
+  readonly #byAddress = new Map<string, number>()
+  readonly #handler: LineHandler
+  #sweep: NodeJS.Timeout | null = null
   #listening: Promise<number> | null = null
   #closing: Promise<void> | null = null
 
@@ -91,19 +139,34 @@ export class TcpEndpoint implements Endpoint {
     this.#port = options.port
     this.#server = createServer({ noDelay: true })
     const allowed = allowedBytes(handler.terminator)
+    this.#handler = handler
     this.#server.on('connection', (socket) => {
-      const client = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`
+      const address = socket.remoteAddress ?? '?'
+      const client = `${address}:${socket.remotePort ?? '?'}`
       if (this.#closing !== null) {
         socket.destroy()
         return
       }
-      if (this.#connections.size >= handler.maxConnections) {
+      const perAddress = Math.min(handler.maxConnectionsPerAddress, handler.maxConnections)
+      if ((this.#byAddress.get(address) ?? 0) >= perAddress && !this.#makeRoom(address)) {
         socket.destroy()
-        handler.dropped('refused', `refused: ${handler.maxConnections} clients are connected (max_connections)`, client)
+        handler.dropped('refused', `refused: ${perAddress} clients of ${address} are connected and all wait for answers (max_connections_per_address)`, client)
         return
       }
-      const connection = new LineConnection({ socket, client, handler, allowed, onClose: (c) => this.#connections.delete(c) })
+      if (this.#connections.size >= handler.maxConnections && !this.#makeRoom(null)) {
+        socket.destroy()
+        handler.dropped('refused', `refused: ${handler.maxConnections} clients are connected and all wait for answers (max_connections)`, client)
+        return
+      }
+      const connection = new LineConnection({ socket, client, address, handler, allowed, onClose: (c) => this.#onClosed(c) })
       this.#connections.add(connection)
+      this.#byAddress.set(address, (this.#byAddress.get(address) ?? 0) + 1)
+      if (this.#sweep === null && handler.idleTimeoutMs > 0) {
+        const every = Math.min(MAX_SWEEP_MS, Math.max(MIN_SWEEP_MS, Math.floor(handler.idleTimeoutMs / 4)))
+        this.#sweep = setInterval(() => this.#closeIdle(), every)
+        // Clients keep the process alive by themselves; the sweep must not.
+        this.#sweep.unref()
+      }
     })
     this.#server.on('error', (error) => logger.warn({ err: error }, 'ascii listener error'))
   }
@@ -114,6 +177,10 @@ export class TcpEndpoint implements Endpoint {
 
   get clients(): number {
     return this.#connections.size
+  }
+
+  get waiting(): number {
+    return 0
   }
 
   listen(): Promise<number> {
@@ -136,10 +203,52 @@ export class TcpEndpoint implements Endpoint {
     return this.#listening
   }
 
+  /**
+   * Closes the client idle the longest (of `address`, or of any address when null) that is not
+   * waiting for an answer; false when there is none.
+   */
+  #makeRoom(address: string | null): boolean {
+    let oldest: LineConnection | null = null
+    for (const connection of this.#connections) {
+      if (connection.answering || (address !== null && connection.address !== address)) continue
+      if (oldest === null || connection.lastLineAt < oldest.lastLineAt) oldest = connection
+    }
+    if (oldest === null) return false
+    const limit = address === null ? 'max_connections' : 'max_connections_per_address'
+    this.#handler.dropped('evicted', `closed after ${quietSeconds(oldest)} s without a line to make room for a new client (${limit})`, oldest.client)
+    oldest.destroy()
+    return true
+  }
+
+  #closeIdle(): void {
+    const before = Date.now() - this.#handler.idleTimeoutMs
+    // Closing removes a connection from the set at once, which iteration allows.
+    for (const connection of this.#connections) {
+      if (connection.lastLineAt > before || connection.answering) continue
+      this.#handler.dropped('idle', `closed after ${quietSeconds(connection)} s without a line (idle_timeout)`, connection.client)
+      connection.destroy()
+    }
+  }
+
+  #onClosed(connection: LineConnection): void {
+    if (!this.#connections.delete(connection)) return
+    const left = (this.#byAddress.get(connection.address) ?? 1) - 1
+    if (left > 0) this.#byAddress.set(connection.address, left)
+    else this.#byAddress.delete(connection.address)
+    if (this.#connections.size === 0) this.#stopSweep()
+  }
+
+  #stopSweep(): void {
+    if (this.#sweep !== null) clearInterval(this.#sweep)
+    this.#sweep = null
+  }
+
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      for (const connection of this.#connections) connection.destroy()
+      this.#stopSweep()
+      for (const connection of [...this.#connections]) connection.destroy()
       this.#connections.clear()
+      this.#byAddress.clear()
       if (this.#listening !== null) await this.#listening.catch(() => undefined)
       if (this.#server.listening) await new Promise<void>((resolve) => this.#server.close(() => resolve()))
     })()
@@ -147,10 +256,17 @@ export class TcpEndpoint implements Endpoint {
   }
 }
 
+function quietSeconds(connection: LineConnection): number {
+  return Math.round((Date.now() - connection.lastLineAt) / 1000)
+}
+
 /** One TCP client: cuts lines, answers them in order, applies backpressure. */
 class LineConnection {
+  readonly client: string
+  readonly address: string
+  /** When the last complete line arrived (or the client connected): what idling is measured from. */
+  lastLineAt = Date.now()
   readonly #socket: Socket
-  readonly #client: string
   readonly #handler: LineHandler
   readonly #allowed: Uint8Array
   readonly #separator: number
@@ -164,9 +280,10 @@ class LineConnection {
   #pausedForLines = false
   #pausedForDrain = false
 
-  constructor(options: { socket: Socket; client: string; handler: LineHandler; allowed: Uint8Array; onClose: (c: LineConnection) => void }) {
+  constructor(options: { socket: Socket; client: string; address: string; handler: LineHandler; allowed: Uint8Array; onClose: (c: LineConnection) => void }) {
     this.#socket = options.socket
-    this.#client = options.client
+    this.client = options.client
+    this.address = options.address
     this.#handler = options.handler
     this.#allowed = options.allowed
     this.#onClose = options.onClose
@@ -180,6 +297,11 @@ class LineConnection {
     this.#socket.on('close', () => this.destroy())
   }
 
+  /** Whether a line of this client waits for its answer (or lines wait to be run): such a client is not idle. */
+  get answering(): boolean {
+    return this.#busy || this.#head < this.#lines.length
+  }
+
   destroy(): void {
     if (this.#closed) return
     this.#closed = true
@@ -191,7 +313,7 @@ class LineConnection {
 
   #drop(kind: DropKind, reason: string): void {
     if (this.#closed) return
-    this.#handler.dropped(kind, reason, this.#client)
+    this.#handler.dropped(kind, reason, this.client)
     this.destroy()
   }
 
@@ -207,6 +329,7 @@ class LineConnection {
       if (end - start > this.#handler.maxLineLength)
         return this.#drop('overlong', `a line of ${end - start} bytes is longer than max_line_length (${this.#handler.maxLineLength})`)
       this.#lines.push(data.toString('utf8', start, end))
+      this.lastLineAt = Date.now()
       start = end + 1
     }
     const rest = data.length - start
@@ -223,7 +346,7 @@ class LineConnection {
     let out = ''
     while (this.#head < this.#lines.length) {
       const line = this.#lines[this.#head++]!
-      const result = this.#handler.line(line, this.#client)
+      const result = this.#handler.line(line, this.client)
       if (result === null) continue
       const delay = this.#handler.replyDelayMs()
       if (!(result instanceof Promise) && delay <= 0) {
@@ -280,7 +403,9 @@ class LineConnection {
 
 /**
  * A UDP socket of one adapter: each datagram holds one or more lines, and the replies to them go
- * back to the sender in one datagram. Datagrams are handled one after the other.
+ * back to the sender in one datagram. The datagrams of one sender are handled one after the other;
+ * senders do not wait for each other, so one sender's reply delays do not hold up the rest.
+ * Answers are limited for unproven senders, queues are bounded (see the module comment).
  *
  * @example
  * const endpoint = new UdpEndpoint({ host: '127.0.0.1', port: 0, logger, handler })
@@ -292,9 +417,17 @@ export class UdpEndpoint implements Endpoint {
   #port: number
   readonly #socket: UdpSocket
   readonly #handler: LineHandler
+  readonly #logger: Logger
   readonly #allowed: Uint8Array
   readonly #peers = new Set<string>()
-  #chain: Promise<void> = Promise.resolve()
+  /** Each sender's (address:port) datagrams, handled in order. */
+  readonly #queues = new Map<string, { chain: Promise<void>; waiting: number }>()
+  readonly #waitingByAddress = new Map<string, number>()
+  #waiting = 0
+  /** Senders (address:port) that echoed their token, with when the proof ends, oldest first. */
+  readonly #proven = new Map<string, number>()
+  /** Signs the tokens: a sender's token is known only to whoever receives what is sent to it. */
+  readonly #secret = randomBytes(32)
   #listening: Promise<number> | null = null
   #closing: Promise<void> | null = null
 
@@ -302,13 +435,10 @@ export class UdpEndpoint implements Endpoint {
     this.host = options.host
     this.#port = options.port
     this.#handler = options.handler
+    this.#logger = options.logger
     this.#allowed = allowedBytes(options.handler.terminator)
     this.#socket = createSocket({ type: options.host.includes(':') ? 'udp6' : 'udp4' })
-    this.#socket.on('message', (message, remote) => {
-      const client = `${remote.address}:${remote.port}`
-      if (this.#peers.size < MAX_UDP_PEERS) this.#peers.add(client)
-      this.#chain = this.#chain.then(() => this.#datagram(message, remote.address, remote.port, client))
-    })
+    this.#socket.on('message', (message, remote) => this.#receive(message, remote.address, remote.port))
     this.#socket.on('error', (error) => options.logger.warn({ err: error }, 'ascii udp socket error'))
   }
 
@@ -318,6 +448,40 @@ export class UdpEndpoint implements Endpoint {
 
   get clients(): number {
     return this.#peers.size
+  }
+
+  /** Datagrams waiting for their answers, all senders together. */
+  get waiting(): number {
+    return this.#waiting
+  }
+
+  #receive(message: Buffer, address: string, port: number): void {
+    if (this.#closing !== null) return
+    const client = `${address}:${port}`
+    const rules = this.#handler.udp
+    const ofAddress = this.#waitingByAddress.get(address) ?? 0
+    if (ofAddress >= rules.queuePerAddress || this.#waiting >= rules.queue) {
+      const bound = ofAddress >= rules.queuePerAddress ? `${rules.queuePerAddress} of ${address} (udp_queue_per_address)` : `${rules.queue} (udp_queue)`
+      this.#handler.dropped('queue', `datagram dropped: ${bound} datagrams wait for their answers`, client)
+      return
+    }
+    if (this.#peers.size < MAX_UDP_PEERS) this.#peers.add(client)
+    this.#waiting++
+    this.#waitingByAddress.set(address, ofAddress + 1)
+    let queue = this.#queues.get(client)
+    if (queue === undefined) this.#queues.set(client, (queue = { chain: Promise.resolve(), waiting: 0 }))
+    queue.waiting++
+    const own = queue
+    queue.chain = queue.chain
+      .then(() => this.#datagram(message, address, port, client))
+      .catch((error: unknown) => this.#logger.warn({ err: error, client }, 'ascii udp datagram failed'))
+      .finally(() => {
+        this.#waiting--
+        const left = (this.#waitingByAddress.get(address) ?? 1) - 1
+        if (left > 0) this.#waitingByAddress.set(address, left)
+        else this.#waitingByAddress.delete(address)
+        if (--own.waiting === 0 && this.#queues.get(client) === own) this.#queues.delete(client)
+      })
   }
 
   async #datagram(message: Buffer, address: string, port: number, client: string): Promise<void> {
@@ -332,6 +496,12 @@ export class UdpEndpoint implements Endpoint {
     let out = ''
     for (const line of message.toString('utf8').split(separator)) {
       if (line.trim() === '') continue
+      const token = TOKEN_LINE.exec(line)
+      if (token !== null) {
+        if (token[1] === '?') out += this.#token(client) + terminator
+        else this.#prove(client, token[2]!)
+        continue
+      }
       let reply: string | null
       try {
         reply = await this.#handler.line(line, client)
@@ -341,9 +511,46 @@ export class UdpEndpoint implements Endpoint {
       if (reply !== null) out += reply + terminator
     }
     if (out === '' || this.#closing !== null) return
+    const bytes = Buffer.byteLength(out)
+    const limit = Math.max(this.#handler.udp.replyLimit, UDP_REPLY_FACTOR * message.length)
+    if (bytes > limit && !this.#isProven(address, client)) return this.#handler.oversized(client, bytes, limit)
     const delay = this.#handler.replyDelayMs()
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay))
-    this.#socket.send(out, port, address)
+    // Stopped, reloaded or replaced by a snapshot while the answer waited: the socket is gone.
+    if (this.#closing !== null) return
+    await new Promise<void>((resolve) => {
+      try {
+        this.#socket.send(out, port, address, (error) => {
+          if (error) this.#logger.debug({ err: error, client }, 'ascii udp answer not sent')
+          resolve()
+        })
+      } catch (error) {
+        this.#logger.debug({ err: error, client }, 'ascii udp answer not sent')
+        resolve()
+      }
+    })
+  }
+
+  /** The token of a sender: the same for every ask, as long as the endpoint runs. */
+  #token(client: string): string {
+    return createHmac('sha256', this.#secret).update(client).digest('hex').slice(0, 16)
+  }
+
+  #prove(client: string, token: string): void {
+    if (token.toLowerCase() !== this.#token(client)) return
+    this.#proven.delete(client)
+    this.#proven.set(client, Date.now() + PROOF_MS)
+    if (this.#proven.size > MAX_PROVEN) this.#proven.delete(this.#proven.keys().next().value!)
+  }
+
+  #isProven(address: string, client: string): boolean {
+    const trusted = this.#handler.udp.trusted
+    if (trusted !== null && trusted.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')) return true
+    const until = this.#proven.get(client)
+    if (until === undefined) return false
+    if (until > Date.now()) return true
+    this.#proven.delete(client)
+    return false
   }
 
   listen(): Promise<number> {

@@ -79,6 +79,7 @@ export const SCPI_ERRORS = {
   dataType: [-104, 'Data type error'],
   outOfRange: [-222, 'Data out of range'],
   execution: [-200, 'Execution error'],
+  tooMuchData: [-223, 'Too much data'],
 } as const satisfies Record<string, readonly [number, string]>
 
 /**

@@ -6,7 +6,18 @@ import { AsciiHub } from '../../../src/protocols/ascii/hub.js'
 import type { LineHandler } from '../../../src/protocols/ascii/endpoint.js'
 import { ConflictError } from '../../../src/errors.js'
 
-const handler: LineHandler = { line: () => null, terminator: '\n', maxLineLength: 1024, maxConnections: 4, replyDelayMs: () => 0, dropped: () => undefined }
+const handler: LineHandler = {
+  line: () => null,
+  terminator: '\n',
+  maxLineLength: 1024,
+  maxConnections: 4,
+  maxConnectionsPerAddress: 4,
+  idleTimeoutMs: 0,
+  udp: { replyLimit: 512, trusted: null, queuePerAddress: 8, queue: 64 },
+  replyDelayMs: () => 0,
+  dropped: () => undefined,
+  oversized: () => undefined,
+}
 
 describe('ascii hub: a port that cannot be had', () => {
   it("names Mimic's own endpoint on another host, and another program otherwise", async () => {
