@@ -297,6 +297,8 @@ export class MqttAdapter implements ProtocolAdapter {
       connection: this.#connection,
       last_error: this.#lastError,
       counters: { ...this.#counters },
+      // The access counters of the embedded broker this adapter uses (shared by its adapters).
+      embedded_broker: this.#lease?.stats() ?? null,
     }
   }
 
