@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { ValidationError } from '../../../src/errors.js'
+import { pino } from 'pino'
+import { EmbeddedBrokers } from '../../../src/protocols/mqtt/embedded-brokers.js'
 import { parseMqttUsers, readMqttUsers } from '../../../src/protocols/mqtt/users-file.js'
 
 describe('the MQTT users file', () => {
@@ -50,6 +52,21 @@ describe('the MQTT users file', () => {
       assert.throws(() => readMqttUsers(join(dir, 'missing')), /Cannot read the MQTT users file .*missing: ENOENT/)
       assert.throws(() => readMqttUsers(dir), /not a regular file/)
     } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('a malformed file keeps the embedded broker from opening, with the line in the error', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mimic-users-'))
+    const brokers = new EmbeddedBrokers({ logger: pino({ level: 'silent' }), security: { productKey: 'k', mqttUsersFile: join(dir, 'users') } })
+    try {
+      await writeFile(join(dir, 'users'), '# ok\nplc:secret\nhmi\n', { mode: 0o600 })
+      await assert.rejects(brokers.acquire(0), (e: unknown) => e instanceof ValidationError && /users line 3: expected user:password/.test(e.message))
+      await writeFile(join(dir, 'users'), 'plc:secret\n', { mode: 0o600 })
+      const lease = await brokers.acquire(0)
+      await lease.release()
+    } finally {
+      await brokers.close()
       await rm(dir, { recursive: true, force: true })
     }
   })
