@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { OpcuaClientProcess, socketsOn } from './helpers/opcua-client.js'
-import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { eventually, freePort, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+
+// The test server has a product key: anonymous sessions only read, so clients that write log in with it.
+const KEY_USER = { username: 'tester', password: TEST_KEY }
 
 // Every OPC UA request here comes from test/helpers/opcua-client.mjs, a node-opcua client in a
 // process of its own, as the software under test would connect.
@@ -79,7 +82,7 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     assert.equal(url, `opc.tcp://127.0.0.1:${port}/mimic`)
     // Kept across runs like the server's certificate (the default pki_dir): making a key pair takes seconds.
     client = OpcuaClientProcess.start({ pki: join(tmpdir(), 'mimic-opcua-test-client-adapter') })
-    await client.ok({ op: 'connect', url })
+    await client.ok({ op: 'connect', url, user: KEY_USER })
   })
 
   after(async () => {
@@ -283,7 +286,7 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     await eventually(() => socketsOn(port).length === 0)
     assert.equal((await t.api('GET', node('boiler_1'))).body.state, 'STOPPED')
     await prepare('boiler_1', 'boiler_2')
-    await client.ok({ op: 'connect', url })
+    await client.ok({ op: 'connect', url, user: KEY_USER })
     // Every instance starts fresh after a load: the setpoint written before is the default again.
     assert.equal((await read('ns=1;s=boiler_1.sp')).value, 60)
     assert.equal((await read('ns=1;s=boiler_2.mode')).value, 'off')
@@ -375,7 +378,7 @@ describe("opcua_server adapter: the reference product's spellings (endpoint, nam
     const prepared = await t.call(`${SYS}/instances/panel`, 'prepare')
     assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
     client = OpcuaClientProcess.start({ pki: join(tmpdir(), 'mimic-opcua-test-client-adapter') })
-    await client.ok({ op: 'connect', url: `opc.tcp://127.0.0.1:${port}/spx/panel` })
+    await client.ok({ op: 'connect', url: `opc.tcp://127.0.0.1:${port}/spx/panel`, user: KEY_USER })
   })
 
   after(async () => {
@@ -436,7 +439,7 @@ describe("opcua_server adapter: the reference product's spellings (endpoint, nam
       assert.equal((await client.ok({ op: 'read', nodeId: 'ns=1;s=panel.LightingPanel.State' })).value, 'automatic')
     } finally {
       await client.request({ op: 'close' })
-      await client.ok({ op: 'connect', url })
+      await client.ok({ op: 'connect', url, user: KEY_USER })
     }
   })
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { OpcuaClientProcess } from './helpers/opcua-client.js'
-import { freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { freePort, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 // Security modes and users, seen from a node-opcua client in another process. Three servers: one
 // signing, one signing and encrypting with user names only, one without security but with user
@@ -63,7 +63,8 @@ describe('opcua_server security: Sign and SignAndEncrypt with generated certific
   })
 
   it('Sign: a client connecting with Sign and Basic256Sha256 reads and writes', async () => {
-    await client.ok({ op: 'connect', url: url.signed, security: 'Sign', policy: 'Basic256Sha256' })
+    // Logged in with the product key: the test server has one, so anonymous sessions only read.
+    await client.ok({ op: 'connect', url: url.signed, security: 'Sign', policy: 'Basic256Sha256', user: { username: 'tester', password: TEST_KEY } })
     assert.equal(await sessions('signed'), 1)
     const read = await client.ok({ op: 'read', nodeId: 'ns=1;s=signed.level' })
     assert.deepEqual([read.status, read.dataType, read.value], ['Good', 'Double', 1.5])

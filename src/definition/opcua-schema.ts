@@ -28,7 +28,48 @@ export const OPCUA_SECURITY_MODES = ['None', 'Sign', 'SignAndEncrypt'] as const
 export const OPCUA_SECURITY_POLICIES = ['Basic256Sha256', 'Aes128_Sha256_RsaOaep', 'Aes256_Sha256_RsaPss'] as const
 
 /** The settings every instance on one endpoint must agree on (they share one server). @example OPCUA_ENDPOINT_SETTINGS.includes('security') */
-export const OPCUA_ENDPOINT_SETTINGS = ['endpoint_path', 'security', 'security_policy', 'allow_anonymous', 'users', 'pki_dir'] as const
+export const OPCUA_ENDPOINT_SETTINGS = [
+  'endpoint_path',
+  'security',
+  'security_policy',
+  'allow_anonymous',
+  'users',
+  'pki_dir',
+  'max_sessions',
+  'max_sessions_per_client',
+  'session_timeout',
+] as const
+
+/**
+ * The session limits of a server when the model does not set them: sessions in all, sessions of
+ * one client address, and the longest a session lives without a request from its client (seconds),
+ * after which node-opcua closes it. node-opcua's own defaults (10 sessions, 50 minutes) let ten
+ * sessions lock every other client out for as long as they were held, or abandoned.
+ *
+ * @example
+ * OPCUA_SESSION_DEFAULTS.max_sessions_per_client // 10
+ */
+export const OPCUA_SESSION_DEFAULTS = { max_sessions: 100, max_sessions_per_client: 10, session_timeout: 60 } as const
+
+/** A folder name, or folders separated by `/`, inside the PKI root: no `.` or `..`, not absolute. */
+const PKI_DIR = /^[A-Za-z0-9_-][A-Za-z0-9._-]*(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$/
+const pkiDirSchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .superRefine((dir, ctx) => {
+    if (PKI_DIR.test(dir) && !dir.split('/').some((part) => part === '..' || /^\.+$/.test(part))) return
+    const why =
+      dir.startsWith('/') || /^[A-Za-z]:[\\/]/.test(dir) || dir.startsWith('\\')
+        ? 'is an absolute path'
+        : dir.split(/[\\/]/).includes('..')
+          ? 'leaves it with ..'
+          : 'has characters other than letters, digits, ._- and /'
+    ctx.addIssue({
+      code: 'custom',
+      message: `pki_dir is a folder inside the server's PKI directory (--pki-dir, default <temp dir>/mimic-opcua-pki), such as 'plant-a'; '${dir}' ${why}`,
+    })
+  })
 
 /**
  * The `security.policy` names of the reference product (the security policy types of asyncua, on
@@ -222,8 +263,14 @@ const opcuaObject = z.strictObject({
   security_policy: z.enum(OPCUA_SECURITY_POLICIES).optional(),
   allow_anonymous: z.boolean().optional(),
   users: z.array(userSchema).max(1000).optional(),
-  /** Where the server keeps its certificates; default a directory per port under the system's temp directory. */
-  pki_dir: z.string().min(1).max(4096).optional(),
+  /** The folder inside the server's PKI directory (--pki-dir) where this endpoint keeps its certificates; default the PKI directory itself. */
+  pki_dir: pkiDirSchema.optional(),
+  /** Sessions the server holds at once, all clients together. */
+  max_sessions: z.number().int().min(1).max(10_000).default(OPCUA_SESSION_DEFAULTS.max_sessions),
+  /** Sessions of one client address; one more is refused with BadTooManySessions once none of them is abandoned. */
+  max_sessions_per_client: z.number().int().min(1).max(10_000).default(OPCUA_SESSION_DEFAULTS.max_sessions_per_client),
+  /** Seconds a session lives without a request from its client at most (a client may ask for less). */
+  session_timeout: z.number().min(1).max(3600).default(OPCUA_SESSION_DEFAULTS.session_timeout),
   /** Seconds between looks for changed values of variables clients monitor by exception (sampling interval 0). */
   sampling_interval: z.number().min(0.01).max(3600).default(0.1),
   /** Browse name of the instance's folder under Objects; default the instance's name. With sections, the folder they go in (default: Objects itself). */

@@ -32,6 +32,12 @@
  *   {op: 'unsubscribe'}
  *   {op: 'sleep', ms}
  *   {op: 'close'}                                   closes the session and the connection
+ *   {op: 'hold', url, count, user?}                 opens `count` more sessions, each on a connection of its
+ *                                                   own, and keeps them: {opened, statuses} (a refusal per status)
+ *   {op: 'release'}                                 closes the sessions `hold` opened
+ *
+ * `connect` and `hold` take `localAddress` (such as 127.0.0.2): the connections leave from that
+ * address, so one machine can be two clients of the server's per-address limits.
  *
  * Events without an operation: {"event": "connection_lost"}, {"event": "session_closed", status},
  * {"event": "subscription_terminated"}.
@@ -101,7 +107,16 @@ function statusOf(error) {
   return named ? named[1] : undefined
 }
 
-const state = { client: null, session: null, subscription: null, notifications: 0, byStatus: {}, since: null }
+const state = { client: null, session: null, subscription: null, notifications: 0, byStatus: {}, since: null, held: [] }
+
+// node-opcua's transport opens its sockets with net.createConnection, looked up on the module
+// object at each call: a local address given to `connect` or `hold` is added there.
+const net = await import('node:net')
+const createConnection = net.default.createConnection
+let localAddress
+net.default.createConnection = (options, ...rest) =>
+  createConnection(typeof options === 'object' && localAddress ? { ...options, localAddress } : options, ...rest)
+;(await import('node:module')).syncBuiltinESMExports()
 
 async function closeAll() {
   const { client, session, subscription } = state
@@ -170,6 +185,7 @@ async function serverCertificateOf(url) {
 const operations = {
   async connect(op) {
     await closeAll()
+    localAddress = op.localAddress
     const insistSigned = op.insist && (op.security ?? 'None') !== 'None'
     const client = newClient(op, insistSigned ? await serverCertificateOf(op.url) : undefined)
     client.on('connection_lost', () => emit({ event: 'connection_lost' }))
@@ -291,6 +307,36 @@ const operations = {
     state.subscription = null
     await subscription?.terminate()
     return {}
+  },
+
+  async hold(op) {
+    localAddress = op.localAddress
+    let opened = 0
+    const statuses = {}
+    for (let i = 0; i < op.count; i++) {
+      const client = newClient(op)
+      try {
+        await client.connect(op.url)
+        const session = await client.createSession(await identityOf(op.user))
+        state.held.push({ client, session })
+        opened++
+      } catch (error) {
+        await client.disconnect().catch(() => undefined)
+        const status = statusOf(error) ?? 'error'
+        statuses[status] = (statuses[status] ?? 0) + 1
+      }
+    }
+    return { opened, statuses }
+  },
+
+  async release() {
+    const held = state.held
+    state.held = []
+    for (const { client, session } of held) {
+      await session.close().catch(() => undefined)
+      await client.disconnect().catch(() => undefined)
+    }
+    return { released: held.length }
   },
 
   async sleep(op) {

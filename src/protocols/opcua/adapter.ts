@@ -2,7 +2,7 @@ import type { EventEmitter } from 'node:events'
 import { readOnly, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
 import type { BaseNode, Namespace, UAObject, UAVariable } from 'node-opcua-address-space'
 import { StatusCodes, type StatusCode } from 'node-opcua-status-code'
-import { EUInformation } from 'node-opcua-types'
+import { EUInformation, PermissionType, type RolePermissionTypeOptions } from 'node-opcua-types'
 import { DataType, Variant } from 'node-opcua-variant'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
@@ -11,6 +11,7 @@ import { floatValue } from '../../definition/json-float.js'
 import { typedJson } from '../../definition/typed-json.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import { DATA_TYPE_IDS, defaultDataType, fromVariantValue, toVariantValue } from './data-types.js'
+import { ANONYMOUS_ROLE, AUTHENTICATED_ROLE } from './servers.js'
 import type { EndpointLease, OpcuaServers } from './servers.js'
 
 /**
@@ -54,6 +55,18 @@ interface BoundVariable {
   pushed: unknown
 }
 
+/** What any session may do with a variable or method: browse it, read it, subscribe to it. */
+const LOOK = PermissionType.Browse | PermissionType.ReadRolePermissions | PermissionType.Read | PermissionType.ReceiveEvents
+/**
+ * With a product key, anonymous sessions may look and logged-in users may also write and call
+ * (node-opcua answers others BadUserAccessDenied, and shows it in UserAccessLevel and
+ * UserExecutable).
+ */
+const READ_ONLY_ANONYMOUS: RolePermissionTypeOptions[] = [
+  { roleId: ANONYMOUS_ROLE, permissions: LOOK },
+  { roleId: AUTHENTICATED_ROLE, permissions: LOOK | PermissionType.Write | PermissionType.Call },
+]
+
 const NOTHING = Symbol('nothing pushed')
 const DETACHED = Symbol('detached')
 
@@ -71,6 +84,8 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   #variables: BoundVariable[] = []
   #methods: string[] = []
   #detached = false
+  /** The role permissions of this adapter's variables and methods; undefined: node-opcua's default, everyone may do everything. */
+  #roles: RolePermissionTypeOptions[] | undefined
   readonly #steps = new SerialSteps()
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
@@ -104,6 +119,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     return this.#steps.run(async () => {
       if (this.#lease !== null) return
       const lease = await this.#servers.acquire(this.#definition)
+      this.#roles = lease.anonymousReadOnly ? READ_ONLY_ANONYMOUS : undefined
       try {
         this.#build(lease)
       } catch (error) {
@@ -170,6 +186,11 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       security_policy: d.security_policy,
       allow_anonymous: d.allow_anonymous,
       users: d.users.map((u) => u.username),
+      anonymous_read_only: this.#lease?.anonymousReadOnly ?? null,
+      pki_dir: d.pki_dir ?? null,
+      max_sessions: d.max_sessions,
+      max_sessions_per_client: d.max_sessions_per_client,
+      session_timeout: d.session_timeout,
       sampling_interval: d.sampling_interval,
       folder: d.folder ?? this.#instance,
       bindings: this.#variables.length
@@ -303,6 +324,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       minimumSamplingInterval: 0,
       accessLevel: writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead',
       userAccessLevel: writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead',
+      ...(this.#roles ? { rolePermissions: this.#roles } : {}),
       value: {
         get: () => this.#read(bound),
         set: writable ? (variant: Variant) => this.#write(bound, variant) : null,
@@ -353,6 +375,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       nodeId,
       inputArguments: method.inputs.map((input) => ({ name: input.name, dataType: DATA_TYPE_IDS[input.data_type] })),
       outputArguments: [{ name: 'result', dataType: DATA_TYPE_IDS[method.output] }],
+      ...(this.#roles ? { rolePermissions: this.#roles } : {}),
     })
     // node-opcua tells a promise-returning method from a callback one by its two parameters.
     node.bindMethod(async (inputs: Variant[], _context: unknown) => {

@@ -15,7 +15,7 @@ export const opcuaServerKind: ProtocolKind<OpcuaServerDefinition, OpcuaServers> 
   aliases: [],
   nodeType: 'OpcuaServer',
   schema: opcuaServerSchema,
-  createContext: ({ logger, portHolder }) => new OpcuaServers({ logger, portHolder }),
+  createContext: ({ logger, portHolder, security }) => new OpcuaServers({ logger, portHolder, security }),
   valueProblem: checkServedValue,
   create: ({ settings, accessor, logger, name, instance, context }) =>
     new OpcuaServerAdapter({ definition: settings, accessor, logger, name, instance, servers: context }),

@@ -1,22 +1,33 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative, resolve, isAbsolute } from 'node:path'
 import { format } from 'node:util'
 import type { AddressSpace, Namespace } from 'node-opcua-address-space'
 import type { setWarningLogger } from 'node-opcua-debug'
 import type { OPCUAServer } from 'node-opcua-server'
-import { MessageSecurityMode } from 'node-opcua-types'
+import { StatusCodes } from 'node-opcua-status-code'
+import { MessageSecurityMode, ServiceFault } from 'node-opcua-types'
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../../errors.js'
 import { OPCUA_ENDPOINT_SETTINGS, type OpcuaServerDefinition } from '../../definition/opcua-schema.js'
-import type { HeldPort, PortHolder, ProtocolContext } from '../adapter.js'
+import type { HeldPort, PortHolder, ProtocolContext, ProtocolSecurity } from '../adapter.js'
 import { listenProblem } from '../adapter-kit.js'
 
 /**
  * The OPC UA servers of one Mimic server, one per host:port, shared by every instance whose
  * `opcua_server` adapter names that port (each adds its own folder). A server starts with its
  * first adapter and shuts down with its last. Adapters that share a port must agree on the
- * endpoint's settings (path, security, users); a difference is a 422 naming the setting. This is
- * the `opcua_server` kind's shared context.
+ * endpoint's settings (path, security, users, session limits); a difference is a 422 naming the
+ * setting. This is the `opcua_server` kind's shared context.
+ *
+ * With a product key, anonymous sessions only read: the lease says so (`anonymousReadOnly`) and the
+ * adapters give their variables and methods role permissions that keep Write and Call from the
+ * Anonymous role; any user name with the product key as password, or a user of the model's
+ * `users`, logs in as an authenticated user who may write and call. Sessions are limited in all
+ * (`max_sessions`), per client address (`max_sessions_per_client`) and in time (`session_timeout`
+ * caps what a client asks for); at a limit, sessions whose client went away without closing them
+ * make room before a new one is refused. Certificates live in the PKI root (`--pki-dir`), in the
+ * model's `pki_dir` folder inside it.
  *
  * @example
  * const servers = new OpcuaServers({ logger })
@@ -35,7 +46,27 @@ export interface EndpointLease {
   namespace(uri: string): Namespace
   /** Sessions open on the server (all instances on it together). */
   sessions(): number
+  /** Whether anonymous sessions may only browse, read and subscribe (a product key is set). */
+  readonly anonymousReadOnly: boolean
   release(): Promise<void>
+}
+
+/** The part of node-opcua's server session the limits look at. */
+interface ServerSession {
+  authenticationToken: unknown
+  channel?: { isOpened: boolean; remoteAddress: string }
+}
+
+/** The parts of node-opcua's server the session limits use, which its types keep protected. */
+interface SessionHooks {
+  _on_CreateSessionRequest(message: { request: { requestedSessionTimeout: number } }, channel: SessionChannel): Promise<void>
+  engine: { closeSession(token: unknown, deleteSubscriptions: boolean, reason: string): void }
+  on(event: 'create_session' | 'session_closed', listener: (session: ServerSession) => void): unknown
+}
+
+interface SessionChannel {
+  remoteAddress: string
+  send_response(type: 'MSG', response: ServiceFault, message: unknown): void
 }
 
 interface Endpoint {
@@ -50,6 +81,10 @@ interface Endpoint {
 
 const DEFAULT_PKI = join(tmpdir(), 'mimic-opcua-pki')
 
+/** The well-known roles of OPC UA Part 3 (ns=0 object ids): what every session has, and what a logged-in user adds. */
+export const ANONYMOUS_ROLE = 'i=15644'
+export const AUTHENTICATED_ROLE = 'i=15656'
+
 /** See the module comment. */
 export class OpcuaServers implements ProtocolContext {
   readonly #logger: Logger
@@ -58,10 +93,14 @@ export class OpcuaServers implements ProtocolContext {
   /** The servers listening now, with their URLs. */
   readonly #running = new Set<Endpoint>()
   readonly #portHolder: PortHolder | undefined
+  readonly #productKey: string | undefined
+  readonly #pkiRoot: string
 
-  constructor(opts: { logger: Logger; portHolder?: PortHolder }) {
+  constructor(opts: { logger: Logger; portHolder?: PortHolder; security?: ProtocolSecurity }) {
     this.#logger = opts.logger
     this.#portHolder = opts.portHolder
+    this.#productKey = opts.security?.productKey
+    this.#pkiRoot = resolve(opts.security?.pkiRoot ?? DEFAULT_PKI)
   }
 
   heldPorts(): HeldPort[] {
@@ -106,6 +145,7 @@ export class OpcuaServers implements ProtocolContext {
       namespace: (uri) =>
         uri === endpoint.own ? addressSpace.getOwnNamespace() : ((addressSpace.getNamespace(uri) as Namespace | null) ?? addressSpace.registerNamespace(uri)),
       sessions: () => endpoint.server.currentSessionCount,
+      anonymousReadOnly: this.#productKey !== undefined,
       release: async () => {
         if (released) return
         released = true
@@ -143,7 +183,7 @@ export class OpcuaServers implements ProtocolContext {
     const { host, port, namespace } = definition
     const mode = MessageSecurityMode[definition.security]
     const policy = definition.security === 'None' ? SecurityPolicy.None : SecurityPolicy[definition.security_policy]
-    const pki = join(definition.pki_dir ?? DEFAULT_PKI, namespace.replace(/[^A-Za-z0-9._-]+/g, '_'))
+    const pki = join(this.#pkiFolder(definition.pki_dir), namespace.replace(/[^A-Za-z0-9._-]+/g, '_'))
     const certificates = new OPCUACertificateManager({ rootFolder: pki, automaticallyAcceptUnknownCertificate: true })
     // node-opcua offers an X509 user token on every endpoint and, by default, accepts any
     // certificate for it, which would let a client with a certificate it made itself past
@@ -151,6 +191,7 @@ export class OpcuaServers implements ProtocolContext {
     // identify a user.
     const userCertificates = new OPCUACertificateManager({ rootFolder: join(pki, 'users'), automaticallyAcceptUnknownCertificate: false })
     const users = definition.users
+    const key = this.#productKey
     const server = new OPCUAServer({
       host,
       hostname: host,
@@ -163,13 +204,24 @@ export class OpcuaServers implements ProtocolContext {
       // which encrypts the password with the server's certificate: without it no user could log in.
       securityPolicies: definition.security === 'None' ? [policy, SecurityPolicy[definition.security_policy]] : [policy],
       allowAnonymous: definition.allow_anonymous,
-      userManager: { isValidUser: (name: string, password: string) => users.some((u) => u.username === name && u.password === password) },
-      // 0: an item monitored by exception hears every change, which the adapter pushes after each
-      // step (OpcuaServerAdapter.afterStep), instead of at most one per 100 ms window.
-      serverCapabilities: { minSupportedSampleRate: 0 },
+      userManager: {
+        isValidUser: (name: string, password: string) =>
+          users.some((u) => u.username === name && u.password === password) || (key !== undefined && sameSecret(password, key)),
+        // Every user who logged in is an AuthenticatedUser (node-opcua adds the role): the role
+        // the adapters' role permissions let write and call.
+        getUserRoles: () => [],
+      },
+      serverCapabilities: { minSupportedSampleRate: 0, maxSessions: definition.max_sessions },
+      // Secure channels: a channel without a session is closed to make room when they run out
+      // (node-opcua), so as many as there may be sessions, and a few for endpoint lookups.
+      maxConnectionsPerEndpoint: definition.max_sessions + 10,
+      // minSupportedSampleRate 0 (above): an item monitored by exception hears every change, which
+      // the adapter pushes after each step (OpcuaServerAdapter.afterStep), instead of at most one
+      // per 100 ms window.
       serverInfo: { applicationUri: namespace, productUri: 'mimic', applicationName: { text: 'Mimic', locale: 'en' } },
       buildInfo: { productName: 'Mimic', manufacturerName: 'Mimic' },
     })
+    limitSessions(server as unknown as SessionHooks, definition, this.#logger)
     try {
       await server.initialize()
       await server.start()
@@ -183,6 +235,69 @@ export class OpcuaServers implements ProtocolContext {
     const endpoint = { server, host, port: bound, url, users: 0, settings: endpointSettings(definition), own: namespace }
     this.#running.add(endpoint)
     return endpoint
+  }
+
+  /** The folder of a model's `pki_dir` inside the PKI root (the schema already refused absolute paths and `..`). */
+  #pkiFolder(dir: string | undefined): string {
+    const folder = resolve(this.#pkiRoot, dir ?? '.')
+    const inside = relative(this.#pkiRoot, folder)
+    if (inside.startsWith('..') || isAbsolute(inside)) {
+      const message = `pki_dir '${dir}' is outside the server's PKI directory ${this.#pkiRoot}`
+      throw new ValidationError(`OPC UA ${message}`, [{ path: 'pki_dir', message }])
+    }
+    return folder
+  }
+}
+
+/** Whether two secrets are equal, in a time that does not tell how much of them is. */
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (text: string) => createHash('sha256').update(text).digest()
+  return timingSafeEqual(digest(given), digest(expected))
+}
+
+/**
+ * Limits sessions per client address and in time, before node-opcua creates one (see the module
+ * comment): node-opcua itself caps only the total, and grants up to 50 minutes to a session whose
+ * client went away.
+ */
+function limitSessions(server: SessionHooks, definition: OpcuaServerDefinition, logger: Logger): void {
+  const addresses = new Map<ServerSession, string>()
+  /** Sessions being created, by address: node-opcua awaits a signature before it counts one. */
+  const creating = new Map<string, number>()
+  server.on('create_session', (session) => addresses.set(session, session.channel?.remoteAddress ?? '?'))
+  server.on('session_closed', (session) => addresses.delete(session))
+  const count = (address: string) => [...addresses.values()].filter((a) => a === address).length + (creating.get(address) ?? 0)
+  /** Closes the oldest session of `address` (or of any) whose client went away; false when there is none. */
+  const closeAbandoned = (address: string | null): boolean => {
+    for (const [session, at] of addresses) {
+      if ((address !== null && at !== address) || session.channel?.isOpened) continue
+      logger.info({ client: at }, 'OPC UA session of a client that went away closed to make room')
+      server.engine.closeSession(session.authenticationToken, true, 'Forcing')
+      addresses.delete(session)
+      return true
+    }
+    return false
+  }
+  const create = server._on_CreateSessionRequest.bind(server)
+  const maxTimeout = definition.session_timeout * 1000
+  server._on_CreateSessionRequest = async (message, channel) => {
+    const request = message.request
+    request.requestedSessionTimeout = Math.min(request.requestedSessionTimeout || maxTimeout, maxTimeout)
+    const address = channel.remoteAddress
+    if (count(address) >= definition.max_sessions_per_client && !closeAbandoned(address)) {
+      logger.warn({ client: address, max_sessions_per_client: definition.max_sessions_per_client }, 'OPC UA session refused: too many sessions of one client')
+      channel.send_response('MSG', new ServiceFault({ responseHeader: { serviceResult: StatusCodes.BadTooManySessions } }), message)
+      return
+    }
+    if (addresses.size >= definition.max_sessions) closeAbandoned(null)
+    creating.set(address, (creating.get(address) ?? 0) + 1)
+    try {
+      await create(message, channel)
+    } finally {
+      const left = creating.get(address)! - 1
+      if (left > 0) creating.set(address, left)
+      else creating.delete(address)
+    }
   }
 }
 
