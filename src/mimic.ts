@@ -102,6 +102,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     logger,
     security: { productKey: config.productKey, mqttUsersFile: config.mqttUsers, pkiRoot: config.pkiDir },
   })
+  protocols.checkSecurity()
   const snapshots = new SnapshotStore({
     dir: config.snapshotsDir,
     mode: config.snapshotsMode,

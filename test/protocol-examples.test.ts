@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import { connectAsync } from 'mqtt'
 import { OPCUACertificateManager } from 'node-opcua-certificate-manager'
 import { AttributeIds, DataType, OPCUAClient, StatusCodes } from 'node-opcua-client'
-import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { eventually, freePort, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 // The example systems of docs/mqtt.md and docs/opcua.md load as `mimic serve --system` loads them
 // and serve real clients.
@@ -25,7 +25,8 @@ describe('examples/mqtt: an energy meter on the embedded broker', () => {
     const adapter = (await t.api('GET', `${SYS}/instances/meter_1/communication/mqtt`)).body
     assert.equal(adapter.state, 'RUNNING')
     await eventually(async () => (await t.api('GET', `${SYS}/instances/meter_1/communication/mqtt`)).body.connection === 'connected')
-    const client = await connectAsync({ host: '127.0.0.1', port: adapter.port, reconnectPeriod: 0 })
+    // The test server has a product key: the embedded broker takes it as a password.
+    const client = await connectAsync({ host: '127.0.0.1', port: adapter.port, reconnectPeriod: 0, username: 'tester', password: TEST_KEY })
     try {
       const heard = new Map<string, string>()
       client.on('message', (topic, payload) => heard.set(topic, payload.toString()))

@@ -195,6 +195,11 @@ export interface ProtocolKind<Settings = unknown, Context extends ProtocolContex
   readonly schema: z.ZodType<Settings>
   /** The shared context of this kind, made once per server. */
   createContext(opts: ContextOptions): Context
+  /**
+   * Checks the server's access settings this kind reads (a users file, say) when the server
+   * starts, so that a bad one stops the start instead of the first adapter that needs it.
+   */
+  checkSecurity?(security: ProtocolSecurity): void
   /** Why `value` cannot be published for `attr` under `settings`, or null: lets a model's defaults be checked before any adapter exists. */
   valueProblem(settings: Settings, attr: string, value: unknown): string | null
   create(opts: AdapterCreateOptions<Settings, Context>): ProtocolAdapter

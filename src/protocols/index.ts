@@ -72,6 +72,11 @@ export class ProtocolContexts {
     this.#security = opts.security ?? {}
   }
 
+  /** Every kind's check of the access settings (see `ProtocolKind.checkSecurity`); throws the first problem. */
+  checkSecurity(): void {
+    for (const kind of KINDS) kind.checkSecurity?.(this.#security)
+  }
+
   get(kind: ProtocolKind): ProtocolContext {
     let context = this.#contexts.get(kind.name)
     if (!context) {
