@@ -113,8 +113,18 @@ export async function runCli(argv: string[]): Promise<void> {
       'check system or model definition files offline (a folder: every .yaml, .yml and .json file under it); prints every problem with its path and line:column',
     )
     .argument('<paths...>', 'YAML or JSON files, or folders of them')
-    .action(async (paths: string[]) => {
-      const { modelBehaviourProblems } = await import('./language/model/index.js')
+    .option('--extensions <dirs...>', 'directories of helper files actions may import [MIMIC_EXTENSIONS] (default ./extensions)')
+    .option('--action-modules <module...>', 'modules actions may import beyond the pure ones, as serve takes them [MIMIC_ACTION_MODULES, comma-separated]')
+    .action(async (paths: string[], flags: { extensions?: string[]; actionModules?: string[] }) => {
+      const { behaviourChecker } = await import('./language/model/index.js')
+      const { actionImportPolicy } = await import('./python/action-modules.js')
+      // As serve reads them, so that a file valid for the server is valid here; nothing else of
+      // the environment (a key file, say) matters to an offline check.
+      const { extensions, actionModules } = parseConfig(
+        { extensions: flags.extensions, actionModules: flags.actionModules },
+        { MIMIC_EXTENSIONS: process.env.MIMIC_EXTENSIONS, MIMIC_ACTION_MODULES: process.env.MIMIC_ACTION_MODULES },
+      )
+      const modelBehaviourProblems = behaviourChecker(actionImportPolicy({ extensions, modules: actionModules }))
       const { unservedProtocols } = await import('./definition/model-schema.js')
       const { definitionFiles } = await import('./definition/definition-files.js')
       const { files, empty } = await definitionFiles(paths)

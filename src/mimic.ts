@@ -3,7 +3,6 @@ import type { DestinationStream, Logger } from 'pino'
 import { checkExposure, type Config } from './config.js'
 import { ConflictError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
-import { modelBehaviourProblems } from './language/model/index.js'
 import { createServerLogger, LogBuffer } from './logs/index.js'
 import { ProtocolContexts } from './protocols/index.js'
 import { PythonPool, resolveInterpreter } from './python/index.js'
@@ -86,6 +85,8 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
         workers: config.pythonWorkers,
         timeoutMs: config.pythonTimeout * 1000,
         logger: logger.child({ component: 'python' }),
+        actionModules: config.actionModules,
+        maxValueBytes: config.maxValueBytes,
       })
       for (const handler of lostHandlers) pool.onInstancesLost(handler)
     }
@@ -115,6 +116,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     logs,
     serverVersion: SERVER_VERSION,
     extensions: config.extensions,
+    actionModules: config.actionModules,
     python: pythonAccess,
     protocols,
     snapshots,
@@ -136,7 +138,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
   let app: FastifyInstance | undefined
   try {
     if (config.system) {
-      const loaded = await loadDefinitionFile(config.system, modelBehaviourProblems)
+      const loaded = await loadDefinitionFile(config.system, system.behaviourProblems)
       if (loaded.details.length) {
         throw new ValidationError(
           `System file ${config.system} is invalid:\n${loaded.details.map((d) => `  ${d.line ? `${d.line}:${d.column} ` : ''}${d.path || '(root)'}: ${d.message}`).join('\n')}`,

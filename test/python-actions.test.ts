@@ -184,9 +184,9 @@ describe('actions evaluated by the Python worker', () => {
     assert.deepEqual([await value('b1', 'a'), await value('b1', 'b'), await value('b1', 'c')], [2, 0.5, 14], 'the instance steps again')
   })
 
-  it('a module the worker cannot import fails prepare with a 422 naming the action and the module', async () => {
+  it('a name the worker cannot import fails prepare with a 422 naming the action and the module', async () => {
     await define({
-      missing: { attributes: { x: 0.0 }, actions: [{ name: 'calc', function: '$out(x)', imports: { nope: 'no_such_module_here' }, call: 'nope.f()' }] },
+      missing: { attributes: { x: 0.0 }, actions: [{ name: 'calc', function: '$out(x)', imports: { nope: 'statistics.no_such_name' }, call: 'nope.f()' }] },
       missing_helper: {
         attributes: { x: 0.0 },
         actions: [{ function: '$out(x)', imports: { f: 'extensions.thermal_model.not_there' }, call: 'f($in(x))' }],
@@ -196,8 +196,8 @@ describe('actions evaluated by the Python worker', () => {
     const res = await t.call(`${SYS}/instances/x1`, 'prepare')
     assert.equal(res.status, 422, JSON.stringify(res.body))
     assert.equal(res.body.error.details[0].path, 'actions[0].imports.nope')
-    assert.match(res.body.error.message, /no_such_module_here/)
-    assert.match(res.body.error.message, /ModuleNotFoundError/)
+    assert.match(res.body.error.message, /statistics\.no_such_name/)
+    assert.match(res.body.error.message, /'statistics' has no 'no_such_name'/)
     const helper = await t.call(`${SYS}/instances/x2`, 'run')
     assert.equal(helper.status, 422, 'an unprepared instance loads its worker context on its first step')
     assert.equal(helper.body.error.details[0].path, 'actions[0].imports.f')
@@ -216,7 +216,7 @@ describe('actions evaluated by the Python worker', () => {
     )
   })
 
-  it('refuses at load time, with paths, modules that reach the system and names the native compiler refuses', async () => {
+  it('refuses at load time, with paths, modules that are not allowed and names the native compiler refuses', async () => {
     const res = await t.api('PUT', `${SYS}/models`, {
       unsafe: {
         attributes: { x: 0.0 },
@@ -231,12 +231,14 @@ describe('actions evaluated by the Python worker', () => {
     })
     assert.equal(res.status, 422)
     const paths = res.body.error.details.map((d: { path: string }) => d.path)
-    assert.deepEqual(paths, ['actions[0].imports.o', 'actions[1].call', 'actions[2].call', 'actions[3].call', 'actions[4].call'])
+    assert.deepEqual(paths, ['actions[0].imports.o', 'actions[1].imports.np', 'actions[1].call', 'actions[2].call', 'actions[3].call', 'actions[4].call'])
     const messages = res.body.error.details.map((d: { message: string }) => d.message)
-    assert.match(messages[1], /^1:\d+: .*'__dict__'/)
-    assert.match(messages[2], /open/)
-    assert.match(messages[3], /'nope' is not an attribute/)
-    assert.match(messages[4], /^1:\d+: invalid syntax/)
+    assert.match(messages[0], /'os' may not be imported by an action: .*--action-modules/)
+    assert.match(messages[1], /'numpy' may not be imported by an action/, 'numpy only when the operator trusts it')
+    assert.match(messages[2], /^1:\d+: .*'__dict__'/)
+    assert.match(messages[3], /open/)
+    assert.match(messages[4], /'nope' is not an attribute/)
+    assert.match(messages[5], /^1:\d+: invalid syntax/)
     assert.equal((await t.api('GET', `${SYS}/models/unsafe`)).status, 404, 'nothing was created')
   })
 

@@ -314,7 +314,7 @@ def _check_reach(text: str, form: str, scope: Dict[str, Any], path: str, bound: 
             value = getattr(module, attr, None)
             reached = ".".join(chain[:k + 1])
             if attr in REFUSED_ATTRIBUTES and module.__name__ in ALLOWED_MODULES:
-                raise WorkerError("load", f"{reached} is not allowed in an action", path)
+                raise WorkerError("load", f"actions may not use {reached}", path)
             if not rules.value_allowed(value):
                 raise WorkerError("load", f"{reached} is the module {value.__name__!r}, which actions may not use", path)
 
@@ -363,7 +363,7 @@ def _import(spec: Any, fallback_path: str, import_file: FileImporter, rules: Opt
         if not rules.value_allowed(value):
             raise WorkerError("load", f"cannot import {module_name!r}: it is the module {value.__name__!r}, which actions may not import ({rules.refusal()})", path)
         if part in REFUSED_ATTRIBUTES and isinstance(owner, types.ModuleType) and owner.__name__ in ALLOWED_MODULES:
-            raise WorkerError("load", f"cannot import {module_name!r}: {name} is not allowed in an action", path)
+            raise WorkerError("load", f"cannot import {module_name!r}: actions may not use {name}", path)
     return value
 
 

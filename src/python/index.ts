@@ -7,7 +7,8 @@
  * await pool.load('sensor', { entries: await buildLoadEntries(model.import, dirs), definition: model })
  */
 export { PythonPool, StepPlan } from './pool.js'
-export { resolveImportPath, resolveModuleFile } from './resolve.js'
+export { resolveImportPath, resolveModuleFile, resolveModuleFileSync } from './resolve.js'
+export { actionImportPolicy, type ActionModules } from './action-modules.js'
 export { resolveInterpreter } from './interpreter.js'
 export { buildLoadEntries, workerImport } from './load-entries.js'
 export { defaultWorkerScript } from './worker-script.js'

@@ -32,6 +32,7 @@ import type {
 import { PythonWorker } from './worker-process.js'
 import type { RequestLabel, WorkerExit } from './worker-process.js'
 import { defaultWorkerScript } from './worker-script.js'
+import { DEFAULT_MAX_VALUE_BYTES } from './protocol.js'
 
 interface Placement {
   worker: PythonWorker
@@ -145,6 +146,8 @@ export class PythonPool {
   constructor(options: PythonPoolOptions) {
     this.#options = {
       graceMs: 1000,
+      actionModules: [],
+      maxValueBytes: DEFAULT_MAX_VALUE_BYTES,
       ...options,
       workers: Math.max(1, Math.floor(options.workers)),
       workerScript: options.workerScript ?? defaultWorkerScript(),
@@ -674,6 +677,8 @@ export class PythonPool {
         script: this.#options.workerScript,
         timeoutMs: this.#options.timeoutMs,
         logger: this.#options.logger,
+        actionModules: this.#options.actionModules,
+        maxValueBytes: this.#options.maxValueBytes,
         onExit: (w, exit) => this.#onWorkerExit(slot, w, exit),
       })
       this.#slots[slot] = worker

@@ -21,6 +21,28 @@ import { isRecord } from '../definition/is-record.js'
 export const MAX_FRAME_BYTES = 256 * 1024 * 1024
 
 /**
+ * The default of `--max-value-bytes`: the largest value (as JSON) a worker sends.
+ *
+ * @example
+ * new PythonPool({ ...options, maxValueBytes: DEFAULT_MAX_VALUE_BYTES })
+ */
+export const DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
+
+/**
+ * The largest frame a worker may send when its values are limited to `maxValueBytes`: four
+ * values at the limit plus 1 MiB for the rest of the message (ids, names, packed numbers), as
+ * `frame_limit` of python/mimic_sdk/limits.py computes it; never more than MAX_FRAME_BYTES. The
+ * worker refuses a larger answer itself; a frame beyond it can only come from a broken worker
+ * (or user code writing to the protocol pipe), and is refused before it is read.
+ *
+ * @example
+ * frameLimit(4 * 1024 * 1024) // 17 MiB
+ */
+export function frameLimit(maxValueBytes: number): number {
+  return Math.min(MAX_FRAME_BYTES, 4 * maxValueBytes + 1024 * 1024)
+}
+
+/**
  * A decoded frame: one JSON object, not yet known to be an answer or an event (`messages.ts`
  * types both).
  *
@@ -125,6 +147,12 @@ export class FrameDecoder {
   #chunks: Buffer[] = []
   #buffered = 0
   #need = -1
+  readonly #limit: number
+
+  /** `limit`: the largest frame taken (MAX_FRAME_BYTES by default, see {@link frameLimit}). */
+  constructor(limit: number = MAX_FRAME_BYTES) {
+    this.#limit = Math.min(limit, MAX_FRAME_BYTES)
+  }
 
   /** Adds a chunk and returns every message completed by it, in order. */
   push(chunk: Buffer): WireMessage[] {
@@ -135,8 +163,10 @@ export class FrameDecoder {
       if (this.#need < 0) {
         if (this.#buffered < 4) break
         this.#need = this.#take(4).readUInt32BE(0)
-        if (this.#need > MAX_FRAME_BYTES) {
-          throw new InternalError(`Python worker sent a frame of ${this.#need} bytes (limit ${MAX_FRAME_BYTES})`)
+        if (this.#need > this.#limit) {
+          throw new InternalError(
+            `Python worker sent a frame of ${this.#need} bytes, more than the ${this.#limit} it may (from --max-value-bytes, MIMIC_MAX_VALUE_BYTES)`,
+          )
         }
       }
       if (this.#buffered < this.#need) break

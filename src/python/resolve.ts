@@ -4,6 +4,7 @@
  * @example
  * const file = await resolveImportPath('py_temp_sensor.py', ['/srv/mimic/extensions'])
  */
+import { realpathSync, statSync } from 'node:fs'
 import { realpath, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { ForbiddenError, ValidationError } from '../errors.js'
@@ -99,6 +100,45 @@ export async function resolveModuleFile(name: string, extensionDirs: string[]): 
         const real = await realpath(candidate)
         if (!isInside(real, dir)) continue
         return { file: real, attribute: parts.slice(k).join('.') }
+      }
+    }
+  }
+  return undefined
+}
+
+/**
+ * `resolveModuleFile` without awaiting, for checks that run while a model compiles: the file a
+ * dotted name of an action's `imports` names under the extension directories, after symlinks,
+ * or undefined (a link that leaves the directories counts as no file).
+ *
+ * @example
+ * resolveModuleFileSync('extensions.thermal_model.thermal_step', ['/srv/extensions'])
+ * // { file: '/srv/extensions/thermal_model.py', attribute: 'thermal_step' }
+ */
+export function resolveModuleFileSync(name: string, extensionDirs: string[]): { file: string; attribute: string } | undefined {
+  const parts = name.split('.')
+  if (parts.some((p) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p))) return undefined
+  for (const given of extensionDirs) {
+    let dir: string
+    try {
+      dir = realpathSync(given)
+    } catch {
+      dir = path.resolve(given)
+    }
+    const dirName = path.basename(path.resolve(given))
+    for (let k = parts.length; k >= 1; k--) {
+      const candidates = [parts.slice(0, k)]
+      if (k >= 2 && parts[0] === dirName) candidates.unshift(parts.slice(1, k))
+      for (const segments of candidates) {
+        const candidate = path.join(dir, ...segments.slice(0, -1), `${segments[segments.length - 1]}.py`)
+        try {
+          if (!statSync(candidate).isFile()) continue
+          const real = realpathSync(candidate)
+          if (!isInside(real, dir)) continue
+          return { file: real, attribute: parts.slice(k).join('.') }
+        } catch {
+          continue
+        }
       }
     }
   }

@@ -223,4 +223,11 @@ export interface PythonPoolOptions {
   workerScript?: string
   /** How long close() waits for a clean exit before SIGKILL (default 1000 ms). */
   graceMs?: number
+  /** `--action-modules`: modules actions may import beyond the pure ones; the workers check imports against them too. */
+  actionModules?: readonly string[]
+  /**
+   * `--max-value-bytes`: the largest value (as JSON) a worker sends, checked by the worker before
+   * it sends (default 4 MiB); a frame larger than `frameLimit` of it kills the worker.
+   */
+  maxValueBytes?: number
 }

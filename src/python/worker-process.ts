@@ -15,7 +15,7 @@ import { WorkerGoneError, WorkerTimeoutError } from '../errors.js'
 import type { MimicError } from '../errors.js'
 import { PROTOCOL_VERSION } from './messages.js'
 import type { Answer, HelloEvent, LogEvent, Operation, Operations } from './messages.js'
-import { FrameDecoder, encodeFrames, requestText } from './protocol.js'
+import { DEFAULT_MAX_VALUE_BYTES, FrameDecoder, encodeFrames, frameLimit, requestText } from './protocol.js'
 import type { WireMessage } from './protocol.js'
 
 /**
@@ -41,6 +41,10 @@ export interface PythonWorkerOptions {
   script: string
   timeoutMs: number
   logger: Logger
+  /** Modules the operator lets actions import beyond the pure ones (`--action-modules`). */
+  actionModules?: readonly string[]
+  /** The largest value (bytes of JSON) the worker sends (`--max-value-bytes`, default 4 MiB). */
+  maxValueBytes?: number
   /** Called once when the process is gone, for whatever reason. */
   onExit: (worker: PythonWorker, exit: WorkerExit) => void
 }
@@ -106,7 +110,7 @@ export class PythonWorker {
   #script: string
   #requests: Writable
   #log: Logger
-  #decoder = new FrameDecoder()
+  #decoder: FrameDecoder
   #pending = new Map<number, Pending>()
   #nextId = 1
   #timeoutMs: number
@@ -132,10 +136,12 @@ export class PythonWorker {
     })
 
     this.#script = options.script
+    const maxValueBytes = options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES
+    this.#decoder = new FrameDecoder(frameLimit(maxValueBytes))
     // The worker checks the version too, and refuses to serve a server that speaks another one.
-    const child = spawn(options.python, ['-u', options.script, '--protocol', String(PROTOCOL_VERSION)], {
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-    })
+    const args = ['-u', options.script, '--protocol', String(PROTOCOL_VERSION), '--max-value-bytes', String(maxValueBytes)]
+    if (options.actionModules?.length) args.push('--action-modules', options.actionModules.join(','))
+    const child = spawn(options.python, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'], env: workerEnvironment(process.env) })
     this.#child = child
     this.#log = options.logger.child({ worker: options.id, worker_pid: child.pid })
     this.#requests = child.stdio[3] as Writable
@@ -336,6 +342,17 @@ export class PythonWorker {
     this.#reported = true
     this.#onExit(this, exit)
   }
+}
+
+/**
+ * The environment a worker starts with: the server's, without its secrets (the product key and
+ * the file it is read from), which user code has no business reading.
+ *
+ * @example
+ * workerEnvironment({ PATH: '/usr/bin', MIMIC_PRODUCT_KEY: 'k' }) // { PATH: '/usr/bin' }
+ */
+export function workerEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !/^MIMIC_PRODUCT_KEY/i.test(name)))
 }
 
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {

@@ -5,7 +5,6 @@ import { cloneJson } from '../definition/json-float.js'
 import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
 import { joinPath, validateModel } from '../definition/validate.js'
 import { checkInstance } from '../definition/parameters.js'
-import { modelBehaviourProblems } from '../language/model/index.js'
 import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { mappedDefaultProblems } from './mapping-check.js'
@@ -113,7 +112,7 @@ export class Models extends KeyedContainer<Model> {
   #checkOne(name: string, definition: unknown): { ok: true; model: ParsedModelDefinition } | { ok: false; details: ErrorDetail[] } {
     const problem = nameProblem(name)
     if (problem) return { ok: false, details: [{ path: '', message: problem }] }
-    const result = validateModel(definition, modelBehaviourProblems)
+    const result = validateModel(definition, this.#system.behaviourProblems)
     if (!result.ok) return { ok: false, details: result.details }
     const unmappable = mappedDefaultProblems(result.model)
     if (unmappable.length) return { ok: false, details: unmappable }

@@ -12,6 +12,8 @@ export interface SystemServices {
   serverVersion: string
   /** Directories an `import` key may resolve into. */
   extensions: string[]
+  /** `--action-modules`: modules an action's `imports` may name beyond the pure ones (trusted by the operator). */
+  actionModules?: readonly string[]
   /** The Python worker pool, started on first use; `onLost` hears of instances whose worker died. */
   python: (() => PythonPool) & { onLost?: (handler: (instances: string[], reason: string) => void) => void }
   /** The shared context of each protocol kind (e.g. listeners several adapters share). */

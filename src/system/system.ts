@@ -6,7 +6,8 @@ import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, pars
 import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
 import { joinPath, parseAttributeRef, validateSystem, type AttributeRef, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { attributeDeclarations, type AttributeDeclaration, type AttributeType, type ParsedModelDefinition } from '../definition/model-schema.js'
-import { modelBehaviourProblems } from '../language/model/index.js'
+import { behaviourChecker, type ActionImportPolicy } from '../language/model/index.js'
+import { actionImportPolicy } from '../python/index.js'
 import { combinedFault, Engine, RefusedValues } from '../engine/index.js'
 import { Component, noArguments, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { Connections } from './connections.js'
@@ -50,6 +51,8 @@ export class System extends Component {
   readonly logs: Logs
   /** The values its instances' Python objects hold that their attributes refused (src/engine/refused-values.ts). */
   readonly refused = new RefusedValues()
+  /** Checks a model's behaviour, its actions' imports against the server's `--extensions` and `--action-modules`. */
+  readonly behaviourProblems: (model: ParsedModelDefinition) => ErrorDetail[]
   readonly #mutex = new Mutex()
   #state: SystemState = 'INITIALIZED'
   readonly #engine: Engine<Instance>
@@ -57,6 +60,8 @@ export class System extends Component {
   constructor(services: SystemServices) {
     super('system', null)
     this.services = services
+    const imports: ActionImportPolicy = actionImportPolicy({ extensions: services.extensions, modules: services.actionModules ?? [] })
+    this.behaviourProblems = behaviourChecker(imports)
     this.models = new Models(this)
     this.instances = new Instances(this)
     this.connections = new Connections(this)
@@ -532,7 +537,7 @@ export class System extends Component {
    * prefixed with `at`, where the definition sits in its document.
    */
   #validated(definition: unknown, subject: string, at = ''): Extract<ReturnType<typeof validateSystem>, { ok: true }> {
-    const result = validateSystem(definition, modelBehaviourProblems)
+    const result = validateSystem(definition, this.behaviourProblems)
     const placed = (details: ErrorDetail[]): ErrorDetail[] => (at ? details.map((d) => ({ ...d, path: joinPath(at, d.path) })) : details)
     if (!result.ok) {
       const details = placed(result.details)
@@ -563,7 +568,7 @@ export class System extends Component {
       const text = await readDefinitionText(file)
       if (text.problem) throw new ValidationError(`${subject} cannot be read: ${text.problem.message}`, [text.problem])
       const format = definitionFormat(file)
-      const loaded = checkDefinitionText(text.text, modelBehaviourProblems, { format })
+      const loaded = checkDefinitionText(text.text, this.behaviourProblems, { format })
       if (loaded.details.length) throw new ValidationError(summarize(`${subject} is invalid`, withPositions(loaded.details)), loaded.details)
       if (loaded.kind === 'model')
         throw new ValidationError(`${subject} holds a single model, not a system (models, instances, connections)`, [

@@ -318,16 +318,29 @@ function kindFields(fields: Record<string, unknown>): Record<string, unknown> {
 }
 
 /**
- * Modules an action may not import: they reach the file system, processes, the network or the
- * interpreter itself (mirrored by DENIED_MODULES of python/mimic_sdk/expressions.py).
+ * The modules an action's `imports` may name without the operator's say (mirrored by
+ * ALLOWED_MODULES of python/mimic_sdk/expressions.py, a test holds them together): pure modules
+ * of the standard library that reach no file, process, environment variable, socket or importer.
+ * Left out on purpose: `operator` (attrgetter, methodcaller), `string` (Formatter), `zoneinfo`
+ * (reads files by name), and every module that runs, opens or imports something by name
+ * (`timeit`, `pydoc`, `codecs`, `linecache`, `logging`, `platform`, `imp`, `posixpath`, ...).
+ * Only a name's first part is checked here; the worker checks each part it walks.
+ *
+ * @example
+ * ACTION_MODULES.has('statistics') // true
+ * ACTION_MODULES.has('os')         // false
  */
-const DENIED_MODULES: ReadonlySet<string> = new Set(
+export const ACTION_MODULES: ReadonlySet<string> = new Set(
   (
-    'os sys subprocess shutil socket pathlib io builtins importlib ctypes multiprocessing threading signal pickle marshal shelve ' +
-    'tempfile glob pty fcntl resource gc inspect code codeop runpy posix nt mmap select selectors ssl asyncio http urllib ftplib ' +
-    'smtplib poplib imaplib telnetlib socketserver xmlrpc webbrowser sqlite3 dbm zipfile tarfile zipimport pkgutil site sysconfig mimic_sdk'
+    'math cmath random statistics decimal fractions numbers datetime time calendar itertools functools collections heapq bisect re ' +
+    'json struct binascii base64 hashlib zlib colorsys'
   ).split(' '),
 )
+
+/** How the operator allows more, said in every refusal. */
+const HOW_TO_ALLOW =
+  'actions may import pure modules of the standard library (docs/python-actions.md) and helper files under the extension directories; ' +
+  'the operator may trust more modules with --action-modules (MIMIC_ACTION_MODULES)'
 
 function compileImports(raw: unknown, path: string, context: CompileContext): Record<string, string> {
   if (raw === undefined) return {}
@@ -340,9 +353,7 @@ function compileImports(raw: unknown, path: string, context: CompileContext): Re
     const parts = module.split('.')
     if (parts.some((p) => p.startsWith('_'))) return context.problem(at, `'${module}': names starting with '_' are not allowed`)
     // A refused module still names its alias, so the expressions using it get no second problem.
-    if (DENIED_MODULES.has(parts[0] as string)) {
-      context.problem(at, `'${module}' may not be imported by an action (it reaches the file system, processes, the network or the interpreter)`)
-    }
+    if (!context.importAllowed(module, ACTION_MODULES)) context.problem(at, `'${module}' may not be imported by an action: ${HOW_TO_ALLOW}`)
     out[alias] = module
   }
   if (typeof raw === 'string') add(raw.split('.').pop() ?? raw, raw, path)

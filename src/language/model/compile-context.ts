@@ -34,6 +34,26 @@ export interface BehaviourSource {
    * default); false binds every action alone, which test/unit/language/fused.test.ts compares with.
    */
   fuse?: boolean
+  /**
+   * What an action's `imports` may name beyond the pure modules of ACTION_MODULES (actions.ts):
+   * the operator's modules and the helper files under the extension directories. Without it,
+   * those modules only.
+   */
+  imports?: ActionImportPolicy
+}
+
+/**
+ * The operator's part of what an action may import: modules trusted with `--action-modules`,
+ * and helper files under the extension directories (`src/python/action-modules.ts` makes one).
+ *
+ * @example
+ * const policy: ActionImportPolicy = { modules: ['numpy'], isHelper: (name) => name.startsWith('extensions.') }
+ */
+export interface ActionImportPolicy {
+  /** Modules trusted by the operator, each with its submodules (`numpy` allows `numpy.linalg`). */
+  readonly modules: readonly string[]
+  /** Whether the dotted name resolves to a .py file under the extension directories. */
+  isHelper(name: string): boolean
 }
 
 /** Per instance: what an action binds its expressions and targets to. */
@@ -94,6 +114,21 @@ export class CompileContext {
 
   problem(path: string, message: string): void {
     this.problems.push({ path, message })
+  }
+
+  /**
+   * Whether an action may import the module of that dotted name: its first part is one of the
+   * pure modules `allowed` lists, a module the operator trusts, or the name is a helper file.
+   * Which attribute of an allowed module the rest names is checked by the worker, which holds
+   * the module (`statistics.sys` is refused there).
+   */
+  importAllowed(module: string, allowed: ReadonlySet<string>): boolean {
+    const parts = module.split('.')
+    if (allowed.has(parts[0] as string)) return true
+    const policy = this.#source.imports
+    if (policy === undefined) return false
+    if (policy.modules.some((m) => module === m || module.startsWith(`${m}.`))) return true
+    return policy.isHelper(module)
   }
 
   /** Compiles an expression with the action's constants and params; problems are recorded, null returned. */
