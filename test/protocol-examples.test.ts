@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { connectAsync } from 'mqtt'
 import { OPCUACertificateManager } from 'node-opcua-certificate-manager'
-import { AttributeIds, DataType, OPCUAClient, StatusCodes } from 'node-opcua-client'
+import { AttributeIds, DataType, OPCUAClient, StatusCodes, UserTokenType } from 'node-opcua-client'
 import { eventually, freePort, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 // The example systems of docs/mqtt.md and docs/opcua.md load as `mimic serve --system` loads them
@@ -69,7 +69,8 @@ describe('examples/opcua: two boilers on one endpoint', () => {
       }),
     })
     await client.connect(`opc.tcp://127.0.0.1:${port}/mimic`)
-    const session = await client.createSession()
+    // With a product key anonymous sessions only read: the key (with any user name) writes and calls.
+    const session = await client.createSession({ type: UserTokenType.UserName, userName: 'tester', password: TEST_KEY })
     try {
       const names = (await session.browse('i=85')).references!.map((r) => r.browseName.name)
       assert.ok(names.includes('boiler_1') && names.includes('boiler_2'), names.join(', '))
