@@ -16,6 +16,7 @@ import json
 from typing import Any, List, Optional
 
 from mimic_sdk.errors import WorkerError
+from mimic_sdk.protocol import MAX_FRAME_BYTES
 
 #: the server's default of ``--max-value-bytes``
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
@@ -45,9 +46,10 @@ def set_max_value_bytes(limit: int) -> None:
 
 
 def frame_limit() -> int:
-    """The largest frame an answer may be: four values at the limit, plus the margin. A step of
-    many instances may carry many values; one frame of more is refused as a whole."""
-    return 4 * _limit[0] + FRAME_MARGIN_BYTES
+    """The largest frame an answer may be: four values at the limit, plus the margin, and never
+    more than the protocol's ``MAX_FRAME_BYTES`` (``frameLimit`` of src/python/protocol.ts is the
+    same). A step of many instances may carry many values; one frame of more is refused whole."""
+    return min(MAX_FRAME_BYTES, 4 * _limit[0] + FRAME_MARGIN_BYTES)
 
 
 def _upper_bound(value: Any, budget: int) -> int:

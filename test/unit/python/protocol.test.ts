@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { InternalError } from '../../../src/errors.js'
 import type { Operation } from '../../../src/python/messages.js'
-import { FrameDecoder, encodeFrame, encodeFrames, requestText } from '../../../src/python/protocol.js'
+import { DEFAULT_MAX_VALUE_BYTES, FrameDecoder, MAX_FRAME_BYTES, encodeFrame, encodeFrames, frameLimit, requestText } from '../../../src/python/protocol.js'
+import { workerEnvironment } from '../../../src/python/worker-process.js'
 
 describe('frames', () => {
   it('reassembles frames split at every byte and several frames in one chunk', () => {
@@ -46,5 +47,26 @@ describe('frames', () => {
     assert.throws(() => new FrameDecoder().push(frame), InternalError)
     const junk = Buffer.concat([Buffer.from([0, 0, 0, 3]), Buffer.from('{x:')])
     assert.throws(() => new FrameDecoder().push(junk), /not JSON/)
+  })
+})
+
+describe('the size of what a worker sends', () => {
+  it('a frame larger than the limit of --max-value-bytes is refused from its header, before its body is read', () => {
+    const limit = frameLimit(DEFAULT_MAX_VALUE_BYTES)
+    assert.equal(limit, 17 * 1024 * 1024, 'four values at the limit and 1 MiB, as python/mimic_sdk/limits.py says')
+    assert.equal(frameLimit(1 << 30), MAX_FRAME_BYTES, 'never more than the protocol takes')
+    const header = Buffer.alloc(4)
+    header.writeUInt32BE(limit + 1)
+    assert.throws(
+      () => new FrameDecoder(limit).push(header),
+      (err: unknown) => err instanceof InternalError && /--max-value-bytes/.test(err.message),
+    )
+    const frame = encodeFrame({ id: 1, ok: true, result: 'x'.repeat(100) })
+    assert.equal(new FrameDecoder(frame.length).push(frame).length, 1, 'a frame at the limit is taken')
+  })
+
+  it('a worker starts without the product key in its environment', () => {
+    const env = { PATH: '/usr/bin', MIMIC_PRODUCT_KEY: 'k', MIMIC_PRODUCT_KEY_FILE: '/run/key', MIMIC_PORT: '8080' }
+    assert.deepEqual(workerEnvironment(env), { PATH: '/usr/bin', MIMIC_PORT: '8080' })
   })
 })
