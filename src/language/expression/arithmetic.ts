@@ -9,6 +9,7 @@
  */
 import { powInt, powReal, rsqrt } from './double-double.js'
 import { FormatSpecError, formatFloat, formatInt, formatStr } from './float-format.js'
+import { bitLength, checkIntBits, checkLength, intFits, intMul, MAX_INT_BITS, MAX_STR_LENGTH } from './limits.js'
 import { typeUnion } from './type-checks.js'
 import {
   dictGet,
@@ -59,10 +60,6 @@ export function toFloat(v: number | bigint | boolean): number {
   if (typeof v === 'number') return v
   if (typeof v === 'boolean') return v ? 1 : 0
   return intToFloat(v)
-}
-
-function bitLength(n: bigint): number {
-  return n === 0n ? 0 : n.toString(2).length
 }
 
 const EXACT = 2n ** 53n
@@ -202,15 +199,18 @@ function objectBinary(op: string, a: PyValue, b: PyValue, name = op): PyValue {
 function repeat(seq: PyValue, n: bigint | boolean): PyValue {
   const big = asBigInt(n)
   if (big > 2n ** 63n - 1n || big < -(2n ** 63n)) throw new PyException('OverflowError', "cannot fit 'int' into an index-sized integer")
-  const count = Number(big)
-  const length = typeof seq === 'string' ? seq.length : Array.isArray(seq) ? seq.length : (seq as PyTuple).items.length
-  if (length * count > 100_000_000) throw new PyException('MemoryError', '')
-  const times = count > 0 ? count : 0
-  if (typeof seq === 'string') return seq.repeat(times)
+  const times = big > 0n ? Number(big) : 0
+  if (typeof seq === 'string') {
+    // Sized before it is built: `'a' * 10**9` must not take the heap.
+    if (seq.length > 0) checkLength(seq.length * times, 'str', 'str repetition')
+    return seq.repeat(times)
+  }
   const items = Array.isArray(seq) ? seq : (seq as PyTuple).items
-  if (items.length * times > 50_000_000) throw new PyException('MemoryError', '')
-  const out: PyValue[] = []
-  for (let i = 0; i < times; i++) out.push(...items)
+  const length = items.length * times
+  checkLength(length, Array.isArray(seq) ? 'list' : 'tuple', `${Array.isArray(seq) ? 'list' : 'tuple'} repetition`)
+  const out: PyValue[] = new Array<PyValue>(length)
+  if (items.length === 1) out.fill(items[0] ?? null)
+  else for (let i = 0, k = 0; i < times; i++) for (let j = 0; j < items.length; j++) out[k++] = items[j] ?? null
   return Array.isArray(seq) ? out : new PyTuple(out)
 }
 
@@ -226,15 +226,25 @@ export function pyAdd(a: PyValue, b: PyValue): PyValue {
     return toFloat(a) + toFloat(b)
   }
   if (typeof a === 'string') {
-    if (typeof b === 'string') return a + b
+    if (typeof b === 'string') {
+      // V8 joins the two without copying them: only the length is checked, nothing counted.
+      if (a.length + b.length > MAX_STR_LENGTH) checkLength(a.length + b.length, 'str', 'str concatenation')
+      return a + b
+    }
     throw new PyException('TypeError', `can only concatenate str (not "${typeName(b)}") to str`)
   }
   if (Array.isArray(a)) {
-    if (Array.isArray(b)) return a.concat(b)
+    if (Array.isArray(b)) {
+      checkLength(a.length + b.length, 'list', 'list concatenation')
+      return a.concat(b)
+    }
     throw new PyException('TypeError', `can only concatenate list (not "${typeName(b)}") to list`)
   }
   if (a instanceof PyTuple) {
-    if (b instanceof PyTuple) return new PyTuple([...a.items, ...b.items])
+    if (b instanceof PyTuple) {
+      checkLength(a.items.length + b.items.length, 'tuple', 'tuple concatenation')
+      return new PyTuple([...a.items, ...b.items])
+    }
     throw new PyException('TypeError', `can only concatenate tuple (not "${typeName(b)}") to tuple`)
   }
   return objectBinary('+', a, b)
@@ -254,7 +264,7 @@ export function pySub(a: PyValue, b: PyValue): PyValue {
 export function pyMul(a: PyValue, b: PyValue): PyValue {
   if (typeof a === 'number' && typeof b === 'number') return a * b
   if (isNumber(a) && isNumber(b)) {
-    if (isInt(a) && isInt(b)) return asBigInt(a) * asBigInt(b)
+    if (isInt(a) && isInt(b)) return intMul(asBigInt(a), asBigInt(b))
     return toFloat(a) * toFloat(b)
   }
   if (isSequence(a)) {
@@ -323,12 +333,28 @@ export function pyPow(a: PyValue, b: PyValue): PyValue {
         if (x === 0n) throw new PyException('ZeroDivisionError', '0.0 cannot be raised to a negative power')
         return floatPow(toFloat(x), toFloat(y))
       }
-      if (x !== 0n && x !== 1n && x !== -1n && BigInt(bitLength(x)) * y > 10_000_000n) throw new PyException('MemoryError', '')
-      return x ** y
+      return intPow(x, y)
     }
     return floatPow(toFloat(a), toFloat(b))
   }
   return unsupported('** or pow()', a, b)
+}
+
+const MAX_SHIFT = BigInt(MAX_INT_BITS)
+
+/**
+ * `x ** y` of ints with y >= 0, refused before it is computed when the result would pass
+ * {@link MAX_INT_BITS} (|x| >= 2 has at least (bits(x) - 1) * y + 1 bits, at most bits(x) * y).
+ */
+function intPow(x: bigint, y: bigint): bigint {
+  if (x === 0n || x === 1n || x === -1n || y < 2n) return x ** y
+  if (y > MAX_SHIFT) checkIntBits(Number(y), 'int **')
+  const bits = bitLength(x)
+  const n = Number(y)
+  if ((bits - 1) * n + 1 > MAX_INT_BITS) checkIntBits((bits - 1) * n + 1, 'int **')
+  const r = x ** y
+  if (bits * n > MAX_INT_BITS && !intFits(r)) checkIntBits(bitLength(r), 'int **')
+  return r
 }
 
 function bitwise(op: string, a: PyValue, b: PyValue): PyValue {
@@ -351,7 +377,8 @@ function bitwise(op: string, a: PyValue, b: PyValue): PyValue {
       return x ^ y
     case '<<':
       if (y < 0n) throw new PyException('ValueError', 'negative shift count')
-      if (x !== 0n && y > 10_000_000n) throw new PyException('MemoryError', '')
+      // The result has bits(x) + y bits: sized before it is built.
+      if (x !== 0n && (y > MAX_SHIFT || bitLength(x) + Number(y) > MAX_INT_BITS)) checkIntBits(bitLength(x) + Number(y), 'int <<')
       return x << y
     default:
       if (y < 0n) throw new PyException('ValueError', 'negative shift count')
@@ -534,62 +561,78 @@ function percentFormat(fmt: string, args: PyValue): string {
     if (next >= positional.length) throw new PyException('TypeError', 'not enough arguments for format string')
     return positional[next++] ?? null
   }
+  let produced = fmt.length
+  const convert = (
+    m: string,
+    key: string | undefined,
+    flags: string,
+    width: string | undefined,
+    prec: string | undefined,
+    conv: string,
+    at: number,
+  ): string => {
+    if (conv === '%') return '%'
+    if (conv === '') throw new PyException('ValueError', 'incomplete format')
+    if (!'diouxXeEfFgGcrsa'.includes(conv)) {
+      // CPython gives the index (in characters) of the conversion character itself.
+      const index = [...fmt.slice(0, at + m.length - conv.length)].length
+      throw new PyException('ValueError', `unsupported format character '${conv}' (0x${(conv.codePointAt(0) ?? 0).toString(16)}) at index ${index}`)
+    }
+    let value: PyValue
+    if (key !== undefined) {
+      if (!mapping) throw new PyException('TypeError', 'format requires a mapping')
+      if (!(args instanceof Map)) throw new PyException('TypeError', `${typeName(args)} indices must be integers or slices, not str`)
+      const v = dictGet(args, key)
+      if (v === undefined) throw new PyException('KeyError', pyRepr(key))
+      value = v
+    } else {
+      if (width === '*') width = String(take())
+      if (prec === '*') prec = String(take())
+      value = take()
+    }
+    const left = flags.includes('-')
+    const sign = flags.includes('+') ? '+' : flags.includes(' ') ? ' ' : ''
+    const zero = flags.includes('0') && !left
+    const alt = flags.includes('#') ? '#' : ''
+    const w = width ?? ''
+    const p = prec === undefined ? '' : `.${prec}`
+    const align = left ? '<' : zero ? '=' : '>'
+    const fill = zero ? '0' : ' '
+    switch (conv) {
+      case 's':
+      case 'r':
+      case 'a': {
+        const s = conv === 's' ? pyStr(value) : pyRepr(value)
+        return pyFormat(prec === undefined ? s : s.slice(0, Number(prec)), `${left ? '<' : '>'}${w}`)
+      }
+      case 'c':
+        return pyFormat(typeof value === 'string' ? value : String.fromCodePoint(Number(value)), `${left ? '<' : '>'}${w}`)
+      default: {
+        if (!isNumber(value)) {
+          const kind = 'diouxX'.includes(conv) ? 'a real number' : 'a real number'
+          throw new PyException('TypeError', `%${conv} format: ${kind} is required, not ${typeName(value)}`)
+        }
+        if ('diu'.includes(conv)) {
+          const n = typeof value === 'number' ? truncToInt(value) : asBigInt(value)
+          return pyFormat(n, `${fill}${align}${sign}${w}d`)
+        }
+        if ('oxX'.includes(conv)) {
+          if (typeof value === 'number') throw new PyException('TypeError', `%${conv} format: an integer is required, not float`)
+          return pyFormat(asBigInt(value), `${fill}${align}${sign}${alt}${w}${conv}`)
+        }
+        const x = toFloat(value)
+        return pyFormat(x, `${fill}${align}${sign}${alt}${w}${p === '' ? '.6' : p}${conv}`)
+      }
+    }
+  }
   const out = fmt.replace(
     PERCENT_RE,
     (m: string, key: string | undefined, flags: string, width: string | undefined, prec: string | undefined, conv: string, at: number) => {
-      if (conv === '%') return '%'
-      if (conv === '') throw new PyException('ValueError', 'incomplete format')
-      if (!'diouxXeEfFgGcrsa'.includes(conv)) {
-        // CPython gives the index (in characters) of the conversion character itself.
-        const index = [...fmt.slice(0, at + m.length - conv.length)].length
-        throw new PyException('ValueError', `unsupported format character '${conv}' (0x${(conv.codePointAt(0) ?? 0).toString(16)}) at index ${index}`)
-      }
-      let value: PyValue
-      if (key !== undefined) {
-        if (!mapping) throw new PyException('TypeError', 'format requires a mapping')
-        if (!(args instanceof Map)) throw new PyException('TypeError', `${typeName(args)} indices must be integers or slices, not str`)
-        const v = dictGet(args, key)
-        if (v === undefined) throw new PyException('KeyError', pyRepr(key))
-        value = v
-      } else {
-        if (width === '*') width = String(take())
-        if (prec === '*') prec = String(take())
-        value = take()
-      }
-      const left = flags.includes('-')
-      const sign = flags.includes('+') ? '+' : flags.includes(' ') ? ' ' : ''
-      const zero = flags.includes('0') && !left
-      const alt = flags.includes('#') ? '#' : ''
-      const w = width ?? ''
-      const p = prec === undefined ? '' : `.${prec}`
-      const align = left ? '<' : zero ? '=' : '>'
-      const fill = zero ? '0' : ' '
-      switch (conv) {
-        case 's':
-        case 'r':
-        case 'a': {
-          const s = conv === 's' ? pyStr(value) : pyRepr(value)
-          return pyFormat(prec === undefined ? s : s.slice(0, Number(prec)), `${left ? '<' : '>'}${w}`)
-        }
-        case 'c':
-          return pyFormat(typeof value === 'string' ? value : String.fromCodePoint(Number(value)), `${left ? '<' : '>'}${w}`)
-        default: {
-          if (!isNumber(value)) {
-            const kind = 'diouxX'.includes(conv) ? 'a real number' : 'a real number'
-            throw new PyException('TypeError', `%${conv} format: ${kind} is required, not ${typeName(value)}`)
-          }
-          if ('diu'.includes(conv)) {
-            const n = typeof value === 'number' ? truncToInt(value) : asBigInt(value)
-            return pyFormat(n, `${fill}${align}${sign}${w}d`)
-          }
-          if ('oxX'.includes(conv)) {
-            if (typeof value === 'number') throw new PyException('TypeError', `%${conv} format: an integer is required, not float`)
-            return pyFormat(asBigInt(value), `${fill}${align}${sign}${alt}${w}${conv}`)
-          }
-          const x = toFloat(value)
-          return pyFormat(x, `${fill}${align}${sign}${alt}${w}${p === '' ? '.6' : p}${conv}`)
-        }
-      }
+      const piece = convert(m, key, flags, width, prec, conv, at)
+      // Each piece is within the limit; many of them together must be too.
+      produced += piece.length
+      if (produced > MAX_STR_LENGTH) checkLength(produced, 'str', 'printf-style formatting')
+      return piece
     },
   )
   if (next < positional.length && !mapping) throw new PyException('TypeError', 'not all arguments converted during string formatting')

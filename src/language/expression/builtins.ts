@@ -12,6 +12,8 @@ import { cos as fastCos, sin as fastSin } from './fast-trig.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
 import { callableIterator, pyEnumerate, pyFilter, pyIter, pyMap, pyNext, pyReversed, pyZip } from './iterators.js'
+import { bitLength, checkIntBits, checkStrToInt } from './limits.js'
+import { spend, spendWork } from './loop-budget.js'
 import { pySort } from './sort.js'
 import { pyIsInstance, pyIsSubclass } from './type-checks.js'
 import {
@@ -110,6 +112,8 @@ export function pyRound(x: PyValue, ndigits: PyValue = null): PyValue {
     if (ndigits === null) return v
     const n = indexArg(ndigits)
     if (n >= 0n) return v
+    // 10**k with k past the bits of v is more than twice |v|: the result is 0, without computing 10**k.
+    if (-n > BigInt(bitLength(v))) return 0n
     const p = 10n ** -n
     const q = divRoundHalfEven(v < 0n ? -v : v, p) * p
     return v < 0n ? -q : q
@@ -142,7 +146,9 @@ export function pyInt(x: PyValue, base: PyValue = null): bigint {
   if (typeof x === 'string') {
     const s = x.trim()
     if (!INT_RE.test(s)) throw new PyException('ValueError', `invalid literal for int() with base 10: ${intLiteral(x)}`)
-    return BigInt(s.replace(/_/g, ''))
+    const digits = s.replace(/_/g, '')
+    checkStrToInt(digits.length - (digits[0] === '-' || digits[0] === '+' ? 1 : 0))
+    return BigInt(digits)
   }
   throw new PyException('TypeError', `int() argument must be a string, a bytes-like object or a real number, not '${typeName(x)}'`)
 }
@@ -169,6 +175,9 @@ function parseIntBase(text: string, base: number): bigint {
   } else if (b === 0) b = 10
   if (b < 2 || b > 36) throw new PyException('ValueError', 'int() base must be >= 2 and <= 36, or 0')
   if (s === '') throw new PyException('ValueError', `invalid literal for int() with base ${base}: ${intLiteral(text)}`)
+  // CPython's digit limit in the other bases; a power of two has none there, but its bits are Mimic's to bound.
+  if ((b & (b - 1)) !== 0) checkStrToInt(s.length)
+  else checkIntBits(s.length * Math.log2(b), 'int()')
   let n = 0n
   for (const ch of s.toLowerCase()) {
     const d = parseInt(ch, 36)
@@ -242,7 +251,11 @@ function sum(iterable: PyValue = null, start: PyValue = 0n): PyValue {
   let total = start
   if (typeof total === 'string') throw new PyException('TypeError', "sum() can't sum strings [use ''.join(seq) instead]")
   // Plain left-to-right addition: CPython 3.11's sum (3.12 compensates float sums).
-  for (const item of iterate(iterable)) total = typeof total === 'number' && typeof item === 'number' ? total + item : pyAdd(total, item)
+  for (const item of iterate(iterable)) {
+    // Timed as a loop: a sum of ten million ints in a loop must not hold the thread.
+    spend()
+    total = typeof total === 'number' && typeof item === 'number' ? total + item : pyAdd(total, item)
+  }
   return total
 }
 
@@ -305,6 +318,9 @@ function pow3(a: PyValue = null, b: PyValue = null, m: PyValue = null): PyValue 
   const mod = asBigInt(m)
   if (mod === 0n) throw new PyException('ValueError', 'pow() 3rd argument cannot be 0')
   if (exp < 0n) throw new PyException('ValueError', 'base is not invertible for the given modulus')
+  // A square and a multiplication modulo `mod` per bit of the exponent, each about words(mod)**2.
+  const words = bitLength(mod) / 32 + 1
+  spendWork((bitLength(exp) * words * words) / 64, 'pow() with a modulus')
   let result = 1n
   base = ((base % mod) + mod) % mod
   while (exp > 0n) {
@@ -578,6 +594,11 @@ function factorial(v: PyValue): bigint {
   if (!isInt(v)) throw new PyException('TypeError', `'${typeName(v)}' object cannot be interpreted as an integer`)
   const n = asBigInt(v)
   if (n < 0n) throw new PyException('ValueError', 'factorial() not defined for negative values')
+  // log2(n!) by Stirling's formula, before any multiplication: `factorial(10**6)` is refused at once.
+  if (n > 20n) {
+    const x = Number(n)
+    checkIntBits(x * Math.log2(x / Math.E) + 0.5 * Math.log2(2 * Math.PI * x), 'math.factorial()')
+  }
   let r = 1n
   for (let i = 2n; i <= n; i++) r *= i
   return r
@@ -762,7 +783,10 @@ export const MATH_MODULE = new PyModule(
       'prod',
       native('math.prod', keywords(['iterable', 'start'], 1, { posonly: 1, maxpos: 1 }), (iterable = null, start = 1n) => {
         let acc = start
-        for (const v of iterate(iterable)) acc = pyMul(acc, v)
+        for (const v of iterate(iterable)) {
+          spend()
+          acc = pyMul(acc, v)
+        }
         return acc
       }),
     ],

@@ -252,6 +252,9 @@ function makeEvaluate(code: Code, slots: number): (scope: ExpressionScope) => Py
 export function translateError(err: unknown): unknown {
   if (err instanceof RangeError) {
     if (/call stack/i.test(err.message)) return new PyException('RecursionError', 'maximum recursion depth exceeded')
+    // What the limits (limits.ts) did not see coming still ends as Python's error, not the server's.
+    if (/invalid (string|array|typed array) length|allocation failed/i.test(err.message))
+      return new PyException('MemoryError', `${err.message} (a limit of V8's)`)
     return new PyException('OverflowError', err.message)
   }
   return err

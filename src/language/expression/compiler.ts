@@ -12,7 +12,8 @@ import type { SyntaxNode } from '@lezer/common'
 import { floatPow, pyAdd, pyBinary, pyCompare, pyFloorDiv, pyFormat, pyInvert, pyMod, pyMul, pyNeg, pyPos, pyPow, pySub, pyTrueDiv } from './arithmetic.js'
 import { BUILTINS, callable, FORBIDDEN_BUILTINS, MATH_MODULE, pyFloat, pyInt, pyRound } from './builtins.js'
 import { pyIter } from './iterators.js'
-import { spend } from './loop-budget.js'
+import { checkLength, MAX_STR_LENGTH } from './limits.js'
+import { allocate, spend } from './loop-budget.js'
 import { callMethod, getAttribute, getItem, setItem, UNSERVED_METHODS } from './methods.js'
 import { PLACEHOLDER_PREFIX, type Reference } from './references.js'
 import { DATETIME_MODULE } from './datetime-module.js'
@@ -331,6 +332,8 @@ export class Compiler {
     return (f) => {
       let out = ''
       for (const p of parts) out += typeof p === 'string' ? p : (p(f) as string)
+      // Each field is within the limit; V8 joins them without copying, so the sum is checked after.
+      if (out.length > MAX_STR_LENGTH) checkLength(out.length, 'str', 'an f-string')
       return out
     }
   }
@@ -1078,8 +1081,12 @@ export class Compiler {
         return (f) => {
           const current = read(f)
           // list += iterable extends in place, as Python's __iadd__ does.
-          if (op === '+' && Array.isArray(current)) current.push(...iterate(value(f)))
-          else assign(f, combine(f))
+          if (op === '+' && Array.isArray(current)) {
+            const items = iterate(value(f))
+            // `xs += xs` in a loop doubles: sized before it grows.
+            if (items.length >= 128) checkLength(current.length + items.length, 'list', 'list +=')
+            for (let i = 0; i < items.length; i++) current.push(items[i] ?? null)
+          } else assign(f, combine(f))
           return undefined
         }
       }
@@ -1449,6 +1456,8 @@ function runClauses(clauses: readonly Clause[], c: number, f: Frame, inner: Fram
 /** Adds an item a comprehension made; one over an endless iterator (`iter(int, 1)`) stops where a range would. */
 function collect(out: PyValue[], v: PyValue): void {
   if (out.length >= MAX_MATERIALISED) throw new PyException('MemoryError', 'comprehension too long to materialise')
+  // Counted towards the step's memory a block at a time: one test per item.
+  if ((out.length & 0xffff) === 0xffff) allocate(8 * 0x10000, 'a comprehension')
   out.push(v)
 }
 

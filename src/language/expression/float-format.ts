@@ -9,7 +9,17 @@
  * formatFixed(0.125, 2) // '0.12'
  */
 
+import { checkIntToStr, checkLength } from './limits.js'
+
 const VIEW = new DataView(new ArrayBuffer(8))
+
+/**
+ * A double is an integer times 2**-1074, so its exact decimal value has at most 1074 digits after
+ * the point and at most 767 significant digits: past those, every digit is 0. A larger precision
+ * is these digits and zeros, so `f'{x:.5000000f}'` costs a padding, not a 10**5000000.
+ */
+const EXACT_DECIMALS = 1074
+const EXACT_SIGNIFICANT = 800
 
 /** |x| as an exact fraction num/den (den a power of two); x finite. */
 export function exactFraction(x: number): { num: bigint; den: bigint } {
@@ -58,6 +68,10 @@ export function floatRepr(x: number): string {
 
 /** |x| with `prec` digits after the point, exactly rounded half-even (no sign). */
 function fixedDigits(x: number, prec: number): string {
+  if (prec > EXACT_DECIMALS) {
+    checkLength(prec, 'str', 'float formatting')
+    return fixedDigits(x, EXACT_DECIMALS) + '0'.repeat(prec - EXACT_DECIMALS)
+  }
   const { num, den } = exactFraction(x)
   const q = divRoundHalfEven(num * 10n ** BigInt(prec), den).toString()
   if (prec === 0) return q
@@ -67,7 +81,12 @@ function fixedDigits(x: number, prec: number): string {
 
 /** |x| as `prec + 1` significant digits and a decimal exponent, exactly rounded half-even. */
 function sciDigits(x: number, prec: number): { digits: string; exp: number } {
+  if (prec > EXACT_SIGNIFICANT) checkLength(prec, 'str', 'float formatting')
   if (x === 0) return { digits: '0'.repeat(prec + 1), exp: 0 }
+  if (prec > EXACT_SIGNIFICANT) {
+    const exact = sciDigits(x, EXACT_SIGNIFICANT)
+    return { digits: exact.digits + '0'.repeat(prec - EXACT_SIGNIFICANT), exp: exact.exp }
+  }
   const { num, den } = exactFraction(x)
   let k = Math.floor(Math.log10(Math.abs(x)))
   for (;;) {
@@ -155,18 +174,19 @@ export function parseFormatSpec(spec: string): FormatSpec | null {
 
 function group(intDigits: string, sep: string, every = 3): string {
   if (sep === '') return intDigits
-  let out = ''
-  for (let i = 0; i < intDigits.length; i++) {
-    if (i > 0 && (intDigits.length - i) % every === 0) out += sep
-    out += intDigits[i]
-  }
-  return out
+  // Groups of `every` from the right, the first one shorter: sliced, so a wide zero-padded field is one pass.
+  const n = intDigits.length
+  const first = n % every || every
+  const parts = [intDigits.slice(0, first)]
+  for (let i = first; i < n; i += every) parts.push(intDigits.slice(i, i + every))
+  return parts.join(sep)
 }
 
 function pad(sign: string, body: string, spec: FormatSpec, defaultAlign: string): string {
   const total = sign.length + [...body].length
   const missing = spec.width - total
   if (missing <= 0) return sign + body
+  if (spec.width > 1024) checkLength(spec.width, 'str', 'format width')
   const fill = spec.fill.repeat(missing)
   switch (spec.align || defaultAlign) {
     case '<':
@@ -251,11 +271,14 @@ function zeroPadGrouped(sign: string, body: string, spec: FormatSpec): string {
   if (m === null) return pad(sign, body, spec, '>')
   const rest = m[2] ?? ''
   let digits = (m[1] ?? '').replace(/[,_]/g, '')
+  const need = spec.width - sign.length - rest.length
+  if (need > 1024) checkLength(spec.width, 'str', 'format width')
+  // The fewest digits whose grouping (d + floor((d - 1) / 3) characters) fills the width: from
+  // a lower bound, so a wide field costs a few steps, not one per digit.
+  let d = Math.max(digits.length, Math.floor((need * 3) / 4))
+  while (d + Math.floor((d - 1) / 3) < need) d++
+  if (d > digits.length) digits = digits.padStart(d, '0')
   let grouped = group(digits, spec.grouping)
-  while (sign.length + grouped.length + rest.length < spec.width) {
-    digits = '0' + digits
-    grouped = group(digits, spec.grouping)
-  }
   if (grouped.startsWith(spec.grouping)) grouped = '0' + grouped
   return sign + grouped + rest
 }
@@ -292,6 +315,7 @@ export function formatInt(n: bigint, specText: string, asFloat: (n: bigint) => n
     case '':
     case 'd':
     case 'n':
+      checkIntToStr(abs)
       body = abs.toString()
       break
     default:

@@ -28,4 +28,6 @@ export {
   type PyDict,
 } from './values.js'
 export { floatRepr } from './float-format.js'
+export { beginStep, LOOP_TIME_LIMIT_MS, OPERATION_WORK_LIMIT, STEP_MEMORY_LIMIT } from './loop-budget.js'
+export { INT_MAX_STR_DIGITS, MAX_INT_BITS, MAX_ITEMS, MAX_STR_LENGTH } from './limits.js'
 export { PyRandom, type PyRandomState } from './random-module.js'

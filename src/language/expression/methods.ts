@@ -7,6 +7,7 @@
  */
 import { asBigInt, isInt, pyContains, pyFormat } from './arithmetic.js'
 import { callable, dictUpdate, indexArg, SORT_KEYWORDS, sortValues } from './builtins.js'
+import { checkLength, MAX_STR_LENGTH, strLength } from './limits.js'
 import { ANY, checkArgs, keywords, NOARGS, ONE, parsedTuple, positional, type Convention } from './call-args.js'
 import {
   dictClear,
@@ -278,6 +279,8 @@ export function strFormat(fmt: string, args: readonly PyValue[], kwargs: PyKwarg
       else if (m[2] === 's') value = pyStr(value)
       const spec = (m[3] ?? '').replace(/\{([^{}]*)\}/g, (_x, name: string) => pyStr(field(name)))
       out += pyFormat(value, spec)
+      // Each field is within the limit; many of them together must be too.
+      if (out.length > MAX_STR_LENGTH) checkLength(out.length, 'str', 'str.format()')
       i = j
       continue
     }
@@ -396,6 +399,7 @@ function padTo(s: string, args: ReadonlyArray<PyValue | undefined>, where: 'left
   if ([...fill].length !== 1) throw new PyException('TypeError', 'The fill character must be exactly one character long')
   const len = [...s].length
   if (width <= len) return s
+  strLength(width, `str.${where === 'left' ? 'ljust' : where === 'right' ? 'rjust' : 'center'}()`)
   const missing = width - len
   if (where === 'left') return s + fill.repeat(missing)
   if (where === 'right') return fill.repeat(missing) + s
@@ -408,6 +412,19 @@ function padTo(s: string, args: ReadonlyArray<PyValue | undefined>, where: 'left
 function joinable(items: PyValue): PyValue[] {
   if (!isIterable(items)) throw new PyException('TypeError', 'can only join an iterable')
   return iterate(items)
+}
+
+/** The length `s.replace(from, to, count)` will have, when it grows: refused past the limit before it is built. */
+function replacedLength(s: string, from: string, to: string, count: number): void {
+  let found: number
+  if (from === '') found = [...s].length + 1
+  else {
+    found = 0
+    for (let at = s.indexOf(from); at >= 0; at = s.indexOf(from, at + from.length)) found++
+  }
+  if (count >= 0) found = Math.min(found, count)
+  const length = s.length + found * (to.length - from.length)
+  if (length >= 1024) checkLength(length, 'str', 'str.replace()')
 }
 
 /** `s.replace('', to, count)`: `to` before every character and at the end, the first `count` times (all when negative). */
@@ -505,14 +522,18 @@ function splitlines(s: string, keepends: boolean): string[] {
 /** How CPython 3.11 declares each: keyword refusals and count messages follow from it. */
 const STR_METHODS: Record<string, MethodEntry<string>> = {
   format: m(ANY, (s, args, kwargs) => strFormat(s, args as PyValue[], kwargs)),
-  join: m(ONE, (s, [items = null]) =>
-    joinable(items)
-      .map((v, i) => {
-        if (typeof v !== 'string') throw new PyException('TypeError', `sequence item ${i}: expected str instance, ${typeName(v)} found`)
-        return v
-      })
-      .join(s),
-  ),
+  join: m(ONE, (s, [items = null]) => {
+    const parts = joinable(items)
+    // Sized from the parts before it is built, as CPython's join sizes its result first.
+    let length = parts.length > 0 ? s.length * (parts.length - 1) : 0
+    for (let i = 0; i < parts.length; i++) {
+      const v = parts[i] ?? null
+      if (typeof v !== 'string') throw new PyException('TypeError', `sequence item ${i}: expected str instance, ${typeName(v)} found`)
+      length += v.length
+    }
+    if (length >= 1024) checkLength(length, 'str', 'str.join()')
+    return (parts as string[]).join(s)
+  }),
   upper: m(NOARGS, (s) => s.toUpperCase()),
   lower: m(NOARGS, (s) => s.toLowerCase()),
   strip: m(positional(0, 1), (s, [chars]) => stripWith(s, stripChars(chars), true, true)),
@@ -526,6 +547,7 @@ const STR_METHODS: Record<string, MethodEntry<string>> = {
     const from = old as string
     const to = neu as string
     const n = count === undefined ? -1 : Number(indexArg(count))
+    if (to.length > from.length) replacedLength(s, from, to, n)
     if (from === '') return insertBetween(s, to, n)
     if (n < 0) return s.split(from).join(to)
     const parts = s.split(from)
@@ -548,6 +570,7 @@ const STR_METHODS: Record<string, MethodEntry<string>> = {
   }),
   zfill: m(ONE, (s, [w = null]) => {
     const width = Number(indexArg(w))
+    if (width > s.length) strLength(width, 'str.zfill()')
     const sign = s.startsWith('-') || s.startsWith('+') ? (s[0] ?? '') : ''
     const body = s.slice(sign.length)
     return sign + body.padStart(width - sign.length, '0')
@@ -574,7 +597,13 @@ const STR_METHODS: Record<string, MethodEntry<string>> = {
 
 const LIST_METHODS: Record<string, MethodEntry<PyValue[]>> = {
   append: m(ONE, (l, [x = null]) => (l.push(x), null)),
-  extend: m(ONE, (l, [x = null]) => (l.push(...iterate(x)), null)),
+  extend: m(ONE, (l, [x = null]) => {
+    const items = iterate(x)
+    // `xs.extend(xs)` in a loop doubles: sized before it grows.
+    if (items.length >= 128) checkLength(l.length + items.length, 'list', 'list.extend()')
+    for (let i = 0; i < items.length; i++) l.push(items[i] ?? null)
+    return null
+  }),
   insert: m(positional(2), (l, [at = null, x = null]) => {
     let i = Number(indexArg(at))
     if (i < 0) i = Math.max(0, i + l.length)

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto'
 import { asBigInt, isInt, isNumber, pyAdd, toFloat } from './arithmetic.js'
 import { indexArg, pyInt, pyLen } from './builtins.js'
 import { checkArgs, NOARGS, ONE, pythonFunction, type Convention } from './call-args.js'
+import { bitLength, checkIntBits } from './limits.js'
 import { PyCallable, PyException, PyModule, typeName, type PyValue } from './values.js'
 import { getItem } from './methods.js'
 
@@ -157,6 +158,8 @@ export class PyRandom {
   /** `random.getrandbits(k)`. */
   getrandbits(k: number): bigint {
     if (k < 0) throw new PyException('ValueError', 'number of bits must be non-negative')
+    // Sized before a word is drawn: `getrandbits(10**9)` would hold the thread for minutes.
+    checkIntBits(k, 'random.getrandbits()')
     if (k <= 32) return k === 0 ? 0n : BigInt(this.#next() >>> (32 - k))
     let out = 0n
     let shift = 0n
@@ -172,7 +175,8 @@ export class PyRandom {
   /** A uniform int in [0, n), as CPython's _randbelow_with_getrandbits. */
   randbelow(n: bigint): bigint {
     if (n <= 0n) return 0n
-    const k = n.toString(2).length
+    const k = bitLength(n)
+    checkIntBits(k, 'random.randrange()')
     let r = this.getrandbits(k)
     while (r >= n) r = this.getrandbits(k)
     return r

@@ -14,6 +14,7 @@
  * @example
  * pySort([3n, 1n, 2n], null, false) // [1n, 2n, 3n]
  */
+import { spendWork } from './loop-budget.js'
 import { pyLess, type PyCallable, type PyValue } from './values.js'
 
 interface Entry {
@@ -23,6 +24,10 @@ interface Entry {
 
 /** The items of `items` in sorted order (a new array), by `key` and `reverse` as CPython's. */
 export function pySort(items: readonly PyValue[], key: PyCallable | null, reverse: boolean): PyValue[] {
+  // Up to n log2 n comparisons, and a key call per item: spent before the sort starts, which
+  // cannot stop halfway.
+  const n = items.length
+  if (n > 1) spendWork(n * Math.ceil(Math.log2(n)) + (key === null ? 0 : n), key === null ? 'a sort' : 'a sort with a key')
   const entries: Entry[] = items.map((value) => ({ key: key === null ? value : key.call([value], null), value }))
   if (reverse) entries.reverse()
   listSort(entries)

@@ -9,6 +9,7 @@
  */
 import { MimicError } from '../../errors.js'
 import { floatRepr } from './float-format.js'
+import { checkIntToStr, checkLength, MAX_STR_LENGTH } from './limits.js'
 import { spendMany } from './loop-budget.js'
 
 /** Any value an expression can produce. */
@@ -313,11 +314,12 @@ export class PyIterator {
       if (out.length >= MAX_MATERIALISED) throw new PyException('MemoryError', 'iterator too long to materialise')
       out.push(v)
     }
+    checkLength(out.length, 'list', 'an iterator made into a list')
     return out
   }
 }
 
-/** The most items a range or an iterator is turned into a list of. */
+/** The most items a range or an iterator is turned into a list of: `MAX_ITEMS` of limits.ts (a literal, since the two modules import each other). */
 export const MAX_MATERIALISED = 10_000_000
 
 /**
@@ -408,21 +410,55 @@ export function strRepr(s: string): string {
     else if (code >= 0xa0 && NOT_PRINTABLE.test(ch)) out += code < 0x100 ? '\\x' + hex(code, 2) : code < 0x10000 ? '\\u' + hex(code, 4) : '\\U' + hex(code, 8)
     else out += ch
   }
+  // Escapes make a repr up to ten times its text: refused once past the limit.
+  if (out.length > MAX_STR_LENGTH) checkLength(out.length + 1, 'str', 'repr()')
   return out + quote
 }
+
+/** Characters the container repr under way has produced so far; -1 when none is under way. */
+let reprProduced = -1
 
 /** Python's `repr()`. */
 export function pyRepr(v: PyValue): string {
   if (typeof v === 'string') return strRepr(v)
-  if (Array.isArray(v)) return '[' + v.map(pyRepr).join(', ') + ']'
-  if (v instanceof PyNamedTuple) return `${v.typeName}(${v.fields.map((f, i) => `${f}=${pyRepr(v.items[i] ?? null)}`).join(', ')})`
-  if (v instanceof PyTuple) return v.items.length === 1 ? '(' + pyRepr(v.items[0] ?? null) + ',)' : '(' + v.items.map(pyRepr).join(', ') + ')'
-  if (v instanceof Map) {
-    const keys = dictKeys(v)
-    return '{' + [...v.values()].map((x, i) => pyRepr(keys[i] ?? null) + ': ' + pyRepr(x)).join(', ') + '}'
+  if (Array.isArray(v) || v instanceof PyTuple || v instanceof Map) {
+    // The repr of a container is sized as it is made (each item adds its repr and a separator),
+    // so that `str(list(range(10**7)))` stops at the limit instead of after building it all.
+    const outer = reprProduced < 0
+    if (outer) reprProduced = 0
+    try {
+      return containerRepr(v)
+    } finally {
+      if (outer) reprProduced = -1
+    }
   }
   if (v instanceof PyObject) return v.repr()
   return pyStr(v)
+}
+
+/** One item's repr inside a container's, counted. */
+function itemRepr(v: PyValue): string {
+  const s = pyRepr(v)
+  if (typeof v !== 'string' && (Array.isArray(v) || v instanceof PyTuple || v instanceof Map)) return s
+  reprProduced += s.length + 2
+  if (reprProduced > MAX_STR_LENGTH) checkLength(reprProduced, 'str', 'repr()')
+  return s
+}
+
+function containerRepr(v: PyValue[] | PyTuple | PyDict): string {
+  if (Array.isArray(v)) {
+    // At least one character and a separator per item: too long before any is made.
+    if (v.length * 3 > MAX_STR_LENGTH) checkLength(v.length * 3, 'str', 'repr()')
+    return '[' + v.map(itemRepr).join(', ') + ']'
+  }
+  if (v instanceof PyNamedTuple) return `${v.typeName}(${v.fields.map((f, i) => `${f}=${itemRepr(v.items[i] ?? null)}`).join(', ')})`
+  if (v instanceof PyTuple) {
+    if (v.items.length * 3 > MAX_STR_LENGTH) checkLength(v.items.length * 3, 'str', 'repr()')
+    return v.items.length === 1 ? '(' + itemRepr(v.items[0] ?? null) + ',)' : '(' + v.items.map(itemRepr).join(', ') + ')'
+  }
+  if (v.size * 6 > MAX_STR_LENGTH) checkLength(v.size * 6, 'str', 'repr()')
+  const keys = dictKeys(v)
+  return '{' + [...v.values()].map((x, i) => itemRepr(keys[i] ?? null) + ': ' + itemRepr(x)).join(', ') + '}'
 }
 
 /** Python's `str()`. */
@@ -432,6 +468,8 @@ export function pyStr(v: PyValue): string {
     case 'boolean':
       return v ? 'True' : 'False'
     case 'bigint':
+      // CPython's 4,300-digit limit, its message and all: also what keeps a huge int from taking the thread.
+      checkIntToStr(v)
       return v.toString()
     case 'number':
       return floatRepr(v)
@@ -584,16 +622,38 @@ export function isIterable(v: PyValue): boolean {
 
 /** The items of any iterable value, as a JS array (a copy when the source is mutable). */
 export function iterate(v: PyValue): PyValue[] {
-  if (Array.isArray(v)) return v.slice()
-  if (v instanceof PyTuple) return v.items.slice()
-  if (typeof v === 'string') return [...v]
-  if (v instanceof Map) return dictKeys(v)
+  // Every consumer of the items passes over them: spent as that many loop items, so that a pass
+  // over a long list in a loop is timed like the loop.
+  if (Array.isArray(v)) {
+    spendMany(v.length)
+    if (v.length >= 128) checkLength(v.length, 'list', 'a copy of a list')
+    return v.slice()
+  }
+  if (v instanceof PyTuple) {
+    spendMany(v.items.length)
+    if (v.items.length >= 128) checkLength(v.items.length, 'list', 'a copy of a tuple')
+    return v.items.slice()
+  }
+  if (typeof v === 'string') {
+    spendMany(v.length)
+    if (v.length >= 128) checkLength(v.length, 'list', 'the characters of a str')
+    return [...v]
+  }
+  if (v instanceof Map) {
+    spendMany(v.size)
+    return dictKeys(v)
+  }
   if (v instanceof PyRange) {
     const n = v.length
     if (n > BigInt(MAX_MATERIALISED)) throw new PyException('MemoryError', 'range too large to materialise')
-    spendMany(Number(n))
-    const out: PyValue[] = new Array<PyValue>(Number(n))
-    for (let i = 0n; i < n; i++) out[Number(i)] = v.at(i)
+    checkLength(Number(n), 'list', 'a range made into a list')
+    const length = Number(n)
+    const out: PyValue[] = new Array<PyValue>(length)
+    // Spent a block at a time as it is made, so the clock stops a long one as it stops a loop.
+    for (let i = 0, x = v.start; i < length; i++, x += v.step) {
+      if ((i & 0xffff) === 0) spendMany(Math.min(0x10000, length - i))
+      out[i] = x
+    }
     return out
   }
   if (v instanceof PyIterator) return v.drain()

@@ -12,7 +12,7 @@
  * running.step(0, 0.5)
  */
 import { InternalError, summarize, ValidationError, type ErrorDetail } from '../../errors.js'
-import { truthy } from '../expression/index.js'
+import { beginStep, truthy } from '../expression/index.js'
 import type { ActionPlan, ActionRuntime } from './actions.js'
 import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpression } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runGroups, runSteps, type BranchPlan, type BranchRuntime } from './conditions.js'
@@ -274,6 +274,8 @@ export class InstanceBehaviour {
     const frame = this.#frame
     frame.time = time
     frame.dt = dt
+    // The memory budget of expressions is each instance step's own (loop-budget.ts).
+    beginStep()
     try {
       this.#runModel()
       const scenarios = this.scenarios
@@ -307,6 +309,7 @@ export class InstanceBehaviour {
     const frame = this.#frame
     frame.time = time
     frame.dt = dt
+    beginStep()
     try {
       // Nothing is fused in a behaviour with worker expressions: every step is a bound action.
       for (const action of this.#top as ActionRuntime[]) {

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { compileExpression, PyException, pyRepr } from '../../../src/language/expression/index.js'
+import { restartBudget } from '../../../src/language/expression/loop-budget.js'
 
 const SEED = Number(process.env.MIMIC_EXPR_SEED ?? 20261124)
 const COUNT = Number(process.env.MIMIC_EXPR_COUNT ?? 4000)
@@ -191,6 +192,7 @@ function ulpClose(want: string, got: string): boolean {
 }
 
 function ours(src: string): string {
+  restartBudget()
   try {
     return pyRepr(compileExpression(src, { path: 'diff' }).evaluate({ reference: () => null }))
   } catch (err) {
@@ -518,6 +520,7 @@ sys.stdout.write(json.dumps(out))
 `
 
 function oursWithDatetime(src: string): string {
+  restartBudget()
   try {
     return pyRepr(compileExpression(src, { path: 'diff', imports: { datetime: 'datetime' } }).evaluate({ reference: () => null }))
   } catch (err) {

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { compileExpression, PyException, pyRepr } from '../../../src/language/expression/index.js'
+import { restartBudget } from '../../../src/language/expression/loop-budget.js'
 import { PyRandom } from '../../../src/language/expression/random-module.js'
 
 const PYTHON = String.raw`
@@ -25,6 +26,8 @@ export function python(sources: readonly string[]): string[] {
 
 /** The same for the engine, with `math` and `random` imported and a fresh generator each time. */
 export function engine(src: string): string {
+  // Each expression is timed alone, as each step is, not the whole test loop as one stretch.
+  restartBudget()
   try {
     const compiled = compileExpression(src, { path: 'call', imports: { math: 'math', random: 'random' }, random: new PyRandom(1n) })
     return pyRepr(compiled.evaluate({ reference: () => null }))
