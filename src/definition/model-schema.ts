@@ -12,17 +12,18 @@ import { isRecord } from './is-record.js'
 export const ATTRIBUTE_TYPES = ['float', 'int', 'bool', 'str', 'list', 'dict', 'any'] as const
 export type AttributeType = (typeof ATTRIBUTE_TYPES)[number]
 
-const SPEC_KEYS = new Set(['default', 'type', 'unit', 'description', 'hooks'])
+const SPEC_KEYS: ReadonlySet<string> = new Set(['default', 'type', 'unit', 'description', 'hooks'])
 
 /**
  * An attribute is written either as its default value (`temperature: 0.0`) or as a spec
- * (`temperature: {default: 0.0, type: float, unit: degC}`). An object counts as a spec when it
- * has a `default` key and no keys other than those of a spec; any other object is a default value.
+ * (`temperature: {default: 0.0, type: float, unit: degC}`). An object with a `default` key is a
+ * spec, and a key of it that is not a spec key is refused (`units` for `unit`), rather than the
+ * whole object silently becoming a dict value; a dict value is written `{default: {...}}`.
+ * Any other object is a default value.
  */
 export function isAttributeSpec(value: unknown): value is { default: unknown; type?: string; unit?: string } {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false
-  const keys = Object.keys(value)
-  return keys.includes('default') && keys.every((k) => SPEC_KEYS.has(k))
+  return Object.hasOwn(value, 'default')
 }
 
 const attributeSpecSchema = z.strictObject({
@@ -183,6 +184,8 @@ const timerSchema = z
   .strictObject({
     time_step: seconds.positive().optional(),
     step: seconds.positive().optional(),
+    /** The reference product's guides write the step as `dt`, the name of the timer's property. */
+    dt: seconds.positive().optional(),
     initial_time: seconds.optional(),
     max_duration: seconds.positive().optional(),
     auto_reset: z.boolean().optional(),
@@ -191,8 +194,12 @@ const timerSchema = z
     real_time: z.boolean().optional(),
   })
   .superRefine((t, ctx) => {
-    if (t.time_step !== undefined && t.step !== undefined && t.time_step !== t.step)
-      ctx.addIssue({ code: 'custom', path: ['step'], message: 'step is an alias of time_step: give one of them' })
+    for (const alias of ['step', 'dt'] as const) {
+      const given = t[alias]
+      const other = t.time_step ?? (alias === 'dt' ? t.step : undefined)
+      if (given !== undefined && other !== undefined && given !== other)
+        ctx.addIssue({ code: 'custom', path: [alias], message: `${alias} is an alias of time_step: give one of them` })
+    }
   })
 export type TimerSettings = z.output<typeof timerSchema>
 
@@ -371,6 +378,15 @@ function checkAttributes(attributes: Record<string, unknown>, ctx: z.core.$Refin
     const problem = attributeNameProblem(attr)
     if (problem) ctx.addIssue({ code: 'custom', path: [attr], message: problem })
     if (!isAttributeSpec(value)) continue
+    const unknown = Object.keys(value).filter((key) => !SPEC_KEYS.has(key))
+    for (const key of unknown) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [attr, key],
+        message: `unknown key '${key}' of an attribute spec (its keys: ${[...SPEC_KEYS].join(', ')}); a dict value is written {default: {...}}`,
+      })
+    }
+    if (unknown.length) continue
     const spec = attributeSpecSchema.safeParse(value)
     if (!spec.success) {
       for (const issue of spec.error.issues) ctx.addIssue({ ...issue, path: [attr, ...issue.path] } as z.core.$ZodRawIssue)

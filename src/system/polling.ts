@@ -1,6 +1,10 @@
 import { ValidationError } from '../errors.js'
 import type { PollingState } from '../snapshots/index.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
+import { floatDocumentJson, floatPropertyJson } from './float-properties.js'
+
+/** Properties that are seconds: floats to a Python client even when integral (`interval: 1.0`). */
+const FLOATS: ReadonlySet<string> = new Set(['interval', 'jitter'])
 
 /** Shortest polling interval accepted, in seconds: keeps a typo from pinning a core. */
 export const MIN_INTERVAL = 0.001
@@ -55,6 +59,14 @@ export class Polling extends Component {
     if (this.#jitter !== 0) props.jitter = this.#jitter
     if (this.#maxIterations !== undefined) Object.assign(props, { max_iterations: this.#maxIterations, iterations: this.#iterations })
     return props
+  }
+
+  override documentJson(): string {
+    return floatDocumentJson(this, FLOATS)
+  }
+
+  override propertyJson(name: string): string | undefined {
+    return floatPropertyJson(this, name, FLOATS)
   }
 
   override propertyProblem(name: string, value: unknown): string | null {

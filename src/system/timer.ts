@@ -2,6 +2,10 @@ import { ValidationError } from '../errors.js'
 import type { TimerSettings } from '../definition/model-schema.js'
 import type { TimerState } from '../snapshots/index.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
+import { floatDocumentJson, floatPropertyJson } from './float-properties.js'
+
+/** Properties that are seconds: floats to a Python client even when integral (`dt: 1.0`). */
+const FLOATS: ReadonlySet<string> = new Set(['time', 'dt', 'initial_time', 'max_duration'])
 
 /**
  * Simulated time of an instance (or of the whole system). Each run advances `time` by `dt`;
@@ -26,7 +30,7 @@ export class Timer extends Component {
   constructor(parent: Component, dt = 1.0, settings: TimerSettings = {}) {
     super('timer', parent)
     this.#settings = settings
-    this.#defaultDt = settings.time_step ?? settings.step ?? dt
+    this.#defaultDt = settings.time_step ?? settings.step ?? settings.dt ?? dt
     this.#dt = this.#defaultDt
     this.#time = settings.initial_time ?? 0
   }
@@ -84,6 +88,14 @@ export class Timer extends Component {
     if (s.auto_reset !== undefined) props.auto_reset = s.auto_reset
     if (s.real_time !== undefined) props.real_time = s.real_time
     return props
+  }
+
+  override documentJson(): string {
+    return floatDocumentJson(this, FLOATS)
+  }
+
+  override propertyJson(name: string): string | undefined {
+    return floatPropertyJson(this, name, FLOATS)
   }
 
   override propertyProblem(name: string, value: unknown): string | null {
