@@ -62,6 +62,7 @@ export const configSchema = z.strictObject({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   logBuffer: decimal(number().int().min(1).max(10_000_000)).default(10_000),
   mcpAllowWrite: z.boolean().default(false),
+  strictProtocols: z.boolean().default(false),
 })
 
 export type Config = z.output<typeof configSchema>
@@ -98,15 +99,16 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   logLevel: 'MIMIC_LOG_LEVEL',
   logBuffer: 'MIMIC_LOG_BUFFER',
   mcpAllowWrite: 'MIMIC_MCP_ALLOW_WRITE',
+  strictProtocols: 'MIMIC_STRICT_PROTOCOLS',
 }
 
 /** A configuration problem, reported by the CLI before anything starts. */
 export class ConfigError extends Error {}
 
 /** The options that are on or off. */
-export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'mcpAllowWrite'
+export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'mcpAllowWrite' | 'strictProtocols'
 
-const BOOLEAN_SETTINGS = new Set<keyof Config>(['insecure', 'snapshotOnShutdown', 'mcpAllowWrite'] satisfies BooleanSetting[])
+const BOOLEAN_SETTINGS = new Set<keyof Config>(['insecure', 'snapshotOnShutdown', 'mcpAllowWrite', 'strictProtocols'] satisfies BooleanSetting[])
 /** List settings whose environment variable separates its items with commas (hosts, origins and modules hold no path delimiter, but an origin holds a colon). */
 const COMMA_LISTS = new Set<keyof Config>(['allowedHosts', 'corsOrigin', 'actionModules'])
 const TRUE_TEXTS = new Set(['1', 'true', 'yes', 'on'])

@@ -122,6 +122,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     snapshots,
     systemFile: config.system,
     stepBatch: config.stepBatch,
+    strictProtocols: config.strictProtocols,
   }
   const system = new System(services)
   /** Stops the system, the listeners and the workers; `at` hears what it waits for next. */

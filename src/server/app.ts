@@ -14,6 +14,7 @@ import { parseJsonBody } from './json-body.js'
 import { serveInTurn } from './pipelining.js'
 import { registerApiDocs } from './api-docs.js'
 import { registerTreeRoutes } from './tree-routes.js'
+import { registerAdminRoutes } from './admin-routes.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -154,6 +155,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.addHook('onClose', async () => clearInterval(sweep))
 
   registerTreeRoutes(app, opts.system)
+  registerAdminRoutes(app, opts.system, authorized)
   for (const plugin of opts.plugins ?? []) await plugin(app)
 
   let lane: FastLane | undefined
@@ -182,6 +184,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     api_version: API_VERSION,
     uptime_s: Math.round(process.uptime()),
     instances: opts.system.instances.size,
+    unsupported_adapters: opts.system.unsupportedAdapters(),
     http: { connections: connections.stats(), refused: refusals.counts() },
   }))
   const { limit } = connections.stats()

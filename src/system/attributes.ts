@@ -376,12 +376,26 @@ export class Attributes extends KeyedContainer<Attribute> {
   /** Names the model declares: the attributes an instance cannot lose. */
   readonly #declared: ReadonlySet<string>
   #revision = 0
+  /** `__timer`, the instance time as a read-only attribute, when the owner has a time (see TimerAttribute). */
+  readonly #timer: TimerAttribute | undefined
 
-  constructor(owner: AttributeOwner, declarations: AttributeDeclaration[]) {
+  constructor(owner: AttributeOwner, declarations: AttributeDeclaration[], opts: { time?: () => number } = {}) {
     super('attributes', owner)
     this.#owner = owner
     for (const decl of declarations) this.items.set(decl.name, new Attribute(this, owner, decl))
     this.#declared = new Set(this.items.keys())
+    if (opts.time !== undefined && !this.items.has(TIMER_ATTRIBUTE)) this.#timer = new TimerAttribute(this, owner, opts.time)
+  }
+
+  /** The attributes, with `__timer` last (listed and read; the values, snapshots and behaviour use `all()`, which leaves it out). */
+  override children(): Component[] {
+    const list: Component[] = super.children()
+    if (this.#timer) list.push(this.#timer)
+    return list
+  }
+
+  override child(name: string): Component | undefined {
+    return this.items.get(name) ?? (name === TIMER_ATTRIBUTE ? this.#timer : undefined)
   }
 
   /** Counts additions and removals of attributes, so watchers see a changed set of the same size. */
@@ -423,6 +437,10 @@ export class Attributes extends KeyedContainer<Attribute> {
     const details: ErrorDetail[] = []
     for (const [name, value] of Object.entries(body)) {
       const existing = this.items.get(name)
+      if (existing === undefined && this.#timer && name === TIMER_ATTRIBUTE) {
+        details.push({ path: name, message: TIMER_READ_ONLY })
+        continue
+      }
       const problem = existing
         ? (existing.valueProblem(value) ?? (existing.writable ? null : 'read-only (getter without setter)'))
         : (attributeNameProblem(name) ?? (value === undefined ? 'a value is required' : null))
@@ -575,5 +593,46 @@ class PendingAttribute extends Attribute {
     this.adopt(value)
     await super.setProperty(name, value)
     this.#attach(this)
+  }
+}
+
+/** The reserved attribute every instance has: its time. */
+const TIMER_ATTRIBUTE = '__timer'
+const TIMER_READ_ONLY = "read-only: '__timer' is the instance time (timer.time); set the timer's time to move it"
+
+/**
+ * `__timer`, the reference product's reserved attribute: the instance time (`timer.time`) as a
+ * read-only float attribute, listed with the others. Expressions read it as `__timer`,
+ * `$in(__timer)`, `#attr(__timer)`, ...; a write from a client is a 422 naming it (an action
+ * writing it pins the timer instead, MODEL_LANGUAGE.md section 2).
+ */
+class TimerAttribute extends Attribute {
+  readonly #time: () => number
+
+  constructor(parent: Attributes, owner: AttributeOwner, time: () => number) {
+    super(parent, owner, { name: TIMER_ATTRIBUTE, default: 0.0, type: 'float', unit: 's', description: 'the instance time (timer.time), read-only' })
+    this.#time = time
+  }
+
+  override get internalValue(): unknown {
+    return this.#time()
+  }
+
+  override get externalValue(): unknown {
+    return this.#time()
+  }
+
+  override get writable(): boolean {
+    return false
+  }
+
+  override propertyProblem(name: string, value: unknown): string | null {
+    return INTERNAL_NAMES.has(name) || name === 'external_value' ? TIMER_READ_ONLY : super.propertyProblem(name, value)
+  }
+
+  override async setProperty(name: string, value: unknown): Promise<void> {
+    if (INTERNAL_NAMES.has(name) || name === 'external_value')
+      throw new ValidationError(`Attribute '${this.path}' is ${TIMER_READ_ONLY}`, [{ path: `${this.path}.${name}`, message: TIMER_READ_ONLY }])
+    await super.setProperty(name, value)
   }
 }

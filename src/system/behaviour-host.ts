@@ -3,6 +3,7 @@ import { NotFoundError, ValidationError } from '../errors.js'
 import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, ScenarioRuntime } from '../language/model/index.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import type { Attribute } from './attributes.js'
+import { UnsupportedAdapterNode } from './communication.js'
 
 /** What the host needs of its instance. */
 export interface HostInstance extends Component {
@@ -59,6 +60,8 @@ export class InstanceHost implements BehaviourHost {
     if (last === undefined) return undefined
     const child = node.child(last)
     if (child?.type === 'Attribute') return { value: (child as Attribute).internalValue }
+    // An adapter of a protocol Mimic does not serve answers every property with its default.
+    if (node instanceof UnsupportedAdapterNode) return { value: node.property(last) }
     const props = node.properties()
     const name = last === 'default_step' && node.type === 'Timer' ? 'dt' : last
     return Object.hasOwn(props, name) ? { value: props[name] } : undefined

@@ -1,6 +1,7 @@
 import { unmarked } from '../definition/json-float.js'
 import { attributeDeclarations, UNSERVED_PROTOCOLS, unservedProtocols } from '../definition/model-schema.js'
 import { NotFoundError } from '../errors.js'
+import { isRecord } from '../definition/is-record.js'
 import { substituteParameters } from '../definition/parameters.js'
 import { LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
@@ -20,6 +21,8 @@ import type { SystemServices } from './services.js'
 export class Communication extends Component {
   readonly type = 'Communication'
   readonly #adapters = new Map<string, AdapterNode>()
+  /** Adapters of protocols Mimic does not serve, as nodes that say so (UnsupportedAdapterNode). */
+  readonly #unsupported = new Map<string, UnsupportedAdapterNode>()
   /** The adapters that want to hear of each step (ProtocolAdapter.afterStep). */
   readonly #afterStep: ProtocolAdapter[] = []
   #names: Set<string> | undefined
@@ -37,7 +40,16 @@ export class Communication extends Component {
     this.#unservedKinds = [...new Set(unserved.map((u) => u.kind))]
     for (const entry of communicationEntries(model.parsed.communication)) {
       const written = Object.keys(entry)[0]!
-      if (UNSERVED_PROTOCOLS.has(written)) continue
+      if (UNSERVED_PROTOCOLS.has(written)) {
+        const n = counts.get(written) ?? 0
+        counts.set(written, n + 1)
+        const key = n === 0 ? written : `${written}_${n}`
+        this.#unsupported.set(
+          key,
+          new UnsupportedAdapterNode({ name: key, parent: this, kind: written, settings: substituteParameters(entry[written], parameters) }),
+        )
+        continue
+      }
       const kind = protocolKind(written)
       // The model schema refuses unknown kinds; this only guards a definition that skipped it.
       if (!kind) throw new NotFoundError(`Unknown adapter kind '${written}'`)
@@ -59,7 +71,7 @@ export class Communication extends Component {
   }
 
   override children(): Component[] {
-    return [...this.#adapters.values()]
+    return [...this.#adapters.values(), ...this.#unsupported.values()]
   }
 
   /** `unserved`, when the model declares protocols Mimic does not serve: where each is declared. */
@@ -68,7 +80,12 @@ export class Communication extends Component {
   }
 
   override child(name: string): Component | undefined {
-    return this.#adapters.get(name)
+    return this.#adapters.get(name) ?? this.#unsupported.get(name)
+  }
+
+  /** The adapters of protocols Mimic does not serve, keyed as in the tree. */
+  unsupported(): Iterable<UnsupportedAdapterNode> {
+    return this.#unsupported.values()
   }
 
   /**
@@ -231,5 +248,77 @@ export class AdapterNode extends Component {
       detach: noArguments(() => (this.adapter.detach(), true)),
       attach: noArguments(() => (this.adapter.attach(), true)),
     }
+  }
+}
+
+/**
+ * What the reference product's adapters of protocols Mimic does not serve answer to an
+ * expression before (or without) talking to anyone: their documented runtime properties with
+ * their defaults. The reference documents none of their values, so each is false, 0 or '' by
+ * its meaning (a state, a count, a text).
+ */
+const UNSUPPORTED_DEFAULTS: Readonly<Record<string, Readonly<Record<string, unknown>>>> = {
+  lwm2m: { registered: false, request_counter: 0, registration_id: '' },
+  ocpp: { connected: false, boot_accepted: false, transaction_id: 0, message_count: 0 },
+  ble: { advertising: false, connected: false, connection_count: 0 },
+  matter: { commissioned: false, paired: false },
+  bacnet: { running: false, request_count: 0 },
+  knx_ip: { connected: false, telegram_count: 0 },
+  http_endpoint: { running: false, request_count: 0 },
+  modbus_master: { connected: false, request_count: 0, error_count: 0 },
+}
+
+/** A property name that reads as a count or an amount of time: 0; any other unknown name is a state: false. */
+const NUMERIC_NAME = /(count|counter|total|errors|requests|messages|port|interval|timeout|lifetime|_s|_ms|seconds)$/
+
+/**
+ * An adapter of a protocol Mimic does not serve (`knx_ip`, `lwm2m`, ...): the model loads and
+ * runs without it, and this node says so plainly (`state: UNSUPPORTED`, `kind`). Its settings
+ * are readable as the model gave them, and an expression that reads one of its runtime
+ * properties (`$attr(communication.lwm2m.registered)`) gets the reference product's default
+ * (`property`), so no step fails for the want of a protocol. Its lifecycle methods do nothing.
+ *
+ * @example
+ * node.state // 'UNSUPPORTED'
+ * node.property('registered') // false
+ */
+export class UnsupportedAdapterNode extends Component {
+  readonly type = 'UnsupportedAdapter'
+  readonly kind: string
+  readonly #settings: Record<string, unknown>
+
+  constructor(opts: { name: string; parent: Communication; kind: string; settings: unknown }) {
+    super(opts.name, opts.parent)
+    this.kind = opts.kind
+    this.#settings = isRecord(opts.settings) ? opts.settings : {}
+  }
+
+  override get state(): string {
+    return 'UNSUPPORTED'
+  }
+
+  override properties(): Record<string, unknown> {
+    return {
+      ...UNSUPPORTED_DEFAULTS[this.kind],
+      ...this.#settings,
+      kind: this.kind,
+      supported: false,
+      detail: `Mimic does not serve the ${this.kind} protocol: the model runs without it (mimic serve --strict-protocols refuses such models)`,
+    }
+  }
+
+  /**
+   * A property as an expression reads it: a setting or documented default, else false, or 0 for
+   * a name that reads as a count or a time.
+   */
+  property(name: string): unknown {
+    const props = this.properties()
+    if (Object.hasOwn(props, name)) return props[name]
+    return NUMERIC_NAME.test(name) ? 0 : false
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    const nothing = noArguments(() => true)
+    return { start: nothing, stop: nothing, detach: nothing, attach: nothing }
   }
 }

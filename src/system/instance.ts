@@ -92,7 +92,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     const declarations = attributeDeclarations(parsed).map((d) =>
       opts.initValues && Object.hasOwn(opts.initValues, d.name) ? { ...d, default: opts.initValues[d.name] } : d,
     )
-    this.attributes = new Attributes(this, declarations)
+    this.attributes = new Attributes(this, declarations, { time: () => this.timer.time })
     const polling = parsed.polling ?? {}
     this.timer = new Timer(this, polling.interval ?? 1.0, parsed.timer)
     this.#loop = new PollLoop({
@@ -154,6 +154,8 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   override properties(): Record<string, unknown> {
     const props: Record<string, unknown> = { state: this.#state, model: this.model.name, last_error: this.#lastError }
     if (Object.keys(this.parameters).length > 0) props.parameters = this.parameters
+    const unsupported = [...this.communication.unsupported()].map((a) => a.kind)
+    if (unsupported.length > 0) props.unsupported_protocols = [...new Set(unsupported)]
     return props
   }
 
@@ -247,6 +249,29 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.#binding = { worker: loaded.worker, methods, component: loaded.components.some(Boolean) }
     this.#takeValues(loaded.values, refusals)
     return entries
+  }
+
+  /**
+   * Makes its Python objects anew from the `.py` files as they are now, as a second prepare
+   * does, without running what a prepare runs (adapters, mapped `prepare`, hooks): the
+   * `reload_modules` of the system. Only an instance whose objects are loaded reloads, and with
+   * `within`, only when one of its files lies in those directories. Answers the files reloaded.
+   */
+  async reloadPython(within?: (file: string) => boolean): Promise<string[]> {
+    if (!this.#binding || !(this.codeDefined || this.usesWorker)) return []
+    const files = (await buildLoadEntries(this.model.parsed.import ?? {}, this.#services.extensions, `instance '${this.name}'`)).map((e) => e.file)
+    if (within !== undefined && !files.some(within)) return []
+    this.#loop.stop()
+    await this.#waitIdle()
+    try {
+      await this.#loadPython()
+    } catch (err) {
+      this.#fail(err)
+      throw err
+    } finally {
+      this.#loop.update()
+    }
+    return [...new Set(files)]
   }
 
   /** The model's action expressions its Python worker evaluates, their imports resolved under the extension directories. */

@@ -116,6 +116,8 @@ export class Models extends KeyedContainer<Model> {
     if (!result.ok) return { ok: false, details: result.details }
     const unmappable = mappedDefaultProblems(result.model)
     if (unmappable.length) return { ok: false, details: unmappable }
+    const unserved = this.strictProtocolProblems(result.model)
+    if (unserved.length) return { ok: false, details: unserved }
     const details: ErrorDetail[] = []
     const attrs = new Set(attributeDeclarations(result.model).map((a) => a.name))
     for (const conn of this.#system.connections.all()) {
@@ -145,6 +147,18 @@ export class Models extends KeyedContainer<Model> {
       this.items.set(name, model)
       if (replaced) await this.#system.instances.rebuild(name)
     }
+  }
+
+  /**
+   * With `--strict-protocols`, each protocol of the model that Mimic does not serve, as a problem
+   * at its path (`communication[1].knx_ip`); without it, none (the model runs without them).
+   */
+  strictProtocolProblems(parsed: ParsedModelDefinition): ErrorDetail[] {
+    if (!this.#system.services.strictProtocols) return []
+    return unservedProtocols(parsed).map((u) => ({
+      path: u.path,
+      message: `Mimic does not serve the ${u.kind} protocol, and the server runs with --strict-protocols (MIMIC_STRICT_PROTOCOLS), which refuses such models`,
+    }))
   }
 
   /** Says once per definition that a model declares protocols Mimic does not serve, and runs without them. */

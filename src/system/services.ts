@@ -23,4 +23,6 @@ export interface SystemServices {
   systemFile?: string | undefined
   /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
   stepBatch?: number
+  /** `--strict-protocols`: a model declaring a protocol Mimic does not serve is refused (422), not run without it. */
+  strictProtocols?: boolean
 }
