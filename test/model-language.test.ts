@@ -92,7 +92,7 @@ describe('the model language on a running server', () => {
         actions: [
           { ramp: '$out(lin)', start_value: 0, stop_value: 10, duration: 5 },
           { ramp: '$out(smooth)', start_value: 0, stop_value: 10, duration: 5, type: 'spline' },
-          { ramp: '$out(over)', start_value: 0, stop_value: 10, duration: 5, overshoot: 0.2, stabilization_time: 4 },
+          { ramp: '$out(over)', start_value: 0, stop_value: 10, duration: 5, overshoot: 20, stabilization_time: 4 },
           { saw: '$out(saw)', start_value: 0, stop_value: 4, period: 2 },
           { saw: '$out(rev)', start_value: 0, stop_value: 4, period: 2, type: 'reverse' },
           {
@@ -151,7 +151,7 @@ describe('the model language on a running server', () => {
     assert.equal(await value('s1', 'smooth'), 10 * (0.25 * 0.25 * (3 - 2 * 0.25)))
     await at('s1', 6)
     assert.equal(await value('s1', 'lin'), 10)
-    assert.equal(await value('s1', 'over'), 10 + 0.2 * 10 * Math.sin(Math.PI * 0.25) * 0.75)
+    assert.equal(await value('s1', 'over'), 10 + (20 / 100) * 10 * Math.sin(Math.PI * 0.25) * 0.75)
     await at('s1', 15)
     assert.equal(await value('s1', 'line'), 75)
     assert.equal(await value('s1', 'stair'), 100)

@@ -567,10 +567,13 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
     const start = context.number(input.fields.start_value, fieldPath('start_value'), 0, input.scope)
     const stop = context.number(input.fields.stop_value, fieldPath('stop_value'), undefined, input.scope)
     const duration = context.number(input.fields.duration, fieldPath('duration'), undefined, input.scope)
-    const type = choice(input, 'type', ['linear', 'spline'] as const, 'linear')
-    const overshoot = constantNumber(input, 'overshoot', 0)
-    const stabilization = constantNumber(input, 'stabilization_time', 0)
-    if (stabilization < 0) context.problem(fieldPath('stabilization_time'), 'must be >= 0')
+    const type = choice(input, 'type', ['linear', 'spline', 'overshoot'] as const, 'linear')
+    // The reference product's guides give `overshoot: 5` (percent of the span) with `type:
+    // overshoot`; it documents no default, so the guides' value is it. Its settling time, when not
+    // given, is half the ramp's duration (the reference product's curve, signals.ts).
+    const overshoot = constantNumber(input, 'overshoot', type === 'overshoot' ? 5 : 0)
+    const stabilization = input.fields.stabilization_time === undefined && type === 'overshoot' ? undefined : constantNumber(input, 'stabilization_time', 0)
+    if (stabilization !== undefined && stabilization < 0) context.problem(fieldPath('stabilization_time'), 'must be >= 0')
     const out = outputType(input)
     if (!targets || !start || !stop || !duration) return null
     return (env, plan) => {
@@ -579,7 +582,14 @@ const KIND_COMPILERS: Record<ActionKind, KindCompiler> = {
         const length = asNumber(d())
         return out(
           rampValue(
-            { start: asNumber(s0()), stop: asNumber(s1()), duration: length > 0 ? length : Number.MIN_VALUE, type, overshoot, stabilization },
+            {
+              start: asNumber(s0()),
+              stop: asNumber(s1()),
+              duration: length > 0 ? length : Number.MIN_VALUE,
+              type,
+              overshoot,
+              stabilization: stabilization ?? Math.max(0, length) / 2,
+            },
             env.ctx.frame.time,
           ),
         )

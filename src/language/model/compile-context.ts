@@ -142,12 +142,12 @@ export class CompileContext {
         attributes: this.types.keys(),
       })
       this.#checkReferences(compiled)
-      return compiled
+      return withTimerReferences(compiled)
     } catch (err) {
       if (err instanceof NotNativeError && err.worker !== undefined) {
         const compiled = this.#forWorker(source, path, scope, err.worker)
         if (compiled !== null) this.#checkReferences(compiled)
-        return compiled
+        return compiled && withTimerReferences(compiled)
       }
       if (err instanceof MimicError) {
         this.problems.push(...err.details)
@@ -198,6 +198,7 @@ export class CompileContext {
   #checkReferences(compiled: CompiledExpression): void {
     for (const ref of compiled.references) {
       const name = ref.target.replace(/^\.+/, '')
+      if (name === TIMER && ref.kind !== 'param') continue
       switch (ref.kind) {
         case 'internal':
         case 'external':
@@ -443,6 +444,23 @@ export class ActionEnvironment {
 export function checkMapping(attr: HostAttribute, value: unknown): void {
   const problem = attr.mappingProblem(value)
   if (problem !== null) throw new PyException('ValueError', `${attr.name}: ${problem}`)
+}
+
+/** The reserved attribute of every instance: its time. */
+const TIMER = '__timer'
+
+/**
+ * The expression with each reference to `__timer` in any form the reference language has
+ * (`$in(__timer)`, `$out(__timer)`, `#attr(__timer)`, `$ext(__timer)`, `$attr(__timer)`,
+ * `$(__timer)`) made the timer reference a bare `__timer` is, so every reader (native, fused,
+ * worker) reads the instance time for it. The expression itself when it has none.
+ */
+function withTimerReferences<T extends ModelExpression>(compiled: T): T {
+  if (!compiled.references.some((ref) => ref.kind !== 'timer' && ref.kind !== 'param' && ref.target.replace(/^\.+/, '') === TIMER)) return compiled
+  const references = compiled.references.map((ref) =>
+    ref.kind !== 'timer' && ref.kind !== 'param' && ref.target.replace(/^\.+/, '') === TIMER ? { ...ref, kind: 'timer' as const, target: 'time' } : ref,
+  )
+  return { ...compiled, references }
 }
 
 /** The attribute a reference reads the internal value of, when that attribute is a float. */

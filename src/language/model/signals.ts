@@ -16,31 +16,78 @@ export interface RampSettings {
   start: number
   stop: number
   duration: number
-  type: 'linear' | 'spline'
-  /** Peak overshoot past `stop`, as a fraction of `stop - start` (0.1: 10 %). */
+  /** `overshoot`: a spline that passes `stop` at `duration`, overshoots and settles (see rampValue). */
+  type: 'linear' | 'spline' | 'overshoot'
+  /** Peak overshoot past `stop`, in percent of `stop - start` (5: 5 %). */
   overshoot: number
   /** Seconds after `duration` over which the overshoot settles back onto `stop`. */
   stabilization: number
 }
 
 /**
- * The ramp's value at time `t` (seconds since the ramp began): `start` before 0; along the ramp
- * (`linear`, or `spline`: the smooth step 3u² - 2u³, flat at both ends) until `duration`; then,
- * with an overshoot, `stop + overshoot·(stop - start)·sin(π·v)·(1 - v)` for v = (t - duration) /
- * stabilization in [0, 1] (one bump that dies out), then `stop`.
+ * The ramp's value at time `t` (seconds since the ramp began): `start` before 0, `stop` once it
+ * has settled. In between:
+ *
+ * - `linear`, or `spline` (the smooth step 3u² - 2u³, flat at both ends) until `duration`; then,
+ *   with an overshoot, `stop + (overshoot / 100)·(stop - start)·sin(π·v)·(1 - v)` for
+ *   v = (t - duration) / stabilization in [0, 1] (one bump that dies out).
+ * - `overshoot`: the reference product's curve, a natural cubic spline (second derivative 0 at
+ *   both ends) through (0, start), (duration, stop), (duration + 0.2·S, stop + overshoot % of
+ *   the span), (duration + 0.6·S, stop) and (duration + S, stop), S the stabilization time: it
+ *   rises a little faster than a line, passes `stop` at `duration`, peaks just above the
+ *   overshoot, dips below `stop` once and is at `stop` from duration + S on.
  */
 export function rampValue(s: RampSettings, t: number): number {
   if (t <= 0) return s.start
   const span = s.stop - s.start
+  if (s.type === 'overshoot') {
+    if (!(s.stabilization > 0)) return t < s.duration ? s.start + (span * t) / s.duration : s.stop
+    if (t >= s.duration + s.stabilization) return s.stop
+    const d = s.duration
+    const S = s.stabilization
+    return naturalSpline([0, d, d + 0.2 * S, d + 0.6 * S, d + S], [s.start, s.stop, s.stop + (s.overshoot / 100) * span, s.stop, s.stop], t)
+  }
   if (t < s.duration) {
     const u = t / s.duration
     return s.start + span * (s.type === 'spline' ? u * u * (3 - 2 * u) : u)
   }
   if (s.overshoot !== 0 && s.stabilization > 0 && t < s.duration + s.stabilization) {
     const v = (t - s.duration) / s.stabilization
-    return s.stop + s.overshoot * span * Math.sin(Math.PI * v) * (1 - v)
+    return s.stop + (s.overshoot / 100) * span * Math.sin(Math.PI * v) * (1 - v)
   }
   return s.stop
+}
+
+/**
+ * The natural cubic spline through the points (xs[i], ys[i]) (xs rising) at `t` inside them:
+ * the second derivatives solved by the tridiagonal (Thomas) algorithm with both ends 0, as
+ * SciPy's `CubicSpline(xs, ys, bc_type='natural')` gives.
+ */
+function naturalSpline(xs: readonly number[], ys: readonly number[], t: number): number {
+  const n = xs.length - 1
+  const h: number[] = []
+  for (let i = 0; i < n; i++) h.push((xs[i + 1] as number) - (xs[i] as number))
+  // Second derivatives m[0..n], m[0] = m[n] = 0; solve for m[1..n-1].
+  const m = new Array<number>(n + 1).fill(0)
+  const c: number[] = new Array<number>(n).fill(0)
+  const r: number[] = new Array<number>(n).fill(0)
+  for (let i = 1; i < n; i++) {
+    const a = h[i - 1] as number
+    const b = 2 * ((h[i - 1] as number) + (h[i] as number))
+    const right = 6 * (((ys[i + 1] as number) - (ys[i] as number)) / (h[i] as number) - ((ys[i] as number) - (ys[i - 1] as number)) / (h[i - 1] as number))
+    const denominator = b - (i > 1 ? a * (c[i - 1] as number) : 0)
+    c[i] = (h[i] as number) / denominator
+    r[i] = (right - (i > 1 ? a * (r[i - 1] as number) : 0)) / denominator
+  }
+  for (let i = n - 1; i >= 1; i--) m[i] = (r[i] as number) - (c[i] as number) * (i < n - 1 ? (m[i + 1] as number) : 0)
+  let k = 0
+  while (k < n - 1 && t > (xs[k + 1] as number)) k++
+  const x0 = xs[k] as number
+  const x1 = xs[k + 1] as number
+  const hk = h[k] as number
+  const [m0, m1] = [m[k] as number, m[k + 1] as number]
+  const [y0, y1] = [ys[k] as number, ys[k + 1] as number]
+  return (m0 * (x1 - t) ** 3) / (6 * hk) + (m1 * (t - x0) ** 3) / (6 * hk) + (y0 / hk - (m0 * hk) / 6) * (x1 - t) + (y1 / hk - (m1 * hk) / 6) * (t - x0)
 }
 
 /** A sawtooth between `start` and `stop` with period `period`. */
