@@ -51,7 +51,11 @@ describe("models of the reference product's library", () => {
     const communication = await t.api('GET', `${SYS}/instances/smart_plug__matter_1/communication`)
     assert.equal(communication.status, 200)
     assert.deepEqual(communication.body.attr.unserved, { value: ['communication[0].matter'] })
-    assert.deepEqual(communication.body.children ?? [], [])
+    // Its adapter is a node that says it is not served, rather than nothing at all.
+    assert.deepEqual(communication.body.children, [{ name: 'matter' }])
+    const adapter = await t.api('GET', `${SYS}/instances/smart_plug__matter_1/communication/matter`)
+    assert.equal(adapter.body.state, 'UNSUPPORTED')
+    assert.equal(adapter.body.kind, 'matter')
     const warnings = t.logs.filter((r) => r.model === 'smart_plug__matter' && Array.isArray(r.unserved))
     assert.equal(warnings.length, 1, JSON.stringify(warnings))
     assert.match(String(warnings[0]!.msg), /declares matter, which Mimic does not serve: it runs without it/)
