@@ -81,6 +81,12 @@ export async function runCli(argv: string[]): Promise<void> {
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')
       const server = await startMimic(config)
+      // Only the flag: MIMIC_PRODUCT_KEY and --product-key-file do not show in the process list.
+      if (flags.productKey !== undefined)
+        server.logger.warn(
+          { flag: '--product-key' },
+          'the product key was given on the command line, where every user of this machine can read it (ps, /proc/<pid>/cmdline): pass it with --product-key-file <file> or the MIMIC_PRODUCT_KEY environment variable instead',
+        )
       let stopping = false
       const stop = (signal: string): void => {
         if (stopping) return

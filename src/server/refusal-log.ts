@@ -82,7 +82,7 @@ export class RefusalLog implements FaultLog {
       return
     }
     state.logged++
-    this.#logger.warn(bounded(fields), cut(message))
+    this.#logger.warn(bounded({ event: kind, ...fields }), cut(message))
   }
 
   warn(fields: object, message: string): void {
