@@ -8,6 +8,8 @@
  * strftime('%Y-%m-%d %H:%M', { year: 2020, month: 3, day: 7, hour: 15, minute: 4, second: 5, weekday: 5, yday: 67 }, {})
  * // '2020-03-07 15:04'
  */
+import { checkLength, MAX_STR_LENGTH } from './limits.js'
+import { spendWork } from './loop-budget.js'
 import { isLeap, isoWeek1Monday, localToTimestamp, ordinalToYmd, weekdayOf, ymdToOrdinal, type Fields } from './datetime-calendar.js'
 
 /** The fields of a `struct tm` that strftime reads (weekday: Monday 0, yday: 1-based, as `timetuple()`). */
@@ -33,6 +35,9 @@ const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 
  * and passes every other `%x` pair on), then the C library's strftime on the result.
  */
 export function strftime(format: string, tt: TimeTuple, rep: Replacements): string {
+  // A few passes over the format, each character a step of work: a format of millions of
+  // conversions is refused before it runs (a real one has a few dozen characters).
+  spendWork(format.length * 16, 'strftime()')
   let out = ''
   for (let i = 0; i < format.length; i++) {
     const ch = format[i] as string
@@ -106,10 +111,12 @@ function cStrftime(f: readonly string[], tm: Tm, room: number): string | null {
   const put = (text: string, length = [...text].length): void => {
     size += length
     if (size > room) throw new ResultTooLong()
+    if (size > MAX_STR_LENGTH) checkLength(size, 'str', 'strftime()')
     out += text
   }
   const repeat = (c: string, n: number): void => {
     if (size + n > room) throw new ResultTooLong()
+    if (size + n > MAX_STR_LENGTH) checkLength(size + n, 'str', 'strftime()')
     put(c.repeat(n), n)
   }
   try {
