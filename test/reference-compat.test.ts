@@ -308,6 +308,44 @@ describe('reference compatibility: __timer in every form', () => {
   })
 })
 
+describe('reference compatibility: catalog models that needed it', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer()
+  })
+  after(async () => t.close())
+
+  /** A fixture of test/fixtures/spx/ (kept as published) as an instance, stepped without prepare: its adapters would listen on fixed ports of every interface. */
+  async function fixture(file: string, steps: number): Promise<string> {
+    const loaded = await loadDefinitionFile(join(import.meta.dirname, 'fixtures', 'spx', file), modelBehaviourProblems)
+    assert.deepEqual(loaded.details, [])
+    const name = file.replace(/\.yaml$/, '')
+    await define(t, name, loaded.data)
+    for (let i = 0; i < steps; i++) {
+      const run = await t.call(`${SYS}/instances/${name}_1`, 'run')
+      assert.equal(run.status, 200, JSON.stringify(run.body))
+    }
+    return `${name}_1`
+  }
+
+  it('the SDM630 meter integrates its energy over $in(__timer)', async () => {
+    const meter = await fixture('eastron_sdm630__modbus.yaml', 3)
+    // Steps at 0, 1 and 2 s (dt 1.0): the last one measured 1 s since the one before.
+    assert.equal(await value(t, meter, '_previous_time_s'), 2)
+    assert.equal(await value(t, meter, '_elapsed_step_s'), 1)
+    assert.ok(((await value(t, meter, 'energy_import_total_kwh')) as number) > 0)
+  })
+
+  it('the LwM2M sensor steps without its adapter: registered reads False, the counter 0', async () => {
+    const sensor = await fixture('environment_sensor__lwm2m.yaml', 3)
+    assert.equal(await value(t, sensor, 'lwm2m_connected'), 0)
+    assert.equal(await value(t, sensor, 'lwm2m_request_counter'), 0)
+    assert.equal(await value(t, sensor, 'k__status_text'), 'DISCONNECTED')
+    assert.equal(await value(t, sensor, '_lwm2m_time_s'), 1735732800)
+    assert.equal((await t.api('GET', `${SYS}/instances/${sensor}/communication/lwm2m`)).body.state, 'UNSUPPORTED')
+  })
+})
+
 describe('reference compatibility: --strict-protocols', () => {
   let t: TestServer
   before(async () => {
