@@ -77,6 +77,10 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
     .option('--log-buffer <entries>', 'recent log records kept in memory for the logs nodes [MIMIC_LOG_BUFFER] (default 10000)')
     .option('--mcp-allow-write', 'let MCP clients at /mcp change the system (define models, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
+    .option(
+      '--strict-protocols',
+      'refuse (422) a model whose communication declares a protocol Mimic does not serve (knx_ip, bacnet, ...) instead of running it without [MIMIC_STRICT_PROTOCOLS]',
+    )
     .action(async (flags: Record<string, unknown>) => {
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')
