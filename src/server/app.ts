@@ -111,7 +111,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       origin,
       secFetchSite: headerText(headers['sec-fetch-site']),
       contentType: headers['content-type'],
-      hasBody: (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined,
+      // `Content-Length: 00` is no body either, as node reads it.
+      hasBody: (headers['content-length'] !== undefined && Number(headers['content-length']) !== 0) || headers['transfer-encoding'] !== undefined,
     })
     if (refusal) return done(refusal)
     // The matched route decides too: the router decodes the path, so `/%61pi/v3/...` reaches an

@@ -10,7 +10,7 @@ const pathParam = {
   schema: { type: 'string' },
 }
 const faultResponse = { description: 'Fault document (API.md section 6)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Fault' } } } }
-const faults = Object.fromEntries(['400', '401', '403', '404', '409', '422', '500', '503', '504'].map((s) => [s, faultResponse]))
+const faults = Object.fromEntries(['400', '401', '403', '404', '409', '415', '422', '500', '503', '504'].map((s) => [s, faultResponse]))
 const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } })
 
 /**
@@ -102,7 +102,10 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
         get: { summary: 'Server identity and API versions', responses: { 200: { description: 'message, server_version, api_version, supported_versions' } } },
       },
       '/health': {
-        get: { summary: 'Health: status "ok" when the server can serve requests', responses: { 200: { description: 'status, server_version, api_version' } } },
+        get: {
+          summary: 'Health: status "ok" when the server can serve requests',
+          responses: { 200: { description: 'status, server_version, api_version, uptime_s, instances, http (connections and refusals counted)' } },
+        },
       },
       '/api/v3/system': {
         get: { summary: 'The system root document', security: [{ productKey: [] }], responses: { 200: json('NodeDocument', 'Node document'), ...faults } },

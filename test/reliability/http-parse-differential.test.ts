@@ -410,7 +410,7 @@ function laneTakes(pieces: Buffer[]): LaneRequest[] {
   return taken
 }
 
-const LANE_HEADERS = ['host', 'authorization', 'x-correlation-id', 'content-type', 'content-length', 'connection'] as const
+const LANE_HEADERS = ['host', 'authorization', 'x-correlation-id', 'content-type', 'content-length', 'connection', 'origin', 'sec-fetch-site'] as const
 
 /** Fails unless node parses every request the lane took from `pieces` the same way. */
 function assertNodeAgrees(what: string, pieces: Buffer[], node: NodeVerdict): number {
