@@ -12,7 +12,8 @@ import { after, before, describe, it } from 'node:test'
 import { parseConfig } from '../src/config.js'
 import { loadDefinitionFile } from '../src/definition/load-file.js'
 import { modelBehaviourProblems } from '../src/language/model/index.js'
-import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { freePort, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { exceptionOf, registersOf, TestClient, wordsToBuffer } from './unit/modbus/helpers.js'
 
 const SYS = '/api/v3/system'
 
@@ -297,6 +298,27 @@ describe('reference compatibility: __timer in every form', () => {
     const expected = { a: 1.5, b: 3, c: 2.5, d: 1.5, e: 1.5, f: 1.5, g: 1.5, w: 1.5, elapsed: 0.5, previous: 1.5, cond: 1 }
     for (const [attr, want] of Object.entries(expected)) assert.equal(await value(t, 'timers_1', attr), want, attr)
     assert.equal(await value(t, 'timers_1', '__timer'), 2)
+  })
+
+  it('an adapter publishes #attr(__timer), read-only', async () => {
+    const port = await freePort()
+    await define(t, 'clock', {
+      timer: { time_step: 0.5 },
+      attributes: { x: 0.0 },
+      communication: [{ modbus_slave: { host: '127.0.0.1', port, mapping: { __timer: { address: [0, 1], group: 'h_r', type: 'float' } } } }],
+    })
+    assert.equal((await t.call(`${SYS}/instances/clock_1`, 'prepare')).status, 200)
+    for (let i = 0; i < 3; i++) await t.call(`${SYS}/instances/clock_1`, 'run')
+    const client = await TestClient.connect(port)
+    try {
+      const words = registersOf(await client.request({ fc: 3, address: 0, quantity: 2 }, { unitId: 1 }))
+      assert.equal(wordsToBuffer(words).readFloatBE(0), 1.5)
+      const write = await client.request({ fc: 16, address: 0, quantity: 2, data: wordsToBuffer([0, 0]) }, { unitId: 1 })
+      assert.notEqual(exceptionOf(write), null, 'a write of the time is refused')
+    } finally {
+      client.close()
+      await t.call(`${SYS}/instances/clock_1`, 'stop')
+    }
   })
 
   it('an action writing $out(__timer) or #attr(__timer) pins the timer', async () => {

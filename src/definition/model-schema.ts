@@ -329,6 +329,8 @@ export const modelDefinitionSchema = z
       })
     }
     const counts = new Map<string, number>()
+    // Adapters may publish the instance time too, as the reference product's `#attr(__timer)`.
+    const published = new Set([...declared, '__timer'])
     const list = Array.isArray(model.communication)
     const entries = model.communication === undefined ? [] : Array.isArray(model.communication) ? model.communication : [model.communication]
     entries.forEach((entry, index) => {
@@ -340,7 +342,7 @@ export const modelDefinitionSchema = z
       const references =
         ADAPTER_REFERENCES[kind]?.(withoutParameters(entry[kind]).value) ?? Object.keys(mapping).map((attr) => ({ path: ['mapping', attr], attribute: attr }))
       for (const { path, attribute: attr } of references) {
-        if (!declared.has(attr)) {
+        if (!published.has(attr)) {
           ctx.addIssue({
             code: 'custom',
             path: ['communication', ...(list ? [index] : []), kind, ...path],
@@ -354,7 +356,7 @@ export const modelDefinitionSchema = z
       if (Array.isArray(bindings) && ADAPTER_REFERENCES[kind] === undefined) {
         bindings.forEach((binding: { attribute?: unknown } | null, at) => {
           const attr = typeof binding?.attribute === 'string' ? referencedAttribute(binding.attribute) : null
-          if (attr !== null && !declared.has(attr)) {
+          if (attr !== null && !published.has(attr)) {
             ctx.addIssue({
               code: 'custom',
               path: ['communication', ...(list ? [index] : []), kind, 'bindings', at, 'attribute'],

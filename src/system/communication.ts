@@ -167,6 +167,9 @@ export function communicationEntries(communication: Record<string, unknown> | Ar
   return Array.isArray(communication) ? communication : [communication]
 }
 
+/** The reserved attribute of every instance, its time: adapters publish it read-only (`#attr(__timer)`). */
+const TIMER = '__timer'
+
 /**
  * A protocol adapter as a tree node: its settings, state and counters (properties), the settable
  * ones writable with PUT/PATCH, and its lifecycle methods.
@@ -201,7 +204,10 @@ export class AdapterNode extends Component {
       accessor: {
         // An `any` attribute holding an integral float holds it marked (json-float.ts): adapters
         // read the number. Marks inside lists and dicts stay, so JSON payloads keep `2.0`.
-        read: (attr) => unmarked(instance.attributes.get(attr)?.externalValue),
+        read: (attr) => {
+          const target = instance.attributes.get(attr)
+          return target === undefined && attr === TIMER ? instance.timer.time : unmarked(target?.externalValue)
+        },
         write: (attr, value) => {
           const target = instance.attributes.get(attr)
           if (!target) throw new NotFoundError(`Attribute '${attr}' not found`)
@@ -209,10 +215,12 @@ export class AdapterNode extends Component {
         },
         writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
         valueProblem: (attr, value) => {
+          if (attr === TIMER && instance.attributes.get(attr) === undefined) return "'__timer' is the instance time and read-only"
           const target = instance.attributes.get(attr)
           return target ? target.valueProblem(value) : `attribute '${attr}' not found`
         },
         describe: (attr) => {
+          if (attr === TIMER && instance.attributes.get(attr) === undefined) return { type: 'float', unit: 's', description: 'the instance time' }
           const target = instance.attributes.get(attr)
           return target && { type: target.valueType, unit: target.unit, description: target.description }
         },
