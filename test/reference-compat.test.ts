@@ -67,6 +67,10 @@ describe('reference compatibility', () => {
     assert.equal(await rawText(t, `${SYS}/instances/floats_1/timer/attr/dt`), '{"value":1.0}')
     assert.equal(await rawText(t, `${SYS}/timer/attr/time`), '{"value":0.0}')
     assert.match(await rawText(t, `${SYS}/instances/floats_1/polling`), /"interval":1\.0\b/)
+    await define(t, 'scenario_floats', { attributes: { x: 0.0 }, scenarios: { s: { duration: 3, actions: [{ set: '$out(x)', value: 1.0 }] } } })
+    const scenario = await rawText(t, `${SYS}/instances/scenario_floats_1/scenarios/s`)
+    assert.match(scenario, /"elapsed":0\.0\b/)
+    assert.match(scenario, /"duration":3\.0\b/)
     // Still numbers to whoever reads them as JSON.
     assert.equal((await t.api('GET', `${SYS}/instances/floats_1/timer`)).body.dt, 1)
   })

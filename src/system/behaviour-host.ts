@@ -4,6 +4,7 @@ import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, Sc
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import type { Attribute } from './attributes.js'
 import { UnsupportedAdapterNode } from './communication.js'
+import { floatDocumentJson, floatPropertyJson } from './float-properties.js'
 
 /** What the host needs of its instance. */
 export interface HostInstance extends Component {
@@ -257,6 +258,8 @@ export class ScenariosNode extends Component {
   }
 }
 
+const SCENARIO_FLOATS: ReadonlySet<string> = new Set(['elapsed', 'duration', 'period'])
+
 /** One scenario of an instance: `state` (idle, active, finished), `elapsed` (its own time), `runs`. */
 export class ScenarioNode extends Component {
   readonly type = 'Scenario'
@@ -282,6 +285,15 @@ export class ScenarioNode extends Component {
     if (plan.runLimit !== undefined) props.run_limit = plan.runLimit
     props.enabled = plan.enabled
     return props
+  }
+
+  /** Its seconds (`elapsed`, `duration`, `period`) are floats to a Python client even when integral. */
+  override documentJson(): string {
+    return floatDocumentJson(this, SCENARIO_FLOATS)
+  }
+
+  override propertyJson(name: string): string | undefined {
+    return floatPropertyJson(this, name, SCENARIO_FLOATS)
   }
 
   override methods(): Record<string, MethodHandler> {
