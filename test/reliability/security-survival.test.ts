@@ -1,0 +1,314 @@
+/**
+ * Every attack of docs/security.md against one `mimic serve` process, in turn, with real clients:
+ * browsers' requests (forged Host, foreign Origin, text/plain bodies), floods of unknown paths and
+ * idle sockets, hostile model-language expressions and Python imports, an oversized Python value,
+ * anonymous MQTT clients and retained floods on the embedded broker, OPC UA sessions hoarded, text
+ * instruments as reflectors and with idle connections, snapshot files that are FIFOs, and an MQTT
+ * adapter detached, attached and deleted. The server must answer after each, log nothing fatal,
+ * and its resident memory after a second round must be within 10 % of what it was after the
+ * first (the first round warms caches, JIT code and pools up; a leak grows every round).
+ */
+import assert from 'node:assert/strict'
+import { execFile, execFileSync } from 'node:child_process'
+import { createSocket } from 'node:dgram'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { connect as connectTcp, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { promisify } from 'node:util'
+import { OpcuaClientProcess } from '../helpers/opcua-client.js'
+import { SYS, freePort, procStats, rawRequest, request, serveMimic, waitFor, type ServedMimic } from './helpers.js'
+
+const KEY = 'survival-key'
+const AUTH = { authorization: `Bearer ${KEY}` }
+const LABEL = 'x'.repeat(60_000)
+
+const PYTHON = `
+class Big:
+    def __init__(self):
+        self.size = 0.0
+    def big(self, n):
+        return "x" * int(n)
+`
+
+function system(opcuaPort: number): Record<string, unknown> {
+  const ascii = { 'LABel?': 'label', 'LABel {v}': { label: 'v' } }
+  return {
+    models: {
+      Panel: {
+        attributes: { label: { default: 'short', type: 'str' } },
+        communication: [{ ascii: { port: 0, transport: 'udp', response_delay: 0.05, mappings: ascii } }, { ascii: { port: 0, mappings: ascii } }],
+      },
+      Meter: {
+        attributes: { power: 1.0, load: 0.0 },
+        communication: {
+          mqtt: {
+            broker: 'embedded',
+            topic_prefix: 'site/{{instance}}/',
+            bindings: [
+              { attribute: '#out(power)', topic: 'power', on_change: true },
+              { attribute: '#attr(load)', topic: 'load/set', direction: 'subscribe' },
+            ],
+          },
+        },
+      },
+      Board: {
+        attributes: { level: 1.0 },
+        communication: {
+          opcua_server: { port: opcuaPort, endpoint_path: '/survival', namespace: 'urn:mimic:survival', bindings: [{ attribute: '#attr(level)' }] },
+        },
+      },
+      Big: {
+        attributes: { size: 0.0 },
+        import: { 'big.py': { class: 'Big', attributes: { size: { property: 'size' } }, methods: { big: 'big' } } },
+      },
+      Hostile: {
+        attributes: { out: '', which: { default: 0, type: 'int' } },
+        actions: [
+          {
+            function: '$out(out)',
+            imports: { math: 'math' },
+            call: "[str(len([[0]*10**7 for x in range(100)])), str(math.factorial(10**6)), f'{1.5:.999999999f}', 'a'*(10**8-1)][$in(which)]",
+          },
+        ],
+      },
+    },
+    instances: [{ panel: 'Panel' }, { meter: 'Meter' }, { board: 'Board' }, { big: 'Big' }, { hostile: 'Hostile' }],
+  }
+}
+
+/** Runs mosquitto_pub; resolves to its exit code (not 0 when the broker refused it). */
+async function mosquittoPub(port: number, args: string[]): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)('/usr/bin/mosquitto_pub', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 })
+    return { code: 0, output: stdout + stderr }
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string }
+    return { code: typeof failed.code === 'number' ? failed.code : -1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` }
+  }
+}
+
+/** One round of every attack; each ends by checking the server still answers. */
+async function round(s: ServedMimic, dir: string, ports: { udp: number; tcp: number; mqtt: number; opcua: number }): Promise<void> {
+  const api = (method: string, path: string, body?: unknown): ReturnType<typeof request> => request(`${s.url}${path}`, method, body, AUTH)
+  const healthy = async (after: string): Promise<void> => {
+    const res = await request(`${s.url}/health`, 'GET')
+    assert.equal(res.status, 200, `after ${after}: /health ${res.status}`)
+    assert.equal(s.child.exitCode, null, `after ${after}: the server exited`)
+    if (process.env.MIMIC_SURVIVAL_TRACE) process.stderr.write(`survived: ${after}\n`)
+  }
+
+  // Browsers: a rebound name (which holds no key: API.md section 2), a foreign Origin, a
+  // text/plain body; nothing changes.
+  const before = (await api('GET', `${SYS}/instances/panel/attributes/label/attr/internal_value`)).body
+  for (let i = 0; i < 50; i++) {
+    const rebound = await rawRequest(s.url, 'PUT', `${SYS}/instances/panel/attributes/label/attr/internal_value`, {
+      body: { value: 'from a rebound page' },
+      headers: { host: 'rebind.example:80' },
+    })
+    assert.ok([401, 403].includes(rebound.status), `a rebound page got ${rebound.status}`)
+    const origin = await rawRequest(s.url, 'PUT', `${SYS}/instances/panel/attributes/label/attr/internal_value`, {
+      body: { value: 'from a page' },
+      headers: { origin: 'http://evil.example', ...AUTH },
+    })
+    assert.equal(origin.status, 403)
+    const plain = await fetch(`${s.url}${SYS}/snapshots/method/save`, { method: 'POST', headers: { 'content-type': 'text/plain', ...AUTH }, body: '{}' })
+    assert.equal(plain.status, 415)
+  }
+  assert.deepEqual((await api('GET', `${SYS}/instances/panel/attributes/label/attr/internal_value`)).body, before)
+  await healthy('browser requests')
+
+  // Unknown paths, long ones, many: counted, sampled in the log, not kept.
+  const long = 'a'.repeat(4000)
+  for (let i = 0; i < 1000; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, k) => rawRequest(s.url, 'GET', `/nope/${i + k}/${long}`)))
+  }
+  await healthy('unknown paths')
+
+  // Idle sockets past the per-address cap: /health and the API still answer.
+  const idle: Socket[] = []
+  const { port } = new URL(s.url)
+  for (let i = 0; i < 300; i++) {
+    const socket = connectTcp(Number(port), '127.0.0.1')
+    socket.on('error', () => {})
+    idle.push(socket)
+  }
+  await sleep(300)
+  await healthy('300 idle HTTP sockets')
+  assert.equal((await api('GET', `${SYS}/instances`)).status, 200)
+  for (const socket of idle) socket.destroy()
+
+  // Hostile expressions fail their instance's step only.
+  for (let which = 0; which < 4; which++) {
+    assert.equal((await api('PUT', `${SYS}/instances/hostile/attributes/which/attr/internal_value`, { value: which })).status, 200)
+    const res = await api('POST', `${SYS}/instances/hostile/method/run`, { kwargs: {} })
+    assert.equal(res.status, 500, JSON.stringify(res.body).slice(0, 300))
+    assert.match(res.body.error.message, /MemoryError|OverflowError/)
+  }
+  await healthy('hostile expressions')
+
+  // A model that imports what reaches the host is refused; nothing is run.
+  for (const module of ['timeit', 'pydoc', 'codecs', 'operator', 'platform', 'logging', 'linecache']) {
+    const res = await api('PUT', `${SYS}/models`, {
+      [`Evil_${module}`]: { attributes: { a: 0.0 }, actions: [{ function: '$out(a)', imports: [module], call: '1.0' }] },
+    })
+    assert.equal(res.status, 422, `${module}: ${JSON.stringify(res.body).slice(0, 300)}`)
+    assert.ok(
+      res.body.error.details.some((d: { path: string }) => d.path.includes('imports')),
+      JSON.stringify(res.body.error.details),
+    )
+  }
+  await healthy('models reaching the host')
+
+  // A Python value larger than --max-value-bytes is a fault; a small one passes.
+  const huge = await api('POST', `${SYS}/instances/big/method/big`, { kwargs: { n: 8 * 1024 * 1024 } })
+  assert.equal(huge.status, 500)
+  assert.match(huge.body.error.message, /max-value-bytes/)
+  assert.equal((await api('POST', `${SYS}/instances/big/method/big`, { kwargs: { n: 3 } })).body.result, 'xxx')
+  await healthy('a large Python value')
+
+  // The embedded broker (with mosquitto's own client): anonymous clients out, retained floods refused.
+  const big = join(dir, 'one-mib')
+  await writeFile(big, Buffer.alloc(1024 * 1024, 0x61))
+  const anonymous = await mosquittoPub(ports.mqtt, ['-t', 'site/meter/load/set', '-m', '5'])
+  assert.notEqual(anonymous.code, 0, 'an anonymous client was let in')
+  for (let i = 0; i < 10; i++) await mosquittoPub(ports.mqtt, ['-u', 'tester', '-P', KEY, '-t', `flood/${i}`, '-f', big, '-r'])
+  const broker = (await api('GET', `${SYS}/instances/meter/communication/mqtt`)).body.embedded_broker
+  assert.equal(broker.retained_bytes < 16 * 1024 * 1024, true, JSON.stringify(broker))
+  await healthy('MQTT floods')
+
+  // OPC UA: one address hoards sessions; another client still gets in.
+  const hoarder = OpcuaClientProcess.start({ pki: join(tmpdir(), 'mimic-opcua-test-client') })
+  const other = OpcuaClientProcess.start({ pki: join(tmpdir(), 'mimic-opcua-test-client') })
+  try {
+    const url = `opc.tcp://127.0.0.1:${ports.opcua}/survival`
+    await hoarder.request({ op: 'hold', url, count: 12, localAddress: '127.0.0.2' })
+    const connected = await other.request({ op: 'connect', url })
+    assert.equal(connected.ok, true, JSON.stringify(connected))
+  } finally {
+    await hoarder.close()
+    await other.close()
+  }
+  await healthy('OPC UA sessions')
+
+  // Text instruments: a 7-byte datagram for a 60,001-byte answer gets no answer; a flood with a
+  // response delay is bounded; idle TCP connections do not lock the instrument.
+  const udp = createSocket('udp4')
+  const heard: number[] = []
+  udp.on('message', (m) => heard.push(m.length))
+  await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve))
+  udp.send('LAB?\r\n\n', ports.udp, '127.0.0.1')
+  for (let i = 0; i < 5000; i++) udp.send('*IDN?\n', ports.udp, '127.0.0.1')
+  await sleep(500)
+  assert.ok(!heard.some((n) => n > 1000), `answers of ${Math.max(...heard)} bytes to an unproven sender`)
+  udp.close()
+  const held: Socket[] = []
+  for (let i = 0; i < 300; i++) {
+    const socket = connectTcp(ports.tcp, '127.0.0.1')
+    socket.on('error', () => {})
+    held.push(socket)
+  }
+  await sleep(300)
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connectTcp(ports.tcp, '127.0.0.1', () => socket.write('*IDN?\n'))
+    socket.setEncoding('utf8').once('data', (d: string) => (socket.destroy(), resolve(d)))
+    socket.once('error', reject)
+    setTimeout(() => reject(new Error('no answer from the text instrument')), 10_000).unref()
+  })
+  assert.match(answer, /^Mimic,Panel,panel,/)
+  for (const socket of held) socket.destroy()
+  await healthy('text instrument floods')
+
+  // A FIFO among the snapshots: named, never waited on; saves go on.
+  const fifo = join(dir, 'snapshots', 'pipe.json')
+  execFileSync('rm', ['-f', fifo])
+  execFileSync('mkfifo', [fifo])
+  assert.equal((await api('POST', `${SYS}/snapshots/method/load`, { kwargs: { path: 'pipe.json' } })).status, 422)
+  const saved = await api('POST', `${SYS}/snapshots/method/save`, { kwargs: {} })
+  assert.equal(saved.status, 200)
+  assert.equal((await api('POST', `${SYS}/snapshots/method/delete`, { kwargs: { id: saved.body.result.id } })).status, 200)
+  await healthy('a FIFO among the snapshots')
+
+  // The MQTT adapter detached, attached, then its instance deleted and made again.
+  for (let i = 0; i < 5; i++) {
+    assert.equal((await api('POST', `${SYS}/instances/meter/communication/mqtt/method/detach`, { kwargs: {} })).status, 200)
+    assert.equal((await api('POST', `${SYS}/instances/meter/communication/mqtt/method/attach`, { kwargs: {} })).status, 200)
+    assert.equal((await api('DELETE', `${SYS}/instances/meter`)).status, 200)
+    assert.equal((await api('PUT', `${SYS}/instances`, { meter: 'Meter' })).status, 200)
+    assert.equal((await api('POST', `${SYS}/instances/meter/method/prepare`, { kwargs: {} })).status, 200)
+  }
+  await healthy('MQTT detach, attach and delete')
+  // The label back to its long value for the next round's reflector check.
+  assert.equal((await api('PUT', `${SYS}/instances/panel/attributes/label/attr/internal_value`, { value: LABEL })).status, 200)
+}
+
+/** Resident memory once the server has been quiet a moment: the least of a few samples. */
+async function settledRssKb(pid: number): Promise<number> {
+  let least = Infinity
+  for (let i = 0; i < 5; i++) {
+    await sleep(400)
+    least = Math.min(least, procStats(pid).rssKb)
+  }
+  return least
+}
+
+describe('the server survives every attack of docs/security.md in one run', () => {
+  let s: ServedMimic
+  let dir: string
+  const ports = { udp: 0, tcp: 0, mqtt: 0, opcua: 0 }
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mimic-survival-'))
+    await mkdir(join(dir, 'extensions'))
+    await mkdir(join(dir, 'snapshots'))
+    await writeFile(join(dir, 'extensions', 'big.py'), PYTHON)
+    await writeFile(join(dir, 'key'), `${KEY}\n`)
+    ports.opcua = await freePort()
+    await writeFile(join(dir, 'system.json'), JSON.stringify(system(ports.opcua)))
+    s = await serveMimic(
+      [
+        '--system',
+        join(dir, 'system.json'),
+        '--extensions',
+        join(dir, 'extensions'),
+        '--snapshots-dir',
+        join(dir, 'snapshots'),
+        '--product-key-file',
+        join(dir, 'key'),
+        '--python',
+        '/usr/bin/python3',
+        '--max-connections-per-address',
+        '100',
+      ],
+      { timeoutMs: 60_000 },
+    )
+    const api = (method: string, path: string, body?: unknown): ReturnType<typeof request> => request(`${s.url}${path}`, method, body, AUTH)
+    assert.equal((await api('POST', `${SYS}/method/prepare`, { kwargs: {} })).status, 200)
+    assert.equal((await api('PUT', `${SYS}/instances/panel/attributes/label/attr/internal_value`, { value: LABEL })).status, 200)
+    ports.udp = (await api('GET', `${SYS}/instances/panel/communication/ascii`)).body.port
+    ports.tcp = (await api('GET', `${SYS}/instances/panel/communication/ascii_1`)).body.port
+    ports.mqtt = (await api('GET', `${SYS}/instances/meter/communication/mqtt`)).body.port
+    await waitFor(async () => (await api('GET', `${SYS}/instances/meter/communication/mqtt`)).body.connection === 'connected', 20_000)
+  })
+  after(async () => {
+    s?.kill()
+    if (dir) await rm(dir, { recursive: true, force: true })
+  })
+
+  it('answers after each attack, logs nothing fatal, and its memory is flat between two rounds', async (t) => {
+    await round(s, dir, ports)
+    const first = await settledRssKb(s.pid)
+    await round(s, dir, ports)
+    const second = await settledRssKb(s.pid)
+    t.diagnostic(`resident memory after round 1: ${Math.round(first / 1024)} MiB, after round 2: ${Math.round(second / 1024)} MiB`)
+    assert.ok(second <= first * 1.1, `resident memory grew from ${first} kB to ${second} kB (more than 10 %)`)
+    assert.deepEqual(
+      s.logs.filter((r) => Number(r.level) >= 60).map((r) => r.msg),
+      [],
+      'no fatal log records',
+    )
+    assert.equal(s.child.exitCode, null)
+  })
+})
