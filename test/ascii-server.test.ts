@@ -191,6 +191,15 @@ describe('ascii adapter: the example instruments over real sockets', () => {
     assert.match(res.output, /^VOLT 3.3$/m)
     assert.match(res.output, /^ERR -104,"Data type error;current_limit: could not convert string to float: '1e9x'"$/m)
     assert.match(res.output, /^BOTH 3.3;0.5$/m)
+    // NOPE is a command error (ESR bit 5) and waits in the error queue (STB bit 2).
+    assert.match(res.output, /^COMMON \*ESR\? 32$/m)
+    assert.match(res.output, /^COMMON \*STB\? 4$/m)
+    assert.match(res.output, /^COMMON \*OPC\? 1$/m)
+    assert.match(res.output, /^COMMON \*TST\? 0$/m)
+    assert.match(res.output, /^COMMON \*ESE\? 0$/m)
+    assert.match(res.output, /^COMMON \*SRE\? 0$/m)
+    // *CLS empties both, *OPC sets bit 0 afterwards: not enabled by *ESE 60, so STB stays 0.
+    assert.match(res.output, /^AFTER 1;0;60;32$/m)
   })
 })
 

@@ -17,5 +17,11 @@ print("VOLT", inst.query_ascii_values("SOUR:VOLT?")[0])
 inst.write("SOUR:CURR 1e9x")
 print("ERR", inst.query("SYST:ERR?"))
 print("BOTH", inst.query("SOUR:VOLT?;SOUR:CURR?"))
+# Every IEEE 488.2 common query answers within the timeout (a VISA client never waits on one).
+inst.write("NOPE")
+for query in ("*ESR?", "*STB?", "*OPC?", "*TST?", "*ESE?", "*SRE?"):
+    print("COMMON", query, inst.query(query))
+inst.write("*ESE 60;*SRE 32;*CLS;*RST;*WAI;*OPC")
+print("AFTER", inst.query("*ESR?;*STB?;*ESE?;*SRE?"))
 inst.close()
 rm.close()

@@ -10,8 +10,9 @@ import { convertValue, formatValue } from './values.js'
  * The command interpreter of one `ascii` adapter: takes a line, runs its `;`-separated commands in
  * order and gives the reply line (the replies of the commands that have one, joined by `;`, as
  * SCPI joins them), or null when no command replies. It keeps the instrument's SCPI error queue
- * (`SYST:ERR?`, at most 20 entries, the last replaced by -350 on overflow) and answers `*IDN?`,
- * `*RST`, `*CLS`, `*OPC?`, `*OPC`, `*WAI`, `*TST?`, `SYSTem:ERRor[:NEXT]?` and
+ * (`SYST:ERR?`, at most 20 entries, the last replaced by -350 on overflow) with the IEEE 488.2
+ * status registers, and answers `*IDN?`, `*RST`, `*CLS`, `*OPC?`, `*OPC`, `*WAI`, `*TST?`,
+ * `*ESR?`, `*STB?`, `*ESE`, `*ESE?`, `*SRE`, `*SRE?`, `SYSTem:ERRor[:NEXT]?` and
  * `SYSTem:ERRor:COUNt?` when the definition maps no pattern that takes the command.
  *
  * A command that writes converts and checks every value first and writes nothing when one does
@@ -40,8 +41,8 @@ interface Rule {
   shown: string | null
 }
 
-/** What a built-in command does; it may reply. */
-type Builtin = (instrument: Instrument) => string | null | Promise<string | null>
+/** What a built-in command does, with the text of its placeholders (`*ESE {mask}`); it may reply. */
+type Builtin = (instrument: Instrument, captured: Record<string, string>) => string | null | Promise<string | null>
 
 /** What `execute` gives: the reply line (without terminator) or null, now or later. */
 export type LineResult = string | null | Promise<string | null>
@@ -80,7 +81,20 @@ export const SCPI_ERRORS = {
   outOfRange: [-222, 'Data out of range'],
   execution: [-200, 'Execution error'],
   tooMuchData: [-223, 'Too much data'],
+  illegalParameter: [-224, 'Illegal parameter value'],
 } as const satisfies Record<string, readonly [number, string]>
+
+/**
+ * Bits of the IEEE 488.2 Standard Event Status Register an error sets, by the hundreds of its
+ * code: -1xx command error, -2xx execution error, -3xx device-specific error, -4xx query error.
+ */
+const ESR_BIT_OF_ERROR: Record<number, number> = { 1: 32, 2: 16, 3: 8, 4: 4 }
+/** ESR bit 0: operation complete, set by `*OPC`. */
+const ESR_OPERATION_COMPLETE = 1
+/** Status byte bits: error/event queue not empty, event status summary, master summary. */
+const STB_ERROR_QUEUE = 4
+const STB_EVENT_SUMMARY = 32
+const STB_MASTER_SUMMARY = 64
 
 /**
  * The interpreter of one adapter (see the module comment).
@@ -102,6 +116,10 @@ export class Instrument {
   readonly #builtinPatterns: Array<{ pattern: CompiledPattern; run: Builtin }> = []
   readonly #types = new Map<string, string>()
   readonly #errorQueue: string[] = []
+  /** IEEE 488.2 Standard Event Status Register, and the enable masks of it and of the status byte. */
+  #esr = 0
+  #ese = 0
+  #sre = 0
 
   constructor(options: InstrumentOptions) {
     this.#definition = options.definition
@@ -171,9 +189,10 @@ export class Instrument {
       if (captured !== null) return this.#run(rule, captured)
     }
     const builtin = this.#builtinExact.get(key.toUpperCase())
-    if (builtin !== undefined) return builtin(this)
+    if (builtin !== undefined) return builtin(this, {})
     for (const { pattern, run } of this.#builtinPatterns) {
-      if (matchPattern(pattern, command, { caseSensitive: false }) !== null) return run(this)
+      const captured = matchPattern(pattern, command, { caseSensitive: false })
+      if (captured !== null) return run(this, captured)
     }
     this.raise(SCPI_ERRORS.undefinedHeader, command)
     return this.#definition.unknown_response ?? null
@@ -256,6 +275,7 @@ export class Instrument {
     this.counters.errors++
     const text = detail === undefined ? `${error[0]},"${error[1]}"` : `${error[0]},"${error[1]};${detail.replaceAll('"', "'")}"`
     this.#onError?.(text)
+    this.#esr |= ESR_BIT_OF_ERROR[Math.floor(-error[0] / 100)] ?? 0
     if (this.#errorQueue.length < MAX_ERRORS) this.#errorQueue.push(text)
     else this.#errorQueue[MAX_ERRORS - 1] = OVERFLOW
     return null
@@ -266,9 +286,49 @@ export class Instrument {
     return this.#errorQueue.shift() ?? NO_ERROR
   }
 
-  /** Empties the error queue (*CLS). */
+  /** Empties the error queue and the event status register (*CLS). */
   clearErrors(): void {
     this.#errorQueue.length = 0
+    this.#esr = 0
+  }
+
+  /** *OPC: sets the operation-complete bit of the event status register (every command here completes at once). */
+  operationComplete(): null {
+    this.#esr |= ESR_OPERATION_COMPLETE
+    return null
+  }
+
+  /** *ESR?: the event status register, which reading clears. */
+  readEventStatus(): string {
+    const value = this.#esr
+    this.#esr = 0
+    return String(value)
+  }
+
+  /**
+   * *STB?: the status byte: bit 2 when errors wait, bit 5 when an enabled event bit is set
+   * (`*ESE`), bit 6 when an enabled status bit is (`*SRE`). Reading it clears nothing.
+   */
+  statusByte(): string {
+    let stb = (this.#errorQueue.length > 0 ? STB_ERROR_QUEUE : 0) | ((this.#esr & this.#ese) !== 0 ? STB_EVENT_SUMMARY : 0)
+    if ((stb & this.#sre & ~STB_MASTER_SUMMARY) !== 0) stb |= STB_MASTER_SUMMARY
+    return String(stb)
+  }
+
+  /** *ESE n and *SRE n: an enable mask of 0 to 255; anything else is -224 and changes nothing. */
+  setMask(which: 'ese' | 'sre', text: string | undefined): null {
+    const mask = Number((text ?? '').trim())
+    if (!Number.isInteger(mask) || mask < 0 || mask > 255 || (text ?? '').trim() === '') {
+      return this.raise(SCPI_ERRORS.illegalParameter, `*${which.toUpperCase()} takes a mask of 0 to 255, got '${text ?? ''}'`)
+    }
+    if (which === 'ese') this.#ese = mask
+    else this.#sre = mask & ~STB_MASTER_SUMMARY
+    return null
+  }
+
+  /** *ESE? and *SRE?: the enable mask. */
+  mask(which: 'ese' | 'sre'): string {
+    return String(which === 'ese' ? this.#ese : this.#sre)
   }
 
   /** The *IDN? answer: the `identity` setting, else Mimic,<model>,<instance>,<server version>. */
@@ -302,9 +362,15 @@ const BUILTINS: ReadonlyArray<readonly [string, Builtin]> = [
   ['*RST', (i) => i.reset()],
   ['*CLS', (i) => (i.clearErrors(), null)],
   ['*OPC?', () => '1'],
-  ['*OPC', () => null],
+  ['*OPC', (i) => i.operationComplete()],
   ['*WAI', () => null],
   ['*TST?', () => '0'],
+  ['*ESR?', (i) => i.readEventStatus()],
+  ['*STB?', (i) => i.statusByte()],
+  ['*ESE?', (i) => i.mask('ese')],
+  ['*ESE {mask}', (i, c) => i.setMask('ese', c.mask)],
+  ['*SRE?', (i) => i.mask('sre')],
+  ['*SRE {mask}', (i, c) => i.setMask('sre', c.mask)],
   ['SYSTem:ERRor[:NEXT]?', (i) => i.nextError()],
   ['SYSTem:ERRor:COUNt?', (i) => String(i.pendingErrors.length)],
 ]

@@ -154,6 +154,29 @@ describe('ascii instrument: mappings', () => {
     assert.equal(own.execute('*IDN?;*OPC?'), 'ACME,PS-1,42,1.0;DONE')
   })
 
+  it('keeps the IEEE 488.2 status registers: *ESR? by error class, *STB?, the enable masks, *CLS', () => {
+    const { instrument } = rig(PSU)
+    assert.equal(instrument.execute('*ESR?;*STB?'), '0;0')
+    instrument.execute('NOPE') // -113: a command error, ESR bit 5
+    assert.equal(instrument.execute('*STB?'), '4', 'an error waits in the queue')
+    assert.equal(instrument.execute('*ESR?'), '32')
+    assert.equal(instrument.execute('*ESR?'), '0', 'reading the register clears it')
+    instrument.execute('SOUR:VOLT abc') // -104: a command error
+    instrument.execute('APPL 1,9') // -222: limit refuses 9, an execution error, bit 4
+    instrument.execute('*OPC') // operation complete, bit 0
+    instrument.execute('*ESE 16;*SRE 32')
+    assert.equal(instrument.execute('*ESE?;*SRE?'), '16;32')
+    // Errors wait (bit 2), an enabled event is set (bit 5), and the status request is enabled for bit 5 (bit 6).
+    assert.equal(instrument.execute('*STB?'), String(4 + 32 + 64))
+    assert.equal(instrument.execute('*ESR?'), String(32 + 16 + 1))
+    instrument.execute('*CLS')
+    assert.equal(instrument.execute('*STB?;*ESR?;SYST:ERR?'), '0;0;0,"No error"')
+    assert.equal(instrument.execute('*ESE 256'), null)
+    assert.match(instrument.execute('SYST:ERR?') as string, /^-224,"Illegal parameter value;\*ESE takes a mask of 0 to 255, got '256'"$/)
+    assert.equal(instrument.execute('*ESE?'), '16', 'a refused mask changes nothing')
+    assert.equal(instrument.execute('*ESR?'), '16', 'the refusal is an execution error')
+  })
+
   it('waits for asynchronous writes, in order, and answers the whole line once', async () => {
     const { instrument, values } = rig(PSU, { asyncWrites: true })
     const result = instrument.execute('SOUR:VOLT 4;SOUR:VOLT?;APPL 6,0.5;SOUR:VOLT?')
