@@ -399,8 +399,9 @@ type WrittenSectionBinding = z.output<typeof sectionBindingSchema>
 /** The attribute a section binding reads and the one it writes, or null when it does not say. */
 function sectionAttributes(binding: WrittenSectionBinding): { read: string; write: string } | null {
   const listed = binding.attributes === undefined ? [] : typeof binding.attributes === 'string' ? [binding.attributes] : binding.attributes
-  // One attribute listed is read and written; a binding that names only write_attribute serves that attribute's value.
-  const read = binding.read_attribute ?? (listed.length === 1 ? listed[0] : listed.length === 0 ? binding.write_attribute : undefined)
+  // Without read_attribute the first attribute listed is read (and written, without write_attribute),
+  // as the reference product reads it; a binding that names only write_attribute serves that attribute's value.
+  const read = binding.read_attribute ?? listed[0] ?? binding.write_attribute
   const write = binding.write_attribute ?? read
   if (read === undefined || write === undefined) return null
   return { read, write }
@@ -429,15 +430,7 @@ function checkSections(written: WrittenDefinition, ctx: z.core.$RefinementCtx): 
     section.bindings.forEach((binding, b) => {
       const at = ['sections', s, 'bindings', b]
       if (sectionAttributes(binding) === null) {
-        const listed = Array.isArray(binding.attributes) ? binding.attributes.length : 0
-        ctx.addIssue({
-          code: 'custom',
-          path: [...at, listed > 1 ? 'read_attribute' : 'attributes'],
-          message:
-            listed > 1
-              ? `attributes lists ${listed} attributes: say which one clients read with read_attribute (and which one they write with write_attribute)`
-              : 'name the attribute: attributes, or read_attribute',
-        })
+        ctx.addIssue({ code: 'custom', path: [...at, 'attributes'], message: 'name the attribute: attributes, or read_attribute' })
       }
       const path = [...section.browse_path, ...binding.node.browse_path]
       for (let i = 1; i < path.length; i++) folders.add(JSON.stringify(path.slice(0, i)))

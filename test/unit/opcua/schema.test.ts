@@ -113,17 +113,26 @@ describe('opcuaServerSchema: the reference product spellings', () => {
     ])
   })
 
-  it('refuses a section binding that does not say what it reads, a path used twice, or a variable that is also a folder', () => {
+  it('reads the first of several attributes when read_attribute is not given, as the reference product does', () => {
+    const parsed = opcuaServerSchema.parse({
+      sections: [{ browse_path: ['Cell'], bindings: [{ attributes: ['#attr(a)', '#attr(b)', '#attr(c)'], node: { browse_path: ['Counters'] } }] }],
+    })
+    assert.deepEqual(
+      parsed.sections[0]!.bindings.map((b) => [b.attribute, b.write_attribute]),
+      [['a', undefined]],
+    )
+  })
+
+  it('refuses a section binding that names no attribute, a path used twice, or a variable that is also a folder', () => {
     const found = problems({
       sections: [
         {
           browse_path: ['Cell'],
-          bindings: [{ attributes: ['#attr(a)', '#attr(b)'], node: { browse_path: ['Counters'] } }, { node: { browse_path: ['Nothing'] } }],
+          bindings: [{ node: { browse_path: ['Nothing'] } }],
         },
       ],
     })
-    assert.match(found['sections.0.bindings.0.read_attribute']!, /lists 2 attributes/)
-    assert.match(found['sections.0.bindings.1.attributes']!, /name the attribute/)
+    assert.match(found['sections.0.bindings.0.attributes']!, /name the attribute/)
     const shapes = problems({
       sections: [
         {
