@@ -9,6 +9,7 @@
 import { asBigInt, floatPow, isInt, isNumber, objectUnary, pyAdd, pyCompare, pyDivmod, pyFormat, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
 import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, log2 as ddLog2, tan as ddTan } from './double-double.js'
 import { cos as fastCos, sin as fastSin } from './fast-trig.js'
+import { codePointLength } from './code-points.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
 import { callableIterator, pyEnumerate, pyFilter, pyIter, pyMap, pyNext, pyReversed, pyZip } from './iterators.js'
@@ -270,7 +271,7 @@ function pyAbs(x: PyValue): PyValue {
 
 /** `len(x)`. */
 export function pyLen(x: PyValue): bigint {
-  if (typeof x === 'string') return BigInt([...x].length)
+  if (typeof x === 'string') return BigInt(codePointLength(x))
   if (Array.isArray(x)) return BigInt(x.length)
   if (x instanceof PyTuple) return BigInt(x.items.length)
   if (x instanceof Map) return BigInt(x.size)

@@ -7,6 +7,7 @@
  */
 import { asBigInt, isInt, pyContains, pyFormat } from './arithmetic.js'
 import { callable, dictUpdate, indexArg, SORT_KEYWORDS, sortValues } from './builtins.js'
+import { hasSurrogates } from './code-points.js'
 import { checkLength, MAX_STR_LENGTH, strLength } from './limits.js'
 import { ANY, checkArgs, keywords, NOARGS, ONE, parsedTuple, positional, type Convention } from './call-args.js'
 import {
@@ -131,6 +132,17 @@ function sliceItems<T>(items: readonly T[], sl: PySlice): T[] {
   return out
 }
 
+/** A slice of a string whose code points are its UTF-16 units (no surrogates). */
+function sliceUnits(s: string, sl: PySlice): string {
+  const bounds = sliceIndices(sl, BigInt(s.length))
+  const [start, stop, step] = [Number(bounds.start), Number(bounds.stop), Number(bounds.step)]
+  if (step === 1) return start < stop ? s.slice(start, stop) : ''
+  let out = ''
+  if (step > 0) for (let i = start; i < stop; i += step) out += s[i]
+  else for (let i = start; i > stop; i += step) out += s[i]
+  return out
+}
+
 /** The largest index CPython takes (Py_ssize_t); a larger int cannot even be tried. */
 const SSIZE_MAX = 2n ** 63n - 1n
 
@@ -164,6 +176,7 @@ export function getItem(obj: PyValue, key: PyValue): PyValue {
   if (obj instanceof PyTuple)
     return key instanceof PySlice ? new PyTuple(sliceItems(obj.items, key)) : (obj.items[seqIndex('tuple', obj.items.length, key)] ?? null)
   if (typeof obj === 'string') {
+    if (!hasSurrogates(obj)) return key instanceof PySlice ? sliceUnits(obj, key) : (obj[seqIndex('string', obj.length, key)] ?? '')
     const chars = [...obj]
     return key instanceof PySlice ? sliceItems(chars, key).join('') : (chars[seqIndex('string', chars.length, key)] ?? '')
   }
