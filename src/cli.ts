@@ -76,6 +76,12 @@ export async function runCli(argv: string[]): Promise<void> {
     )
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
     .option('--log-buffer <entries>', 'recent log records kept in memory for the logs nodes [MIMIC_LOG_BUFFER] (default 10000)')
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        'pretty: lines for people; json: one JSON record a line; auto: pretty on a terminal, else JSON [MIMIC_LOG_FORMAT] (default auto)',
+      ).choices(['pretty', 'json', 'auto']),
+    )
     .option('--mcp-allow-write', 'let MCP clients at /mcp change the system (define models, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .option(
       '--strict-protocols',

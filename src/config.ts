@@ -61,6 +61,7 @@ export const configSchema = z.strictObject({
   fastLane: z.enum(['on', 'off']).default('on'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   logBuffer: decimal(number().int().min(1).max(10_000_000)).default(10_000),
+  logFormat: z.enum(['pretty', 'json', 'auto']).default('auto'),
   mcpAllowWrite: z.boolean().default(false),
   strictProtocols: z.boolean().default(false),
 })
@@ -98,6 +99,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   fastLane: 'MIMIC_FAST_LANE',
   logLevel: 'MIMIC_LOG_LEVEL',
   logBuffer: 'MIMIC_LOG_BUFFER',
+  logFormat: 'MIMIC_LOG_FORMAT',
   mcpAllowWrite: 'MIMIC_MCP_ALLOW_WRITE',
   strictProtocols: 'MIMIC_STRICT_PROTOCOLS',
 }

@@ -74,7 +74,9 @@ export interface StartOptions {
 export async function startMimic(config: Config, opts: StartOptions = {}): Promise<MimicServer> {
   checkExposure(config)
   const logs = new LogBuffer(config.logBuffer)
-  const logger = opts.logger ?? createServerLogger({ level: config.logLevel, buffer: logs, ...(opts.logStream ? { destination: opts.logStream } : {}) })
+  const logger =
+    opts.logger ??
+    createServerLogger({ level: config.logLevel, format: config.logFormat, buffer: logs, ...(opts.logStream ? { destination: opts.logStream } : {}) })
   const interpreter = await resolveInterpreter(config.python ?? 'python3')
   let pool: PythonPool | undefined
   const lostHandlers: Array<(names: string[], reason: string) => void> = []

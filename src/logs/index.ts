@@ -9,5 +9,5 @@
  */
 export { DEFAULT_LOG_BUFFER, LOG_LEVELS, LogBuffer, MAX_MESSAGE_CHARS, parseSince } from './log-buffer.js'
 export type { LogEntry, LogLevelName, LogQuery } from './log-buffer.js'
-export { createServerLogger } from './logger.js'
-export type { ServerLoggerOptions } from './logger.js'
+export { createServerLogger, LOG_FORMATS, resolveLogFormat } from './logger.js'
+export type { LogFormat, ServerLoggerOptions } from './logger.js'
