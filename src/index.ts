@@ -4,7 +4,7 @@
  * the separate `mimic/client` entry.
  *
  * @example
- * import { parseConfig, startMimic } from 'mimic'
+ * import { parseConfig, startMimic } from 'mimic-sim'
  * const server = await startMimic(parseConfig({ port: 0, system: 'plant.yaml' }))
  * console.log(server.url)
  * await server.close()

@@ -3,7 +3,7 @@
  * nothing but Node's built-ins and `yaml`, and nothing of the server.
  *
  * @example
- * import { connect, MimicApiError } from 'mimic/client'
+ * import { connect, MimicApiError } from 'mimic-sim/client'
  *
  * const sim = connect({ address: 'http://127.0.0.1:8000', productKey: process.env.MIMIC_PRODUCT_KEY })
  * const { id } = await sim.snapshots.save({ label: 'before' })
