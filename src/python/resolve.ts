@@ -86,24 +86,8 @@ export async function resolveImportPath(key: string, extensionDirs: string[]): P
  * // { file: '/srv/extensions/thermal_model.py', attribute: 'thermal_step' }
  */
 export async function resolveModuleFile(name: string, extensionDirs: string[]): Promise<{ file: string; attribute: string } | undefined> {
-  const parts = name.split('.')
-  if (parts.some((p) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(p))) return undefined
-  for (const given of extensionDirs) {
-    const dir = await realOrResolved(given)
-    const dirName = path.basename(path.resolve(given))
-    for (let k = parts.length; k >= 1; k--) {
-      const candidates = [parts.slice(0, k)]
-      if (k >= 2 && parts[0] === dirName) candidates.unshift(parts.slice(1, k))
-      for (const segments of candidates) {
-        const candidate = path.join(dir, ...segments.slice(0, -1), `${segments[segments.length - 1]}.py`)
-        if (!(await isFile(candidate))) continue
-        const real = await realpath(candidate)
-        if (!isInside(real, dir)) continue
-        return { file: real, attribute: parts.slice(k).join('.') }
-      }
-    }
-  }
-  return undefined
+  // The same look-up as a model's compile-time check, so that both always agree on the file.
+  return resolveModuleFileSync(name, extensionDirs)
 }
 
 /**
