@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { promisify } from 'node:util'
 import { connectAsync } from 'mqtt'
-import { mosquittoMissing, MosquittoSub, mosquittoPub, type MosquittoLogin } from './helpers/mosquitto.js'
+import { mosquittoMissing, MosquittoSub, mosquittoPub, mosquittoPubRaw, type MosquittoLogin } from './helpers/mosquitto.js'
 import { TEST_KEY, eventually, startTestServer, type TestServer } from './helpers/server.js'
 
 // The embedded MQTT broker honours the server's product key (docs/mqtt.md, "Access to the
@@ -37,17 +35,6 @@ const DEVICE = {
       },
     },
   ],
-}
-
-/** Runs mosquitto_pub with `args`; resolves to its exit code and output (it exits non-zero when refused). */
-async function pubRaw(port: number, args: string[]): Promise<{ code: number; output: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)('/usr/bin/mosquitto_pub', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 })
-    return { code: 0, output: stdout + stderr }
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string }
-    return { code: typeof failed.code === 'number' ? failed.code : -1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` }
-  }
 }
 
 describe('the embedded MQTT broker of a server with a product key', { skip: missing && 'mosquitto-clients are not installed' }, () => {
@@ -84,7 +71,7 @@ describe('the embedded MQTT broker of a server with a product key', { skip: miss
 
   it('refuses an anonymous publication to a command topic: not authorized, the attribute unchanged', async () => {
     const before = (await adapter()).embedded_broker.refused_connects as number
-    const refused = await pubRaw(port, ['-t', 'dev/d1/setpoint/set', '-m', '99', '-q', '1'])
+    const refused = await mosquittoPubRaw(port, ['-t', 'dev/d1/setpoint/set', '-m', '99', '-q', '1'])
     assert.notEqual(refused.code, 0)
     assert.match(refused.output, /not authori[sz]ed/i)
     assert.equal((await adapter()).embedded_broker.refused_connects, before + 1)
@@ -96,7 +83,7 @@ describe('the embedded MQTT broker of a server with a product key', { skip: miss
     await eventually(async () => (await setpoint()) === 61.5)
     await mosquittoPub(port, 'dev/d1/setpoint/set', '62.5', { qos: 1, ...PLC })
     await eventually(async () => (await setpoint()) === 62.5)
-    const wrong = await pubRaw(port, ['-u', 'plc', '-P', 'not-it', '-t', 'dev/d1/setpoint/set', '-m', '1', '-q', '1'])
+    const wrong = await mosquittoPubRaw(port, ['-u', 'plc', '-P', 'not-it', '-t', 'dev/d1/setpoint/set', '-m', '1', '-q', '1'])
     assert.notEqual(wrong.code, 0)
     assert.match(wrong.output, /bad user name or password|not authori[sz]ed/i)
     assert.equal(await setpoint(), 62.5)
@@ -126,7 +113,7 @@ describe('the embedded MQTT broker of a server with a product key', { skip: miss
     assert.equal(clientId, 'mimic-d1-mqtt')
     const before = (await adapter()).embedded_broker.refused_client_ids as number
     await assert.rejects(MosquittoSub.start(port, ['dev/#'], { ...KEY, clientId }), /identifier rejected/i)
-    const taken = await pubRaw(port, ['-u', 'plc', '-P', PLC.password!, '-i', clientId, '-t', 'dev/d1/setpoint/set', '-m', '1', '-q', '1'])
+    const taken = await mosquittoPubRaw(port, ['-u', 'plc', '-P', PLC.password!, '-i', clientId, '-t', 'dev/d1/setpoint/set', '-m', '1', '-q', '1'])
     assert.notEqual(taken.code, 0)
     assert.equal((await adapter()).embedded_broker.refused_client_ids, before + 2)
     assert.equal((await adapter()).connection, 'connected')
@@ -157,14 +144,14 @@ describe('the embedded MQTT broker of a server with a product key', { skip: miss
     await writeFile(big, Buffer.alloc(MIB, 'x'))
     const rssBefore = process.memoryUsage().rss
     const refusedBefore = (await adapter()).embedded_broker.refused_retained as number
-    for (let i = 0; i < 50; i++) await pubRaw(port, ['-u', 'x', '-P', TEST_KEY, '-t', `big/${i}`, '-f', big, '-r'])
+    for (let i = 0; i < 50; i++) await mosquittoPubRaw(port, ['-u', 'x', '-P', TEST_KEY, '-t', `big/${i}`, '-f', big, '-r'])
     await eventually(async () => (await adapter()).embedded_broker.refused_retained === refusedBefore + 50)
     const stats = (await adapter()).embedded_broker
     assert.equal(stats.retained, 0)
     // Up to the cap, retained messages are kept: 100 of 200 KiB fill 16 MiB with 81 and the rest are refused.
     const medium = join(t.dir, 'medium')
     await writeFile(medium, Buffer.alloc(200 * 1024, 'y'))
-    for (let i = 0; i < 100; i++) await pubRaw(port, ['-u', 'x', '-P', TEST_KEY, '-t', `medium/${i}`, '-f', medium, '-r'])
+    for (let i = 0; i < 100; i++) await mosquittoPubRaw(port, ['-u', 'x', '-P', TEST_KEY, '-t', `medium/${i}`, '-f', medium, '-r'])
     const kept = await eventually(async () => {
       const s = (await adapter()).embedded_broker
       return s.retained + s.refused_retained === refusedBefore + 150 && s

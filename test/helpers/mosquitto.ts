@@ -243,6 +243,23 @@ export async function mosquittoPub(
 }
 
 /**
+ * Runs `mosquitto_pub` with `args` (after host and port) and answers its exit code and output
+ * instead of throwing: not 0 when the broker refused the client or its message.
+ *
+ * @example
+ * const { code } = await mosquittoPubRaw(port, ['-t', 'a/b', '-m', '1']) // code 5: not authorized
+ */
+export async function mosquittoPubRaw(port: number, args: string[]): Promise<{ code: number; output: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(MOSQUITTO_PUB, ['-h', HOST, '-p', String(port), ...args], { timeout: 10_000 })
+    return { code: 0, output: stdout + stderr }
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string }
+    return { code: typeof failed.code === 'number' ? failed.code : -1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` }
+  }
+}
+
+/**
  * How many TCP sockets of this process have `port` at one end (a client's connection to a broker
  * on that port, or the broker's side of one), listening sockets left out. Linux only.
  *

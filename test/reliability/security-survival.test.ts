@@ -9,7 +9,7 @@
  * first (the first round warms caches, JIT code and pools up; a leak grows every round).
  */
 import assert from 'node:assert/strict'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { createSocket } from 'node:dgram'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { connect as connectTcp, type Socket } from 'node:net'
@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { promisify } from 'node:util'
+import { mosquittoPubRaw } from '../helpers/mosquitto.js'
 import { OpcuaClientProcess } from '../helpers/opcua-client.js'
 import { SYS, freePort, procStats, rawRequest, request, serveMimic, waitFor, type ServedMimic } from './helpers.js'
 
@@ -76,17 +76,6 @@ function system(opcuaPort: number): Record<string, unknown> {
       },
     },
     instances: [{ panel: 'Panel' }, { meter: 'Meter' }, { board: 'Board' }, { big: 'Big' }, { hostile: 'Hostile' }],
-  }
-}
-
-/** Runs mosquitto_pub; resolves to its exit code (not 0 when the broker refused it). */
-async function mosquittoPub(port: number, args: string[]): Promise<{ code: number; output: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)('/usr/bin/mosquitto_pub', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 })
-    return { code: 0, output: stdout + stderr }
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string }
-    return { code: typeof failed.code === 'number' ? failed.code : -1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` }
   }
 }
 
@@ -172,9 +161,9 @@ async function round(s: ServedMimic, dir: string, ports: { udp: number; tcp: num
   // The embedded broker (with mosquitto's own client): anonymous clients out, retained floods refused.
   const big = join(dir, 'one-mib')
   await writeFile(big, Buffer.alloc(1024 * 1024, 0x61))
-  const anonymous = await mosquittoPub(ports.mqtt, ['-t', 'site/meter/load/set', '-m', '5'])
+  const anonymous = await mosquittoPubRaw(ports.mqtt, ['-t', 'site/meter/load/set', '-m', '5'])
   assert.notEqual(anonymous.code, 0, 'an anonymous client was let in')
-  for (let i = 0; i < 10; i++) await mosquittoPub(ports.mqtt, ['-u', 'tester', '-P', KEY, '-t', `flood/${i}`, '-f', big, '-r'])
+  for (let i = 0; i < 10; i++) await mosquittoPubRaw(ports.mqtt, ['-u', 'tester', '-P', KEY, '-t', `flood/${i}`, '-f', big, '-r'])
   const broker = (await api('GET', `${SYS}/instances/meter/communication/mqtt`)).body.embedded_broker
   assert.equal(broker.retained_bytes < 16 * 1024 * 1024, true, JSON.stringify(broker))
   await healthy('MQTT floods')
