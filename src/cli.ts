@@ -59,7 +59,10 @@ export async function runCli(argv: string[]): Promise<void> {
     )
     .option('--load-snapshot <id|path|latest>', 'start from a saved snapshot; latest: the newest in the snapshots directory [MIMIC_LOAD_SNAPSHOT]')
     .option('--snapshot-on-shutdown', 'on SIGTERM/SIGINT save a snapshot with runtime state before exiting [MIMIC_SNAPSHOT_ON_SHUTDOWN]')
-    .option('--snapshots-retention <n>', 'keep the newest n snapshots the server saved by itself; saved by hand are never deleted [MIMIC_SNAPSHOTS_RETENTION]')
+    .option(
+      '--snapshots-retention <n>',
+      'keep the newest n snapshot files the server saved by itself (files saved by hand are never deleted), and in memory mode the newest n kept in memory only [MIMIC_SNAPSHOTS_RETENTION]',
+    )
     .option('--python <interpreter>', "Python interpreter for user code, e.g. a venv's python [MIMIC_PYTHON] (default python3 on PATH)")
     .option('--python-workers <n>', 'number of Python worker processes [MIMIC_PYTHON_WORKERS] (default: one per core)')
     .option('--python-timeout <seconds>', 'time limit of one call into Python [MIMIC_PYTHON_TIMEOUT] (default 10)')
