@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { modelDefinitionSchema } from '../definition/model-schema.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
+import { DEFAULT_EVENTS_HZ, EVENTS_HZ_RANGE } from './events.js'
 
 const pathParam = {
   name: 'path',
@@ -109,6 +110,27 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
       },
       '/api/v3/system': {
         get: { summary: 'The system root document', security: [{ productKey: [] }], responses: { 200: json('NodeDocument', 'Node document'), ...faults } },
+        put: {
+          summary: 'Set properties of the system: {"attr": {"<name>": {"value": v}}} or flat {"<name>": v}',
+          security: [{ productKey: [] }],
+          responses: { 200: json('NodeDocument', 'The system document after the change'), ...faults },
+        },
+        patch: {
+          summary: 'Set properties of the system, as PUT does',
+          security: [{ productKey: [] }],
+          responses: { 200: json('NodeDocument', 'The system document after the change'), ...faults },
+        },
+      },
+      '/api/v3/system/method/{method}': {
+        parameters: [
+          { name: 'method', in: 'path', required: true, schema: { type: 'string' }, description: 'prepare, start, stop, reset, run, step, save, load, ...' },
+        ],
+        post: {
+          summary: 'Call a method of the system: prepare, start, stop and reset of every instance, run (steps), save and load of the whole system, ...',
+          security: [{ productKey: [] }],
+          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CallBody' } } } },
+          responses: { 200: json('CallResult', '{"result": <return value>}'), ...faults },
+        },
       },
       '/api/v3/system/definition': {
         get: {
@@ -141,6 +163,49 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
             },
             ...faults,
           },
+        },
+      },
+      '/api/v3/events': {
+        get: {
+          summary:
+            'Server-sent events (text/event-stream): `structure` when instances, attributes or connections change, `frame` with the values that changed since the last frame, `log` lines when asked for. See docs/events.md',
+          security: [{ productKey: [] }],
+          parameters: [
+            {
+              name: 'hz',
+              in: 'query',
+              required: false,
+              description: `Frames per second, ${EVENTS_HZ_RANGE.min} to ${EVENTS_HZ_RANGE.max}`,
+              schema: { type: 'integer', minimum: EVENTS_HZ_RANGE.min, maximum: EVENTS_HZ_RANGE.max, default: DEFAULT_EVENTS_HZ },
+            },
+            { name: 'instances', in: 'query', required: false, description: 'Only these instances, comma-separated', schema: { type: 'string' } },
+            { name: 'logs', in: 'query', required: false, description: 'Also send log lines of this level and above', schema: { type: 'string' } },
+          ],
+          responses: { 200: { description: 'An event stream that stays open', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...faults },
+        },
+      },
+      '/mcp': {
+        post: {
+          summary:
+            'Model Context Protocol over Streamable HTTP: JSON-RPC 2.0 messages (initialize, tools/list, tools/call). Same key as the API; writes only with --mcp-allow-write. See docs/mcp.md',
+          security: [{ productKey: [] }],
+          requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['jsonrpc', 'method'] } } } },
+          responses: { 200: { description: 'A JSON-RPC answer (application/json or text/event-stream)' }, ...faults },
+        },
+        get: {
+          summary: 'Not used: 405 (the server opens no stream of its own)',
+          security: [{ productKey: [] }],
+          responses: { 405: { description: 'Method not allowed' } },
+        },
+        delete: { summary: 'Not used: 405 (no session to end)', security: [{ productKey: [] }], responses: { 405: { description: 'Method not allowed' } } },
+      },
+      '/system/reload': {
+        post: {
+          summary:
+            'The admin form of POST /api/v3/system/method/reload_modules: loads the Python modules of the extension directories again and rebinds the instances that use them',
+          security: [{ productKey: [] }],
+          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CallBody' } } } },
+          responses: { 200: json('CallResult', '{"result": {"reloaded", "files", "directories"}}'), ...faults },
         },
       },
       '/api/v3/system/{path}': {
