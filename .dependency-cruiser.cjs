@@ -1,6 +1,7 @@
 // Layer rules of src/ (see docs/architecture.md): imports point one way,
 //   server -> system (tree nodes) -> engine -> language, python, protocols, snapshots -> definition, tree
-// with errors.ts and version.ts below everything, and the client on its own. The entry points
+// with errors.ts and version.ts below everything, and the client on its own (packages/client, which
+// src/client re-exports by its package name). The entry points
 // (cli.ts, mimic.ts, config.ts, index.ts) wire the layers together and may import any of them.
 const layer = (folders) => `^src/(${folders.join('|')})/`
 
@@ -59,9 +60,24 @@ module.exports = {
     {
       name: 'client-stands-alone',
       severity: 'error',
-      comment: 'The TypeScript client ships to users: it imports nothing from the server side.',
+      comment: 'src/client/ only re-exports the client package (mimic-sim-client): it imports nothing from the server side.',
       from: { path: '^src/client/' },
       to: { path: '^src/', pathNot: '^src/client/' },
+    },
+    {
+      name: 'client-package-stands-alone',
+      severity: 'error',
+      comment:
+        'The client package (packages/client, npm mimic-sim-client) ships to users on its own: it imports nothing but its own files and yaml, no server code and no Node built-in.',
+      from: { path: '^packages/client/src/' },
+      to: { pathNot: ['^packages/client/src/', '^node_modules/yaml/'] },
+    },
+    {
+      name: 'server-uses-the-client-package',
+      severity: 'error',
+      comment: 'The server reaches the client by its package name (mimic-sim-client), never by a path into packages/.',
+      from: { path: '^src/' },
+      to: { path: '^packages/' },
     },
   ],
   options: {

@@ -4,7 +4,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'bench/out/', 'bench/peers/**/node_modules/', '**/*.d.ts'] },
+  { ignores: ['dist/', 'packages/*/dist/', 'node_modules/', 'bench/out/', 'bench/peers/**/node_modules/', '**/*.d.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -10,8 +10,10 @@ import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
-// Build, then type-check what the build leaves out (tests, examples, the dashboard).
+// Build (the client package first: the server imports it by its name, from packages/client/dist),
+// then type-check what the build leaves out (tests, examples, the dashboard).
 for (const step of [
+  [tsc, '-p', 'packages/client/tsconfig.json'],
   [tsc, '-p', 'tsconfig.json'],
   [tsc, '-p', 'tsconfig.test.json'],
   [tsc, '-p', 'ui/tsconfig.json', '--noEmit'],

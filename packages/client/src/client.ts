@@ -151,7 +151,7 @@ export class MimicClient {
  * Creates a client of a Mimic server. Nothing is sent until the first call.
  *
  * @example
- * import { connect } from 'mimic-sim/client'
+ * import { connect } from 'mimic-sim-client'
  *
  * const sim = connect({ address: 'http://127.0.0.1:8000', productKey: process.env.MIMIC_PRODUCT_KEY })
  * await sim.instances.set('s1', 'pt100')

@@ -1,9 +1,10 @@
 /**
- * The TypeScript client of Mimic's HTTP API v3 (the package's `./client` entry). It depends on
- * nothing but Node's built-ins and `yaml`, and nothing of the server.
+ * The TypeScript client of Mimic's HTTP API v3, the package `mimic-sim-client` (the server's
+ * package re-exports it as `mimic-sim/client`). It needs a global `fetch` and `yaml` (to read
+ * model definitions given as YAML text), and nothing of the server.
  *
  * @example
- * import { connect, MimicApiError } from 'mimic-sim/client'
+ * import { connect, MimicApiError } from 'mimic-sim-client'
  *
  * const sim = connect({ address: 'http://127.0.0.1:8000', productKey: process.env.MIMIC_PRODUCT_KEY })
  * const { id } = await sim.snapshots.save({ label: 'before' })
