@@ -46,7 +46,7 @@ ALLOWED_BUILTINS = (
 )
 _BUILTINS: Dict[str, Any] = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS}
 #: the modules an action's ``imports`` may name (mirrored by ACTION_MODULES in
-#: src/language/model/actions.ts; a test holds them together): pure modules of the standard library
+#: src/language/model/actions/imports.ts; a test holds them together): pure modules of the standard library
 #: that cannot reach files, processes, the environment, the network or the import system. Each
 #: name is one module: a package's submodules are listed on their own. Left out on purpose:
 #: ``operator`` (attrgetter and methodcaller look attributes up by a string), ``string`` (its

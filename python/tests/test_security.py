@@ -281,8 +281,8 @@ class Secrets(unittest.TestCase):
 
 class Mirrors(unittest.TestCase):
     def test_the_allowed_modules_are_those_the_server_allows(self):
-        # src/language/model/actions.ts checks a name's first part: those are the top-level names here.
-        with open(os.path.join(os.path.dirname(__file__), "..", "..", "src", "language", "model", "actions.ts")) as handle:
+        # src/language/model/actions/imports.ts checks a name's first part: those are the top-level names here.
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "src", "language", "model", "actions", "imports.ts")) as handle:
             source = handle.read()
         start = source.index("export const ACTION_MODULES")
         text = source[start:source.index(".split(' ')", start)]

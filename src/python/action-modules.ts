@@ -1,6 +1,6 @@
 /**
  * What an action's `imports` may name beyond the pure modules of the model language
- * (ACTION_MODULES of src/language/model/actions.ts): helper files under the extension
+ * (ACTION_MODULES of src/language/model/actions/imports.ts): helper files under the extension
  * directories, which are the operator's code, and the modules the operator trusts with
  * `--action-modules` (numpy, say), which run with the worker's rights. The worker is started
  * with the same list and checks every import again when it loads an instance.

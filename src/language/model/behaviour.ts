@@ -13,7 +13,7 @@
  */
 import { InternalError, summarize, ValidationError, type ErrorDetail } from '../../errors.js'
 import { beginStep, truthy } from '../expression/index.js'
-import type { ActionPlan, ActionRuntime } from './actions.js'
+import type { ActionPlan, ActionRuntime } from './actions/index.js'
 import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpression } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runGroups, runSteps, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { AttributeSlots, fuseActions, FusedRun, type FusedInstance } from './fused.js'

@@ -35,7 +35,7 @@ export interface BehaviourSource {
    */
   fuse?: boolean
   /**
-   * What an action's `imports` may name beyond the pure modules of ACTION_MODULES (actions.ts):
+   * What an action's `imports` may name beyond the pure modules of ACTION_MODULES (actions/imports.ts):
    * the operator's modules and the helper files under the extension directories. Without it,
    * those modules only.
    */

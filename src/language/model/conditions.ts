@@ -4,7 +4,7 @@
  */
 import type { PyValue } from '../expression/index.js'
 import { truthy } from '../expression/index.js'
-import { compileAction, type ActionPlan, type ActionRuntime } from './actions.js'
+import { compileAction, isLifecycleKind, type ActionPlan, type ActionRuntime } from './actions/index.js'
 import { ActionEnvironment, describe, type BindContext, type CompileContext, type ValueSource, isMap } from './compile-context.js'
 import { FusedRun, type FusedInstance } from './fused.js'
 
@@ -70,7 +70,7 @@ export function compileConditions(entries: unknown[], path: string, context: Com
     if (actionsRaw === undefined) context.problem(actionsPath, 'required: the actions to run when it matches')
     const actions = compileList(actionsRaw, actionsPath, context)
     for (const a of actions) {
-      if (a.kind === 'call' || a.kind === 'suspend' || a.kind === 'override' || a.kind === 'overrides') {
+      if (isLifecycleKind(a.kind)) {
         context.problem(a.path, `a ${a.kind} action holds a state from start to stop and cannot sit inside a condition (use a scenario)`)
       }
     }

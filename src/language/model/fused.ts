@@ -4,7 +4,7 @@
  * (codegen.ts) inlined in list order; each float attribute it reads loaded once from the
  * instance's attribute by its slot into a local, which its writes keep current; each result
  * converted, checked against the protocol mappings and written in place. V8 then optimizes the
- * run as one function; bound one by one (actions.ts), each action of each instance is a few
+ * run as one function; bound one by one (actions/entry.ts), each action of each instance is a few
  * closures calling each other, and 10,000 instances hold 160,000 of them (bench/ANALYSIS.md,
  * benchmark 7). An instance keeps only its attributes by slot and an enabled flag per action.
  *
@@ -23,7 +23,7 @@
  */
 import type { AttributeType } from '../../definition/model-schema.js'
 import { Frame, HELPERS, renderInline, translateError, type ExpressionScope, type PyValue } from '../expression/index.js'
-import type { ActionPlan } from './actions.js'
+import type { ActionPlan } from './actions/index.js'
 import { checkMapping, failure, slotReader, writeFailure, type ModelExpression, type ValueSource } from './compile-context.js'
 import { fromPy } from './convert.js'
 import type { BehaviourHost, HostAttribute, StepFrame, UndoLog } from './runtime.js'

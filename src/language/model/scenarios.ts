@@ -13,7 +13,7 @@
 import { plainJson } from '../../definition/json-float.js'
 import type { ErrorDetail } from '../../errors.js'
 import { PyRandom } from '../expression/index.js'
-import type { ActionPlan, ActionRuntime } from './actions.js'
+import { isLifecycleKind, type ActionPlan, type ActionRuntime } from './actions/index.js'
 import { describe, type BindContext, type CompileContext, isMap, COMPONENT_PATH, NODE_NAME, NODE_NAME_RULE } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { fromPy, toPy } from './convert.js'
@@ -111,7 +111,7 @@ export function compileScenarios(raw: unknown, context: CompileContext): Scenari
     }
     const actions = compileList(spec.actions, `${at}.actions`, context, new Map())
     for (const a of actions) {
-      if (a.kind === 'call' || a.kind === 'suspend' || a.kind === 'override' || a.kind === 'overrides') {
+      if (isLifecycleKind(a.kind)) {
         context.problem(a.path, `a ${a.kind} action cannot sit in a scenario: use the scenario's own overrides and call`)
       }
     }

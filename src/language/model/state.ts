@@ -9,7 +9,7 @@
  * const problems = other.restoreState(saved, 'state.instances.meter_1.behaviour') // undefined: taken
  */
 import type { ErrorDetail } from '../../errors.js'
-import type { ActionRuntime } from './actions.js'
+import type { ActionRuntime } from './actions/index.js'
 import { isRecord } from '../../definition/is-record.js'
 
 /** JSON data: what a state holds. */
