@@ -6,6 +6,7 @@ import { mqttSchema } from './mqtt-schema.js'
 import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
 import { FloatMark } from './json-float.js'
+import { ACTION_KIND_EXAMPLES } from './action-kinds.js'
 import { isRecord } from './is-record.js'
 
 /** Value types an attribute may declare; `any` accepts every JSON value. */
@@ -111,34 +112,23 @@ const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ 
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 
 /**
- * What the OpenAPI description says of `actions`: one worked example per kind (docs/model-language.md
- * has them all with their fields and formulas).
+ * What the OpenAPI description says of `actions`: every kind, in the order an entry is recognised
+ * by, and one example of each, from the kinds' descriptors (action-kinds.ts is generated from
+ * them; docs/actions.md lists each kind's fields, docs/model-language.md their formulas).
  */
 const ACTIONS_DOC = {
   description:
-    'Run in list order every step; each is {<kind>: <target>, ...fields} or {<kind>: {output: <target>, ...fields}}. Kinds: function, set, noise, ramp, saw, interpolate, pid, call, suspend, override. Expressions are Python; references: $in(a), $out(a), $ext(a), #attr(a), $attr(timer.time), $(path), $param(p). Other keys of an action are named constants. See docs/model-language.md.',
-  examples: [
-    [
-      { name: 'power', function: '$out(p)', call: '$in(v) * $in(i) * pf', pf: 0.95 },
-      { set: '$out(v)', value: '$param(nominal_v)' },
-      { noise: '$out(v)', type: 'white', mean: 0.0, std: 0.5, seed: 11 },
-      { ramp: '$out(speed)', start_value: 0, stop_value: 1500, duration: 12, type: 'spline' },
-      { saw: '$out(sweep)', start_value: 10, stop_value: 1000, period: 5 },
-      {
-        interpolate: '$out(load)',
-        points: [
-          [0, 2.0],
-          [3600, 8.5],
-        ],
-        method: 'linear',
-        fill_value: 'extrapolate',
-      },
-      { pid: '$out(heater)', setpoint: '$in(sp)', input: '$in(temp)', kp: 8.0, ki: 0.4, output_min: 0, output_max: 100 },
-      { call: 'communication.modbus_slave.detach', stop_path: 'communication.modbus_slave.attach' },
-      { suspend: 'actions.noise_2' },
-      { override: { '$out(mode)': 'service', 'communication.modbus_slave.response_delay': 0.25 } },
-    ],
-  ],
+    'Each is {<kind>: <target>, ...fields} or {<kind>: {output: <target>, ...fields}}. ' +
+    `Kinds: ${kindNames(() => true)}; ${kindNames((k) => k.lifecycle === true)} act when the instance starts and are undone when it stops, ` +
+    'the others run in list order every step. Expressions are Python; references: $in(a), $out(a), $ext(a), #attr(a), $attr(timer.time), $(path), ' +
+    '$param(p). Other keys of an action are named constants. See docs/actions.md and docs/model-language.md.',
+  examples: [ACTION_KIND_EXAMPLES.map((k) => k.example)],
+}
+
+function kindNames(which: (kind: (typeof ACTION_KIND_EXAMPLES)[number]) => boolean): string {
+  return ACTION_KIND_EXAMPLES.filter(which)
+    .map((k) => k.kind)
+    .join(', ')
 }
 
 const SCENARIOS_DOC = {

@@ -2,7 +2,7 @@
  * The time-based and stateful action kinds as plain functions of their settings and the
  * action's time: ramp, saw, interpolate, pid and noise (MODEL_LANGUAGE.md section 3). They
  * know nothing of attributes or steps, so each formula can be read, and tested, alone;
- * docs/actions.md states each formula.
+ * docs/model-language.md (Actions) states each formula.
  *
  * @example
  * rampValue({ start: 0, stop: 10, duration: 5, type: 'linear', overshoot: 0, stabilization: 0 }, 2.5) // 5

@@ -42,7 +42,7 @@ export const callKind = defineActionKind({
     }
   },
   doc: {
-    summary: 'Calls a method of the instance (`communication.modbus_slave.detach`) when the instance is prepared or started, and `stop_path` when it stops.',
+    summary: 'Calls a method of the instance (`communication.modbus_slave.detach`) when it starts, and the method of `stop_path` when it stops.',
     example: { call: 'communication.modbus_slave.detach', stop_path: 'communication.modbus_slave.attach' },
   },
 })

@@ -18,8 +18,17 @@ import { compileImports } from './imports.js'
 import type { ActionKind } from './index.js'
 import type { ActionKindDescriptor, ActionPlan } from './kind.js'
 
-/** The fields every kind takes. */
-const COMMON = ['name', 'description', 'params', 'imports', 'enabled', 'output']
+/** The fields every kind takes, each with what it means (docs/actions.md lists them). */
+export const COMMON_FIELDS: Readonly<Record<string, string>> = {
+  name: 'its name, the node `instances/<i>/actions/<name>`: 1 to 128 characters, no `.` or `/` (default `<kind>_<index>`, prefixed with where it sits: `conditions_1_set_0`)',
+  description: 'free text',
+  enabled: "false: it does not run (default true); the node's `enabled` can be set while the system runs",
+  params:
+    "a map of name -> value: a string is an expression evaluated each step before the action's own (plain text that names nothing known is that text), anything else a named constant",
+  imports: 'the modules its expressions may use: a map of alias -> module (`{m: math}`), a module name or a list of them (docs/python-actions.md)',
+  output: 'its target, in the form `{<kind>: {output: <target>, ...fields}}`',
+}
+const COMMON = Object.keys(COMMON_FIELDS)
 
 /** The kinds an entry may be: their names in the order an entry is recognised by, and each kind's descriptor. */
 interface Kinds {

@@ -16,7 +16,7 @@ export const functionKind = defineActionKind({
     return (env, plan) => valueAction(plan, env, targets, env.evaluator(call))
   },
   doc: {
-    summary: 'Computes `call` each step and writes the result to its targets; other keys of the action are constants of the expression.',
+    summary: 'Writes the value of `call` to its targets; other keys of the action are named constants of the expression.',
     example: { name: 'power', function: '$out(p)', call: '$in(v) * $in(i) * pf', pf: 0.95 },
   },
 })

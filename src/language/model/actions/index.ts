@@ -22,6 +22,7 @@ import { suspendKind } from './suspend.js'
 
 export type { ActionKindDescriptor, ActionPlan, ActionRuntime } from './kind.js'
 export { ACTION_MODULES } from './imports.js'
+export { COMMON_FIELDS } from './entry.js'
 
 /** The kinds, in the order an entry is recognised by (`call` last: it is also a field of `function`). */
 export const ACTION_KIND_DESCRIPTORS = [

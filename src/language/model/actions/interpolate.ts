@@ -37,7 +37,7 @@ export const interpolateKind = defineActionKind({
     return (env, plan) => valueAction(plan, env, targets, () => out(at(env.ctx.frame.time)))
   },
   doc: {
-    summary: 'Reads a curve through `points` at the instance time each step.',
+    summary: 'Writes the value of a curve through `points` at the instance time.',
     example: {
       interpolate: '$out(load)',
       points: [

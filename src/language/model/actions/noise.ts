@@ -97,7 +97,7 @@ export const noiseKind = defineActionKind({
   },
   doc: {
     summary:
-      "Adds noise to the target's value each step. It rides on the clean value: when nothing else wrote the target since its last write, it starts from the value under last step's noise, so noise on a constant does not drift. `reset()` starts the generator over.",
+      "Adds noise to the target's value. It rides on the clean value: when nothing else wrote the target since its last write, it starts from the value under last step's noise, so noise on a constant does not drift. `reset()` starts the generator over.",
     example: { noise: '$out(v)', type: 'white', mean: 0.0, std: 0.5, seed: 11 },
   },
 })

@@ -17,7 +17,7 @@ const FIELDS = {
 }
 
 const SUMMARY =
-  'Takes a map of {reference or dotted path: value}: sets those values when the instance is prepared or started, holds attribute values against the actions (written again after the conditions of every step), and puts back what was there before when it stops.'
+  'Takes a map of {reference or dotted path: value}: sets those values when the instance starts, holds the attribute values against the actions (they are written again after the conditions of every step), and puts back what was there before when it stops.'
 
 export const overrideKind = defineActionKind({
   kind: 'override',

@@ -50,7 +50,7 @@ export const rampKind = defineActionKind({
   },
   doc: {
     summary:
-      "Goes from `start_value` to `stop_value` over `duration` seconds of the instance time, then holds `stop_value`; docs/model-language.md#ramp gives each curve's formula.",
+      'Goes from `start_value` to `stop_value` over `duration` seconds of the instance time, then holds `stop_value` (after an overshoot, if it has one).',
     example: { ramp: '$out(speed)', start_value: 0, stop_value: 1500, duration: 12, type: 'spline' },
   },
 })

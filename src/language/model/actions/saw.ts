@@ -33,7 +33,7 @@ export const sawKind = defineActionKind({
   },
   doc: {
     summary:
-      "A sawtooth of the instance time: with p = (t mod period) / period (Python's modulo, so negative times wrap too), each period rises (or falls) once.",
+      "A sawtooth between `start_value` and `stop_value`, once every `period` seconds of the instance time: p = (t mod period) / period, Python's modulo, so negative times wrap too.",
     example: { saw: '$out(sweep)', start_value: 10, stop_value: 1000, period: 5 },
   },
 })

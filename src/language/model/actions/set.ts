@@ -17,7 +17,7 @@ export const setKind = defineActionKind({
     return (env, plan) => valueAction(plan, env, targets, env.evaluator(value))
   },
   doc: {
-    summary: 'Writes `value` to its targets each step.',
+    summary: 'Writes `value` to its targets.',
     example: { set: '$out(v)', value: '$param(nominal_v)' },
   },
 })

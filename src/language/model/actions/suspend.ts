@@ -87,7 +87,7 @@ export const suspendKind = defineActionKind({
   },
   doc: {
     summary:
-      'Disables components of the instance while it is active (a node with an `enabled` property such as an action or `polling`, one with `disable`/`enable`; an adapter is detached), and puts them back when it stops.',
+      'Disables components of the instance while it is active (a node with an `enabled` property such as an action or `polling`, one with `disable`/`enable`; an adapter is detached), and puts them back when it stops. A path that names nothing is logged and skipped.',
     example: { suspend: 'actions.noise_2' },
   },
 })
