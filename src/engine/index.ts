@@ -10,7 +10,7 @@
  * await stepInstance(instance, 0.5)
  */
 export { Engine, type EngineOptions, type FailureSink, type StepRequest } from './engine.js'
-export { finishInstanceStep, finishWorkerStep, stepInstance, type InstanceSteps } from './instance-step.js'
+export { finishInstanceStep, finishWorkerStep, stepInstance } from './instance-step.js'
 export { stepSystem, type SystemStep } from './system-step.js'
 export { batchSize, needsServerBetweenSteps, BATCH_TARGET_MS, DEFAULT_STEP_BATCH, type BatchFacts } from './batch-size.js'
 export { KeptPlan, PlanCache, wrongTypes, type PlanRun } from './plan-cache.js'

@@ -38,7 +38,10 @@ export interface Steppable {
   applyDeclarative(values: Record<string, unknown> | undefined): TypeProblem[]
   /** Hears of a failure of its Python `run` in a system step. */
   stepFailed(error: unknown): void
-  /** After each of its steps (time moved on): tells its protocol adapters that want each step's values. */
+  /**
+   * After each of its steps, once the step is whole (its time moved on and, in a system step, the
+   * connections applied): tells its protocol adapters that want each step's values.
+   */
   afterStep?(): void
 }
 

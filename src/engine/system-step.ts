@@ -1,5 +1,5 @@
 import type { MimicError } from '../errors.js'
-import { finishInstanceStep, finishWorkerStep, type InstanceSteps } from './instance-step.js'
+import { finishInstanceStep, finishWorkerStep } from './instance-step.js'
 import type { KeptPlan } from './plan-cache.js'
 import type { Steppable } from './steppable.js'
 import type { SteppedSystem } from './stepped-system.js'
@@ -21,10 +21,15 @@ export interface SystemStep<I extends Steppable> {
 
 /**
  * One system step, in the order of MODEL_LANGUAGE.md section 4: every included instance takes
- * its step, then the connections are applied, then the adapters publish, then the system's time
- * moves on. The instances' Python `run` calls go first, all together — one message per worker,
- * all workers at once — and then each instance finishes its own step in Node. A failing
- * instance is reported and the step completes for all others.
+ * its step, then the connections are applied, then the adapters hear of the step (so what they
+ * publish is what the connections left), then the system's time moves on. The instances' Python
+ * `run` calls go first, all together — one message per worker, all workers at once — and then
+ * each instance finishes its own step in Node. A failing instance is reported and the step
+ * completes for all others.
+ *
+ * With `repeat` > 1 the Python `run` calls of all those steps go in that one message, and the
+ * rest of the order above is kept step by step; an instance whose declarative step fails takes
+ * no further steps of the batch and is reported as failing in each of them.
  *
  * @example
  * await stepSystem({ system, stepped, plan, dt: undefined, repeat: 1, failed: report })
@@ -45,37 +50,49 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
     })
   }
 
-  // The rest of each instance's step, as when it steps alone (instance-step.ts). Instances with
-  // expressions their Python worker evaluates step together, each awaiting its own round trips.
-  const steps = { dt, steps: repeat }
+  let live = stepped
+  for (let i = 0; i < repeat; i++) {
+    // The rest of each instance's step, as when it steps alone (instance-step.ts).
+    live = await finishSteps(step, live, repeat - i)
+    // Connections: each `to` takes the `from` value the instance steps left.
+    await system.connections.propagate()
+    // Adapters publish: those that hand each step's values on (MQTT on change, OPC UA items
+    // monitored by exception) hear of it now; the others read an attribute when a client asks.
+    for (const instance of live) instance.afterStep?.()
+    // The system's time moves on.
+    system.timer.advance(dt)
+  }
+}
+
+/**
+ * The Node part of one step of each of `live`; answers those whose step went through (`live`
+ * itself when all did). A failed one is reported as failing in the `left` steps of the batch.
+ * Instances with expressions their Python worker evaluates step together, each awaiting its own
+ * round trips.
+ */
+async function finishSteps<I extends Steppable>(step: SystemStep<I>, live: readonly I[], left: number): Promise<readonly I[]> {
+  const failed = new Set<I>()
+  const fail = (instance: I, error: MimicError): void => {
+    instance.stepFailed(error)
+    step.failed(instance, error, left)
+    failed.add(instance)
+  }
   let withWorker: I[] | undefined
-  for (const instance of stepped) {
+  for (const instance of live) {
     if (instance.behaviour?.usesWorker) {
       ;(withWorker ??= []).push(instance)
       continue
     }
-    const failure = finishInstanceStep(instance, steps)
-    if (failure) {
-      instance.stepFailed(failure.error)
-      step.failed(instance, failure.error, failure.steps)
-    }
+    const error = finishInstanceStep(instance, step.dt)
+    if (error) fail(instance, error)
   }
-  if (withWorker) await Promise.all(withWorker.map((instance) => finishWithWorker(step, instance, steps)))
-
-  // Connections: each `to` takes the `from` value the instance steps left.
-  await system.connections.propagate()
-
-  // Adapters publish: they read an attribute's external value when a client asks for it, so from
-  // here on they serve what the steps and connections left; there is nothing to push.
-
-  // The system's time moves on.
-  for (let i = 0; i < repeat; i++) system.timer.advance(dt)
-}
-
-async function finishWithWorker<I extends Steppable>(step: SystemStep<I>, instance: I, steps: InstanceSteps): Promise<void> {
-  const failure = await finishWorkerStep(instance, steps)
-  if (failure) {
-    instance.stepFailed(failure.error)
-    step.failed(instance, failure.error, failure.steps)
+  if (withWorker) {
+    await Promise.all(
+      withWorker.map(async (instance) => {
+        const error = await finishWorkerStep(instance, step.dt)
+        if (error) fail(instance, error)
+      }),
+    )
   }
+  return failed.size === 0 ? live : live.filter((instance) => !failed.has(instance))
 }

@@ -111,7 +111,8 @@ export interface ProtocolAdapter {
   valueProblem(attr: string, value: unknown): string | null
   /**
    * Called after each step of its instance, for a protocol that hands each step's values to its
-   * clients (OPC UA items monitored by exception). Must be cheap: it runs once per instance step.
+   * clients (OPC UA items monitored by exception, MQTT on change): in a system step after the
+   * connections, so it sees the values they wrote. Must be cheap: it runs once per instance step.
    */
   afterStep?(): void
 }
