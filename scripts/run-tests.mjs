@@ -1,29 +1,30 @@
 #!/usr/bin/env node
 // `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
-// dashboard) and type-checks, incrementally (an up-to-date build takes seconds, see tsconfig.json), then runs every test file with node's test runner — TypeScript
-// through tsx, and the Python SDK's unittest suite through test/python-sdk.test.ts — so one closing
-// summary counts everything. `node scripts/run-tests.mjs modbus` runs the files whose path
-// contains "modbus".
+// dashboard) and type-checks, incrementally (an up-to-date build takes seconds, see tsconfig.json),
+// then runs every test file with node's test runner — TypeScript through tsx, and the Python SDK's
+// unittest suite through test/python-sdk.test.ts — so one closing summary counts everything.
+// `node scripts/run-tests.mjs modbus` (or `npm test -- modbus`) runs the files whose path contains
+// "modbus", after the build only: the type-checks of the tests and the dashboard (about 15 s) are
+// left to the full run and to `npm run typecheck`, so that one file is quick to run again.
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
+const only = process.argv.slice(2)
 // Build (the client package first: the server imports it by its name, from packages/client/dist),
 // then type-check what the build leaves out (tests, examples, the dashboard).
-for (const step of [
-  [tsc, '-p', 'packages/client/tsconfig.json'],
-  [tsc, '-p', 'tsconfig.json'],
+const build = [[tsc, '-p', 'packages/client/tsconfig.json'], [tsc, '-p', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]
+const typecheck = [
   [tsc, '-p', 'tsconfig.test.json'],
   [tsc, '-p', 'ui/tsconfig.json', '--noEmit'],
-  [join(root, 'scripts/build-ui.mjs')],
-]) {
-  const build = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
-  if (build.status !== 0) process.exit(build.status ?? 1)
+]
+for (const step of only.length ? build : [...build, ...typecheck]) {
+  const done = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
+  if (done.status !== 0) process.exit(done.status ?? 1)
 }
 
-const only = process.argv.slice(2)
 const files = []
 const walk = (dir) => {
   for (const name of readdirSync(dir).sort()) {
