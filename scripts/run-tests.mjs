@@ -4,7 +4,7 @@
 // then runs every test file with node's test runner — TypeScript through tsx, and the Python SDK's
 // unittest suite through test/python-sdk.test.ts — so one closing summary counts everything.
 // `node scripts/run-tests.mjs modbus` (or `npm test -- modbus`) runs the files whose path contains
-// "modbus", after the build only: the type-checks of the tests and the dashboard (about 15 s) are
+// "modbus", after the build only: the type-checks of the tests and the dashboard (about 20 s when they must run) are
 // left to the full run and to `npm run typecheck`, so that one file is quick to run again.
 import { spawnSync } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
@@ -14,12 +14,10 @@ const root = new URL('..', import.meta.url).pathname
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
 const only = process.argv.slice(2)
 // Build (the client package first: the server imports it by its name, from packages/client/dist),
-// then type-check what the build leaves out (tests, examples, the dashboard).
-const build = [[tsc, '-p', 'packages/client/tsconfig.json'], [tsc, '-p', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]
-const typecheck = [
-  [tsc, '-p', 'tsconfig.test.json'],
-  [tsc, '-p', 'ui/tsconfig.json', '--noEmit'],
-]
+// then type-check what the build leaves out (tests, examples, the dashboard). `tsc -b` skips a
+// project whose inputs are all older than its build info: about 1 s instead of 10-15 s each.
+const build = [[tsc, '-b', 'packages/client/tsconfig.json', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]
+const typecheck = [[tsc, '-b', 'tsconfig.test.json', 'ui/tsconfig.json']]
 for (const step of only.length ? build : [...build, ...typecheck]) {
   const done = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
   if (done.status !== 0) process.exit(done.status ?? 1)
