@@ -233,7 +233,8 @@ export function checkExposure(config: Pick<Config, 'host' | 'productKey' | 'inse
   if (!config.productKey && !isLoopback(config.host) && !config.insecure) {
     throw new ConfigError(
       `Refusing to listen on ${config.host} without a product key: anyone on the network could drive the simulation. ` +
-        'Set --product-key (or MIMIC_PRODUCT_KEY), listen on 127.0.0.1, or pass --insecure if this network is yours alone.',
+        'Set a product key (MIMIC_PRODUCT_KEY, or a file with --product-key-file or MIMIC_PRODUCT_KEY_FILE), listen on 127.0.0.1, ' +
+        'or pass --insecure (MIMIC_INSECURE=1) if this network is yours alone.',
     )
   }
 }
