@@ -57,6 +57,11 @@ export async function runCli(argv: string[]): Promise<void> {
         'memory',
       ]),
     )
+    .option(
+      '--snapshots-store <s3://bucket/prefix>',
+      'keep snapshots in an S3 object store instead of the snapshots directory; endpoint, region and credentials from the AWS_* variables [MIMIC_SNAPSHOTS_STORE]',
+    )
+    .option('--s3-force-path-style', 'address the object store as http://host/bucket (default: on when AWS_ENDPOINT_URL is set) [MIMIC_S3_FORCE_PATH_STYLE]')
     .option('--load-snapshot <id|path|latest>', 'start from a saved snapshot; latest: the newest in the snapshots directory [MIMIC_LOAD_SNAPSHOT]')
     .option('--snapshot-on-shutdown', 'on SIGTERM/SIGINT save a snapshot with runtime state before exiting [MIMIC_SNAPSHOT_ON_SHUTDOWN]')
     .option(

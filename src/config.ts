@@ -50,6 +50,11 @@ export const configSchema = z.strictObject({
   extensions: z.array(z.string()).default(['./extensions']),
   snapshotsDir: z.string().default('./snapshots'),
   snapshotsMode: z.enum(['durable', 'memory']).default('durable'),
+  snapshotsStore: z
+    .string()
+    .regex(/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/, 'expected s3://bucket or s3://bucket/prefix (a bucket name in lower case)')
+    .optional(),
+  s3ForcePathStyle: z.boolean().optional(),
   loadSnapshot: z.string().optional(),
   snapshotsRetention: decimal(number().int().min(1).max(1_000_000)).optional(),
   snapshotOnShutdown: z.boolean().default(false),
@@ -88,6 +93,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   extensions: 'MIMIC_EXTENSIONS',
   snapshotsDir: 'MIMIC_SNAPSHOTS_DIR',
   snapshotsMode: 'MIMIC_SNAPSHOTS_MODE',
+  snapshotsStore: 'MIMIC_SNAPSHOTS_STORE',
+  s3ForcePathStyle: 'MIMIC_S3_FORCE_PATH_STYLE',
   loadSnapshot: 'MIMIC_LOAD_SNAPSHOT',
   snapshotsRetention: 'MIMIC_SNAPSHOTS_RETENTION',
   snapshotOnShutdown: 'MIMIC_SNAPSHOT_ON_SHUTDOWN',
@@ -108,9 +115,15 @@ export const ENV_NAMES: Record<keyof Config, string> = {
 export class ConfigError extends Error {}
 
 /** The options that are on or off. */
-export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'mcpAllowWrite' | 'strictProtocols'
+export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'mcpAllowWrite' | 'strictProtocols' | 's3ForcePathStyle'
 
-const BOOLEAN_SETTINGS = new Set<keyof Config>(['insecure', 'snapshotOnShutdown', 'mcpAllowWrite', 'strictProtocols'] satisfies BooleanSetting[])
+const BOOLEAN_SETTINGS = new Set<keyof Config>([
+  'insecure',
+  'snapshotOnShutdown',
+  'mcpAllowWrite',
+  'strictProtocols',
+  's3ForcePathStyle',
+] satisfies BooleanSetting[])
 /** List settings whose environment variable separates its items with commas (hosts, origins and modules hold no path delimiter, but an origin holds a colon). */
 const COMMA_LISTS = new Set<keyof Config>(['allowedHosts', 'corsOrigin', 'actionModules'])
 const TRUE_TEXTS = new Set(['1', 'true', 'yes', 'on'])
@@ -187,6 +200,11 @@ export function parseConfig(flags: Partial<Record<keyof Config, unknown>>, env: 
   if (!result.success) problems.push(...result.error.issues.map((i) => problemLine(String(i.path[0] ?? ''), i.message)))
   if (problems.length || !result.success) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   const config = result.data
+  if (config.snapshotsStore !== undefined && config.snapshotsMode === 'memory') {
+    throw new ConfigError(
+      `Invalid configuration:\n  ${problemLine('snapshotsMode', 'memory mode keeps snapshots in this process; with --snapshots-store every save goes to the object store')}`,
+    )
+  }
   if (config.productKeyFile !== undefined) {
     if (config.productKey !== undefined)
       throw new ConfigError(

@@ -31,6 +31,7 @@ export const FAULT_KINDS = {
   INTERNAL: { event: 'internal', status: 500, type: 'InternalError' },
   WORKER_GONE: { event: 'worker_gone', status: 503, type: 'WorkerGoneError' },
   SHUTTING_DOWN: { event: 'shutting_down', status: 503, type: 'ShuttingDownError' },
+  STORE_UNAVAILABLE: { event: 'store_unavailable', status: 503, type: 'StoreUnavailableError' },
   WORKER_TIMEOUT: { event: 'worker_timeout', status: 504, type: 'WorkerTimeoutError' },
 } as const
 
@@ -148,6 +149,13 @@ export class WorkerGoneError extends MimicError {
 export class ShuttingDownError extends MimicError {
   constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
     super('SHUTTING_DOWN', message, details, options)
+  }
+}
+
+/** 503: the snapshot object store cannot be used: unreachable, its bucket missing, or it refused the credentials. */
+export class StoreUnavailableError extends MimicError {
+  constructor(message: string, details: ErrorDetail[] = [], options?: ErrorOptions) {
+    super('STORE_UNAVAILABLE', message, details, options)
   }
 }
 

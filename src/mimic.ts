@@ -10,7 +10,7 @@ import { buildApp } from './server/app.js'
 import { registerDashboard } from './server/dashboard.js'
 import { registerEvents } from './server/events.js'
 import { registerMcp } from './server/mcp-route.js'
-import { SnapshotStore } from './snapshots/index.js'
+import { S3SnapshotStore, SnapshotStore, type SnapshotBackend } from './snapshots/index.js'
 import type { SystemServices } from './system/services.js'
 import { System } from './system/system.js'
 import { SERVER_VERSION } from './version.js'
@@ -106,13 +106,23 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     security: { productKey: config.productKey, mqttUsersFile: config.mqttUsers, pkiRoot: config.pkiDir },
   })
   protocols.checkSecurity()
-  const snapshots = new SnapshotStore({
-    dir: config.snapshotsDir,
-    mode: config.snapshotsMode,
-    serverVersion: SERVER_VERSION,
-    logger: logger.child({ component: 'snapshots' }),
-    memoryRetention: config.snapshotsRetention,
-  })
+  const snapshots: SnapshotBackend =
+    config.snapshotsStore === undefined
+      ? new SnapshotStore({
+          dir: config.snapshotsDir,
+          mode: config.snapshotsMode,
+          serverVersion: SERVER_VERSION,
+          logger: logger.child({ component: 'snapshots' }),
+          memoryRetention: config.snapshotsRetention,
+        })
+      : await S3SnapshotStore.open({
+          url: config.snapshotsStore,
+          serverVersion: SERVER_VERSION,
+          forcePathStyle: config.s3ForcePathStyle,
+          // Each shard of a fleet (`--shard I/N`) saves its own object of a snapshot and has its own fence.
+          shard: (config as { shard?: { index: number; count: number } }).shard,
+          logger: logger.child({ component: 'snapshots' }),
+        })
   const services: SystemServices = {
     logger,
     logs,
@@ -135,6 +145,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     await protocols.close()
     at('the Python workers to stop')
     await pool?.close().catch(() => {})
+    if (snapshots instanceof S3SnapshotStore) snapshots.close()
     at(undefined)
   }
 
@@ -241,7 +252,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
  * newest snapshot file in the snapshots directory by created_at, automatic or saved by hand
  * (none yet: the server starts without one, and says so).
  */
-async function snapshotToLoad(ref: string, snapshots: SnapshotStore, logger: Logger): Promise<{ id: string } | { path: string } | undefined> {
+async function snapshotToLoad(ref: string, snapshots: SnapshotBackend, logger: Logger): Promise<{ id: string } | { path: string } | undefined> {
   if (ref !== 'latest') return /[\\/]|\.json$/.test(ref) ? { path: ref } : { id: ref }
   const { latest, skipped } = await snapshots.latest()
   for (const file of skipped) logger.warn({ path: file.path, err: file.error }, 'not a usable snapshot: --load-snapshot latest passes it over')

@@ -19,8 +19,11 @@ export type {
   SaveExtras,
   SaveOptions,
   SaveResult,
+  SnapshotBackend,
   SnapshotMode,
   SnapshotRecord,
   SnapshotSelector,
   SnapshotStoreOptions,
 } from './types.js'
+export { S3SnapshotStore, parseStoreUrl } from './s3-store.js'
+export type { S3StoreOptions, StoreEntry } from './s3-store.js'

@@ -35,6 +35,7 @@ import type {
   PersistAllResult,
   SaveOptions,
   SaveResult,
+  SnapshotBackend,
   SnapshotMode,
   SnapshotRecord,
   SnapshotSelector,
@@ -53,7 +54,7 @@ const DEFAULT_MEMORY_LIMIT = { count: 100, bytes: 256 * 1024 * 1024 }
 /** Unusable paths remembered so that each is logged once; beyond this many, each listing logs again. */
 const MAX_WARNED = 1000
 
-type Selection = { id: string; path?: undefined } | { path: string; id?: undefined }
+export type Selection = { id: string; path?: undefined } | { path: string; id?: undefined }
 
 /**
  * Saves, lists, reads, persists and deletes snapshots of a system's structure.
@@ -63,7 +64,7 @@ type Selection = { id: string; path?: undefined } | { path: string; id?: undefin
  * const { id } = await store.save({ models: { M: {} }, instances: [{ a: 'M' }], connections: {} })
  * const { definition } = await store.read({ id })
  */
-export class SnapshotStore {
+export class SnapshotStore implements SnapshotBackend {
   readonly #dir: string
   readonly #mode: SnapshotMode
   readonly #serverVersion: string
@@ -499,7 +500,7 @@ export class SnapshotStore {
   }
 }
 
-function checkDefinition(definition: unknown): void {
+export function checkDefinition(definition: unknown): void {
   const result = systemDefinitionSchema.safeParse(definition)
   if (result.success) return
   const details: ErrorDetail[] = result.error.issues.map((issue) => ({
@@ -509,7 +510,7 @@ function checkDefinition(definition: unknown): void {
   throw new ValidationError(summarize('Cannot save the system definition', details), details)
 }
 
-function checkSelector(selector: SnapshotSelector | undefined): Selection {
+export function checkSelector(selector: SnapshotSelector | undefined): Selection {
   const id = selector?.id ?? undefined
   const path = selector?.path ?? undefined
   if ((id === undefined) === (path === undefined)) {
@@ -521,7 +522,7 @@ function checkSelector(selector: SnapshotSelector | undefined): Selection {
   return { path: checkPathText(path, 'path') }
 }
 
-function optionalText(value: unknown, field: string): string {
+export function optionalText(value: unknown, field: string): string {
   if (value === undefined || value === null) return ''
   if (typeof value !== 'string') {
     throw new ValidationError(`${field} must be a string`, [{ path: field, message: 'expected a string' }])
@@ -537,7 +538,7 @@ const INSTANCES_SLOT = JSON.stringify(`~instances~${randomUUID()}~`)
  * section is one line (what changes between two saves of a running system is its values, so a
  * diff shows one line per instance that changed; and the file is a third of the size).
  */
-function serialize(file: SnapshotFile): string {
+export function serialize(file: SnapshotFile): string {
   const models = Object.fromEntries(Object.entries(file.definition.models).map(([name, model]) => [name, typedModelDefinition(model)]))
   try {
     const definition = { ...file.definition, models }
@@ -554,7 +555,7 @@ function serialize(file: SnapshotFile): string {
   }
 }
 
-function toRecord({ file, storedVersion }: ParsedSnapshot, path: string): SnapshotRecord {
+export function toRecord({ file, storedVersion }: ParsedSnapshot, path: string): SnapshotRecord {
   const { id, created_at, label, notes, server_version, definition, state } = file
   const record: SnapshotRecord = { id, path, created_at, label, notes, schema_version: storedVersion, server_version, definition }
   if (state !== undefined) record.state = state
@@ -562,7 +563,7 @@ function toRecord({ file, storedVersion }: ParsedSnapshot, path: string): Snapsh
   return record
 }
 
-function byCreatedAt(a: FileEntry, b: FileEntry): number {
+export function byCreatedAt(a: FileEntry, b: FileEntry): number {
   const ta = a.created_at === null ? Number.NaN : Date.parse(a.created_at)
   const tb = b.created_at === null ? Number.NaN : Date.parse(b.created_at)
   if (Number.isNaN(ta) !== Number.isNaN(tb)) return Number.isNaN(ta) ? 1 : -1

@@ -200,3 +200,25 @@ export interface DeleteResult {
   id: string
   deleted: true
 }
+
+/**
+ * What the server asks of a snapshot store: the file store (`SnapshotStore`, a directory) and
+ * the object store (`S3SnapshotStore`, `--snapshots-store s3://bucket/prefix`) both answer it.
+ *
+ * @example
+ * const store: SnapshotBackend = new SnapshotStore({ dir: './snapshots', mode: 'durable', serverVersion })
+ */
+export interface SnapshotBackend {
+  /** Where the snapshots live: the snapshots directory, or `s3://bucket/prefix`. */
+  readonly dir: string
+  readonly mode: SnapshotMode
+  save(definition: SystemDefinition, options?: SaveOptions, extras?: SaveExtras): Promise<SaveResult>
+  list(): Promise<ListResult>
+  read(selector: SnapshotSelector): Promise<SnapshotRecord>
+  delete(selector: SnapshotSelector): Promise<DeleteResult>
+  persistAllInMemory(): Promise<PersistAllResult>
+  /** Deletes the oldest automatic snapshots until `keep` remain; answers where they were. */
+  prune(keep: number): Promise<string[]>
+  /** The newest usable snapshot by created_at, and the unusable ones passed over. */
+  latest(): Promise<{ latest: FileEntry | undefined; skipped: FileEntry[] }>
+}

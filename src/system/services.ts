@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import type { LogBuffer } from '../logs/index.js'
 import type { ProtocolContexts } from '../protocols/index.js'
 import type { PythonPool } from '../python/index.js'
-import type { SnapshotStore } from '../snapshots/index.js'
+import type { SnapshotBackend } from '../snapshots/index.js'
 
 /** What the system tree needs from the outside world, handed in once by the server. */
 export interface SystemServices {
@@ -18,7 +18,8 @@ export interface SystemServices {
   python: (() => PythonPool) & { onLost?: (handler: (instances: string[], reason: string) => void) => void }
   /** The shared context of each protocol kind (e.g. listeners several adapters share). */
   protocols: ProtocolContexts
-  snapshots: SnapshotStore
+  /** The file store, or the object store of `--snapshots-store`. */
+  snapshots: SnapshotBackend
   /** The `--system` file the server started from, which `reload()` reads again. */
   systemFile?: string | undefined
   /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
