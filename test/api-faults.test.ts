@@ -33,6 +33,7 @@ describe('fault catalogue', () => {
       INTERNAL: 500,
       WORKER_GONE: 503,
       SHUTTING_DOWN: 503,
+      STORE_UNAVAILABLE: 503,
       WORKER_TIMEOUT: 504,
     }
     assert.deepEqual(Object.keys(FAULT_KINDS).sort(), Object.keys(statuses).sort())

@@ -202,6 +202,19 @@ describe('configuration', () => {
     assert.throws(() => parseConfig({}, { MIMIC_FAST_LANE: 'no' }), /--fast-lane \(MIMIC_FAST_LANE\)/)
   })
 
+  it('--snapshots-store takes s3://bucket or s3://bucket/prefix, and not with memory mode', () => {
+    assert.equal(parseConfig({}, { MIMIC_SNAPSHOTS_STORE: 's3://mimic/plant-a' }).snapshotsStore, 's3://mimic/plant-a')
+    assert.equal(parseConfig({ snapshotsStore: 's3://mimic' }, {}).snapshotsStore, 's3://mimic')
+    assert.equal(parseConfig({}, { MIMIC_S3_FORCE_PATH_STYLE: 'on' }).s3ForcePathStyle, true)
+    assert.equal(parseConfig({}, {}).s3ForcePathStyle, undefined)
+    for (const bad of ['/srv/snapshots', 's3://', 's3://Upper/x', 'https://mimic/x'])
+      assert.throws(() => parseConfig({ snapshotsStore: bad }, {}), /--snapshots-store \(MIMIC_SNAPSHOTS_STORE\): expected s3:\/\/bucket/, bad)
+    assert.throws(
+      () => parseConfig({ snapshotsStore: 's3://mimic', snapshotsMode: 'memory' }, {}),
+      /--snapshots-mode \(MIMIC_SNAPSHOTS_MODE\): memory mode keeps snapshots in this process/,
+    )
+  })
+
   it('boolean variables take 1/0, true/false, yes/no, on/off in any case, empty as unset, and refuse anything else', () => {
     for (const key of ['insecure', 'snapshotOnShutdown', 'mcpAllowWrite'] as const) {
       const name = ENV_NAMES[key]
