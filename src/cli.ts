@@ -95,6 +95,10 @@ export async function runCli(argv: string[]): Promise<void> {
       '--strict-protocols',
       'refuse (422) a model whose communication declares a protocol Mimic does not serve (knx_ip, bacnet, ...) instead of running it without [MIMIC_STRICT_PROTOCOLS]',
     )
+    .option(
+      '--shard <i/n>',
+      'be shard I of N (counted from 1, as a Swarm task slot): keep only the instances whose names hash to it; every shard holds every model [MIMIC_SHARD] (docs/scale-out.md)',
+    )
     .action(async (flags: Record<string, unknown>) => {
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')
@@ -297,6 +301,52 @@ export async function runCli(argv: string[]): Promise<void> {
     await printFaults(handle)
   })
 
+  const instances = program.command('instances').description('make instances on a running server')
+  remote(
+    instances
+      .command('generate')
+      .description(
+        'make COUNT instances of a model at once, e.g. generate meter --count 1000 --name \'meter_{i:04}\' --parameters \'{"port": {"range": [5020, 1]}}\' (docs/scale-out.md)',
+      )
+      .argument('<template>', 'the model')
+      .requiredOption('--count <n>', 'how many (1 to 100000)', wholeNumber)
+      .option('--name <pattern>', 'names: a pattern with {i} or {i:04} (zero-padded), or a prefix P for P_0, P_1, ... (default: the model name as prefix)')
+      .option('--start <n>', 'the first index i (default 0)', wholeNumber)
+      .option('--parameters <json>', 'per parameter: a value, {"cycle": [...]}, {"range": [first, step]} or {"format": "dev_{i:04}"}')
+      .option('--init-parameters <json>', 'start values of attributes, in the same forms')
+      .option('--json', 'print the whole answer as JSON'),
+  ).action(async (template: string, opts) => {
+    const { connect } = await import('./client/index.js')
+    const sim = connect({ address: opts.url, productKey: opts.productKey })
+    const result = await sim.instances.generate({
+      template,
+      count: opts.count as number,
+      ...(opts.name !== undefined ? { name: opts.name as string } : {}),
+      ...(opts.start !== undefined ? { start: opts.start as number } : {}),
+      ...(opts.parameters !== undefined ? { parameters: jsonObject(opts.parameters as string, '--parameters') } : {}),
+      ...(opts.initParameters !== undefined ? { init_parameters: jsonObject(opts.initParameters as string, '--init-parameters') } : {}),
+    })
+    if (opts.json) return console.log(JSON.stringify(result, null, 2))
+    const range = result.created ? `: ${result.first}${result.created > 1 ? ` .. ${result.last}` : ''}` : ''
+    const skipped = result.skipped ? ` (${result.skipped} left to other shards; this is shard ${result.shard})` : ''
+    console.log(`created ${result.created} instance${result.created === 1 ? '' : 's'} of ${template}${range}${skipped}`)
+  })
+
+  const shard = program.command('shard').description('which shard of a fleet holds an instance (docs/scale-out.md)')
+  shard
+    .command('which')
+    .description('print the shard (1..N) that owns each named instance, as `mimic serve --shard I/N` decides')
+    .argument('<names...>', 'instance names')
+    .requiredOption('--shards <n>', 'the number of shards N', wholeNumber)
+    .option('--json', 'print {"<name>": <shard>} as JSON')
+    .action(async (names: string[], opts: { shards: number; json?: boolean }) => {
+      const { shardOf, parseShard } = await import('./system/shard.js')
+      const problem = parseShard(`1/${opts.shards}`)
+      if (typeof problem === 'string') throw new ValidationError(`--shards: ${problem}`)
+      if (opts.json) return console.log(JSON.stringify(Object.fromEntries(names.map((n) => [n, shardOf(n, opts.shards)]))))
+      for (const name of names) console.log(names.length === 1 ? String(shardOf(name, opts.shards)) : `${name} ${shardOf(name, opts.shards)}`)
+    })
+
   remote(program.command('mcp').description('an MCP server on stdin/stdout that lets an AI assistant build and drive simulations on a running server'))
     .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {
@@ -343,6 +393,18 @@ export function formatScenario(s: ScenarioInfo): string {
 function wholeNumber(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('It must be a whole number, e.g. 50.')
   return Number(value)
+}
+
+/** A flag's value as a JSON object, or a usage error naming the flag. */
+function jsonObject(text: string, flag: string): JsonObject {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw new ValidationError(`${flag} is not JSON: ${(err as Error).message}`)
+  }
+  if (!isRecord(value)) throw new ValidationError(`${flag} is a JSON object, e.g. {"port": {"range": [5020, 1]}}`)
+  return value as JsonObject
 }
 
 function pickDefined(opts: Record<string, unknown>, keys: string[]): Record<string, unknown> {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { delimiter, resolve } from 'node:path'
 import { z } from 'zod'
+import { parseShard } from './system/shard.js'
 
 /**
  * A number written in decimal (`8000`, `0.5`): flags and variables arrive as text, and zod's
@@ -69,6 +70,14 @@ export const configSchema = z.strictObject({
   logFormat: z.enum(['pretty', 'json', 'auto']).default('auto'),
   mcpAllowWrite: z.boolean().default(false),
   strictProtocols: z.boolean().default(false),
+  shard: z
+    .string()
+    .transform((text, ctx) => {
+      const shard = parseShard(text)
+      if (typeof shard === 'string') ctx.addIssue({ code: 'custom', message: shard })
+      return typeof shard === 'string' ? z.NEVER : shard
+    })
+    .optional(),
 })
 
 export type Config = z.output<typeof configSchema>
@@ -109,6 +118,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   logFormat: 'MIMIC_LOG_FORMAT',
   mcpAllowWrite: 'MIMIC_MCP_ALLOW_WRITE',
   strictProtocols: 'MIMIC_STRICT_PROTOCOLS',
+  shard: 'MIMIC_SHARD',
 }
 
 /** A configuration problem, reported by the CLI before anything starts. */

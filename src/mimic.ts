@@ -135,6 +135,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     systemFile: config.system,
     stepBatch: config.stepBatch,
     strictProtocols: config.strictProtocols,
+    shard: config.shard,
   }
   const system = new System(services)
   /** Stops the system, the listeners and the workers; `at` hears what it waits for next. */
@@ -201,7 +202,17 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
   const port = typeof address === 'object' && address ? address.port : config.port
   const host = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host
   const url = `http://${host}:${port}`
-  logger.info({ url, port, instances: system.instances.size, snapshots: config.snapshotsDir, extensions: config.extensions }, `Mimic listening on ${url}`)
+  logger.info(
+    {
+      url,
+      port,
+      instances: system.instances.size,
+      ...(system.shard ? { shard: system.shardText } : {}),
+      snapshots: config.snapshotsDir,
+      extensions: config.extensions,
+    },
+    `Mimic listening on ${url}${system.shard ? ` as shard ${system.shardText}` : ''}`,
+  )
   const server = app
   let closing: Promise<void> | undefined
   let stage: string | undefined

@@ -353,6 +353,8 @@ class Node:
             return Scenarios(self._transport, segments)
         if len(segments) == 4 and segments[0] == "instances" and segments[2] == "communication":
             return Adapter(self._transport, segments)
+        if segments == ("instances",):
+            return Instances(self._transport, segments)
         return Node(self._transport, segments)
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -506,6 +508,39 @@ class Adapter(Node):
     def clear_faults(self) -> Dict[str, Any]:
         """Ends every fault: normal service from the next request."""
         return self.set_faults({})
+
+
+class Instances(Node):
+    """The instances (``sim["instances"]``, also ``sim.instances``): a Node, plus
+    :meth:`generate` to make a fleet of one model at once (docs/scale-out.md).
+
+    Example::
+
+        sim["instances"].generate("meter", 1000, name="meter_{i:04}",
+                                  parameters={"port": {"range": [5020, 1]}})
+        # {"created": 1000, "first": "meter_0000", "last": "meter_0999", "names": [...], "truncated": True}
+    """
+
+    def generate(
+        self,
+        template: str,
+        count: int,
+        name: Optional[str] = None,
+        parameters: Optional[Dict[str, Any]] = None,
+        init_parameters: Optional[Dict[str, Any]] = None,
+        start: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Creates ``count`` instances of the model ``template``, all or nothing. ``name`` is a
+        pattern with ``{i}`` or ``{i:04}`` (zero-padded), or a prefix ``P`` for ``P_0``, ``P_1``, ...
+        (default: the model name as prefix); ``i`` runs from ``start`` (default 0). Each parameter
+        is a value, ``{"cycle": [...]}``, ``{"range": [first, step]}`` or ``{"format": "dev_{i:04}"}``.
+        A problem raises a 422 :class:`MimicApiError` whose ``details`` name each one, and nothing
+        is created."""
+        kwargs: Dict[str, Any] = {"template": template, "count": count}
+        for key, value in (("name", name), ("parameters", parameters), ("init_parameters", init_parameters), ("start", start)):
+            if value is not None:
+                kwargs[key] = value
+        return self.call("generate", **kwargs)
 
 
 class Client(Node):

@@ -228,7 +228,7 @@ export function looksLikeModel(data: unknown): boolean {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return false
   const keys = Object.keys(data)
   return (
-    !keys.some((k) => k === 'models' || k === 'instances' || k === 'connections') &&
+    !keys.some((k) => k === 'models' || k === 'instances' || k === 'connections' || k === 'generate') &&
     keys.some((k) => k === 'attributes' || k === 'import' || k === 'communication')
   )
 }
@@ -307,5 +307,10 @@ function locateInExpression(doc: Document, lines: LineCounter, text: string, det
 /** Normalises parsed system data (missing sections become empty). */
 export function asSystemDefinition(data: unknown): SystemDefinition {
   const d = (data ?? {}) as Partial<SystemDefinition>
-  return { models: d.models ?? {}, instances: d.instances ?? [], connections: d.connections ?? {} }
+  return {
+    models: d.models ?? {},
+    instances: d.instances ?? [],
+    connections: d.connections ?? {},
+    ...(d.generate !== undefined ? { generate: d.generate } : {}),
+  }
 }

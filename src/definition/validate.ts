@@ -5,6 +5,7 @@ import { attributeDeclarations, formatPath, isAttributeSpec, modelDefinitionSche
 import { isRecord } from './is-record.js'
 import { issueMessage } from './zod-issue.js'
 import { checkInstance } from './parameters.js'
+import { checkFleet, checkFleetInstances } from './fleet.js'
 
 /** An instance entry's value: the model's name, or the model with parameters. */
 export type InstanceEntry = string | { type: string; parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
@@ -21,6 +22,12 @@ export interface SystemDefinition {
   models: Record<string, unknown>
   instances: Array<Record<string, InstanceEntry>>
   connections: Record<string, ConnectionEntry>
+  /**
+   * Fleets (definition/fleet.ts), expanded into instances after those of `instances` when the
+   * definition is loaded. A system file may have it; the definition the server writes never
+   * does (it lists every instance, generated or not).
+   */
+  generate?: unknown[]
 }
 
 /** An instance of a validated system, its parameters resolved. */
@@ -187,8 +194,8 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
   }
   const top = raw as Record<string, unknown>
   for (const key of Object.keys(top)) {
-    if (!['models', 'instances', 'connections', 'description'].includes(key)) {
-      details.push({ path: key, message: `unknown key '${key}' (expected models, instances, connections)` })
+    if (!['models', 'instances', 'connections', 'generate', 'description'].includes(key)) {
+      details.push({ path: key, message: `unknown key '${key}' (expected models, instances, connections, generate)` })
     }
   }
   const models = top.models ?? {}
@@ -260,6 +267,44 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
         : undefined
     system.instances.push({ name, model, given, parameters: checked.parameters, initValues: checked.initValues })
   }
+  // Fleets: `generate: [{template, count, name, parameters}, ...]`, instances after the declared ones.
+  const fleets = top.generate ?? []
+  if (!Array.isArray(fleets)) details.push({ path: 'generate', message: 'must be a list of {template, count, name, parameters}' })
+  else {
+    fleets.forEach((raw: unknown, index) => {
+      const at = `generate[${index}]`
+      const checked = checkFleet(raw)
+      details.push(...checked.details.map((d) => ({ ...d, path: joinPath(at, d.path) })))
+      const fleet = checked.fleet
+      if (!fleet) return
+      if (!(models && typeof models === 'object' && Object.hasOwn(models, fleet.template))) {
+        details.push({ path: `${at}.template`, message: `unknown model '${fleet.template}'` })
+        return
+      }
+      const parsed = system.models.get(fleet.template)
+      if (!parsed) {
+        for (let k = 0; k < fleet.count; k++) failed.set(fleet.nameOf(fleet.start + k), partial.get(fleet.template) ?? null)
+        return
+      }
+      const expanded = checkFleetInstances(fleet, parsed.parsed, at, (name) => seen.has(name))
+      details.push(
+        ...expanded.details.map((d) =>
+          d.path === `${at}.name` ? { ...d, message: d.message.replace('an instance of this name exists already', 'duplicate instance name') } : d,
+        ),
+      )
+      for (const e of expanded.entries) {
+        seen.add(e.name)
+        const given = { parameters: e.entry.parameters, init_parameters: e.entry.init_parameters }
+        system.instances.push({
+          name: e.name,
+          model: fleet.template,
+          given: given.parameters !== undefined || given.init_parameters !== undefined ? given : undefined,
+          parameters: e.parameters,
+          initValues: e.initValues,
+        })
+      }
+    })
+  }
   // Connections: a map of name -> {from, to, enabled}, or a list of {name, from, to, enabled}.
   const connections = top.connections ?? {}
   const connectionEntries: Array<[string, unknown, string]> = []
@@ -273,8 +318,9 @@ export function validateSystem(raw: unknown, check?: ModelCheck): { ok: true; sy
   } else if (connections !== null && typeof connections === 'object') {
     for (const [name, conn] of Object.entries(connections)) connectionEntries.push([name, conn, name])
   } else details.push({ path: 'connections', message: 'must be a map of connection name -> {from, to}, or a list of {name, from, to}' })
+  const byName = new Map(system.instances.map((i) => [i.name, i]))
   const attrsOf = (instance: string): Set<string> | null | undefined => {
-    const inst = system.instances.find((i) => i.name === instance)
+    const inst = byName.get(instance)
     const model = inst ? system.models.get(inst.model)?.parsed : failed.get(instance)
     if (model === undefined) return undefined
     return model === null ? null : new Set(attributeDeclarations(model).map((a) => a.name))

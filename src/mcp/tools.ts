@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
-import { MimicApiError, type MimicClient, type NodeDocument } from '../client/index.js'
+import { MimicApiError, type GenerateOptions, type MimicClient, type NodeDocument } from '../client/index.js'
 import { validateModel } from '../definition/validate.js'
 import { ConflictError, MimicError, NotFoundError, ValidationError } from '../errors.js'
 import { decodeMapped, mappedRange, readModbus, type MappingEntry, type RegisterGroup } from './modbus-client.js'
@@ -20,6 +20,7 @@ export const WRITE_TOOLS = [
   'define_model',
   'delete_model',
   'create_instance',
+  'generate_instances',
   'delete_instance',
   'prepare',
   'run',
@@ -213,6 +214,31 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       await sim.instances.set(name, model)
       return await instanceSummary(sim, name)
     }),
+  )
+
+  const parameterForms = z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe(
+      'Per parameter: a value for every instance, {"cycle": [a, b]} (instance k takes element k mod length), {"range": [first, step]} (first + k*step) or {"format": "dev_{i:04}"} (a pattern, as for names)',
+    )
+  server.registerTool(
+    'generate_instances',
+    {
+      title: 'Generate a fleet of instances',
+      description:
+        'Creates count instances of one model at once (all or nothing), named by a pattern such as meter_{i:04} (the index i zero-padded) or a prefix (P_0, P_1, ...), with parameters that may vary per instance: Modbus ports from a range, MQTT client ids from a format. Answers how many were created, the first and last name.',
+      inputSchema: strictArgs({
+        template: name.describe('Model name'),
+        count: z.number().int().min(1).max(100_000).describe('How many instances'),
+        name: z.string().max(128).optional().describe('Name pattern with {i} or {i:04}, or a prefix; the model name as prefix when omitted'),
+        start: z.number().int().min(0).optional().describe('The first index i (default 0)'),
+        parameters: parameterForms,
+        init_parameters: parameterForms.describe('Start values of attributes, in the same forms as parameters'),
+      }),
+      annotations: WRITES,
+    },
+    guard('generate_instances', async (args: Record<string, unknown>) => await sim.instances.generate(args as unknown as GenerateOptions)),
   )
 
   server.registerTool(

@@ -185,6 +185,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     api_version: API_VERSION,
     uptime_s: Math.round(process.uptime()),
     instances: opts.system.instances.size,
+    ...(opts.system.shard ? { shard: opts.system.shardText } : {}),
     unsupported_adapters: opts.system.unsupportedAdapters(),
     http: { connections: connections.stats(), refused: refusals.counts() },
   }))

@@ -66,7 +66,8 @@ export class Connections extends KeyedContainer<Connection> {
         body,
         (instance) => {
           const inst = live(instance)
-          return inst ? new Set([...inst.attributes.all()].map((a) => a.name)) : undefined
+          // An instance another shard owns is not known here: the connection is accepted and skipped.
+          return inst ? new Set([...inst.attributes.all()].map((a) => a.name)) : this.#system.owns(instance) ? undefined : null
         },
         (ref) => live(ref.instance)?.attributes.get(ref.attribute)?.valueType,
       )
@@ -82,7 +83,7 @@ export class Connections extends KeyedContainer<Connection> {
    */
   check(
     body: Record<string, unknown>,
-    attrsOf: (instance: string) => Set<string> | undefined,
+    attrsOf: (instance: string) => Set<string> | null | undefined,
     typeOf: (ref: AttributeRef) => AttributeType | undefined,
   ): ErrorDetail[] {
     const details: ErrorDetail[] = []
@@ -100,10 +101,10 @@ export class Connections extends KeyedContainer<Connection> {
     return details
   }
 
-  /** Adds or replaces the connections `check` accepted. */
+  /** Adds or replaces the connections `check` accepted; on a shard, not one with an end on another shard (logged). */
   apply(body: Record<string, unknown>): void {
     for (const [name, conn] of Object.entries(body) as [string, { from: string; to: string; enabled?: boolean }][])
-      this.add(name, conn.from, conn.to, conn.enabled !== false)
+      if (this.#system.keepsConnection(name, conn.from, conn.to)) this.add(name, conn.from, conn.to, conn.enabled !== false)
   }
 
   /** Adds a checked connection. */

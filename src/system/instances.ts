@@ -4,9 +4,14 @@ import { checkInstance } from '../definition/parameters.js'
 import { instanceEntry } from '../definition/validate.js'
 import { attributeDeclarations, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
+import type { CallArgs, MethodHandler } from '../tree/component.js'
+import { checkFleet, checkFleetInstances, MAX_FLEET } from '../definition/fleet.js'
 import { Instance } from './instance.js'
 import type { Model } from './models.js'
 import type { System } from './system.js'
+
+/** Most names a `generate` answer lists (`first`, `last` and `created` tell the rest). */
+const GENERATE_NAMES_SHOWN = 100
 
 /** How an instance was given: its parameters and attribute start values, resolved, and as written. */
 export interface InstanceSetup {
@@ -99,13 +104,83 @@ export class Instances extends KeyedContainer<Instance> {
     return !(existing?.model.name === model && JSON.stringify(existing.given) === JSON.stringify(setup.given))
   }
 
-  /** Creates or rebuilds the instances `check` accepted; one that would stay as it is is left alone. */
+  /**
+   * Creates or rebuilds the instances `check` accepted; one that would stay as it is is left
+   * alone, and so is one another shard owns (docs/scale-out.md).
+   */
   async apply(setups: InstancesCheck['setups']): Promise<void> {
+    let elsewhere = 0
     for (const [name, entry] of setups) {
+      if (!this.#system.owns(name)) {
+        elsewhere++
+        continue
+      }
       if (!this.rebuilds(name, entry)) continue
       await this.items.get(name)?.destroy()
       this.add(name, entry.model, entry.setup)
     }
+    if (elsewhere) this.#system.logShardSkips(elsewhere, 'instances')
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    return { generate: (call) => this.generate(call) }
+  }
+
+  /**
+   * `generate(template, count, name, start, parameters, init_parameters)`: `count` instances of
+   * the model `template` at once (definition/fleet.ts, docs/scale-out.md). All or nothing: a bad
+   * argument, an unknown template, a name that exists already or parameters the model refuses
+   * are a 422 listing each problem with its path (`kwargs.parameters.port`), and nothing is
+   * made. On a shard only the instances it owns are made (`skipped` counts the others). Answers
+   * how many were made, the first and last name and at most 100 names.
+   *
+   * @example
+   * await instances.call('generate', { args: [], kwargs: { template: 'meter', count: 1000, name: 'meter_{i:04}', parameters: { port: { range: [5020, 1] } } } })
+   * // { created: 1000, first: 'meter_0000', last: 'meter_0999', names: [...100 names], truncated: true }
+   */
+  async generate(call: CallArgs): Promise<Record<string, unknown>> {
+    const details: ErrorDetail[] = call.args.length ? [{ path: 'args', message: 'generate takes keyword arguments only (kwargs)' }] : []
+    const checked = checkFleet(call.kwargs, { max: MAX_FLEET })
+    details.push(...checked.details.map((d) => ({ ...d, path: d.path ? `kwargs.${d.path}` : 'kwargs' })))
+    const fleet = checked.fleet
+    if (!fleet || details.length) throw new ValidationError(`${summarize('generate', details)}: nothing was created`, details)
+    return await this.#system.exclusive(async () => {
+      const model = this.#system.models.get(fleet.template)
+      if (!model) {
+        const known = [...this.#system.models.all()].map((m) => m.name).join(', ') || 'none'
+        const problem = [{ path: 'kwargs.template', message: `unknown model '${fleet.template}' (models: ${known})` }]
+        throw new ValidationError(`${summarize('generate', problem)}: nothing was created`, problem)
+      }
+      const expanded = checkFleetInstances(fleet, model.parsed, 'kwargs', (name) => this.items.has(name))
+      const problems = expanded.details
+      if (problems.length) throw new ValidationError(`${summarize('generate', problems)}: nothing was created`, problems)
+      const names: string[] = []
+      let skipped = 0
+      for (const e of expanded.entries) {
+        if (!this.#system.owns(e.name)) {
+          skipped++
+          continue
+        }
+        const given =
+          e.entry.parameters !== undefined || e.entry.init_parameters !== undefined
+            ? { parameters: e.entry.parameters, init_parameters: e.entry.init_parameters }
+            : undefined
+        this.add(e.name, fleet.template, { given, parameters: e.parameters, initValues: e.initValues })
+        names.push(e.name)
+      }
+      this.#system.services.logger.info(
+        { template: fleet.template, created: names.length, ...(this.#system.shard ? { skipped, shard: this.#system.shardText } : {}) },
+        `generated ${names.length} instance${names.length === 1 ? '' : 's'} of '${fleet.template}'`,
+      )
+      return {
+        created: names.length,
+        ...(this.#system.shard ? { skipped, shard: this.#system.shardText } : {}),
+        first: names[0] ?? null,
+        last: names.at(-1) ?? null,
+        names: names.slice(0, GENERATE_NAMES_SHOWN),
+        ...(names.length > GENERATE_NAMES_SHOWN ? { truncated: true } : {}),
+      }
+    })
   }
 
   /** Creates an instance of an existing model (the caller checked both names and the setup). */

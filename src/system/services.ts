@@ -3,6 +3,7 @@ import type { LogBuffer } from '../logs/index.js'
 import type { ProtocolContexts } from '../protocols/index.js'
 import type { PythonPool } from '../python/index.js'
 import type { SnapshotBackend } from '../snapshots/index.js'
+import type { Shard } from './shard.js'
 
 /** What the system tree needs from the outside world, handed in once by the server. */
 export interface SystemServices {
@@ -24,6 +25,8 @@ export interface SystemServices {
   systemFile?: string | undefined
   /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
   stepBatch?: number
+  /** `--shard I/N`: keep only the instances whose names hash to shard I of N (docs/scale-out.md). */
+  shard?: Shard | undefined
   /** `--strict-protocols`: a model declaring a protocol Mimic does not serve is refused (422), not run without it. */
   strictProtocols?: boolean
 }

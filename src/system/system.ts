@@ -23,6 +23,7 @@ import { Timer } from './timer.js'
 import { Instance } from './instance.js'
 import { STATE_VERSION, type InstanceState, type SaveOptions, type SaveResult, type SnapshotRecord, type SnapshotState } from '../snapshots/index.js'
 import { isRecord } from '../definition/is-record.js'
+import { ownsInstance, shardOf, shardText, type Shard } from './shard.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 
@@ -54,6 +55,8 @@ export class System extends Component {
   readonly refused = new RefusedValues()
   /** Checks a model's behaviour, its actions' imports against the server's `--extensions` and `--action-modules`. */
   readonly behaviourProblems: (model: ParsedModelDefinition) => ErrorDetail[]
+  /** `--shard I/N`: this server keeps only the instances whose names hash to shard I (docs/scale-out.md). */
+  readonly shard: Shard | undefined
   readonly #mutex = new Mutex()
   #state: SystemState = 'INITIALIZED'
   readonly #engine: Engine<Instance>
@@ -61,6 +64,7 @@ export class System extends Component {
   constructor(services: SystemServices) {
     super('system', null)
     this.services = services
+    this.shard = services.shard
     const imports: ActionImportPolicy = actionImportPolicy({ extensions: services.extensions, modules: services.actionModules ?? [] })
     this.behaviourProblems = behaviourChecker(imports)
     this.models = new Models(this)
@@ -87,6 +91,41 @@ export class System extends Component {
     })
   }
 
+  /** `"2/3"` on a shard, else undefined. */
+  get shardText(): string | undefined {
+    return this.shard && shardText(this.shard)
+  }
+
+  /** Whether this server keeps the instance `name`: always, unless it is a shard and another owns it. */
+  owns(name: string): boolean {
+    return ownsInstance(this.shard, name)
+  }
+
+  /** Logs the instances a load or a PUT left to the other shards. */
+  logShardSkips(count: number, where: string): void {
+    this.services.logger.info(
+      { shard: this.shardText, skipped: count },
+      `${count} instance${count === 1 ? '' : 's'} of the ${where} belong${count === 1 ? 's' : ''} to other shards and ${count === 1 ? 'was' : 'were'} left out`,
+    )
+  }
+
+  /**
+   * Whether a connection is kept: on a shard, not when an end is an instance another shard owns
+   * (a connection across shards does not carry values yet); that is logged as a warning.
+   */
+  keepsConnection(name: string, from: string, to: string): boolean {
+    if (!this.shard) return true
+    for (const ref of [parseAttributeRef(from), parseAttributeRef(to)]) {
+      if (typeof ref === 'string' || this.owns(ref.instance)) continue
+      this.services.logger.warn(
+        { connection: name, from, to, shard: this.shardText, instance: ref.instance, owner: `${shardOf(ref.instance, this.shard.count)}/${this.shard.count}` },
+        `connection '${name}' skipped: instance '${ref.instance}' is on shard ${shardOf(ref.instance, this.shard.count)}/${this.shard.count}, not on this one (${this.shardText}); connections across shards carry no values`,
+      )
+      return false
+    }
+    return true
+  }
+
   /** Runs `fn` while no other structural change runs. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.#mutex.runExclusive(fn)
@@ -111,6 +150,7 @@ export class System extends Component {
       state: this.#state,
       steps: this.#engine.steps,
       server_version: this.services.serverVersion,
+      ...(this.shard ? { shard: shardText(this.shard) } : {}),
       get definition() {
         return definition()
       },
@@ -434,12 +474,22 @@ export class System extends Component {
     this.connections.clear()
     this.models.clear()
     for (const [name, model] of result.system.models) this.models.install(name, model.raw, model.parsed)
-    for (const inst of result.system.instances) this.instances.add(inst.name, inst.model, inst)
-    for (const conn of result.system.connections) this.connections.add(conn.name, conn.from, conn.to, conn.enabled)
+    const instances = this.#own(result.system.instances, subject)
+    for (const inst of instances) this.instances.add(inst.name, inst.model, inst)
+    const connections = result.system.connections.filter((c) => this.keepsConnection(c.name, c.from, c.to))
+    for (const conn of connections) this.connections.add(conn.name, conn.from, conn.to, conn.enabled)
     this.timer.reset()
     this.#engine.resetCount()
     this.#state = 'INITIALIZED'
-    return { models: result.system.models.size, instances: result.system.instances.length, connections: result.system.connections.length }
+    return { models: result.system.models.size, instances: instances.length, connections: connections.length }
+  }
+
+  /** The instances of a definition this server keeps (on a shard, those it owns; the others are logged as a count). */
+  #own<T extends { name: string }>(instances: T[], subject: string): T[] {
+    if (!this.shard) return instances
+    const own = instances.filter((i) => this.owns(i.name))
+    if (own.length < instances.length) this.logShardSkips(instances.length - own.length, subject)
+    return own
   }
 
   /**
@@ -506,7 +556,7 @@ export class System extends Component {
     if (state.system.state === 'ERROR') problems.push({ path: 'state.system.state', message: 'expected INITIALIZED, PREPARED, RUNNING or STOPPED' })
     const models = new Map([...result.system.models].map(([name, m]) => [name, this.models.stage(name, m.raw, m.parsed)]))
     const staged: Instance[] = []
-    for (const inst of result.system.instances) {
+    for (const inst of this.#own(result.system.instances, subject)) {
       const instance = this.instances.stage(inst.name, models.get(inst.model)!, inst)
       staged.push(instance)
       const saved = state.instances[inst.name]
@@ -523,7 +573,8 @@ export class System extends Component {
     this.models.clear()
     for (const model of models.values()) this.models.adopt(model)
     for (const instance of staged) this.instances.adopt(instance)
-    for (const conn of result.system.connections) this.connections.add(conn.name, conn.from, conn.to, conn.enabled)
+    const connections = result.system.connections.filter((c) => this.keepsConnection(c.name, c.from, c.to))
+    for (const conn of connections) this.connections.add(conn.name, conn.from, conn.to, conn.enabled)
     this.timer.restoreState(state.system.timer)
     this.polling.restoreState(state.system.polling)
     this.#engine.resetCount()
@@ -549,7 +600,7 @@ export class System extends Component {
       }
       throw new InternalError((err as Error).message, [detail], { cause: err })
     }
-    return { models: result.system.models.size, instances: result.system.instances.length, connections: result.system.connections.length }
+    return { models: result.system.models.size, instances: staged.length, connections: connections.length }
   }
 
   /** The system as it is (structure and state), to go back to when a load fails half-way; a Python state that cannot be read is left out (its objects are made anew). */
