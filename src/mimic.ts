@@ -120,7 +120,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
           serverVersion: SERVER_VERSION,
           forcePathStyle: config.s3ForcePathStyle,
           // Each shard of a fleet (`--shard I/N`) saves its own object of a snapshot and has its own fence.
-          shard: (config as { shard?: { index: number; count: number } }).shard,
+          shard: config.shard,
           logger: logger.child({ component: 'snapshots' }),
         })
   const services: SystemServices = {
@@ -208,7 +208,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       port,
       instances: system.instances.size,
       ...(system.shard ? { shard: system.shardText } : {}),
-      snapshots: config.snapshotsDir,
+      snapshots: config.snapshotsStore ?? config.snapshotsDir,
       extensions: config.extensions,
     },
     `Mimic listening on ${url}${system.shard ? ` as shard ${system.shardText}` : ''}`,
