@@ -43,8 +43,8 @@ RUN if ! command -v python3 >/dev/null 2>&1; then \
 # A user of its own: the server never runs as root. /var/lib/mimic is its home and holds the
 # snapshots (a volume) and the OPC UA certificates; /etc/mimic is where a system file and the
 # extensions are mounted, read-only.
-RUN groupadd --system --gid 10001 mimic \
-  && useradd --system --uid 10001 --gid mimic --home-dir /var/lib/mimic --shell /usr/sbin/nologin mimic \
+RUN groupadd --gid 10001 mimic \
+  && useradd --uid 10001 --gid mimic --no-create-home --home-dir /var/lib/mimic --shell /usr/sbin/nologin mimic \
   && mkdir -p /var/lib/mimic/snapshots /var/lib/mimic/pki /etc/mimic/extensions \
   && chown -R mimic:mimic /var/lib/mimic
 COPY --from=build /opt/mimic /opt/mimic
