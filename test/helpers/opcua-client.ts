@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { createInterface } from 'node:readline'
-import { eventually } from './server.js'
+import { eventually } from './wait.js'
 
 /**
  * The OPC UA client of test/helpers/opcua-client.mjs in its own process, driven over its stdin:

@@ -1,10 +1,13 @@
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { parseConfig, type Config } from '../../src/config.js'
 import { startMimic, type MimicServer } from '../../src/mimic.js'
+
+// Here too, for the tests that take everything from this module.
+export { eventually } from './wait.js'
+export { freePort } from './ports.js'
 
 export const TEST_KEY = 'test-product-key'
 
@@ -101,23 +104,3 @@ export async function startTestServer(opts: { files?: Record<string, string>; co
 /** Path of the example system shipped in examples/. */
 export const EXAMPLE_SYSTEM = new URL('../../examples/pt100/system.yaml', import.meta.url).pathname
 export const EXAMPLE_EXTENSIONS = new URL('../../examples/pt100/extensions', import.meta.url).pathname
-
-/** Waits until `check` returns a truthy value or the time is up. */
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5000, stepMs = 25): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, stepMs))
-  }
-}
-
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const port = (server.address() as { port: number }).port
-  await new Promise<void>((r) => server.close(() => r()))
-  return port
-}
