@@ -5,7 +5,8 @@ import { connect } from 'node:net'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { eventually, freePort } from './server.js'
+import { freePort } from './ports.js'
+import { eventually } from './wait.js'
 
 /**
  * Debian's mosquitto broker and its command-line clients, driven by the tests: a broker on a free
@@ -50,8 +51,24 @@ export class Mosquitto {
     this.dir = dir
   }
 
-  /** A broker on a free port that accepts anonymous clients and the users given (name: password). */
+  /**
+   * A broker on a free port that accepts anonymous clients and the users given (name: password).
+   * Should the port be taken after all (see freePort), on another one.
+   */
   static async start(opts: { users?: Record<string, string> } = {}): Promise<Mosquitto> {
+    for (let attempt = 1; ; attempt++) {
+      const broker = await Mosquitto.#configured(opts.users ?? {})
+      try {
+        await broker.up()
+        return broker
+      } catch (error) {
+        await broker.close()
+        if (attempt === 3 || !broker.log.includes('Address already in use')) throw error
+      }
+    }
+  }
+
+  static async #configured(users: Record<string, string>): Promise<Mosquitto> {
     const broker = new Mosquitto(await freePort(), await mkdtemp(join(tmpdir(), 'mimic-mosquitto-')))
     const config = [
       `listener ${broker.port} ${HOST}`,
@@ -68,8 +85,7 @@ export class Mosquitto {
       `user ${userInfo().username}`,
     ]
     await writeFile(join(broker.dir, 'mosquitto.conf'), `${config.join('\n')}\n`)
-    await broker.setUsers(opts.users ?? {})
-    await broker.up()
+    await broker.setUsers(users)
     return broker
   }
 
@@ -85,6 +101,8 @@ export class Mosquitto {
   /** Starts the broker (again) on its port; resolves when it accepts connections. */
   async up(): Promise<void> {
     if (this.#child) throw new Error('mosquitto is already running')
+    // This run's log: that it says `running` tells its own listener from another program's on the port.
+    const from = this.#log.length
     const child = spawn(MOSQUITTO, ['-c', join(this.dir, 'mosquitto.conf')], { stdio: ['ignore', 'pipe', 'pipe'] })
     this.#child = child
     for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (text: string) => (this.#log += text))
@@ -95,7 +113,7 @@ export class Mosquitto {
     try {
       await eventually(async () => {
         if (child.exitCode !== null) throw new Error(`mosquitto exited with ${child.exitCode}:\n${this.#log}`)
-        return canConnect(this.port)
+        return / running\n/.test(this.#log.slice(from)) && canConnect(this.port)
       })
     } catch (error) {
       child.kill('SIGKILL')
