@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { generator } from './helpers/seeded-random.js'
-import { TEST_KEY, freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { TEST_KEY, startTestServer, type TestServer } from './helpers/server.js'
 import { TestClient, peerSkipReason, registersOf, run } from './unit/modbus/helpers.js'
 import type { ModbusFaultCounters } from '../src/protocols/modbus/index.js'
 
@@ -45,13 +45,12 @@ describe('Modbus faults on the adapter node', () => {
 
   before(async () => {
     t = await startTestServer()
-    port = await freePort()
     const model = {
       attributes: { level: { default: 7, type: 'int' }, other: { default: 9, type: 'int' } },
       communication: [
         {
           modbus_slave: {
-            port,
+            port: 0,
             mapping: { level: { address: 0, group: 'h_r', type: 'uint_16' }, other: { address: 20, group: 'h_r', type: 'uint_16' } },
           },
         },
@@ -60,6 +59,7 @@ describe('Modbus faults on the adapter node', () => {
     assert.equal((await t.api('PUT', `${SYS}/models`, { Plc: model })).status, 200)
     assert.equal((await t.api('PUT', `${SYS}/instances`, { plc: 'Plc' })).status, 200)
     assert.equal((await t.call(`${SYS}/instances/plc`, 'prepare')).status, 200)
+    port = (await t.api('GET', NODE)).body.port
   })
   after(async () => t.close())
 

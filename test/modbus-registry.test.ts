@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { TestClient, exceptionOf, registersOf } from './unit/modbus/helpers.js'
-import { freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
 
@@ -22,9 +22,7 @@ describe('Modbus through the protocol registry: alias, single-map communication,
   }
 
   it('modbus_tcp is an alias of modbus_slave (keyed as modbus_slave) and serves reads', async () => {
-    const port = await served('Alias', [
-      { modbus_tcp: { host: '127.0.0.1', port: await freePort(), mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } } },
-    ])
+    const port = await served('Alias', [{ modbus_tcp: { host: '127.0.0.1', port: 0, mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } } }])
     const client = await TestClient.connect(port)
     try {
       assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [7])
@@ -35,7 +33,7 @@ describe('Modbus through the protocol registry: alias, single-map communication,
 
   it('communication may be one map instead of a list', async () => {
     const port = await served('Single', {
-      modbus_slave: { host: '127.0.0.1', port: await freePort(), mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } },
+      modbus_slave: { host: '127.0.0.1', port: 0, mapping: { v: { address: 0, group: 'h_r', type: 'uint_16' } } },
     })
     const client = await TestClient.connect(port)
     try {
@@ -54,7 +52,7 @@ describe('Modbus through the protocol registry: alias, single-map communication,
 
   it('zero_fill: true reads unmapped registers and bits as 0; writes there stay exception 0x02', async () => {
     const port = await served('Zero', [
-      { modbus_slave: { host: '127.0.0.1', port: await freePort(), zero_fill: true, mapping: { v: { address: 2, group: 'h_r', type: 'uint_16' } } } },
+      { modbus_slave: { host: '127.0.0.1', port: 0, zero_fill: true, mapping: { v: { address: 2, group: 'h_r', type: 'uint_16' } } } },
     ])
     const client = await TestClient.connect(port)
     try {

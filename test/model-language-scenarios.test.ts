@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConnection } from 'node:net'
-import { freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
 import { generator } from './helpers/seeded-random.js'
 
 const SYS = '/api/v3/system'
@@ -31,7 +31,6 @@ describe('scenarios and hooks on a running server', () => {
   }
 
   it('a scenario holds its overrides against the actions, runs on its own timer, and restores all when its duration is up', async () => {
-    const port = await freePort()
     await ok(
       t.api('PUT', `${SYS}/models`, {
         supply: {
@@ -46,7 +45,7 @@ describe('scenarios and hooks on a running server', () => {
               conditions: [{ if: '$attr(timer.time) == 0', actions: [{ function: '$out(trips)', call: '$in(trips) + 1' }] }],
             },
           },
-          communication: { modbus_slave: { port, mapping: { v: { address: [0, 1], group: 'h_r', type: 'float' } } } },
+          communication: { modbus_slave: { port: 0, mapping: { v: { address: [0, 1], group: 'h_r', type: 'float' } } } },
         },
       }),
     )
@@ -193,7 +192,6 @@ describe('scenarios and hooks on a running server', () => {
   })
 
   it('two scenarios holding the same values give them back as a stack, whatever order they stop in', async () => {
-    const port = await freePort()
     await ok(
       t.api('PUT', `${SYS}/models`, {
         gateway: {
@@ -202,7 +200,7 @@ describe('scenarios and hooks on a running server', () => {
             glitch: { overrides: { mode: 'glitch', 'communication.modbus_slave.faults': { no_response: true } } },
             busy: { overrides: { mode: 'busy', 'communication.modbus_slave.faults': { exception: { code: 6 } } } },
           },
-          communication: { modbus_slave: { port, mapping: {} } },
+          communication: { modbus_slave: { port: 0, mapping: {} } },
         },
       }),
     )
@@ -249,7 +247,6 @@ describe('scenarios and hooks on a running server', () => {
   })
 
   it('a pinned-timer run with scenarios gives the same register values every time', async () => {
-    const port = await freePort()
     await ok(
       t.api('PUT', `${SYS}/models`, {
         drifting: {
@@ -260,7 +257,7 @@ describe('scenarios and hooks on a running server', () => {
           ],
           scenarios: { drift: { enabled: true, period: 4, jitter: 1.5, duration: 2, actions: [{ function: '$out(f)', call: '$in(f) + 0.5' }] } },
           communication: {
-            modbus_slave: { port, mapping: { f: { address: [0, 1], group: 'h_r', type: 'float' }, code: { address: 2, group: 'h_r', type: 'uint_16' } } },
+            modbus_slave: { port: 0, mapping: { f: { address: [0, 1], group: 'h_r', type: 'float' }, code: { address: 2, group: 'h_r', type: 'uint_16' } } },
           },
         },
       }),
@@ -269,6 +266,7 @@ describe('scenarios and hooks on a running server', () => {
     const dump = async (): Promise<string> => {
       await ok(t.call(`${SYS}/instances/d1`, 'reset'))
       await ok(t.call(`${SYS}/instances/d1`, 'prepare'))
+      const port = (await ok(t.api('GET', `${SYS}/instances/d1/communication/modbus_slave`))).port as number
       const out: string[] = []
       for (let i = 0; i < 12; i++) {
         await ok(t.api('PUT', `${SYS}/instances/d1/timer/attr/time`, { value: i * 0.5 }))

@@ -71,6 +71,7 @@ async function mosquittoRig(): Promise<BrokerRig> {
  * the broker keeps the persistent session meanwhile as mosquitto does across its restart.
  */
 async function embeddedRig(t: TestServer): Promise<BrokerRig> {
+  // Chosen ahead: a snapshot load closes the broker, and the loaded system opens it again on this port.
   const port = await freePort()
   const keeper = { attributes: { up: true }, communication: { mqtt: { broker: 'embedded', port, bindings: [] } } }
   assert.equal((await t.api('PUT', `${SYS}/models`, { SiteBroker: keeper })).status, 200)

@@ -5,14 +5,13 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { OpcuaClientProcess } from './helpers/opcua-client.js'
 import { TEST_KEY } from './helpers/server.js'
-import { freePort, request, serveMimic, waitFor } from './reliability/helpers.js'
+import { request, serveMimic, waitFor } from './reliability/helpers.js'
 
 // node-opcua prints its warnings with console.log, on stdout, where Mimic writes its log as JSON
 // lines: they must arrive as log records, or a log pipeline reading stdout breaks.
 describe('opcua_server and the log on stdout', () => {
   it("stays JSON lines while an OPC UA server runs and refuses a client; node-opcua's warnings are records of their own", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mimic-opcua-log-'))
-    const port = await freePort()
     const system = join(dir, 'system.yaml')
     await writeFile(
       system,
@@ -20,7 +19,7 @@ describe('opcua_server and the log on stdout', () => {
         'models:',
         '  Tank:',
         '    attributes: { level: { default: 1.5, type: float } }',
-        `    communication: [{ opcua_server: { port: ${port}, bindings: [{ attribute: level }] } }]`,
+        '    communication: [{ opcua_server: { port: 0, bindings: [{ attribute: level }] } }]',
         'instances: [{ tank: Tank }]',
       ].join('\n'),
     )
@@ -29,7 +28,10 @@ describe('opcua_server and the log on stdout', () => {
     try {
       const started = await request(`${mimic.url}/api/v3/system/method/prepare`, 'POST', { kwargs: {} }, { authorization: `Bearer ${TEST_KEY}` })
       assert.equal(started.status, 200, JSON.stringify(started.body))
-      const url = `opc.tcp://127.0.0.1:${port}/mimic`
+      const node = await request(`${mimic.url}/api/v3/system/instances/tank/communication/opcua_server`, 'GET', undefined, {
+        authorization: `Bearer ${TEST_KEY}`,
+      })
+      const url = node.body.endpoint as string
       assert.equal((await client.ok({ op: 'connect', url })).ok, true)
       assert.equal((await client.ok({ op: 'read', nodeId: 'ns=1;s=tank.level' })).value, 1.5)
       // A secure channel the endpoint does not offer: node-opcua's server warns as it refuses it.

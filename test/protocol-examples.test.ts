@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import { connectAsync } from 'mqtt'
 import { OPCUACertificateManager } from 'node-opcua-certificate-manager'
 import { AttributeIds, DataType, OPCUAClient, StatusCodes, UserTokenType } from 'node-opcua-client'
-import { eventually, freePort, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { eventually, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 // The example systems of docs/mqtt.md and docs/opcua.md load as `mimic serve --system` loads them
 // and serve real clients.
@@ -44,12 +44,10 @@ describe('examples/mqtt: an energy meter on the embedded broker', () => {
 describe('examples/opcua: two boilers on one endpoint', () => {
   let t: TestServer
   let dir: string
-  let port: number
   before(async () => {
-    // The example listens on 4840; here on a free port, so the test never meets another server.
+    // The example listens on 4840; here on a port the system chooses, so the test never meets another server.
     dir = await mkdtemp(join(tmpdir(), 'mimic-opcua-example-'))
-    port = await freePort()
-    const yaml = (await readFile(example('opcua', 'system.yaml'), 'utf8')).replace('port: 4840', `port: ${port}`)
+    const yaml = (await readFile(example('opcua', 'system.yaml'), 'utf8')).replace('port: 4840', 'port: 0')
     await writeFile(join(dir, 'system.yaml'), yaml)
     t = await startTestServer({ config: { system: join(dir, 'system.yaml'), extensions: [example('opcua', 'extensions')] } })
   })
@@ -60,6 +58,9 @@ describe('examples/opcua: two boilers on one endpoint', () => {
 
   it('serves both boilers; a client ignites one and reads its burner state', async () => {
     assert.equal((await t.call(SYS, 'start')).status, 200)
+    const { endpoint } = (await t.api('GET', `${SYS}/instances/boiler_1/communication/opcua_server`)).body
+    assert.equal(endpoint, (await t.api('GET', `${SYS}/instances/boiler_2/communication/opcua_server`)).body.endpoint, 'one endpoint for both')
+    assert.match(endpoint, /^opc\.tcp:\/\/127\.0\.0\.1:[1-9]\d*\/mimic$/)
     const client = OPCUAClient.create({
       endpointMustExist: false,
       connectionStrategy: { maxRetry: 0 },
@@ -68,7 +69,7 @@ describe('examples/opcua: two boilers on one endpoint', () => {
         automaticallyAcceptUnknownCertificate: true,
       }),
     })
-    await client.connect(`opc.tcp://127.0.0.1:${port}/mimic`)
+    await client.connect(endpoint)
     // With a product key anonymous sessions only read: the key (with any user name) writes and calls.
     const session = await client.createSession({ type: UserTokenType.UserName, userName: 'tester', password: TEST_KEY })
     try {

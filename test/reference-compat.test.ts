@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test'
 import { parseConfig } from '../src/config.js'
 import { loadDefinitionFile } from '../src/definition/load-file.js'
 import { modelBehaviourProblems } from '../src/language/model/index.js'
-import { freePort, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 import { exceptionOf, registersOf, TestClient, wordsToBuffer } from './unit/modbus/helpers.js'
 
 const SYS = '/api/v3/system'
@@ -305,14 +305,14 @@ describe('reference compatibility: __timer in every form', () => {
   })
 
   it('an adapter publishes #attr(__timer), read-only', async () => {
-    const port = await freePort()
     await define(t, 'clock', {
       timer: { time_step: 0.5 },
       attributes: { x: 0.0 },
-      communication: [{ modbus_slave: { host: '127.0.0.1', port, mapping: { __timer: { address: [0, 1], group: 'h_r', type: 'float' } } } }],
+      communication: [{ modbus_slave: { host: '127.0.0.1', port: 0, mapping: { __timer: { address: [0, 1], group: 'h_r', type: 'float' } } } }],
     })
     assert.equal((await t.call(`${SYS}/instances/clock_1`, 'prepare')).status, 200)
     for (let i = 0; i < 3; i++) await t.call(`${SYS}/instances/clock_1`, 'run')
+    const { port } = (await t.api('GET', `${SYS}/instances/clock_1/communication/modbus_slave`)).body
     const client = await TestClient.connect(port)
     try {
       const words = registersOf(await client.request({ fc: 3, address: 0, quantity: 2 }, { unitId: 1 }))

@@ -50,12 +50,11 @@ describe('OPC UA with a product key: anonymous sessions read, users write', () =
 
   before(async () => {
     t = await startTestServer({ files: { 'tank.py': TANK_PY }, config: { pkiDir: PKI_ROOT } })
-    const port = await freePort()
-    url = `opc.tcp://127.0.0.1:${port}/mimic`
-    assert.equal((await t.api('PUT', `${SYS}/models`, { Tank: tankModel(port) })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Tank: tankModel(0) })).status, 200)
     assert.equal((await t.api('PUT', `${SYS}/instances`, { tank: 'Tank' })).status, 200)
     const prepared = await t.call(`${SYS}/instances/tank`, 'prepare')
     assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
+    url = (await t.api('GET', `${SYS}/instances/tank/communication/opcua_server`)).body.endpoint
     client = OpcuaClientProcess.start({ pki: CLIENT_PKI })
   })
   after(async () => {
@@ -131,6 +130,7 @@ describe('OPC UA sessions: limited per client and in time', () => {
 
   before(async () => {
     t = await startTestServer({ files: { 'tank.py': TANK_PY }, config: { pkiDir: PKI_ROOT } })
+    // Two servers with other settings: ports chosen ahead (those on port 0 share one server).
     const [a, b] = [await freePort(), await freePort()]
     limited = `opc.tcp://127.0.0.1:${a}/mimic`
     patient = `opc.tcp://127.0.0.1:${b}/mimic`

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 import { TestClient, registersOf } from '../unit/modbus/helpers.js'
-import { SYS, TEST_AUTH, freePort, rawRequest } from './helpers.js'
+import { SYS, TEST_AUTH, rawRequest } from './helpers.js'
 
 /** Attribute -> [Modbus type, first register, register count, extra mapping options]. */
 const MAPPED: Record<string, [string, number, number, Record<string, unknown>?]> = {
@@ -58,7 +58,6 @@ describe('hostile input', () => {
 
   before(async () => {
     t = await startTestServer()
-    const port = await freePort()
     const attributes = {
       u16: 1.0,
       i16: -1.0,
@@ -73,12 +72,12 @@ describe('hostile input', () => {
       d: { default: {}, type: 'dict' },
     }
     const res = await t.api('PUT', SYS, {
-      models: { Dev: { attributes, communication: [{ modbus_slave: { host: '127.0.0.1', port, unit_id: 1, mapping: mapping() } }] } },
+      models: { Dev: { attributes, communication: [{ modbus_slave: { host: '127.0.0.1', port: 0, unit_id: 1, mapping: mapping() } }] } },
       instances: { dev: 'Dev' },
     })
     assert.equal(res.status, 200, JSON.stringify(res.body))
     assert.equal((await t.call(`${SYS}/instances/dev`, 'prepare')).status, 200)
-    modbus = await TestClient.connect(port)
+    modbus = await TestClient.connect((await t.api('GET', `${SYS}/instances/dev/communication/modbus_slave`)).body.port)
   })
   after(async () => {
     modbus.close()

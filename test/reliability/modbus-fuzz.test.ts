@@ -13,7 +13,7 @@ import { encodeRequest } from '../../src/protocols/modbus/index.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 import { FUZZ_SEED, fuzzer, generator, open, responseReader } from '../unit/modbus/fuzz-kit.js'
 import { TestClient, registersOf } from '../unit/modbus/helpers.js'
-import { SYS, freePort } from './helpers.js'
+import { SYS } from './helpers.js'
 
 const DURATION_MS = Number(process.env.MIMIC_FUZZ_MS ?? 3000)
 const SEED = FUZZ_SEED
@@ -42,7 +42,6 @@ describe('Modbus fuzz against a running server', () => {
   let port: number
   before(async () => {
     t = await startTestServer({ files: { 'tank.py': CODE }, config: { pythonWorkers: 1 } })
-    port = await freePort()
     const res = await t.api('PUT', SYS, {
       models: {
         Tank: {
@@ -58,7 +57,7 @@ describe('Modbus fuzz against a running server', () => {
             {
               modbus_slave: {
                 host: '127.0.0.1',
-                port,
+                port: 0,
                 unit_id: 1,
                 mapping: {
                   level: { address: [0, 1], group: 'h_r', type: 'float' },
@@ -77,6 +76,7 @@ describe('Modbus fuzz against a running server', () => {
     })
     assert.equal(res.status, 200, JSON.stringify(res.body))
     assert.equal((await t.call(`${SYS}/instances/tank`, 'prepare')).status, 200)
+    port = (await t.api('GET', `${SYS}/instances/tank/communication/modbus_slave`)).body.port
   })
   after(async () => t.close())
 

@@ -19,7 +19,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { mosquittoPubRaw } from '../helpers/mosquitto.js'
 import { OpcuaClientProcess } from '../helpers/opcua-client.js'
-import { SYS, freePort, procStats, rawRequest, request, serveMimic, waitFor, type ServedMimic } from './helpers.js'
+import { SYS, procStats, rawRequest, request, serveMimic, waitFor, type ServedMimic } from './helpers.js'
 
 const KEY = 'survival-key'
 const AUTH = { authorization: `Bearer ${KEY}` }
@@ -33,7 +33,7 @@ class Big:
         return "x" * int(n)
 `
 
-function system(opcuaPort: number): Record<string, unknown> {
+function system(): Record<string, unknown> {
   const ascii = { 'LABel?': 'label', 'LABel {v}': { label: 'v' } }
   return {
     models: {
@@ -57,7 +57,7 @@ function system(opcuaPort: number): Record<string, unknown> {
       Board: {
         attributes: { level: 1.0 },
         communication: {
-          opcua_server: { port: opcuaPort, endpoint_path: '/survival', namespace: 'urn:mimic:survival', bindings: [{ attribute: '#attr(level)' }] },
+          opcua_server: { port: 0, endpoint_path: '/survival', namespace: 'urn:mimic:survival', bindings: [{ attribute: '#attr(level)' }] },
         },
       },
       Big: {
@@ -254,8 +254,7 @@ describe('the server survives every attack of docs/security.md in one run', () =
     await mkdir(join(dir, 'snapshots'))
     await writeFile(join(dir, 'extensions', 'big.py'), PYTHON)
     await writeFile(join(dir, 'key'), `${KEY}\n`)
-    ports.opcua = await freePort()
-    await writeFile(join(dir, 'system.json'), JSON.stringify(system(ports.opcua)))
+    await writeFile(join(dir, 'system.json'), JSON.stringify(system()))
     s = await serveMimic(
       [
         '--system',
@@ -279,6 +278,7 @@ describe('the server survives every attack of docs/security.md in one run', () =
     ports.udp = (await api('GET', `${SYS}/instances/panel/communication/ascii`)).body.port
     ports.tcp = (await api('GET', `${SYS}/instances/panel/communication/ascii_1`)).body.port
     ports.mqtt = (await api('GET', `${SYS}/instances/meter/communication/mqtt`)).body.port
+    ports.opcua = (await api('GET', `${SYS}/instances/board/communication/opcua_server`)).body.port
     await waitFor(async () => (await api('GET', `${SYS}/instances/meter/communication/mqtt`)).body.connection === 'connected', 20_000)
   })
   after(async () => {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { startTestServer, type TestServer } from '../helpers/server.js'
-import { SYS, freePort, request, running, serveMimic, waitFor, workerProcesses, type ServedMimic } from './helpers.js'
+import { SYS, request, running, serveMimic, waitFor, workerProcesses, type ServedMimic } from './helpers.js'
 
 const KEY = 'shutdown-key'
 const MODELS = 80
@@ -27,14 +27,12 @@ class Pump:
 `
 
 /** A system big enough that each save takes a noticeable time (MB of JSON, fsync). */
-function largeSystem(modbusPort: number): Record<string, unknown> {
+function largeSystem(): Record<string, unknown> {
   const models: Record<string, unknown> = {
     Pump: {
       attributes: { flow: 0.0 },
       import: { 'pump.py': { class: 'Pump', attributes: { flow: { property: 'flow' } }, methods: { run: 'tick' } } },
-      communication: [
-        { modbus_slave: { host: '127.0.0.1', port: modbusPort, unit_id: 1, mapping: { flow: { address: [0, 1], group: 'h_r', type: 'float' } } } },
-      ],
+      communication: [{ modbus_slave: { host: '127.0.0.1', port: 0, unit_id: 1, mapping: { flow: { address: [0, 1], group: 'h_r', type: 'float' } } } }],
     },
   }
   // A second Python-backed model without Modbus: one unit id per port.
@@ -78,8 +76,7 @@ describe('SIGTERM during a burst of snapshot saves', () => {
   })
 
   it('only complete, loadable snapshot files remain; listeners and workers are gone within a bounded time', async (ctx) => {
-    const modbusPort = await freePort()
-    const system = largeSystem(modbusPort)
+    const system = largeSystem()
     await writeFile(join(dir, 'system.json'), JSON.stringify(system))
     const snapshots = join(dir, 'snapshots')
     server = await serveMimic([
@@ -100,6 +97,7 @@ describe('SIGTERM during a burst of snapshot saves', () => {
 
     assert.equal((await api('POST', `${SYS}/instances/pump1/method/prepare`)).status, 200)
     assert.equal((await api('POST', `${SYS}/instances/pump2/method/prepare`)).status, 200)
+    const modbusPort = (await api('GET', `${SYS}/instances/pump1/communication/modbus_slave`)).body.port as number
     assert.equal(await refused(modbusPort), false, 'Modbus listens')
     const workers = workerProcesses(server.pid).live.map((w) => w.pid)
     assert.equal(workers.length, 2, 'two Python workers run')

@@ -3,7 +3,6 @@ import { after, before, describe, it } from 'node:test'
 import { PlanCache, stepInstance, stepSystem } from '../../../src/engine/index.js'
 import type { MimicError } from '../../../src/errors.js'
 import type { Instance } from '../../../src/system/instance.js'
-import { freePort } from '../../helpers/server.js'
 import { registersOf, TestClient } from '../modbus/helpers.js'
 import { clockModel, COUNTER_MODEL, FAULTY_MODEL, startEngineSystem, valueOf, type EngineSystem } from './helpers.js'
 
@@ -13,7 +12,6 @@ import { clockModel, COUNTER_MODEL, FAULTY_MODEL, startEngineSystem, valueOf, ty
 
 describe('the order of one step', () => {
   let s: EngineSystem
-  let port: number
   let modbus: TestClient
   const failed: Array<[string, number]> = []
   const plans = new PlanCache<Instance>()
@@ -40,16 +38,16 @@ describe('the order of one step', () => {
   }
 
   before(async () => {
-    port = await freePort()
     const panel = {
       attributes: { shown: { type: 'int', default: 0 } },
-      communication: [{ modbus_slave: { host: '127.0.0.1', port, unit_id: 1, mapping: { shown: { address: 0, group: 'h_r', type: 'uint_16' } } } }],
+      communication: [{ modbus_slave: { host: '127.0.0.1', port: 0, unit_id: 1, mapping: { shown: { address: 0, group: 'h_r', type: 'uint_16' } } } }],
     }
     s = await startEngineSystem({
       models: { Counter: COUNTER_MODEL, Faulty: FAULTY_MODEL, Clock: clockModel(true), Panel: panel },
       instances: { source: 'Counter', panel: 'Panel', clock: 'Clock', faulty: 'Faulty' },
       connections: { wire: { from: 'source.attributes.level', to: 'panel.attributes.shown' } },
     })
+    const { port } = (await s.t.api('GET', '/api/v3/system/instances/panel/communication/modbus_slave')).body
     modbus = await TestClient.connect(port)
   })
   after(async () => {
