@@ -16,7 +16,7 @@ import { startMimic, type MimicServer } from '../src/mimic.js'
 import { buildApp } from '../src/server/app.js'
 import { registerEvents, type EventStreams, type FrameEvent, type StructureEvent } from '../src/server/events.js'
 import { SseParser, type SseEvent } from '../ui/src/sse-parser.ts'
-import { testEnv } from './helpers/server.js'
+import { eventually, testEnv } from './helpers/server.js'
 
 const KEY = 'events-test-key'
 
@@ -254,7 +254,8 @@ describe('event stream', () => {
       )
       assert.ok(at3 > at2)
 
-      // Nothing changes: no frames at all (10 Hz would have sent several).
+      // Nothing changes: no frames at all (10 Hz would have sent several). A negative check: a
+      // moment for a frame already on its way, then none in 400 ms.
       await new Promise((r) => setTimeout(r, 300))
       const before = client.frames().length
       await new Promise((r) => setTimeout(r, 400))
@@ -280,6 +281,7 @@ describe('event stream', () => {
         frameWith((f) => f.instances?.porch?.attributes?.power?.internal_value === 3.5),
         { from: at + 1 },
       )
+      // A negative check: none of the frames of the next 250 ms carries hall's values either.
       await new Promise((r) => setTimeout(r, 250))
       for (const frame of client.frames(at + 1)) assert.equal(frame.instances?.hall?.attributes, undefined)
 
@@ -462,8 +464,8 @@ describe('event stream under load and at shutdown', () => {
     const client = await StreamClient.open(server.url, '?hz=20')
     try {
       await client.waitFor(isFrame)
-      await new Promise((r) => setTimeout(r, 500))
-      assert.ok(client.raw.join('').includes(': keep-alive\n\n'))
+      // Every 150 ms while nothing changes.
+      await eventually(() => client.raw.join('').includes(': keep-alive\n\n'), 2000)
     } finally {
       client.close()
       await server.close()

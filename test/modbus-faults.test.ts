@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { generator } from './helpers/seeded-random.js'
-import { TEST_KEY, startTestServer, type TestServer } from './helpers/server.js'
+import { TEST_KEY, eventually, startTestServer, type TestServer } from './helpers/server.js'
 import { TestClient, peerSkipReason, registersOf, run } from './unit/modbus/helpers.js'
-import type { ModbusFaultCounters } from '../src/protocols/modbus/index.js'
+import type { ModbusFaultCounters, ModbusSlaveCounters } from '../src/protocols/modbus/index.js'
 
 const SYS = '/api/v3/system'
 const NODE = `${SYS}/instances/plc/communication/modbus_slave`
@@ -41,7 +41,7 @@ describe('Modbus faults on the adapter node', () => {
     const res = await t.api('PUT', FAULTS, { value })
     assert.equal(res.status, 200, JSON.stringify(res.body))
   }
-  const counters = async (): Promise<ModbusFaultCounters & { errors: number }> => (await t.api('GET', NODE)).body.counters
+  const counters = async (): Promise<ModbusFaultCounters & ModbusSlaveCounters> => (await t.api('GET', NODE)).body.counters
 
   before(async () => {
     t = await startTestServer()
@@ -185,12 +185,14 @@ describe('Modbus faults on the adapter node', () => {
   })
 
   it('disconnect now: a polling mbpoll loses its connection (it does not reconnect); a new one is served', { skip: mbSkip }, async () => {
+    const asked = (await counters()).requests
     const polling = run(MBPOLL, ['-m', 'tcp', '-p', String(port), '-a', '1', '-0', '-o', '1', '-l', '100', '-r', '0', '-c', '1', '-t', '4', '127.0.0.1'], {
       timeoutMs: 2500,
     })
     const client = await TestClient.connect(port)
     assert.deepEqual(registersOf(await client.request({ fc: 3, address: 0, quantity: 1 })), [7])
-    await new Promise((r) => setTimeout(r, 500))
+    // mbpoll is connected and polling once it has asked too.
+    await eventually(async () => (await counters()).requests >= asked + 2)
     await setFaults({ disconnect: true })
     await client.closed
     const { stderr } = await polling

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { startTestServer, type TestServer } from './helpers/server.js'
+import { eventually, startTestServer, type TestServer } from './helpers/server.js'
 
 // run(steps=N) hands several steps to a worker in one message when no step needs the server in
 // between. Whatever the batch size, a run must end in exactly the state that N single steps
@@ -190,7 +190,8 @@ describe('run(steps=N) in batches ends where N single steps end', () => {
       // 30 steps of 20 ms: one batch of the remaining steps would hold the worker to the end of
       // the run, and the call would only be answered after the last tick
       const run = t.call(SYS, 'run', { steps: 30 })
-      await new Promise((resolve) => setTimeout(resolve, 150))
+      // Under way: a step taken.
+      await eventually(() => (t.server.system.properties().steps as number) >= 1, 5000, 5)
       const poke = await t.call(`${SYS}/instances/slow`, 'poke')
       assert.equal((await run).status, 200)
       assert.equal(poke.status, 200)

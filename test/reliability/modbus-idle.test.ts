@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { encodeRequest } from '../../src/protocols/modbus/index.js'
+import { socketsOn } from '../helpers/opcua-client.js'
 import { TestClient, registersOf } from '../unit/modbus/helpers.js'
 import { SYS, freePort, procStats, request, serveMimic, waitFor, type ServedMimic } from './helpers.js'
 
@@ -263,8 +264,8 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
   })
 
   it(`${FLOOD} idle connections close after idle_timeout and the server's descriptors return to where they were`, { timeout: 90_000 }, async (t) => {
-    // Earlier tests' connections are gone once the server's count settles.
-    await sleep(300)
+    // Earlier tests' connections are gone: nothing but the listeners on their ports.
+    await waitFor(() => Object.values(ports).every((port) => socketsOn(port).every((s) => s.state === 'LISTEN')), 5000)
     const start = procStats(server.pid)
     const clients: TestClient[] = []
     const opening = Date.now()

@@ -124,7 +124,7 @@ async function round(s: ServedMimic, dir: string, ports: { udp: number; tcp: num
     socket.on('error', () => {})
     idle.push(socket)
   }
-  await sleep(300)
+  await connectedOrClosed(idle)
   await healthy('300 idle HTTP sockets')
   assert.equal((await api('GET', `${SYS}/instances`)).status, 200)
   for (const socket of idle) socket.destroy()
@@ -190,6 +190,7 @@ async function round(s: ServedMimic, dir: string, ports: { udp: number; tcp: num
   await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve))
   udp.send('LAB?\r\n\n', ports.udp, '127.0.0.1')
   for (let i = 0; i < 5000; i++) udp.send('*IDN?\n', ports.udp, '127.0.0.1')
+  // A negative check: no large answer within 500 ms (ten response delays).
   await sleep(500)
   assert.ok(!heard.some((n) => n > 1000), `answers of ${Math.max(...heard)} bytes to an unproven sender`)
   udp.close()
@@ -199,7 +200,7 @@ async function round(s: ServedMimic, dir: string, ports: { udp: number; tcp: num
     socket.on('error', () => {})
     held.push(socket)
   }
-  await sleep(300)
+  await connectedOrClosed(held)
   const answer = await new Promise<string>((resolve, reject) => {
     const socket = connectTcp(ports.tcp, '127.0.0.1', () => socket.write('*IDN?\n'))
     socket.setEncoding('utf8').once('data', (d: string) => (socket.destroy(), resolve(d)))
@@ -231,6 +232,20 @@ async function round(s: ServedMimic, dir: string, ports: { udp: number; tcp: num
   await healthy('MQTT detach, attach and delete')
   // The label back to its long value for the next round's reflector check.
   assert.equal((await api('PUT', `${SYS}/instances/panel/attributes/label/attr/internal_value`, { value: LABEL })).status, 200)
+}
+
+/** Resolves once each socket has connected (the server accepted it) or closed (refused, or closed by the server at its cap). */
+function connectedOrClosed(sockets: Socket[]): Promise<unknown> {
+  return Promise.all(
+    sockets.map(
+      (socket) =>
+        new Promise<void>((resolve) => {
+          if (socket.readyState === 'open' || socket.destroyed) return resolve()
+          socket.once('connect', () => resolve())
+          socket.once('close', () => resolve())
+        }),
+    ),
+  )
 }
 
 /** Resident memory once the server has been quiet a moment: the least of a few samples. */

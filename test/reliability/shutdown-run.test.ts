@@ -6,6 +6,7 @@
  * through the forced exit, which says so in the log.
  */
 import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -32,6 +33,7 @@ class Slow:
 
 class Stuck:
     def tick(self):
+        open(STARTED, "w").close()  # tells the test the step is under way
         time.sleep(60)
 `
 
@@ -53,7 +55,7 @@ describe('SIGINT during a long system run of a slow Python step', () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'mimic-rel-shutdown-run-'))
     await mkdir(join(dir, 'extensions'))
-    await writeFile(join(dir, 'extensions', 'slow.py'), CODE)
+    await writeFile(join(dir, 'extensions', 'slow.py'), `STARTED = ${JSON.stringify(join(dir, 'stuck-started'))}\n${CODE}`)
     for (const cls of ['Slow', 'Stuck'] as const) await writeFile(join(dir, `${cls}.json`), JSON.stringify(system(cls)))
   })
   after(async () => {
@@ -61,7 +63,7 @@ describe('SIGINT during a long system run of a slow Python step', () => {
     await rm(dir, { recursive: true, force: true })
   })
 
-  /** Serves the system, prepares it and starts a run of `steps`; resolves once `progress` steps were taken. */
+  /** Serves the system, prepares it and starts a run of `steps`; resolves once `progress` steps were taken (0: once the first is under way). */
   const runningServer = async (
     cls: 'Slow' | 'Stuck',
     snapshots: string,
@@ -88,7 +90,7 @@ describe('SIGINT during a long system run of a slow Python step', () => {
     assert.equal((await api('POST', `${SYS}/method/prepare`)).status, 200)
     const run = api('POST', `${SYS}/method/run`, { kwargs: { steps } }).catch((err: Error) => err)
     if (progress > 0) await waitFor(async () => ((await api('GET', `${SYS}/attr/steps`)).body?.value as number) >= progress, 20_000, 50)
-    else await new Promise((r) => setTimeout(r, 500))
+    else await waitFor(() => existsSync(join(dir, 'stuck-started')), 20_000, 50)
     return { server, run }
   }
 

@@ -45,6 +45,7 @@ describe('stopStepping', () => {
     })
     await s.system.polling.setProperty('interval', 0.01)
     await s.system.start()
+    // A negative check: no step in twenty polling intervals.
     await new Promise((r) => setTimeout(r, 200))
     assert.equal(steps(), before)
     assert.equal(s.system.state, 'RUNNING', 'the lifecycle state is left as it is (a snapshot resumes it)')

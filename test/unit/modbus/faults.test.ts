@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import { FaultPlan, corruption, encodeRequest, parseModbusFaults, seededRandom, touches } from '../../../src/protocols/modbus/index.js'
 import type { FaultAction, ModbusRequest } from '../../../src/protocols/modbus/index.js'
 import { ValidationError } from '../../../src/errors.js'
+import { eventually } from '../../helpers/wait.js'
 import { TestClient, exceptionOf, registersOf, startRig } from './helpers.js'
 import type { Rig } from './helpers.js'
 
@@ -219,7 +220,8 @@ describe('faults on a real listener', () => {
     rig.adapter.set('faults', { corrupt: { kind: 'transaction_id' } })
     const client = await TestClient.connect(rig.port)
     await assert.rejects(read(client, 0, 300), /time-out/)
-    await new Promise((r) => setTimeout(r, 50))
+    // The answer came, under a transaction id nobody asked for.
+    await eventually(() => client.unmatched.length >= 1, 2000, 5)
     assert.equal(client.unmatched.length, 1)
     rig.adapter.set('faults', { corrupt: { kind: 'junk' }, seed: 3 })
     await assert.rejects(read(client, 0, 300), /time-out/)
@@ -252,7 +254,9 @@ describe('faults on a real listener', () => {
     const client = await TestClient.connect(rig.port)
     await assert.rejects(read(client, 0, 150), /time-out/)
     rig.adapter.set('faults', {})
-    await new Promise((r) => setTimeout(r, 500))
+    // The late answer arrives (to a request the client gave up on) before the next is asked.
+    const late = client.unmatched.length
+    await eventually(() => client.unmatched.length > late, 3000, 10)
     assert.deepEqual(registersOf(await read(client, 0, 150)), [7])
     assert.ok((rig.adapter.stats().fault_delays as number) >= 1)
     client.close()
