@@ -171,6 +171,7 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
     await sleep(150)
     split.send(splitFrame.subarray(5))
     assert.deepEqual(registersOf(await answer), [2])
+    // A negative check: past frame_timeout, the answered frame left nothing to close the connection.
     await sleep(1500)
     assert.equal(await read(split), 2)
     split.close()
@@ -201,6 +202,7 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
       const client = await TestClient.connect(ports.limit!)
       assert.equal(await read(client), 4)
       clients.push(client)
+      // Each idle since a moment of its own, so which one has been idle the longest is clear.
       await sleep(20)
     }
     // The first polls again: now the second one has been idle the longest.
@@ -251,6 +253,7 @@ describe('Modbus connections: idle and frame time-outs, connection limit', () =>
     assert.equal((await api('POST', `${SYS}/instances/strict/communication/modbus_slave/method/stop`, {})).status, 200)
     const second = await TestClient.connect(ports.shared!)
     assert.equal(await read(second, 2), 62)
+    // A negative check: three times the strict 0.5 s, and still open.
     await sleep(1500)
     assert.equal(await read(second, 2), 62)
     second.close()
