@@ -65,6 +65,8 @@ export class Attribute extends Component {
   #number = 0.5
   #isNumber = false
   #override: { value: unknown } | undefined
+  /** A held override's value while a step runs: what `setComputed` keeps (language/model/behaviour.ts). */
+  #pinned: { value: unknown } | undefined
   #binding: AttributeBinding | undefined
   /** The pieces of the last document with a long string, and what it was made of (see documentBody). */
   #encoded: { made: unknown[]; pieces: Array<Buffer | WeakRef<Buffer>> } | undefined
@@ -154,7 +156,13 @@ export class Attribute extends Component {
 
   /** Sets the model state to a value computed by declarative behaviour, already of this attribute's type. */
   setComputed(value: unknown): void {
-    this.#store(value)
+    this.#store(this.#pinned === undefined ? value : this.#pinned.value)
+  }
+
+  /** Pins the internal value while a step runs (or lets go, with undefined); see HostAttribute.pin. */
+  pin(pinned: { value: unknown } | undefined): void {
+    this.#pinned = pinned
+    if (pinned !== undefined) this.#store(pinned.value)
   }
 
   /** Sets (or ends, with undefined) the presentation override from declarative behaviour. */

@@ -2,7 +2,8 @@
  * A model's declarative behaviour: its `actions`, `conditions`, `if_chain`, `scenarios` and
  * `hooks`, compiled once per model ({@link compileBehaviour}) and bound once per instance
  * ({@link ModelBehaviour.bind}). One instance step runs, in the order of MODEL_LANGUAGE.md section
- * 4: the actions in list order, the conditions, the active scenarios' actions and conditions, the
+ * 4: the held overrides (pinned, so the actions read them), the actions in list order, the
+ * conditions, the active scenarios' actions and conditions, the
  * held overrides again, and the `on_run` hooks; if anything raises, every write of that step is
  * taken back.
  *
@@ -18,7 +19,7 @@ import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpr
 import { bindGroups, compileConditions, compileList, runGroups, runSteps, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { AttributeSlots, fuseActions, FusedRun, type FusedInstance } from './fused.js'
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
-import { UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
+import { Pins, UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
 import { restoreActions, saveActions, StateReader, type BehaviourState } from './state.js'
 import { isRecord } from '../../definition/is-record.js'
@@ -183,6 +184,8 @@ export class InstanceBehaviour {
   #actions: readonly ActionRuntime[] | undefined
   #active = false
   readonly #heldValues = new HeldValues()
+  /** The attributes pinned at held values while a step runs. */
+  readonly #pins = new Pins()
   /** Set by `restoreState`: whether the held actions were active when the state was saved (the next `activate` resumes). */
   #restored: { active: boolean } | undefined
   /** Whether a step needs the Python worker, and then the step under way (steps of one instance never overlap). */
@@ -200,8 +203,13 @@ export class InstanceBehaviour {
     this.scenarios = model.scenarios.map((s) => new ScenarioRuntime(s, ctx, this.#heldValues))
     // refresh_model runs the actions again and holds what is held over them, as a step does.
     this.hooks = new InstanceHooks(model.hooks, ctx, () => {
-      this.#runModel()
-      this.#reapplyHeld()
+      this.#reapplyHeld(this.#pins)
+      try {
+        this.#runModel()
+        this.#reapplyHeld()
+      } finally {
+        this.#pins.release()
+      }
     })
     this.#onRun = this.hooks.has('on_run')
     const enabled: number[] = []
@@ -257,11 +265,16 @@ export class InstanceBehaviour {
     runGroups(this.#groups, this.#fused)
   }
 
-  /** Held values (override actions, active scenarios' overrides) over what the actions just wrote. */
-  #reapplyHeld(): void {
-    if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.()
+  /**
+   * Held values (override actions, active scenarios' overrides) written again: before the actions
+   * of a step, with `pins`, which pins the internal ones so that every action and condition of the
+   * step reads them (and a write to them keeps the held value); after the actions, over what they
+   * wrote (the external ones, which a step's start cleared, and a scenario started in the step).
+   */
+  #reapplyHeld(pins?: Pins): void {
+    if (this.#active) for (const action of this.#held) if (action.enabled) action.reapply?.(pins)
     const scenarios = this.scenarios
-    for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).reapply()
+    for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).reapply(pins)
   }
 
   /**
@@ -277,13 +290,16 @@ export class InstanceBehaviour {
     // The memory budget of expressions is each instance step's own (loop-budget.ts).
     beginStep()
     try {
+      this.#reapplyHeld(this.#pins)
       this.#runModel()
       const scenarios = this.scenarios
       for (let i = 0; i < scenarios.length; i++) (scenarios[i] as ScenarioRuntime).step(time, dt)
       this.#reapplyHeld()
+      this.#pins.release()
       if (this.#onRun) this.#background(this.hooks.fire('on_run'))
       this.#undo.commit()
     } catch (err) {
+      this.#pins.release()
       this.#undo.rollback()
       throw err
     }
@@ -311,6 +327,7 @@ export class InstanceBehaviour {
     frame.dt = dt
     beginStep()
     try {
+      this.#reapplyHeld(this.#pins)
       // Nothing is fused in a behaviour with worker expressions: every step is a bound action.
       for (const action of this.#top as ActionRuntime[]) {
         if (!action.enabled) continue
@@ -331,9 +348,11 @@ export class InstanceBehaviour {
       }
       for (const scenario of this.scenarios) scenario.step(time, dt)
       this.#reapplyHeld()
+      this.#pins.release()
       if (this.#onRun) this.#background(this.hooks.fire('on_run'))
       this.#undo.commit()
     } catch (err) {
+      this.#pins.release()
       this.#undo.rollback()
       throw err
     }

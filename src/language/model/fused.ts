@@ -269,7 +269,8 @@ function writeText(target: Target, slots: AttributeSlots, cached: ReadonlySet<nu
     slots.types[s] === 'float' && target.side !== 'external' ? `w = typeof v === 'number' && v - v === 0 ? v : X.conv(v, TY[${s}])` : `w = X.conv(v, TY[${s}])`
   const check = `if (M[${s}] === 1) X.check(A[${s}], w)`
   if (target.side === 'external') return `${convert}; ${check}; if (U !== null) U.external(A[${s}]); A[${s}].setPresented({ value: w })`
-  // A local is updated at write time: every later read in the run sees the new value.
-  const keep = cached.has(s) ? `; a${s} = w` : ''
+  // A local is updated at write time: every later read in the run sees the new value (the held
+  // one, when an override pins the attribute: runtime.ts Pins).
+  const keep = cached.has(s) ? `; a${s} = A[${s}].internalValue` : ''
   return `${convert}; ${check}; if (U !== null) U.internal(A[${s}]); A[${s}].setComputed(w)${keep}`
 }

@@ -15,8 +15,14 @@ export interface HostAttribute {
   readonly externalValue: unknown
   /** The presentation override, if one is set. */
   readonly presented: { value: unknown } | undefined
-  /** Sets the internal value; `value` is already of the attribute's type. */
+  /** Sets the internal value; `value` is already of the attribute's type. While pinned, it keeps the pinned value. */
   setComputed(value: unknown): void
+  /**
+   * Pins the internal value at `pinned.value` (or, with undefined, lets go): until let go, a
+   * `setComputed` keeps it. A step pins what overrides hold, so the model's own actions and
+   * conditions read the held value (behaviour.ts).
+   */
+  pin?(pinned: { value: unknown } | undefined): void
   /** Sets (or, with undefined, ends) the presentation override. */
   setPresented(value: { value: unknown } | undefined): void
   /** Why a protocol mapping cannot carry `value`, or null. */
@@ -160,5 +166,28 @@ export interface Undoable {
 export class ActionError extends MimicError {
   constructor(message: string, details: ErrorDetail[], options?: ErrorOptions) {
     super('USER_CODE', message, details, options)
+  }
+}
+
+/**
+ * The attributes one step pinned at the values overrides hold (`HostAttribute.pin`): from before
+ * the model's actions until the overrides are written again after them, so that every action and
+ * condition reads the held value; then let go.
+ */
+export class Pins {
+  readonly #attrs: HostAttribute[] = []
+
+  /** Pins `attr` at `value` until `release`. */
+  pin(attr: HostAttribute, value: unknown): void {
+    if (attr.pin === undefined) return
+    attr.pin({ value })
+    this.#attrs.push(attr)
+  }
+
+  /** Lets go of every attribute pinned since the last release. */
+  release(): void {
+    const attrs = this.#attrs
+    for (let i = 0; i < attrs.length; i++) (attrs[i] as HostAttribute).pin?.(undefined)
+    attrs.length = 0
   }
 }

@@ -17,7 +17,7 @@ import { isLifecycleKind, type ActionPlan, type ActionRuntime } from './actions/
 import { describe, type BindContext, type CompileContext, isMap, COMPONENT_PATH, NODE_NAME, NODE_NAME_RULE } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runActions, runGroups, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { fromPy, toPy } from './convert.js'
-import type { BehaviourHost, HostAttribute, StepFrame } from './runtime.js'
+import type { BehaviourHost, HostAttribute, Pins, StepFrame } from './runtime.js'
 import { textSeed } from './signals.js'
 import { saveActions, restoreActions, StateReader, type HeldState, type ScenarioSavedState, type StateValue } from './state.js'
 import { isReference, type Target } from './targets.js'
@@ -363,7 +363,11 @@ export class ScenarioRuntime {
       const back = this.#held.release(heldKey(w), this)
       if (!back.write) continue
       if (w.side === 'external') w.attr.setPresented(back.value as { value: unknown } | undefined)
-      else w.attr.setComputed(back.value)
+      else {
+        // Ended inside a step (its duration was up): the value it pinned is let go first.
+        w.attr.pin?.(undefined)
+        w.attr.setComputed(back.value)
+      }
     }
     const host = this.#host
     const call = this.plan.call
@@ -404,9 +408,15 @@ export class ScenarioRuntime {
     runGroups(this.#groups)
   }
 
-  /** After every step's actions: held values written again. */
-  reapply(): void {
-    if (this.#state === 'active') this.#hold()
+  /**
+   * Before and after every step's actions: held values written again; with `pins` (before), the
+   * internal ones are pinned until the step lets go, so the model's actions read them.
+   */
+  reapply(pins?: Pins): void {
+    if (this.#state !== 'active') return
+    this.#hold()
+    if (pins === undefined) return
+    for (const w of this.#writes) if (w.side === 'internal' && this.#held.holds(heldKey(w), this)) pins.pin(w.attr, w.value)
   }
 
   /** Back to idle, never run (instance reset); what it holds is restored first. */

@@ -11,6 +11,7 @@ import type { ErrorDetail } from '../../../errors.js'
 import type { PyValue } from '../../expression/index.js'
 import { pyRound } from '../../expression/builtins.js'
 import { fromPy } from '../convert.js'
+import type { Pins } from '../runtime.js'
 import {
   describe,
   writeFailure,
@@ -60,8 +61,11 @@ export interface ActionRuntime {
   activate?(): Promise<void>
   /** ... and when it stops. */
   deactivate?(): Promise<void>
-  /** `override`: its values written again after the conditions of each step. */
-  reapply?(): void
+  /**
+   * `override`: its values written again before the actions of each step and after its
+   * conditions; with `pins`, the internal values it holds are pinned there until the step lets go.
+   */
+  reapply?(pins?: Pins): void
   /** What it keeps between steps (a PID's integral, a noise generator), JSON data; undefined: nothing now. */
   state?(): StateValue | undefined
   /** Takes back what `state` gave: the problems, each with its path (and nothing changed), or nothing. */

@@ -85,8 +85,14 @@ function compileOverride(input: KindInput): RuntimeMaker | null {
       enabled: plan.enabled,
       run() {},
       reset() {},
-      reapply() {
-        if (active) apply()
+      reapply(pins) {
+        if (!active) return
+        apply()
+        if (pins === undefined) return
+        for (const { target } of held) {
+          const attr = target.side === 'internal' ? host.attribute(target.attribute) : undefined
+          if (attr) pins.pin(attr, attr.internalValue)
+        }
       },
       async activate() {
         const given = restored
