@@ -406,16 +406,33 @@ export class System extends Component {
     await this.#engine.step({ dt })
   }
 
-  /** Starts every instance and the system loop that steps them every `polling.interval` seconds. */
+  /**
+   * Starts every instance and the system loop that steps them every `polling.interval` seconds.
+   * Every instance is tried; those that started stay started and the loop runs (it skips an
+   * instance in ERROR). Then, when any failed to start or is left in ERROR, the call answers
+   * their failures in one fault, one detail per instance at `instances.<name>`, as prepare does.
+   */
   async start(): Promise<void> {
+    const failures: ErrorDetail[] = []
+    const errors: unknown[] = []
     for (const instance of this.instances.all()) {
-      await instance
-        .start({ ownLoop: false })
-        .catch((err: unknown) => this.services.logger.warn({ instance: instance.name, err: (err as Error).message }, 'instance failed to start'))
+      let failed = false
+      await instance.start({ ownLoop: false }).catch((err: unknown) => {
+        failed = true
+        errors.push(err)
+        failures.push({ path: `instances.${instance.name}`, message: (err as Error).message })
+        this.services.logger.warn({ instance: instance.name, err: (err as Error).message }, 'instance failed to start')
+      })
       instance.markRunning()
+      if (!failed && instance.state === 'ERROR') {
+        const message = `Instance '${instance.name}' is in ERROR: ${instance.lastError ?? 'unknown error'}`
+        errors.push(new ConflictError(message))
+        failures.push({ path: `instances.${instance.name}`, message })
+      }
     }
     this.#state = 'RUNNING'
     this.#engine.startPolling()
+    if (failures.length) throw combinedFault(errors, summarize('start', failures), failures)
   }
 
   /** Stops the system loop and every instance. */
