@@ -158,8 +158,32 @@ export async function runCli(argv: string[]): Promise<void> {
       const { files, empty } = await definitionFiles(paths)
       for (const folder of empty) console.error(`${folder}: no .yaml, .yml or .json file in this folder`)
       let invalid = 0
+      const { resolveImportPath } = await import('./python/resolve.js')
+      // The Python files a model imports must be where serve would look for them.
+      // Without --extensions or MIMIC_EXTENSIONS, only when the default directory exists: a
+      // library checked from another folder is not wrong for lacking ./extensions.
+      const { existsSync } = await import('node:fs')
+      const checkImports = flags.extensions !== undefined || process.env.MIMIC_EXTENSIONS !== undefined || extensions.some((d) => existsSync(d))
+      const missingImports = async (models: Record<string, unknown>): Promise<Array<{ path: string; message: string }>> => {
+        const out: Array<{ path: string; message: string }> = []
+        if (!checkImports) return out
+        for (const [name, model] of Object.entries(models)) {
+          const block = isRecord(model) && isRecord(model.import) ? model.import : {}
+          for (const key of Object.keys(block)) {
+            await resolveImportPath(key, extensions).catch((err: unknown) => {
+              const at = `${name ? `models.${name}.` : ''}import.${key}`
+              out.push({ path: at, message: (err as Error).message })
+            })
+          }
+        }
+        return out
+      }
       for (const file of files) {
         const result = await loadDefinitionFile(file, modelBehaviourProblems)
+        if (!result.details.length) {
+          const models = result.kind === 'model' ? { '': result.data } : isRecord(result.data) && isRecord(result.data.models) ? result.data.models : {}
+          result.details.push(...(await missingImports(models)))
+        }
         if (!result.details.length) {
           console.log(`${file}: valid ${result.kind} definition`)
           const models = result.kind === 'model' ? { '': result.data } : isRecord(result.data) && isRecord(result.data.models) ? result.data.models : {}
