@@ -17,6 +17,9 @@ import type { ErrorDetail } from '../errors.js'
  * definition.unit_id // 1
  */
 
+/** How a `modbus_slave` carries requests. @example MODBUS_TRANSPORTS.includes('udp') */
+export const MODBUS_TRANSPORTS = ['tcp', 'udp', 'rtu_over_tcp'] as const
+
 /** Register groups: holding registers, input registers, coils, discrete inputs. @example MODBUS_GROUPS.includes('h_r') */
 export const MODBUS_GROUPS = ['h_r', 'i_r', 'c_o', 'd_i'] as const
 /** @example const g: ModbusGroup = 'h_r' */
@@ -136,6 +139,11 @@ export type ModbusMappingEntry = z.output<typeof mappingEntrySchema>
 export const modbusSlaveSchema = z
   .strictObject({
     host: z.string().min(1).max(253).default('127.0.0.1'),
+    /**
+     * How requests travel: `tcp` (Modbus TCP, MBAP frames), `udp` (one MBAP frame per datagram) or
+     * `rtu_over_tcp` (RTU frames with CRC over a TCP stream). See docs/protocols.md.
+     */
+    transport: z.enum(MODBUS_TRANSPORTS).default('tcp'),
     /** Omitted: the first port >= 5020 that is free on the host. 0 lets the OS choose. */
     port: z.number().int().min(0).max(65535).optional(),
     unit_id: z.number().int().min(0).max(255).default(1),

@@ -61,6 +61,7 @@ export type ModbusSlaveState = 'STOPPED' | 'RUNNING' | 'DETACHED'
 /** What the adapter node shows. */
 export interface ModbusSlaveInfo {
   host: string
+  transport: ModbusSlaveDefinition['transport']
   /** Effective port; the configured one (or null) while stopped. */
   port: number | null
   unit_id: number
@@ -91,6 +92,11 @@ export interface ModbusSlaveCounters {
   evictions: number
   /** New connections refused at max_connections, every open one waiting for an answer. */
   refusals: number
+  /**
+   * rtu_over_tcp only (absent otherwise): frames dropped because their CRC did not match. Every
+   * unit of the listener counts each, as every device of a serial line sees it.
+   */
+  crc_errors?: number
 }
 
 /** What the faults (see faults.ts) did since the adapter was created. */
@@ -160,6 +166,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #requests = 0
   #errors = 0
   #closes = { idle_timeouts: 0, frame_timeouts: 0, evictions: 0, refusals: 0 }
+  #crcErrors = 0
   /** The faults in force, or null: the one check normal service pays. */
   #faults: FaultPlan | null = null
   /** The faults value as it was set, for the node. */
@@ -199,6 +206,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
       },
       connectionRules: rulesOf(options.definition),
       connectionClosed: (reason) => void this.#closes[CLOSE_COUNTERS[reason]]++,
+      crcError: () => void this.#crcErrors++,
     }
   }
 
@@ -217,13 +225,14 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
       if (this.#registration !== null) return
       this.#registration = await this.#hub.register({
         host: this.#definition.host,
+        transport: this.#definition.transport,
         port: this.#definition.port,
         unitId: this.#definition.unit_id,
         unit: this.#unit,
       })
       this.#detached = false
       const { host, port } = this.#registration
-      this.#logger.info({ host, port, unit_id: this.#definition.unit_id }, 'modbus unit started')
+      this.#logger.info({ host, port, transport: this.#definition.transport, unit_id: this.#definition.unit_id }, 'modbus unit started')
     })
   }
 
@@ -261,8 +270,10 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    */
   info(): ModbusSlaveInfo {
     const d = this.#definition
+    const crc = d.transport === 'rtu_over_tcp' ? { crc_errors: this.#crcErrors } : {}
     return {
       host: d.host,
+      transport: d.transport,
       port: this.#registration?.port ?? d.port ?? null,
       unit_id: d.unit_id,
       state: this.state,
@@ -272,7 +283,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
       max_connections: d.max_connections,
       faults: structuredClone(this.#faultsValue),
       mapping: structuredClone(d.mapping),
-      counters: { requests: this.#requests, errors: this.#errors, ...this.#closes, ...this.#faultCounts },
+      counters: { requests: this.#requests, errors: this.#errors, ...this.#closes, ...crc, ...this.#faultCounts },
     }
   }
 
@@ -294,8 +305,8 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /** What the adapter node shows (see ProtocolAdapter.settings). */
   settings(): Record<string, unknown> {
-    const { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters } = this.info()
-    return { host, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters }
+    const { host, transport, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters } = this.info()
+    return { host, transport, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters }
   }
 
   /**

@@ -60,6 +60,8 @@ export interface ModbusUnit {
   readonly connectionRules?: ConnectionRules
   /** Told each time the unit's listener closes or refuses a connection by those rules. */
   connectionClosed?(reason: ConnectionCloseReason): void
+  /** Told each time an `rtu_over_tcp` listener of the unit drops a frame whose CRC does not match. */
+  crcError?(): void
 }
 
 /** Options of a connection. */

@@ -4,6 +4,7 @@ import { ConflictError, ValidationError } from '../../errors.js'
 import { listenProblem } from '../adapter-kit.js'
 import type { HeldPort, PortHolder, ProtocolContext } from '../adapter.js'
 import { ModbusListener } from './listener.js'
+import { ModbusUdpListener } from './udp-listener.js'
 import type { ModbusUnit } from './connection.js'
 import type { ConnectionRules } from './connection-rules.js'
 
@@ -12,6 +13,10 @@ import type { ConnectionRules } from './connection-rules.js'
  * share a listener with different unit ids; the listener opens with its first unit and closes with
  * its last. A unit that names no port gets the first port from `firstAutoPort` (5020) up that is
  * free on its host: neither held by another program nor by one of our listeners.
+ *
+ * A listener has one transport: `tcp` (MBAP frames) and `rtu_over_tcp` (RTU frames) listen on TCP
+ * and cannot share a port with each other; `udp` listens on a UDP socket, so a udp and a tcp
+ * listener of the same port number are different listeners.
  *
  * @example
  * const hub = new ModbusHub({ logger })
@@ -29,9 +34,17 @@ export interface ModbusHubOptions {
   portHolder?: PortHolder
 }
 
+/** How a listener frames requests: see the module comment. */
+export type ModbusTransport = 'tcp' | 'udp' | 'rtu_over_tcp'
+
+/** A listener of either kind, as the hub uses it. */
+type AnyListener = ModbusListener | ModbusUdpListener
+
 /** What to register. */
 export interface ModbusRegisterOptions {
   host: string
+  /** Default 'tcp'. */
+  transport?: ModbusTransport
   /** Omitted: the first free port >= firstAutoPort. 0: a port the operating system chooses. */
   port?: number
   unitId: number
@@ -41,6 +54,7 @@ export interface ModbusRegisterOptions {
 /** Where a unit ended up; pass it back to unregister. */
 export interface ModbusRegistration {
   readonly host: string
+  readonly transport: ModbusTransport
   readonly port: number
   readonly unitId: number
   readonly unit: ModbusUnit
@@ -49,6 +63,7 @@ export interface ModbusRegistration {
 /** One listener as shown by `listeners()`. */
 export interface ModbusListenerInfo {
   host: string
+  transport: ModbusTransport
   port: number
   unitIds: number[]
   connections: number
@@ -71,9 +86,9 @@ export class ModbusHub implements ProtocolContext {
   #firstAutoPort: number
   readonly #portHolder: PortHolder | undefined
   /** Keyed by host:port; holds listeners that are still opening too, so they can be joined. */
-  #listeners = new Map<string, ModbusListener>()
+  #listeners = new Map<string, AnyListener>()
   /** Listeners on port 0 whose port is not known yet. */
-  #anonymous = new Set<ModbusListener>()
+  #anonymous = new Set<AnyListener>()
   /** Listeners that lost their last unit and are closing, by host:port. */
   #closing = new Map<string, Promise<void>>()
 
@@ -85,7 +100,7 @@ export class ModbusHub implements ProtocolContext {
 
   heldPorts(): HeldPort[] {
     return [...this.#listeners.values()].map((l) => ({
-      transport: 'tcp',
+      transport: l.transport === 'udp' ? 'udp' : 'tcp',
       host: l.host,
       port: l.port,
       holder: `the Modbus server of unit${l.unitIds.length === 1 ? '' : 's'} ${l.unitIds.join(', ')}`,
@@ -99,23 +114,28 @@ export class ModbusHub implements ProtocolContext {
    */
   async register(options: ModbusRegisterOptions): Promise<ModbusRegistration> {
     const { host, port, unitId, unit } = options
+    const transport = options.transport ?? 'tcp'
     if (!Number.isInteger(unitId) || unitId < 0 || unitId > 255) {
       throw new ValidationError(`unit id ${unitId} is outside 0..255`, [{ path: 'unit_id', message: 'must be an integer in 0..255' }])
     }
-    if (port === undefined) return this.#registerOnFreePort(host, unitId, unit)
-    if (port === 0) return this.#registerAnonymous(host, unitId, unit)
-    const key = `${host}:${port}`
+    if (port === undefined) return this.#registerOnFreePort(host, transport, unitId, unit)
+    if (port === 0) return this.#registerAnonymous(host, transport, unitId, unit)
+    const key = keyOf(transport, host, port)
     // A listener of this key that is shutting down still holds the port for a moment.
     const closing = this.#closing.get(key)
     if (closing !== undefined && !this.#listeners.has(key)) await closing
     let listener = this.#listeners.get(key)
     if (listener !== undefined) {
+      if (listener.transport !== transport) {
+        const message = `${host}:${port} serves Modbus ${listener.transport}, not ${transport}: a TCP port has one framing`
+        throw new ConflictError(`Cannot open a Modbus listener: ${message}`, [{ path: 'transport', message }])
+      }
       if (listener.has(unitId)) {
         const message = `Modbus unit id ${unitId} is already in use on ${key}`
         throw new ValidationError(message, [{ path: 'unit_id', message }])
       }
     } else {
-      listener = this.#newListener(host, port)
+      listener = this.#newListener(host, port, transport)
       this.#listeners.set(key, listener)
     }
     listener.add(unitId, unit)
@@ -124,15 +144,15 @@ export class ModbusHub implements ProtocolContext {
     } catch (error) {
       listener.remove(unitId, unit)
       if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
-      const servedOn = [...this.#listeners.values()].find((l) => l.port === port && l.host !== host)?.host
-      throw listenFailure(host, port, error, servedOn, this.#portHolder?.('tcp', port))
+      const servedOn = [...this.#listeners.values()].find((l) => l.port === port && l.host !== host && (l.transport === 'udp') === (transport === 'udp'))?.host
+      throw listenFailure(host, port, error, servedOn, this.#portHolder?.(transport === 'udp' ? 'udp' : 'tcp', port))
     }
-    return { host, port, unitId, unit }
+    return { host, transport, port, unitId, unit }
   }
 
   /** Removes a unit; its listener closes (and drops its connections) when it was the last. */
   async unregister(registration: ModbusRegistration): Promise<void> {
-    const key = `${registration.host}:${registration.port}`
+    const key = keyOf(registration.transport, registration.host, registration.port)
     const listener = this.#listeners.get(key)
     if (listener === undefined || !listener.remove(registration.unitId, registration.unit)) return
     if (listener.size > 0) return
@@ -151,7 +171,7 @@ export class ModbusHub implements ProtocolContext {
    * too: a connection belongs to no single unit); returns how many it closed.
    */
   dropConnections(registration: ModbusRegistration): number {
-    const listener = this.#listeners.get(`${registration.host}:${registration.port}`)
+    const listener = this.#listeners.get(keyOf(registration.transport, registration.host, registration.port))
     return listener !== undefined && listener.has(registration.unitId) ? listener.dropConnections() : 0
   }
 
@@ -159,6 +179,7 @@ export class ModbusHub implements ProtocolContext {
   listeners(): ModbusListenerInfo[] {
     return [...this.#listeners.values()].map((l) => ({
       host: l.host,
+      transport: l.transport,
       port: l.port,
       unitIds: l.unitIds,
       connections: l.connectionCount,
@@ -174,17 +195,17 @@ export class ModbusHub implements ProtocolContext {
     await Promise.all(all.map((l) => l.close()))
   }
 
-  async #registerOnFreePort(host: string, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
+  async #registerOnFreePort(host: string, transport: ModbusTransport, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
     for (let port = this.#firstAutoPort; port <= 65535; port++) {
-      const key = `${host}:${port}`
+      const key = keyOf(transport, host, port)
       if (this.#listeners.has(key) || this.#closing.has(key)) continue
-      const listener = this.#newListener(host, port)
+      const listener = this.#newListener(host, port, transport)
       // Claimed before the first await, so concurrent searches skip this port.
       this.#listeners.set(key, listener)
       listener.add(unitId, unit)
       try {
         await listener.listen()
-        return { host, port, unitId, unit }
+        return { host, transport, port, unitId, unit }
       } catch (error) {
         if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
         const code = (error as NodeJS.ErrnoException).code
@@ -196,8 +217,8 @@ export class ModbusHub implements ProtocolContext {
     throw new ConflictError(`Cannot open a Modbus listener: ${message}`, [{ path: 'port', message }])
   }
 
-  async #registerAnonymous(host: string, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
-    const listener = this.#newListener(host, 0)
+  async #registerAnonymous(host: string, transport: ModbusTransport, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
+    const listener = this.#newListener(host, 0, transport)
     this.#anonymous.add(listener)
     listener.add(unitId, unit)
     let port: number
@@ -208,13 +229,19 @@ export class ModbusHub implements ProtocolContext {
     } finally {
       this.#anonymous.delete(listener)
     }
-    this.#listeners.set(`${host}:${port}`, listener)
-    return { host, port, unitId, unit }
+    this.#listeners.set(keyOf(transport, host, port), listener)
+    return { host, transport, port, unitId, unit }
   }
 
-  #newListener(host: string, port: number): ModbusListener {
-    return new ModbusListener({ host, port, logger: this.#logger })
+  #newListener(host: string, port: number, transport: ModbusTransport): AnyListener {
+    if (transport === 'udp') return new ModbusUdpListener({ host, port, logger: this.#logger })
+    return new ModbusListener({ host, port, logger: this.#logger, transport })
   }
+}
+
+/** The key of a listener: tcp and rtu_over_tcp share the TCP port space, udp has its own. */
+function keyOf(transport: ModbusTransport, host: string, port: number): string {
+  return transport === 'udp' ? `udp:${host}:${port}` : `${host}:${port}`
 }
 
 function listenFailure(host: string, port: number, error: unknown, servedOn?: string, heldBy?: HeldPort): ConflictError {

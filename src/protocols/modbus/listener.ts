@@ -2,6 +2,7 @@ import { createServer } from 'node:net'
 import type { Server } from 'node:net'
 import type { Logger } from 'pino'
 import { ModbusConnection } from './connection.js'
+import { RtuConnection } from './rtu-connection.js'
 import type { ModbusUnit } from './connection.js'
 import { combineRules, DEFAULT_CONNECTION_RULES } from './connection-rules.js'
 import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.js'
@@ -10,6 +11,8 @@ import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.
  * One TCP listener (host:port) and the units it serves, keyed by unit id. A request for a unit id
  * nobody registered is answered by the only unit when there is exactly one and the id is 0 or 255
  * (the ids clients use when they do not care); otherwise the connection answers exception 0x0B.
+ * An `rtu_over_tcp` listener cuts RTU frames instead (rtu-connection.ts) and answers nothing for
+ * an unknown unit id, as a serial line would; the rules below apply to it alike.
  *
  * The listener enforces the strictest connection rules of its units (connection-rules.ts): one
  * sweep, a few times per smallest timeout and at least once a second, closes the connections
@@ -31,7 +34,12 @@ export interface ModbusListenerOptions {
   /** 0 lets the operating system choose. */
   port: number
   logger: Logger
+  /** How frames are cut: 'tcp' (MBAP, the default) or 'rtu_over_tcp' (RTU frames, see rtu-connection.ts). */
+  transport?: 'tcp' | 'rtu_over_tcp'
 }
+
+/** What the listener needs of a connection, whatever its framing. */
+type ListenerConnection = Pick<ModbusConnection, 'remote' | 'lastRequestAt' | 'partialSince' | 'answering' | 'destroy'>
 
 /** Sweeps at least this often, so a timeout is late by at most a quarter of itself or this. */
 const MAX_SWEEP_MS = 1000
@@ -51,11 +59,12 @@ const LIMIT_NOTE_MS = 10_000
  */
 export class ModbusListener {
   readonly host: string
+  readonly transport: 'tcp' | 'rtu_over_tcp'
   #port: number
   #server: Server
   #logger: Logger
   #units = new Map<number, ModbusUnit>()
-  #connections = new Set<ModbusConnection>()
+  #connections = new Set<ListenerConnection>()
   #listening: Promise<number> | null = null
   #closing: Promise<void> | null = null
   #rules: ConnectionRules = DEFAULT_CONNECTION_RULES
@@ -67,6 +76,7 @@ export class ModbusListener {
     this.host = options.host
     this.#port = options.port
     this.#logger = options.logger
+    this.transport = options.transport ?? 'tcp'
     this.#server = createServer({ noDelay: true })
     this.#server.on('connection', (socket) => {
       if (this.#closing) {
@@ -85,12 +95,12 @@ export class ModbusListener {
         this.#closedByRule('refused')
         return
       }
-      const connection = new ModbusConnection({
-        socket,
-        resolveUnit: (unitId) => this.resolve(unitId),
-        logger: this.#logger,
-        onClose: (c) => this.#onConnectionClosed(c),
-      })
+      const onClose = (c: ListenerConnection): void => this.#onConnectionClosed(c)
+      const resolveUnit = (unitId: number): ModbusUnit | undefined => this.resolve(unitId)
+      const connection: ListenerConnection =
+        this.transport === 'rtu_over_tcp'
+          ? new RtuConnection({ socket, resolveUnit, units: () => this.#units.values(), logger: this.#logger, onClose })
+          : new ModbusConnection({ socket, resolveUnit, logger: this.#logger, onClose })
       this.#connections.add(connection)
       if (this.#sweep === null) this.#startSweep()
     })
@@ -234,7 +244,7 @@ export class ModbusListener {
 
   /** Closes the connection idle the longest that is not waiting for an answer; false when there is none. */
   #makeRoom(): boolean {
-    let oldest: ModbusConnection | null = null
+    let oldest: ListenerConnection | null = null
     for (const connection of this.#connections) {
       if (connection.answering) continue
       if (oldest === null || connection.lastRequestAt < oldest.lastRequestAt) oldest = connection
@@ -244,7 +254,7 @@ export class ModbusListener {
     return true
   }
 
-  #closeByRule(connection: ModbusConnection, reason: ConnectionCloseReason, quietMs: number): void {
+  #closeByRule(connection: ListenerConnection, reason: ConnectionCloseReason, quietMs: number): void {
     this.#logger.debug({ remote: connection.remote, reason, quiet_ms: quietMs }, 'closing modbus connection')
     connection.destroy()
     this.#closedByRule(reason)
@@ -263,7 +273,7 @@ export class ModbusListener {
     )
   }
 
-  #onConnectionClosed(connection: ModbusConnection): void {
+  #onConnectionClosed(connection: ListenerConnection): void {
     this.#connections.delete(connection)
     if (this.#connections.size === 0) this.#stopSweep()
   }
