@@ -297,7 +297,7 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
     assert.match(put.body.error.message, /read-only/)
     const missing = await t.api('GET', `${adapter}/attr/nope`)
     assert.equal(missing.status, 404)
-    assert.match(missing.body.error.message, /properties: state, host, port/)
+    assert.match(missing.body.error.message, /properties: state, host, transport, port/)
     await t.api('DELETE', `${SYS}/instances/sl`)
   })
 
