@@ -99,6 +99,11 @@ export async function runCli(argv: string[]): Promise<void> {
       '--shard <i/n>',
       'be shard I of N (counted from 1, as a Swarm task slot): keep only the instances whose names hash to it; every shard holds every model [MIMIC_SHARD] (docs/scale-out.md)',
     )
+    .option(
+      '--nats <url>',
+      'NATS server that carries the values of connections across shards (with --shard), e.g. nats://127.0.0.1:4222 [MIMIC_NATS] (docs/scale-out.md)',
+    )
+    .option('--nats-prefix <prefix>', 'first token(s) of the NATS subjects of this fleet, so fleets may share a server [MIMIC_NATS_PREFIX] (default mimic)')
     .action(async (flags: Record<string, unknown>) => {
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')

@@ -78,6 +78,14 @@ export const configSchema = z.strictObject({
       return typeof shard === 'string' ? z.NEVER : shard
     })
     .optional(),
+  nats: z
+    .string()
+    .regex(/^((nats|tls|ws|wss):\/\/)?[^\s/]+$/, 'expected a NATS server URL such as nats://127.0.0.1:4222 (or host:port)')
+    .optional(),
+  natsPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'expected subject tokens of letters, digits, _ and - separated by dots (e.g. mimic or site1.mimic)')
+    .default('mimic'),
 })
 
 export type Config = z.output<typeof configSchema>
@@ -119,6 +127,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   mcpAllowWrite: 'MIMIC_MCP_ALLOW_WRITE',
   strictProtocols: 'MIMIC_STRICT_PROTOCOLS',
   shard: 'MIMIC_SHARD',
+  nats: 'MIMIC_NATS',
+  natsPrefix: 'MIMIC_NATS_PREFIX',
 }
 
 /** A configuration problem, reported by the CLI before anything starts. */

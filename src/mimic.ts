@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { DestinationStream, Logger } from 'pino'
-import { checkExposure, type Config } from './config.js'
+import { checkExposure, ConfigError, type Config } from './config.js'
 import { ConflictError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
 import { createServerLogger, LogBuffer } from './logs/index.js'
@@ -11,6 +11,8 @@ import { registerDashboard } from './server/dashboard.js'
 import { registerEvents } from './server/events.js'
 import { registerMcp } from './server/mcp-route.js'
 import { S3SnapshotStore, SnapshotStore, type SnapshotBackend } from './snapshots/index.js'
+import type { ShardLink } from './system/cross-shard.js'
+import { connectNats } from './system/nats-link.js'
 import type { SystemServices } from './system/services.js'
 import { System } from './system/system.js'
 import { SERVER_VERSION } from './version.js'
@@ -123,6 +125,20 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
           shard: config.shard,
           logger: logger.child({ component: 'snapshots' }),
         })
+  // Connections across shards: only a shard has any, so only a shard connects (docs/scale-out.md).
+  let link: ShardLink | undefined
+  if (config.nats !== undefined && config.shard === undefined)
+    logger.warn(
+      { nats: config.nats },
+      '--nats (MIMIC_NATS) carries values between shards: without --shard there is nothing to carry, and no connection is made',
+    )
+  else if (config.nats !== undefined) {
+    link = await connectNats(config.nats, logger.child({ component: 'nats' })).catch((err: unknown) => {
+      if (snapshots instanceof S3SnapshotStore) snapshots.close()
+      throw new ConfigError(`Cannot connect to the NATS server at ${config.nats} (--nats, MIMIC_NATS): ${(err as Error).message}`)
+    })
+    logger.info({ nats: config.nats, prefix: config.natsPrefix }, `connections across shards go over NATS at ${config.nats}`)
+  }
   const services: SystemServices = {
     logger,
     logs,
@@ -136,6 +152,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     stepBatch: config.stepBatch,
     strictProtocols: config.strictProtocols,
     shard: config.shard,
+    crossShard: link && { link, prefix: config.natsPrefix, maxValueBytes: config.maxValueBytes },
   }
   const system = new System(services)
   /** Stops the system, the listeners and the workers; `at` hears what it waits for next. */
@@ -144,6 +161,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     await system.destroy().catch((err: unknown) => logger.warn({ err }, 'stopping the system failed'))
     at('the protocol listeners to close')
     await protocols.close()
+    await system.crossShard?.close().catch(() => {})
     at('the Python workers to stop')
     await pool?.close().catch(() => {})
     if (snapshots instanceof S3SnapshotStore) snapshots.close()

@@ -3,6 +3,7 @@ import { checkConnection, connectionTypeProblem, parseAttributeRef, type Attribu
 import type { AttributeType } from '../definition/model-schema.js'
 import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
+import type { CrossShard } from './cross-shard.js'
 import type { System } from './system.js'
 
 /**
@@ -19,18 +20,28 @@ export class Connection extends Component {
   enabled: boolean
   lastError: string | null = null
   transfers = 0
+  /** On a shard linked to the others (`--nats`): the end another shard owns, else null (cross-shard.ts). */
+  readonly far: 'from' | 'to' | null
+  /** The NATS subject the value travels on, for a connection with a far end. */
+  readonly subject: string | undefined
+  readonly #connections: Connections
 
-  constructor(name: string, parent: Connections, from: string, to: string, enabled = true) {
+  constructor(name: string, parent: Connections, from: string, to: string, enabled = true, far: { end: 'from' | 'to'; subject: string } | null = null) {
     super(name, parent)
     this.from = from
     this.to = to
     this.enabled = enabled
     this.fromRef = parseAttributeRef(from) as AttributeRef
     this.toRef = parseAttributeRef(to) as AttributeRef
+    this.far = far?.end ?? null
+    this.subject = far?.subject
+    this.#connections = parent
   }
 
   override properties(): Record<string, unknown> {
-    return { from: this.from, to: this.to, enabled: this.enabled, transfers: this.transfers, last_error: this.lastError }
+    const received = this.far === 'from' ? { received: this.#connections.received(this) } : {}
+    const across = this.far ? { across_shards: { far_end: this.far, subject: this.subject, ...received } } : {}
+    return { from: this.from, to: this.to, enabled: this.enabled, transfers: this.transfers, last_error: this.lastError, ...across }
   }
 
   override propertyProblem(name: string, value: unknown): string | null {
@@ -53,6 +64,7 @@ export class Connection extends Component {
 export class Connections extends KeyedContainer<Connection> {
   readonly type = 'Connections'
   readonly #system: System
+  #syncQueued = false
 
   constructor(system: System) {
     super('connections', system)
@@ -109,30 +121,67 @@ export class Connections extends KeyedContainer<Connection> {
 
   /** Adds a checked connection. */
   add(name: string, from: string, to: string, enabled = true): void {
-    this.items.set(name, new Connection(name, this, from, to, enabled))
+    this.items.set(name, new Connection(name, this, from, to, enabled, this.#system.farEnd(from, to)))
+    this.#changed()
+  }
+
+  /** How many values a connection whose `from` is on another shard has taken from there (messages and answers to a late join). */
+  received(conn: Connection): number {
+    return this.#system.crossShard?.heard(conn).received ?? 0
   }
 
   clear(): void {
     this.items.clear()
+    this.#changed()
+  }
+
+  /** On a linked shard: the subscriptions follow the connections, once a batch of changes is done. */
+  #changed(): void {
+    const cross = this.#system.crossShard
+    if (!cross || this.#syncQueued) return
+    this.#syncQueued = true
+    queueMicrotask(() => {
+      this.#syncQueued = false
+      cross.sync(this.items.values())
+    })
   }
 
   override async deleteChild(name: string): Promise<void> {
     await this.#system.exclusive(async () => {
       if (!this.items.delete(name)) throw this.#system.notFound('connections', name)
+      this.#changed()
     })
   }
 
   /**
    * Copies every `from` value (as presented) to its `to` attribute. Writes into Python-bound
    * attributes run concurrently; a failing connection records its error and the others go on.
+   * On a shard linked to the others, a connection whose `from` is on another shard writes the
+   * last value heard from it (none before the first), and once all are written the values of
+   * connections whose `to` is on another shard are published (when they changed).
    */
   async propagate(): Promise<void> {
     const pending: Promise<void>[] = []
+    const cross = this.#system.crossShard
+    let outgoing: Connection[] | undefined
     for (const conn of this.items.values()) {
       if (!conn.enabled) continue
-      const from = this.#system.instances.get(conn.fromRef.instance)?.attributes.get(conn.fromRef.attribute)
+      if (conn.far === 'to') {
+        ;(outgoing ??= []).push(conn)
+        continue
+      }
+      let value: unknown
+      if (conn.far === 'from') {
+        const heard = cross?.heard(conn)
+        if (!heard?.has) continue
+        value = heard.value
+      } else {
+        const from = this.#system.instances.get(conn.fromRef.instance)?.attributes.get(conn.fromRef.attribute)
+        if (!from) continue
+        value = conn.fromRef.side === 'internal' ? from.internalValue : from.externalValue
+      }
       const to = this.#system.instances.get(conn.toRef.instance)?.attributes.get(conn.toRef.attribute)
-      if (!from || !to) continue
+      if (!to) continue
       const done = (): void => {
         conn.transfers++
         conn.lastError = null
@@ -145,12 +194,26 @@ export class Connections extends KeyedContainer<Connection> {
         conn.lastError = message
       }
       try {
-        const write = to.setInternal(conn.fromRef.side === 'internal' ? from.internalValue : from.externalValue)
+        const write = to.setInternal(value)
         pending.push(write.then(done, failed))
       } catch (err) {
         failed(err)
       }
     }
     await Promise.all(pending)
+    if (outgoing && cross) for (const conn of outgoing) this.#publish(cross, conn)
+  }
+
+  /** Hands the `from` value of a connection whose `to` is on another shard to the link. */
+  #publish(cross: CrossShard, conn: Connection): void {
+    try {
+      if (cross.publish(conn)) conn.transfers++
+      conn.lastError = null
+    } catch (err) {
+      const message = (err as Error).message
+      if (conn.lastError !== message)
+        this.#system.services.logger.warn({ connection: conn.name, from: conn.from, to: conn.to, err: message }, 'connection failed to carry its value')
+      conn.lastError = message
+    }
   }
 }

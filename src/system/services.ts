@@ -3,6 +3,7 @@ import type { LogBuffer } from '../logs/index.js'
 import type { ProtocolContexts } from '../protocols/index.js'
 import type { PythonPool } from '../python/index.js'
 import type { SnapshotBackend } from '../snapshots/index.js'
+import type { ShardLink } from './cross-shard.js'
 import type { Shard } from './shard.js'
 
 /** What the system tree needs from the outside world, handed in once by the server. */
@@ -27,6 +28,8 @@ export interface SystemServices {
   stepBatch?: number
   /** `--shard I/N`: keep only the instances whose names hash to shard I of N (docs/scale-out.md). */
   shard?: Shard | undefined
+  /** `--nats`: the link to the other shards, the subjects' first token(s) (`--nats-prefix`) and the largest value carried. */
+  crossShard?: { link: ShardLink; prefix: string; maxValueBytes: number } | undefined
   /** `--strict-protocols`: a model declaring a protocol Mimic does not serve is refused (422), not run without it. */
   strictProtocols?: boolean
 }

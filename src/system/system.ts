@@ -4,7 +4,7 @@ import { resolve, sep } from 'node:path'
 import { Mutex } from 'async-mutex'
 import { ConflictError, ForbiddenError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
-import { typedJson, typedSystemDefinition } from '../definition/typed-json.js'
+import { typedJson, typedSystemDefinition, valueJson } from '../definition/typed-json.js'
 import { joinPath, parseAttributeRef, validateSystem, type AttributeRef, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { attributeDeclarations, type AttributeDeclaration, type AttributeType, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { behaviourChecker, type ActionImportPolicy } from '../language/model/index.js'
@@ -12,6 +12,7 @@ import { actionImportPolicy } from '../python/index.js'
 import { combinedFault, Engine, RefusedValues } from '../engine/index.js'
 import { Component, noArguments, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { Connections } from './connections.js'
+import { CrossShard, valueSubject } from './cross-shard.js'
 import { Instances, type InstancesCheck } from './instances.js'
 import { Logs } from './logs.js'
 import { mappedDefaultProblems } from './mapping-check.js'
@@ -57,6 +58,8 @@ export class System extends Component {
   readonly behaviourProblems: (model: ParsedModelDefinition) => ErrorDetail[]
   /** `--shard I/N`: this server keeps only the instances whose names hash to shard I (docs/scale-out.md). */
   readonly shard: Shard | undefined
+  /** `--nats` on a shard: carries the values of connections across shards (cross-shard.ts). */
+  readonly crossShard: CrossShard | undefined
   readonly #mutex = new Mutex()
   #state: SystemState = 'INITIALIZED'
   readonly #engine: Engine<Instance>
@@ -65,6 +68,17 @@ export class System extends Component {
     super('system', null)
     this.services = services
     this.shard = services.shard
+    this.crossShard =
+      services.crossShard && this.shard
+        ? new CrossShard({
+            ...services.crossShard,
+            logger: services.logger.child({ component: 'nats' }),
+            read: (ref) => {
+              const attr = this.instances.get(ref.instance)?.attributes.get(ref.attribute)
+              return attr && valueJson(ref.side === 'internal' ? attr.internalValue : attr.externalValue, attr.valueType)
+            },
+          })
+        : undefined
     const imports: ActionImportPolicy = actionImportPolicy({ extensions: services.extensions, modules: services.actionModules ?? [] })
     this.behaviourProblems = behaviourChecker(imports)
     this.models = new Models(this)
@@ -111,11 +125,20 @@ export class System extends Component {
 
   /**
    * Whether a connection is kept: on a shard, not when an end is an instance another shard owns
-   * (a connection across shards does not carry values yet); that is logged as a warning.
+   * (logged as a warning), unless the shard is linked to the others (`--nats`): then a connection
+   * with one end here is kept and carries its value across, and one with neither end here is
+   * left to the other shards (logged at debug level).
    */
   keepsConnection(name: string, from: string, to: string): boolean {
     if (!this.shard) return true
-    for (const ref of [parseAttributeRef(from), parseAttributeRef(to)]) {
+    const ends = [parseAttributeRef(from), parseAttributeRef(to)]
+    const far = ends.filter((ref) => typeof ref !== 'string' && !this.owns(ref.instance)).length
+    if (far > 0 && this.crossShard) {
+      if (far === 1) return true
+      this.services.logger.debug({ connection: name, from, to, shard: this.shardText }, `connection '${name}' left to other shards: neither end is on this one`)
+      return false
+    }
+    for (const ref of ends) {
       if (typeof ref === 'string' || this.owns(ref.instance)) continue
       this.services.logger.warn(
         { connection: name, from, to, shard: this.shardText, instance: ref.instance, owner: `${shardOf(ref.instance, this.shard.count)}/${this.shard.count}` },
@@ -124,6 +147,18 @@ export class System extends Component {
       return false
     }
     return true
+  }
+
+  /** On a shard linked to the others: which end of a kept connection another shard owns, and the subject its value travels on. */
+  farEnd(from: string, to: string): { end: 'from' | 'to'; subject: string } | null {
+    if (!this.crossShard) return null
+    const fromRef = parseAttributeRef(from)
+    const toRef = parseAttributeRef(to)
+    if (typeof fromRef === 'string' || typeof toRef === 'string') return null
+    const subject = valueSubject(this.crossShard.prefix, fromRef)
+    if (!this.owns(fromRef.instance)) return { end: 'from', subject }
+    if (!this.owns(toRef.instance)) return { end: 'to', subject }
+    return null
   }
 
   /** Runs `fn` while no other structural change runs. */
