@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { createSocket } from 'node:dgram'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { connect as connectTcp, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -19,7 +19,7 @@ import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { mosquittoPubRaw } from '../helpers/mosquitto.js'
 import { OpcuaClientProcess } from '../helpers/opcua-client.js'
-import { SYS, procStats, rawRequest, request, serveMimic, waitFor, type ServedMimic } from './helpers.js'
+import { SYS, rawRequest, request, serveMimic, waitFor, type ServedMimic } from './helpers.js'
 
 const KEY = 'survival-key'
 const AUTH = { authorization: `Bearer ${KEY}` }
@@ -248,14 +248,10 @@ function connectedOrClosed(sockets: Socket[]): Promise<unknown> {
   )
 }
 
-/** Resident memory once the server has been quiet a moment: the least of a few samples. */
-async function settledRssKb(pid: number): Promise<number> {
-  let least = Infinity
-  for (let i = 0; i < 5; i++) {
-    await sleep(400)
-    least = Math.min(least, procStats(pid).rssKb)
-  }
-  return least
+/** The most resident memory the process has held since it started (VmHWM), in kB. */
+async function peakRssKb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1])
 }
 
 describe('the server survives every attack of docs/security.md in one run', () => {
@@ -285,7 +281,10 @@ describe('the server survives every attack of docs/security.md in one run', () =
         '--max-connections-per-address',
         '100',
       ],
-      { timeoutMs: 60_000 },
+      // A capped old space makes V8 collect instead of growing its heap while memory is plenty
+      // (uncapped, on a 24 GiB machine, Node 24's peak rose by about 150 MiB a round with nothing
+      // kept; capped, it stays within 4 %): memory that grows round after round is then kept.
+      { timeoutMs: 60_000, env: { NODE_OPTIONS: '--max-old-space-size=384' } },
     )
     const api = (method: string, path: string, body?: unknown): ReturnType<typeof request> => request(`${s.url}${path}`, method, body, AUTH)
     assert.equal((await api('POST', `${SYS}/method/prepare`, { kwargs: {} })).status, 200)
@@ -301,13 +300,21 @@ describe('the server survives every attack of docs/security.md in one run', () =
     if (dir) await rm(dir, { recursive: true, force: true })
   })
 
-  it('answers after each attack, logs nothing fatal, and its memory is flat between two rounds', async (t) => {
-    await round(s, dir, ports)
-    const first = await settledRssKb(s.pid)
-    await round(s, dir, ports)
-    const second = await settledRssKb(s.pid)
-    t.diagnostic(`resident memory after round 1: ${Math.round(first / 1024)} MiB, after round 2: ${Math.round(second / 1024)} MiB`)
-    assert.ok(second <= first * 1.1, `resident memory grew from ${first} kB to ${second} kB (more than 10 %)`)
+  it('answers after each attack, logs nothing fatal, and its memory does not grow round after round', async (t) => {
+    // Resident memory after a round is either back near the start or still at the round's high
+    // water, depending on whether V8 and the C library have handed the pages back yet (seen both
+    // ways, on Node 20 and 24), so it says little. The peak does: each round needs the same
+    // transient memory, so a round that leaks raises the peak of the next by what it kept (and
+    // with the old space capped, a leak ends in an out-of-memory crash the test sees).
+    const peaks: number[] = []
+    for (let i = 0; i < 3; i++) {
+      await round(s, dir, ports)
+      peaks.push(await peakRssKb(s.pid))
+    }
+    const [, second, third] = peaks as [number, number, number]
+    t.diagnostic(`peak resident memory after rounds 1, 2, 3: ${peaks.map((kb) => Math.round(kb / 1024)).join(', ')} MiB`)
+    assert.ok(Number.isFinite(second) && second > 0, 'VmHWM read from /proc')
+    assert.ok(third <= second * 1.1, `the peak of resident memory rose from ${second} kB after round 2 to ${third} kB after round 3 (more than 10 %)`)
     assert.deepEqual(
       s.logs.filter((r) => Number(r.level) >= 60).map((r) => r.msg),
       [],
