@@ -34,7 +34,7 @@ import { parseSnapshot, parseSnapshotJson } from './parse-snapshot.js'
 import { checkName } from './safe-path.js'
 import { CURRENT_SCHEMA_VERSION, STRUCTURE_SCHEMA_VERSION, type SnapshotFile, type SystemDefinition } from './schema.js'
 import { storeFault, isMissing, lostRace, storeStatus } from './s3-faults.js'
-import { byCreatedAt, checkDefinition, checkSelector, optionalText, serialize, toRecord } from './store.js'
+import { byCreatedAt, checkDefinition, checkSelector, inMemoryListing, optionalText, serialize, toRecord } from './store.js'
 import type {
   DeleteResult,
   FileEntry,
@@ -294,17 +294,7 @@ export class S3SnapshotStore implements SnapshotBackend {
    * const { files } = await store.list()
    */
   async list(): Promise<ListResult> {
-    const in_memory = [...this.#memory.values()]
-      .map(({ id, created_at, label, notes, persisted_path, state, automatic }) => ({
-        id,
-        created_at,
-        label,
-        notes,
-        persisted_path,
-        ...(state ? { state } : {}),
-        ...(automatic ? { automatic } : {}),
-      }))
-      .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at))
+    const in_memory = inMemoryListing(this.#memory.values())
     return { in_memory, files: await this.#entries() }
   }
 

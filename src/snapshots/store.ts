@@ -193,17 +193,7 @@ export class SnapshotStore implements SnapshotBackend {
    * const broken = files.filter((f) => f.error)
    */
   async list(): Promise<ListResult> {
-    const in_memory = [...this.#memory.values()]
-      .map(({ id, created_at, label, notes, persisted_path, state, automatic }) => ({
-        id,
-        created_at,
-        label,
-        notes,
-        persisted_path,
-        ...(state ? { state } : {}),
-        ...(automatic ? { automatic } : {}),
-      }))
-      .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at))
+    const in_memory = inMemoryListing(this.#memory.values())
     const root = await canonicalPath(this.#dir)
     const scan = await scanJsonFiles(root)
     const files: FileEntry[] = []
@@ -561,6 +551,21 @@ export function toRecord({ file, storedVersion }: ParsedSnapshot, path: string):
   if (state !== undefined) record.state = state
   if (file.automatic === true) record.automatic = true
   return record
+}
+
+/** The in-memory part of a listing, oldest first: what `list` shows of each copy kept in memory (both stores). */
+export function inMemoryListing(entries: Iterable<InMemoryEntry>): InMemoryEntry[] {
+  return [...entries]
+    .map(({ id, created_at, label, notes, persisted_path, state, automatic }) => ({
+      id,
+      created_at,
+      label,
+      notes,
+      persisted_path,
+      ...(state ? { state } : {}),
+      ...(automatic ? { automatic } : {}),
+    }))
+    .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at))
 }
 
 export function byCreatedAt(a: FileEntry, b: FileEntry): number {
