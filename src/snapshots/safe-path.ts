@@ -48,6 +48,22 @@ export function checkName(value: unknown, field: string): string {
 }
 
 /**
+ * A snapshot id a client gives (`save` with `id`, as `mimic fleet save` sends one id to every
+ * shard): letters, digits, `.`, `_` and `-`, at most 128, so that `<id>.json` is a plain file
+ * name and the id is a key segment of the object store too. Anything else is a 422 with `field`.
+ *
+ * @example
+ * checkSnapshotId('fleet-20260101-1200', 'kwargs.id') // 'fleet-20260101-1200'
+ */
+export function checkSnapshotId(value: string, field: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(value)) {
+    const message = "expected letters, digits, '.', '_' and '-' (at most 128, not starting with '.', '_' or '-')"
+    throw new ValidationError(`Invalid snapshot id ${JSON.stringify(value)}: ${message}`, [{ path: field, message }])
+  }
+  return value
+}
+
+/**
  * The real location of `path`: the realpath of its nearest existing ancestor joined with the
  * parts that do not exist yet. A dangling symlink on the way is refused, since writing through
  * it would land wherever it points.

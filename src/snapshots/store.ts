@@ -22,7 +22,7 @@ import { ConflictError, ForbiddenError, NotFoundError, summarize, ValidationErro
 import { writeFileAtomic } from './atomic-write.js'
 import { errnoCode, toMimicError } from './fs-error.js'
 import { looksLikeSnapshot, parseSnapshot, parseSnapshotJson, peekHeader, type ParsedSnapshot } from './parse-snapshot.js'
-import { canonicalPath, checkName, checkPathText, isWithin, resolveInside } from './safe-path.js'
+import { canonicalPath, checkName, checkPathText, checkSnapshotId, isWithin, resolveInside } from './safe-path.js'
 import { readRegularFile } from './read-regular.js'
 import { scanJsonFiles } from './scan.js'
 import { CURRENT_SCHEMA_VERSION, STRUCTURE_SCHEMA_VERSION, systemDefinitionSchema, type SnapshotFile, type SystemDefinition } from './schema.js'
@@ -110,8 +110,9 @@ export class SnapshotStore implements SnapshotBackend {
     const notes = optionalText(opts.notes, 'notes')
     const withState = extras.state !== undefined
     const automatic = extras.automatic === true
+    const given = extras.id === undefined ? undefined : checkSnapshotId(extras.id, 'id')
     return this.#writes.runExclusive(async () => {
-      const id = randomUUID()
+      const id = given ?? randomUUID()
       const created_at = new Date().toISOString()
       // Structure only is written as version 1, which older builds read too.
       const schema_version = withState || automatic ? CURRENT_SCHEMA_VERSION : STRUCTURE_SCHEMA_VERSION
@@ -137,6 +138,8 @@ export class SnapshotStore implements SnapshotBackend {
       if (target === '') this.#roomInMemory(text.length)
       if (target !== '') await this.#writeSnapshot(target, text)
       const marks = { ...(withState ? { state: true as const } : {}), ...(automatic ? { automatic: true as const } : {}) }
+      // A save under a given id that exists replaces it, and counts as the newest.
+      this.#memory.delete(id)
       this.#memory.set(id, { id, created_at, label, notes, persisted_path: target, text, schema_version, ...marks })
       this.#trimMemory(id)
       this.#logger?.info({ snapshot: id, path: target || undefined, state: withState, automatic }, 'snapshot saved')

@@ -75,6 +75,11 @@ export interface SaveExtras {
   automatic?: boolean
   /** Write `<dir>/<id>.json` even in memory mode (an automatic save must outlive the process). */
   file?: boolean
+  /**
+   * The snapshot's id instead of a new UUID: a fleet's coordinator (`mimic fleet save`) gives
+   * every shard the same one. A save with the id of an existing snapshot replaces it.
+   */
+  id?: string
 }
 
 /**

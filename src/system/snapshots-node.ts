@@ -2,7 +2,7 @@ import { ValidationError, type ErrorDetail } from '../errors.js'
 import { Component, noArguments, type CallArgs, type MethodHandler } from '../tree/component.js'
 import type { System } from './system.js'
 
-const SAVE_KEYS = ['path', 'directory', 'name', 'label', 'notes'] as const
+const SAVE_KEYS = ['path', 'directory', 'name', 'label', 'notes', 'id'] as const
 const SELECT_KEYS = ['id', 'path'] as const
 
 /**
@@ -33,8 +33,9 @@ export class SnapshotsNode extends Component {
     return {
       save: (call) => {
         const includeState = takeFlag(call, 'include_state', 'save')
-        const opts = pick(call, SAVE_KEYS, 'save', ['include_state'])
-        return this.#system.exclusive(() => this.#system.saveSnapshot(opts, { includeState }))
+        const { id, ...opts } = pick(call, SAVE_KEYS, 'save', ['include_state'])
+        // `id`: a fleet's coordinator (`mimic fleet save`) gives every shard the same one.
+        return this.#system.exclusive(() => this.#system.saveSnapshot(opts, { includeState, ...(id !== undefined ? { id } : {}) }))
       },
       list: noArguments(() => store.list()),
       load: (call) => {

@@ -550,11 +550,12 @@ export class System extends Component {
    * `automatic` marks a snapshot the server saves by itself (retention deletes only those); it
    * is always written to a file. The caller holds the structure lock.
    */
-  async saveSnapshot(options: SaveOptions, how: { includeState: boolean; automatic?: boolean }): Promise<SaveResult> {
+  async saveSnapshot(options: SaveOptions, how: { includeState: boolean; automatic?: boolean; id?: string }): Promise<SaveResult> {
     const structure = this.structure()
     const state = how.includeState ? await this.#engine.between(() => this.captureState(true)) : undefined
     const automatic = how.automatic === true
-    return await this.services.snapshots.save(structure, options, { ...(state ? { state } : {}), ...(automatic ? { automatic, file: true } : {}) })
+    const id = how.id !== undefined ? { id: how.id } : {}
+    return await this.services.snapshots.save(structure, options, { ...(state ? { state } : {}), ...(automatic ? { automatic, file: true } : {}), ...id })
   }
 
   /**
