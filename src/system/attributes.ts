@@ -6,7 +6,7 @@ import { floatJson, typed, valueJson } from '../definition/typed-json.js'
 import type { AttributeState } from '../snapshots/index.js'
 import { Component, DOCUMENT_KEYS, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
-import type { System } from './system.js'
+import { NO_LOCK, type StructureLock } from '../tree/lock.js'
 
 /** What an attribute needs from its instance: Python writes and protocol range checks. */
 export interface AttributeOwner extends Component {
@@ -386,10 +386,20 @@ export class Attributes extends KeyedContainer<Attribute> {
   #revision = 0
   /** `__timer`, the instance time as a read-only attribute, when the owner has a time (see TimerAttribute). */
   readonly #timer: TimerAttribute | undefined
+  /** The structure lock a DELETE runs under (given by the instance). */
+  readonly #lock: StructureLock
+  /** The connections that wire one of these attributes (their names). */
+  readonly #wiredBy: (attribute: string) => string[]
 
-  constructor(owner: AttributeOwner, declarations: AttributeDeclaration[], opts: { time?: () => number } = {}) {
+  constructor(
+    owner: AttributeOwner,
+    declarations: AttributeDeclaration[],
+    opts: { time?: () => number; lock?: StructureLock; wiredBy?: (attribute: string) => string[] } = {},
+  ) {
     super('attributes', owner)
     this.#owner = owner
+    this.#lock = opts.lock ?? NO_LOCK
+    this.#wiredBy = opts.wiredBy ?? (() => [])
     for (const decl of declarations) this.items.set(decl.name, new Attribute(this, owner, decl))
     this.#declared = new Set(this.items.keys())
     if (opts.time !== undefined && !this.items.has(TIMER_ATTRIBUTE)) this.#timer = new TimerAttribute(this, owner, opts.time)
@@ -542,9 +552,7 @@ export class Attributes extends KeyedContainer<Attribute> {
    * changes do.
    */
   override async deleteChild(name: string): Promise<void> {
-    const system = systemOf(this)
-    const exclusive = system ? <T>(fn: () => Promise<T>) => system.exclusive(fn) : <T>(fn: () => Promise<T>) => fn()
-    await exclusive(async () => {
+    await this.#lock.exclusive(async () => {
       const attr = this.items.get(name)
       const where = this.parent?.path ?? ''
       if (!attr) throw new NotFoundError(`Component '${where}.attributes.${name}' not found`, [{ path: `${where}.attributes.${name}`, message: 'not found' }])
@@ -558,13 +566,11 @@ export class Attributes extends KeyedContainer<Attribute> {
           [{ path: `${where}.attributes.${name}`, message: 'declared by the model' }],
         )
       }
-      const users = [...(system?.connections.all() ?? [])].filter((c) =>
-        [c.fromRef, c.toRef].some((end) => end.instance === instance && end.attribute === name),
-      )
+      const users = this.#wiredBy(name)
       if (users.length) {
         throw new ConflictError(
-          `Attribute '${name}' of instance '${instance}' is wired by connection${users.length === 1 ? '' : 's'} ${users.map((c) => c.name).join(', ')}: delete them first`,
-          users.map((c) => ({ path: `connections.${c.name}`, message: `uses ${instance}.attributes.${name}` })),
+          `Attribute '${name}' of instance '${instance}' is wired by connection${users.length === 1 ? '' : 's'} ${users.join(', ')}: delete them first`,
+          users.map((c) => ({ path: `connections.${c}`, message: `uses ${instance}.attributes.${name}` })),
         )
       }
       this.items.delete(name)
@@ -572,13 +578,6 @@ export class Attributes extends KeyedContainer<Attribute> {
       this.#revision++
     })
   }
-}
-
-/** The system a component hangs in; none for a tree without a System at its root (unit tests). */
-function systemOf(component: Component): System | undefined {
-  let node = component
-  while (node.parent) node = node.parent
-  return node.type === 'System' ? (node as System) : undefined
 }
 
 /** An attribute that exists only once a write to it succeeds. */

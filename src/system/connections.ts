@@ -71,6 +71,13 @@ export class Connections extends KeyedContainer<Connection> {
     this.#system = system
   }
 
+  /** The names of the connections with an end at `attribute` of `instance`. */
+  wiring(instance: string, attribute: string): string[] {
+    const names: string[] = []
+    for (const c of this.all()) if ([c.fromRef, c.toRef].some((end) => end.instance === instance && end.attribute === attribute)) names.push(c.name)
+    return names
+  }
+
   override async put(body: Record<string, unknown>): Promise<void> {
     await this.#system.exclusive(async () => {
       const live = (instance: string) => this.#system.instances.get(instance)

@@ -6,6 +6,7 @@ import { fromWorkerText, modelBehaviour, toPy, toWorkerText, WorkerException, ty
 import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'
 import type { InstanceState as SavedInstance } from '../snapshots/index.js'
 import { Component, noArguments, type CallArgs, type MethodHandler } from '../tree/component.js'
+import type { StructureLock } from '../tree/lock.js'
 import { Attributes, type AttributeOwner } from './attributes.js'
 import { ActionsNode, InstanceHost, ScenariosNode } from './behaviour-host.js'
 import { Communication } from './communication.js'
@@ -59,7 +60,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
   readonly #services: SystemServices
   /** The system's record of values Python holds that attributes refused: this instance's are kept there. */
   readonly #refused: RefusedValues
-  readonly #exclusive: <T>(fn: () => Promise<T>) => Promise<T>
+  readonly #lock: StructureLock
   #state: InstanceState = 'INITIALIZED'
   #binding: Binding | undefined
   #lastError: string | null = null
@@ -75,7 +76,10 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     model: Model
     services: SystemServices
     refused: RefusedValues
-    exclusive: <T>(fn: () => Promise<T>) => Promise<T>
+    /** The system's structure lock: its lifecycle calls and the DELETE of an attribute run under it. */
+    lock: StructureLock
+    /** The connections that wire an attribute of this instance (their names). */
+    wiredBy: (instance: string, attribute: string) => string[]
     /** Resolved parameters and attribute start values (the caller checked them, see Instances). */
     given?: { parameters?: Record<string, unknown>; init_parameters?: Record<string, unknown> }
     parameters?: Record<string, unknown>
@@ -85,14 +89,18 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.model = opts.model
     this.#services = opts.services
     this.#refused = opts.refused
-    this.#exclusive = opts.exclusive
+    this.#lock = opts.lock
     this.parameters = opts.parameters ?? {}
     this.given = opts.given
     const parsed = opts.model.parsed
     const declarations = attributeDeclarations(parsed).map((d) =>
       opts.initValues && Object.hasOwn(opts.initValues, d.name) ? { ...d, default: opts.initValues[d.name] } : d,
     )
-    this.attributes = new Attributes(this, declarations, { time: () => this.timer.time })
+    this.attributes = new Attributes(this, declarations, {
+      time: () => this.timer.time,
+      lock: opts.lock,
+      wiredBy: (attribute) => opts.wiredBy(this.name, attribute),
+    })
     const polling = parsed.polling ?? {}
     this.timer = new Timer(this, polling.interval ?? 1.0, parsed.timer)
     this.#loop = new PollLoop({
@@ -166,11 +174,11 @@ export class Instance extends Component implements AttributeOwner, Steppable {
 
   override methods(): Record<string, MethodHandler> {
     const methods: Record<string, MethodHandler> = {
-      prepare: noArguments(() => this.#exclusive(async () => (await this.prepare(), true))),
+      prepare: noArguments(() => this.#lock.exclusive(async () => (await this.prepare(), true))),
       run: (call) => this.#runMethod(call),
-      start: noArguments(() => this.#exclusive(async () => (await this.start({ ownLoop: true }), true))),
-      stop: noArguments(() => this.#exclusive(async () => (await this.stop(), true))),
-      reset: noArguments(() => this.#exclusive(async () => (await this.reset(), true))),
+      start: noArguments(() => this.#lock.exclusive(async () => (await this.start({ ownLoop: true }), true))),
+      stop: noArguments(() => this.#lock.exclusive(async () => (await this.stop(), true))),
+      reset: noArguments(() => this.#lock.exclusive(async () => (await this.reset(), true))),
     }
     for (const method of this.#mappedMethods()) {
       if (!Object.hasOwn(methods, method)) methods[method] = (call) => this.callMapped(method, call)

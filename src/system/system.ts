@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { realpath } from 'node:fs/promises'
 import { resolve, sep } from 'node:path'
-import { Mutex } from 'async-mutex'
 import { ConflictError, ForbiddenError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
 import { typedJson, typedSystemDefinition, valueJson } from '../definition/typed-json.js'
@@ -11,6 +10,7 @@ import { behaviourChecker, type ActionImportPolicy } from '../language/model/ind
 import { actionImportPolicy } from '../python/index.js'
 import { combinedFault, Engine, RefusedValues } from '../engine/index.js'
 import { Component, noArguments, type CallArgs, type MethodHandler, type NodeDocument } from '../tree/component.js'
+import { structureLock } from '../tree/lock.js'
 import { Connections } from './connections.js'
 import { CrossShard, valueSubject } from './cross-shard.js'
 import { Instances, type InstancesCheck } from './instances.js'
@@ -25,6 +25,7 @@ import { Instance } from './instance.js'
 import { STATE_VERSION, type InstanceState, type SaveOptions, type SaveResult, type SnapshotRecord, type SnapshotState } from '../snapshots/index.js'
 import { isRecord } from '../definition/is-record.js'
 import { ownsInstance, shardOf, shardText, type Shard } from './shard.js'
+import type { BodyValues } from '../values/request.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 
@@ -44,6 +45,9 @@ export const MAX_STEPS_PER_CALL = 100_000
  */
 export class System extends Component {
   readonly type = 'System'
+  override get bodyValues(): BodyValues {
+    return 'system'
+  }
   readonly services: SystemServices
   readonly models: Models
   readonly instances: Instances
@@ -60,7 +64,8 @@ export class System extends Component {
   readonly shard: Shard | undefined
   /** `--nats` on a shard: carries the values of connections across shards (cross-shard.ts). */
   readonly crossShard: CrossShard | undefined
-  readonly #mutex = new Mutex()
+  /** The structure lock, given to the nodes it makes (src/tree/lock.ts). */
+  readonly lock = structureLock()
   #state: SystemState = 'INITIALIZED'
   readonly #engine: Engine<Instance>
 
@@ -163,7 +168,7 @@ export class System extends Component {
 
   /** Runs `fn` while no other structural change runs. */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return this.#mutex.runExclusive(fn)
+    return this.lock.exclusive(fn)
   }
 
   override get state(): SystemState {
