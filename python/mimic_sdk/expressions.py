@@ -341,7 +341,7 @@ def _import(spec: Any, fallback_path: str, import_file: FileImporter, rules: Opt
                 raise WorkerError("load", f"cannot import {module_name!r}: {file} has no {attribute!r}", path)
             value = getattr(value, part)
             if not rules.value_allowed(value):
-                raise WorkerError("load", f"cannot import {module_name!r}: it is the module {value.__name__!r}, which actions may not import ({rules.refusal()})", path)
+                raise WorkerError("load", _refused_module(module_name, value, rules), path)
         return value
     if not rules.module_allowed(parts[0]):
         raise WorkerError("load", f"cannot import {module_name!r}: actions may not import {parts[0]!r}; {rules.refusal()}", path)
@@ -361,10 +361,14 @@ def _import(spec: Any, fallback_path: str, import_file: FileImporter, rules: Opt
         owner = value
         value = getattr(value, part)
         if not rules.value_allowed(value):
-            raise WorkerError("load", f"cannot import {module_name!r}: it is the module {value.__name__!r}, which actions may not import ({rules.refusal()})", path)
+            raise WorkerError("load", _refused_module(module_name, value, rules), path)
         if part in REFUSED_ATTRIBUTES and isinstance(owner, types.ModuleType) and owner.__name__ in ALLOWED_MODULES:
             raise WorkerError("load", f"cannot import {module_name!r}: actions may not use {name}", path)
     return value
+
+
+def _refused_module(module_name: str, value: Any, rules: ImportRules) -> str:
+    return f"cannot import {module_name!r}: it is the module {value.__name__!r}, which actions may not import ({rules.refusal()})"
 
 
 def _import_module(name: str, module_name: str, path: str) -> Any:

@@ -73,7 +73,8 @@ class FakeServer:
                     "authorization": self.headers.get("Authorization"),
                     "body": json.loads(raw) if raw else None,
                 })
-                status, body, headers = owner.routes.get((self.command, self.path), (404, {"type": "fault", "error": {"message": f"no route {self.command} {self.path}", "details": []}}, {}))
+                missing = (404, {"type": "fault", "error": {"message": f"no route {self.command} {self.path}", "details": []}}, {})
+                status, body, headers = owner.routes.get((self.command, self.path), missing)
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -155,7 +156,9 @@ class RequestShapeTest(unittest.TestCase):
 
     def test_collections_assign_list_and_delete(self):
         self.sim["models"]["pt100"] = {"attributes": {"temperature": 0.0}}
-        self.assertEqual(self.last(), {"method": "PUT", "path": "/api/v3/system/models", "authorization": f"Bearer {KEY}", "body": {"pt100": {"attributes": {"temperature": 0.0}}}})
+        self.assertEqual(self.last(), {
+            "method": "PUT", "path": "/api/v3/system/models", "authorization": f"Bearer {KEY}", "body": {"pt100": {"attributes": {"temperature": 0.0}}},
+        })
         self.sim["instances"]["s1"] = "pt100"
         self.assertEqual(self.last()["body"], {"s1": "pt100"})
         self.assertEqual(list(self.sim["instances"].keys()), ["s1", "panel"])
