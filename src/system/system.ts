@@ -25,7 +25,6 @@ import { Instance } from './instance.js'
 import { STATE_VERSION, type InstanceState, type SaveOptions, type SaveResult, type SnapshotRecord, type SnapshotState } from '../snapshots/index.js'
 import { isRecord } from '../definition/is-record.js'
 import { ownsInstance, shardOf, shardText, type Shard } from './shard.js'
-import type { BodyValues } from '../values/request.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 
@@ -45,9 +44,6 @@ export const MAX_STEPS_PER_CALL = 100_000
  */
 export class System extends Component {
   readonly type = 'System'
-  override get bodyValues(): BodyValues {
-    return 'system'
-  }
   readonly services: SystemServices
   readonly models: Models
   readonly instances: Instances
