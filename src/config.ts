@@ -59,6 +59,7 @@ export const configSchema = z.strictObject({
   loadSnapshot: z.string().optional(),
   snapshotsRetention: decimal(number().int().min(1).max(1_000_000)).optional(),
   snapshotOnShutdown: z.boolean().default(false),
+  start: z.boolean().default(true),
   python: z.string().optional(),
   pythonWorkers: decimal(number().int().min(1).max(256)).default(Math.max(1, availableParallelism())),
   pythonTimeout: decimal(number().positive().max(3600)).default(10),
@@ -115,6 +116,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   loadSnapshot: 'MIMIC_LOAD_SNAPSHOT',
   snapshotsRetention: 'MIMIC_SNAPSHOTS_RETENTION',
   snapshotOnShutdown: 'MIMIC_SNAPSHOT_ON_SHUTDOWN',
+  start: 'MIMIC_START',
   python: 'MIMIC_PYTHON',
   pythonWorkers: 'MIMIC_PYTHON_WORKERS',
   pythonTimeout: 'MIMIC_PYTHON_TIMEOUT',
@@ -135,11 +137,12 @@ export const ENV_NAMES: Record<keyof Config, string> = {
 export class ConfigError extends Error {}
 
 /** The options that are on or off. */
-export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'mcpAllowWrite' | 'strictProtocols' | 's3ForcePathStyle'
+export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'start' | 'mcpAllowWrite' | 'strictProtocols' | 's3ForcePathStyle'
 
 const BOOLEAN_SETTINGS = new Set<keyof Config>([
   'insecure',
   'snapshotOnShutdown',
+  'start',
   'mcpAllowWrite',
   'strictProtocols',
   's3ForcePathStyle',

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { DestinationStream, Logger } from 'pino'
 import { checkExposure, ConfigError, type Config } from './config.js'
-import { ConflictError, ValidationError } from './errors.js'
+import { ConflictError, MimicError, ValidationError } from './errors.js'
 import { asSystemDefinition, loadDefinitionFile } from './definition/load-file.js'
 import { createServerLogger, LogBuffer } from './logs/index.js'
 import { ProtocolContexts } from './protocols/index.js'
@@ -216,6 +216,8 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     await shutdown()
     throw err
   }
+  // Before the "listening" line, so that a script waiting for it finds the system running.
+  if (config.start && (config.system || config.loadSnapshot)) await startLoaded(system, logger)
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   const host = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host
@@ -298,4 +300,21 @@ function withTimeout<T>(task: Promise<T>, ms: number, message: string): Promise<
     timer = setTimeout(() => reject(new Error(`${message} (more than ${ms / 1000} s)`)), ms)
   })
   return Promise.race([task, timeout]).finally(() => clearTimeout(timer))
+}
+
+/**
+ * `serve` prepares and starts the system it loaded (a system file or a snapshot), as a user who
+ * points it at a file expects: the protocol ports open and connections carry values at once.
+ * A system a snapshot left running is left as it is. An instance that fails to start does not stop
+ * the server: the failure is logged with each instance's problem, and the others run.
+ */
+async function startLoaded(system: System, logger: Logger): Promise<void> {
+  if (system.state === 'RUNNING' || system.instances.size === 0) return
+  try {
+    await system.exclusive(() => system.start())
+    logger.info({ instances: system.instances.size }, 'system started (--no-start keeps it stopped)')
+  } catch (err) {
+    const details = err instanceof MimicError ? err.details : []
+    logger.error({ err: (err as Error).message, details }, 'the system did not start completely: see the instances named')
+  }
 }

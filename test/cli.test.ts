@@ -16,7 +16,7 @@ function mimic(args: string[], env: Record<string, string> = {}): { status: numb
 
 /** Starts `mimic serve` and resolves with the URL it logs. */
 function serve(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...process.env, MIMIC_START: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000)

@@ -88,7 +88,7 @@ function serve(args: string[]): Promise<Served> {
       `import('${CLI}').then((m) => m.runCli(process.argv.slice(0, 1).concat(['x'], ${JSON.stringify(['serve', '--port', '0', ...args])})))`,
     ],
     {
-      env: { ...process.env, MIMIC_PRODUCT_KEY: TEST_KEY, MIMIC_PYTHON_WORKERS: '1' },
+      env: { ...process.env, MIMIC_PRODUCT_KEY: TEST_KEY, MIMIC_PYTHON_WORKERS: '1', MIMIC_START: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   )

@@ -46,6 +46,7 @@ before(async () => {
   const config = parseConfig(
     {
       port: 0,
+      start: false,
       productKey: KEY,
       system: join(ROOT, 'examples/pt100/system.yaml'),
       extensions: [join(ROOT, 'examples/pt100/extensions')],

@@ -61,7 +61,7 @@ export async function startDashboard(opts: {
     system = { file: join(dir, 'system.yaml'), extensions: [dir] }
   } else system = opts.system
   const config = parseConfig(
-    { port: 0, productKey: opts.key, system: system.file, extensions: system.extensions, snapshotsDir: join(dir, 'snapshots'), pythonWorkers: 1 },
+    { port: 0, start: false, productKey: opts.key, system: system.file, extensions: system.extensions, snapshotsDir: join(dir, 'snapshots'), pythonWorkers: 1 },
     {},
   )
   const logger = pino({ level: 'silent' })

@@ -27,7 +27,7 @@ export interface ServerProcess {
  */
 export function serveProcess(args: string[], env: Record<string, string> = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
-    env: { ...process.env, MIMIC_PRODUCT_KEY: TEST_KEY, MIMIC_PYTHON_WORKERS: '1', ...env },
+    env: { ...process.env, MIMIC_PRODUCT_KEY: TEST_KEY, MIMIC_PYTHON_WORKERS: '1', MIMIC_START: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''

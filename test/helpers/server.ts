@@ -22,7 +22,8 @@ export function fastLaneSetting(): 'on' | 'off' {
 
 /** The environment `parseConfig` gets in tests: none of the caller's, but the fast-lane setting. */
 export function testEnv(): NodeJS.ProcessEnv {
-  return { MIMIC_FAST_LANE: fastLaneSetting() }
+  // MIMIC_START=0: the tests drive prepare and start themselves (test/serve-start.test.ts covers serve's default).
+  return { MIMIC_FAST_LANE: fastLaneSetting(), MIMIC_START: '0' }
 }
 
 /** A response as a test looks at it. */

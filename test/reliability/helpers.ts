@@ -91,7 +91,7 @@ export interface ServedMimic {
 export function serveMimic(args: string[], opts: { env?: Record<string, string>; wrap?: string[]; timeoutMs?: number } = {}): Promise<ServedMimic> {
   const command = [...(opts.wrap ?? []), process.execPath, BIN, 'serve', '--port', '0', ...args]
   const child = spawn(command[0]!, command.slice(1), {
-    env: { ...process.env, MIMIC_LOG_LEVEL: 'info', ...opts.env },
+    env: { ...process.env, MIMIC_LOG_LEVEL: 'info', MIMIC_START: '0', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const logs: Array<Record<string, unknown>> = []
