@@ -63,6 +63,10 @@ export async function runCli(argv: string[]): Promise<void> {
     )
     .option('--s3-force-path-style', 'address the object store as http://host/bucket (default: on when AWS_ENDPOINT_URL is set) [MIMIC_S3_FORCE_PATH_STYLE]')
     .option('--load-snapshot <id|path|latest>', 'start from a saved snapshot; latest: the newest in the snapshots directory [MIMIC_LOAD_SNAPSHOT]')
+    .option(
+      '--no-start',
+      'keep the system loaded by --system or --load-snapshot stopped; by default serve prepares and starts it [MIMIC_START=0]',
+    )
     .option('--snapshot-on-shutdown', 'on SIGTERM/SIGINT save a snapshot with runtime state before exiting [MIMIC_SNAPSHOT_ON_SHUTDOWN]')
     .option(
       '--snapshots-retention <n>',
@@ -104,7 +108,9 @@ export async function runCli(argv: string[]): Promise<void> {
       'NATS server that carries the values of connections across shards (with --shard), e.g. nats://127.0.0.1:4222 [MIMIC_NATS] (docs/scale-out.md)',
     )
     .option('--nats-prefix <prefix>', 'first token(s) of the NATS subjects of this fleet, so fleets may share a server [MIMIC_NATS_PREFIX] (default mimic)')
-    .action(async (flags: Record<string, unknown>) => {
+    .action(async (flags: Record<string, unknown>, command: Command) => {
+      // Commander defaults a negated flag to true; unless --no-start was given, MIMIC_START decides.
+      if (command.getOptionValueSource('start') !== 'cli') delete flags.start
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')
       const server = await startMimic(config)
