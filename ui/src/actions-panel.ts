@@ -27,7 +27,7 @@ export class ActionsPanel {
   readonly #body: HTMLElement
   readonly #count: HTMLElement
 
-  constructor(opts: { api: ApiClient; notices: Notices; instance: string; model: string }) {
+  constructor(opts: { api: ApiClient; notices: Notices; instance: string; model: string; present?: Promise<boolean> }) {
     const { api, notices, instance, model } = opts
     this.#body = h('div', {}, h('div', { class: 'empty' }, 'Loading…'))
     this.#count = h('span', { class: 'muted small' })
@@ -48,31 +48,35 @@ export class ActionsPanel {
       this.#body,
     )
     const path = node('instances', instance, 'actions')
-    void api.get<{ children?: Array<{ name: string }> }>(path).then(
-      async (doc) => {
-        const names = (doc.children ?? []).map((c) => c.name)
-        if (!names.length) return this.#settle('none')
-        this.element.hidden = false
-        setText(this.#count, `(${names.length})`)
-        try {
-          const actions = await Promise.all(names.map((n) => api.get<ActionDocument>(`${path}/${encodeURIComponent(n)}`)))
-          replace(this.#body, this.#table(api, notices, instance, path, actions))
-          this.#settle('listed')
-        } catch (err) {
+    // Asked only when the instance lists the node (`present`): a request for a node that is not
+    // there would put a 404 in the server's log for every page view.
+    void Promise.resolve(opts.present ?? true)
+      .then((present) => (present ? api.get<{ children?: Array<{ name: string }> }>(path) : { children: [] }))
+      .then(
+        async (doc) => {
+          const names = (doc.children ?? []).map((c) => c.name)
+          if (!names.length) return this.#settle('none')
+          this.element.hidden = false
+          setText(this.#count, `(${names.length})`)
+          try {
+            const actions = await Promise.all(names.map((n) => api.get<ActionDocument>(`${path}/${encodeURIComponent(n)}`)))
+            replace(this.#body, this.#table(api, notices, instance, path, actions))
+            this.#settle('listed')
+          } catch (err) {
+            replace(this.#body, h('div', { class: 'empty' }, `The actions of ${instance} could not be read.`))
+            this.#settle('failed')
+            notices.error(err, `Reading the actions of ${instance} failed`)
+          }
+        },
+        (err: unknown) => {
+          // No actions node: the instance's model has no actions. Anything else is worth a message.
+          if (err instanceof ApiError && err.status === 404) return this.#settle('none')
+          this.element.hidden = false
           replace(this.#body, h('div', { class: 'empty' }, `The actions of ${instance} could not be read.`))
           this.#settle('failed')
           notices.error(err, `Reading the actions of ${instance} failed`)
-        }
-      },
-      (err: unknown) => {
-        // No actions node: the instance's model has no actions. Anything else is worth a message.
-        if (err instanceof ApiError && err.status === 404) return this.#settle('none')
-        this.element.hidden = false
-        replace(this.#body, h('div', { class: 'empty' }, `The actions of ${instance} could not be read.`))
-        this.#settle('failed')
-        notices.error(err, `Reading the actions of ${instance} failed`)
-      },
-    )
+        },
+      )
   }
 
   /** Marks the panel as loaded (`data-loaded`: none, listed or failed). */

@@ -1,10 +1,13 @@
 import { ApiClient } from './api-client.ts'
+import { ConnectionsView } from './connections-view.ts'
 import { DetailView } from './detail-view.ts'
 import { h, replace, setText } from './dom.ts'
 import { LiveStream, type StreamStatus } from './event-stream.ts'
+import { InstanceForm } from './instance-form.ts'
 import { InstanceView } from './instance-view.ts'
 import { LiveStore } from './live-store.ts'
 import { LogsView } from './logs-view.ts'
+import { ModelEditor } from './model-editor.ts'
 import type { Notices } from './notices.ts'
 import { OverviewView } from './overview-view.ts'
 import { SnapshotsView } from './snapshots-view.ts'
@@ -19,6 +22,8 @@ export interface AppShellOptions {
   notices: Notices
   /** The server refused the key (or the user asked to change it). */
   onSignOut: (message?: string) => void
+  /** The server has no product key: nothing to change, so no *Change key* button. */
+  open?: boolean
 }
 
 /**
@@ -69,7 +74,7 @@ export class AppShell {
           'div',
           { class: 'topbar-right' },
           this.#live,
-          h('button', { class: 'btn btn-small btn-quiet', 'data-action': 'sign-out', onclick: () => opts.onSignOut() }, 'Change key'),
+          opts.open ? null : h('button', { class: 'btn btn-small btn-quiet', 'data-action': 'sign-out', onclick: () => opts.onSignOut() }, 'Change key'),
         ),
       ),
       this.#tree.element,
@@ -113,7 +118,7 @@ export class AppShell {
 
   #route(): void {
     const hash = location.hash || '#/'
-    const [, kind = '', raw = ''] = /^#\/([a-z]*)\/?(.*)$/.exec(hash) ?? []
+    const [, kind = '', raw = ''] = /^#\/([a-z-]*)\/?(.*)$/.exec(hash) ?? []
     let name = ''
     try {
       name = decodeURIComponent(raw)
@@ -130,6 +135,17 @@ export class AppShell {
       case 'connection':
         this.#view = new DetailView({ ...common, kind, name })
         break
+      case 'new-model':
+      case 'edit-model':
+        this.#view = new ModelEditor({ ...common, name: kind === 'edit-model' ? name : '' })
+        break
+      case 'new-instance':
+        this.#view = new InstanceForm({ ...common, model: name })
+        break
+      case 'connections':
+      case 'new-connection':
+        this.#view = new ConnectionsView({ ...common, open: kind === 'new-connection' })
+        break
       case 'snapshots':
         this.#view = new SnapshotsView(common)
         break
@@ -140,7 +156,7 @@ export class AppShell {
         this.#view = new OverviewView(common)
     }
     replace(this.#main, this.#view.element)
-    this.#tree.select(kind === 'logs' ? '#/logs' : kind ? hash : '#/')
+    this.#tree.select(kind === 'logs' ? '#/logs' : kind === 'new-connection' ? '#/connections' : kind ? hash : '#/')
     this.#subscribe()
   }
 

@@ -1,4 +1,6 @@
 import { node, type ApiClient } from './api-client.ts'
+import { deleteConnection } from './connections-view.ts'
+import { deleteButton } from './delete-actions.ts'
 import { h, replace } from './dom.ts'
 import type { Notices } from './notices.ts'
 import type { View } from './view.ts'
@@ -8,9 +10,9 @@ import { toYaml } from './yaml.ts'
 const BEHAVIOUR_KEYS = ['actions', 'conditions', 'if_chain']
 
 /**
- * A model (its instances, its actions, conditions and if chain as written, and its whole
+ * A model (with Edit, New instance of it and Delete; its instances, its actions, conditions and if chain as written, and its whole
  * definition as it was given) or a connection (its two ends,
- * transfer count and last error), read from the tree.
+ * transfer count and last error, and Delete), read from the tree.
  *
  * @example
  * new DetailView({ api, notices, kind: 'model', name: 'PT100' })
@@ -31,6 +33,27 @@ export class DetailView implements View {
           'header',
           { class: 'panel-header' },
           h('div', {}, h('h1', { class: 'view-title' }, name), h('div', { class: 'muted' }, kind === 'model' ? 'model' : 'connection')),
+          h(
+            'div',
+            { class: 'toolbar' },
+            kind === 'model'
+              ? [
+                  h('a', { class: 'btn', href: `#/edit-model/${encodeURIComponent(name)}`, 'data-action': 'edit-model' }, 'Edit'),
+                  h('a', { class: 'btn', href: `#/new-instance/${encodeURIComponent(name)}`, 'data-action': 'new-instance-of' }, 'New instance of it'),
+                  deleteButton({ api, notices, kind: 'model', name, onDeleted: () => (location.hash = '#/') }),
+                ]
+              : h(
+                  'button',
+                  {
+                    class: 'btn btn-quiet btn-danger-text',
+                    'data-action': 'delete-connection',
+                    onclick: async () => {
+                      if (await deleteConnection(api, notices, name)) location.hash = '#/connections'
+                    },
+                  },
+                  'Delete',
+                ),
+          ),
         ),
         body,
       ),

@@ -1,10 +1,13 @@
 import { ActionsPanel } from './actions-panel.ts'
 import { AdapterPanel } from './adapter-panel.ts'
 import { node, type ApiClient } from './api-client.ts'
+import { confirmDialog } from './confirm-dialog.ts'
+import { deleteButton } from './delete-actions.ts'
 import { h, replace, setText } from './dom.ts'
 import { formatValue, parseInput, PLOTTABLE_TYPES } from './format.ts'
 import type { LiveAttribute, LiveStore } from './live-store.ts'
 import type { Notices } from './notices.ts'
+import { RegistersPanel } from './registers-panel.ts'
 import { ScenariosPanel } from './scenarios-panel.ts'
 import { stateBadge, updateBadge } from './state-badge.ts'
 import type { TrendChart } from './trend-chart.ts'
@@ -26,14 +29,21 @@ interface Row {
   internal: HTMLElement
   external: HTMLElement
   plot: HTMLInputElement | null
+  /** The "forced" mark and the Clear button, shown while the external value differs from the internal one. */
+  forced: HTMLElement
+  clear: HTMLButtonElement
 }
 
 /**
  * One instance: state and last error, lifecycle and model-method buttons, every attribute with
  * its live internal and external value (editable, pickable for the trend), polling, the scenarios
  * (start, stop, state, remaining time) and actions of a model-language model (each action can be
- * switched off), and the protocol adapters (a Modbus adapter with its faults). Values come
- * from the event stream; writes go through the HTTP API.
+ * switched off), and the protocol adapters (a Modbus adapter with its faults). Every attribute
+ * row has *Force value* (sets the external value, marked "forced" until cleared or the next step);
+ * an instance with a Modbus adapter has a *Registers* tab with its register map. *Delete* removes
+ * the instance. Values come from the event stream; writes go through the HTTP API. The actions and
+ * scenarios nodes are read only when the instance document lists them, so the page asks for
+ * nothing that is not there.
  *
  * @example
  * const view = new InstanceView({ api, store, notices, chart, name: 'tank_sensor' })
@@ -46,6 +56,8 @@ export class InstanceView implements View {
   readonly #adapters = new Map<string, AdapterPanel>()
   readonly #unsubscribe: Array<() => unknown> = []
   #scenarios: ScenariosPanel | undefined
+  #registers: RegistersPanel | undefined
+  #tab: 'attributes' | 'registers' = 'attributes'
   #badge: HTMLElement | undefined
   #error: HTMLElement | undefined
   #dirty = false
@@ -80,6 +92,7 @@ export class InstanceView implements View {
     this.#rows.clear()
     this.#adapters.clear()
     this.#scenarios = undefined
+    this.#registers = undefined
     if (!inst) {
       replace(
         this.element,
@@ -95,7 +108,13 @@ export class InstanceView implements View {
       return
     }
     const path = node('instances', name)
-    this.#scenarios = new ScenariosPanel({ api: this.#o.api, notices: this.#o.notices, instance: name })
+    // The optional children (actions, scenarios) as the instance document lists them.
+    const children = this.#o.api.get<{ children?: Array<{ name: string }> }>(path).then(
+      (doc) => new Set((doc.children ?? []).map((c) => c.name)),
+      () => new Set<string>(),
+    )
+    const has = (child: string): Promise<boolean> => children.then((names) => names.has(child))
+    this.#scenarios = new ScenariosPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, present: has('scenarios') })
     this.#badge = stateBadge(inst.state)
     this.#error = h('div', { class: 'last-error', hidden: !inst.lastError }, inst.lastError ?? '')
     const lifecycle = LIFECYCLE.filter((m) => inst.methods.includes(m)).map((m) => this.#methodButton(path, m, m === 'start' ? 'btn-primary' : ''))
@@ -106,6 +125,8 @@ export class InstanceView implements View {
       this.#adapters.set(a.name, panel)
       return panel.element
     })
+    const modbus = [...inst.adapters.keys()].filter((a) => /^modbus_slave(_\d+)?$/.test(a))
+    if (modbus.length) this.#registers = new RegistersPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, adapters: modbus })
     replace(
       this.element,
       h(
@@ -134,14 +155,18 @@ export class InstanceView implements View {
                 ),
               ),
               this.#badge,
-              h('div', { class: 'toolbar lifecycle' }, lifecycle),
+              h(
+                'div',
+                { class: 'toolbar lifecycle' },
+                lifecycle,
+                deleteButton({ api: this.#o.api, notices: this.#o.notices, kind: 'instance', name, onDeleted: () => (location.hash = '#/') }),
+              ),
             ),
             this.#error,
-            this.#attributeTable(inst.attributes),
-            this.#pollingRow(path),
+            this.#tabs(h('div', {}, this.#attributeTable(inst.attributes), this.#pollingRow(path))),
           ),
           this.#scenarios.element,
-          new ActionsPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, model: inst.model }).element,
+          new ActionsPanel({ api: this.#o.api, notices: this.#o.notices, instance: name, model: inst.model, present: has('actions') }).element,
         ),
         h(
           'div',
@@ -153,6 +178,56 @@ export class InstanceView implements View {
       ),
     )
     this.#update()
+  }
+
+  /** The attribute panel alone, or tabs Attributes and Registers for an instance with a Modbus adapter. */
+  #tabs(attributes: HTMLElement): HTMLElement {
+    const registers = this.#registers
+    if (!registers) return attributes
+    const id = `inst-${Math.random().toString(36).slice(2, 8)}`
+    const panels = { attributes, registers: registers.element }
+    const tabs = (['attributes', 'registers'] as const).map((key) =>
+      h(
+        'button',
+        {
+          class: 'tab',
+          role: 'tab',
+          id: `${id}-tab-${key}`,
+          'aria-controls': `${id}-panel-${key}`,
+          'data-tab': key,
+          onclick: () => select(key, false),
+          onkeydown: (e: Event) => {
+            const k = (e as KeyboardEvent).key
+            if (k === 'ArrowRight' || k === 'ArrowLeft' || k === 'Home' || k === 'End') {
+              e.preventDefault()
+              select(this.#tab === 'attributes' ? 'registers' : 'attributes', true)
+            }
+          },
+        },
+        key === 'attributes' ? 'Attributes' : 'Registers',
+      ),
+    )
+    for (const key of ['attributes', 'registers'] as const) {
+      const panel = panels[key]
+      panel.id = `${id}-panel-${key}`
+      panel.setAttribute('role', 'tabpanel')
+      panel.setAttribute('aria-labelledby', `${id}-tab-${key}`)
+      panel.tabIndex = 0
+    }
+    const select = (key: 'attributes' | 'registers', focus: boolean): void => {
+      this.#tab = key
+      tabs.forEach((tab, i) => {
+        const on = (i === 0 ? 'attributes' : 'registers') === key
+        tab.setAttribute('aria-selected', String(on))
+        tab.tabIndex = on ? 0 : -1
+        if (on && focus) tab.focus()
+      })
+      attributes.hidden = key !== 'attributes'
+      registers.element.hidden = key !== 'registers'
+      if (key === 'registers') this.#update()
+    }
+    select(this.#tab, false)
+    return h('div', { class: 'tabs' }, h('div', { class: 'tablist', role: 'tablist', 'aria-label': 'Instance views' }, tabs), attributes, registers.element)
   }
 
   #methodButton(path: string, method: string, extra: string): HTMLButtonElement {
@@ -233,7 +308,20 @@ export class InstanceView implements View {
             onchange: () => chart.toggle(name, attr.name),
           })
         : null
-      this.#rows.set(attr.name, { internal, external, plot })
+      const forced = h('span', { class: 'forced-tag', hidden: true }, 'forced')
+      const clear = h(
+        'button',
+        {
+          class: 'btn btn-small btn-quiet',
+          hidden: true,
+          'data-action': 'clear-forced',
+          'aria-label': `Clear forced value of ${attr.name}`,
+          onclick: (e: Event) => busy(e, () => this.#clearForced(attr)),
+        },
+        'Clear',
+      )
+      external.append(' ', forced)
+      this.#rows.set(attr.name, { internal, external, plot, forced, clear })
       body.append(
         h(
           'tr',
@@ -244,6 +332,21 @@ export class InstanceView implements View {
           external,
           h('td', { class: 'muted' }, attr.unit ?? ''),
           h('td', { class: 'edit-cell' }, this.#editor(attr)),
+          h(
+            'td',
+            { class: 'force-cell' },
+            h(
+              'button',
+              {
+                class: 'btn btn-small',
+                'data-action': 'force',
+                title: `Force the value clients see of ${attr.name}`,
+                onclick: () => void this.#force(attr),
+              },
+              'Force value',
+            ),
+            clear,
+          ),
           h('td', { class: 'plot-cell' }, plot ? h('label', { class: 'switch-label' }, plot) : null),
         ),
       )
@@ -266,6 +369,7 @@ export class InstanceView implements View {
             h('th', { class: 'num' }, 'External value'),
             h('th', {}, 'Unit'),
             h('th', {}, 'Set internal value'),
+            h('th', {}, 'Forced (external) value'),
             h('th', {}, 'Plot'),
           ),
         ),
@@ -363,13 +467,84 @@ export class InstanceView implements View {
       const attr = inst.attributes.get(attrName)
       if (!attr?.known) continue
       setText(row.internal, formatValue(attr.internal))
-      setText(row.external, formatValue(attr.external))
-      row.external.classList.toggle('override', JSON.stringify(attr.external) !== JSON.stringify(attr.internal))
+      // The cell holds the value's text node, then the "forced" mark.
+      const text = row.external.firstChild
+      if (text && text.textContent !== formatValue(attr.external)) text.textContent = formatValue(attr.external)
+      const isForced = JSON.stringify(attr.external) !== JSON.stringify(attr.internal)
+      row.external.classList.toggle('override', isForced)
+      row.external.dataset.forced = String(isForced)
+      row.forced.hidden = !isForced
+      row.clear.hidden = !isForced
     }
+    if (this.#registers && this.#tab === 'registers') this.#registers.update(inst)
     this.#scenarios?.update(inst.scenarios)
     for (const [adapterName, panel] of this.#adapters) {
       const live = inst.adapters.get(adapterName)
       if (live) panel.update(live)
+    }
+  }
+
+  /** Asks for a value and sets it as the external value (what every protocol adapter presents). */
+  async #force(attr: LiveAttribute): Promise<void> {
+    const { api, notices, name } = this.#o
+    const input =
+      attr.type === 'bool'
+        ? h(
+            'select',
+            { class: 'input', 'aria-label': `Forced value of ${attr.name}` },
+            h('option', { value: 'true' }, 'true'),
+            h('option', { value: 'false' }, 'false'),
+          )
+        : h('input', { class: 'input mono', 'aria-label': `Forced value of ${attr.name}`, placeholder: attr.type, value: formatValue(attr.external ?? '') })
+    // Enter in the field confirms, as in a form; the dialog focuses its button first, then the field takes it.
+    input.addEventListener('keydown', (e) => {
+      if ((e as KeyboardEvent).key === 'Enter') input.closest('dialog')?.querySelector<HTMLButtonElement>('[data-action=confirm]')?.click()
+    })
+    queueMicrotask(() => {
+      input.focus()
+      if (input instanceof HTMLInputElement) input.select()
+    })
+    const ok = await confirmDialog({
+      title: `Force ${name}.${attr.name}`,
+      body: [
+        h('label', { class: 'field' }, h('span', {}, `Value clients see (${attr.type})`), input),
+        h(
+          'p',
+          { class: 'muted small' },
+          'Protocol adapters present this value instead of the internal one; the model goes on computing its own. The next step of the instance ends it, or Clear.',
+        ),
+      ],
+      confirm: 'Force',
+    })
+    if (!ok) return
+    let value: unknown
+    try {
+      value = parseInput(attr.type, input.value)
+    } catch (err) {
+      notices.error(err, `Value for ${name}.${attr.name}`)
+      return
+    }
+    try {
+      await api.put(`${node('instances', name, 'attributes', attr.name)}/attr/external_value`, { value })
+      notices.info(`${name}.${attr.name} forced to ${formatValue(value)}`)
+    } catch (err) {
+      notices.error(err, `Forcing ${name}.${attr.name} failed`)
+    }
+  }
+
+  /**
+   * Ends a forced value: the API has no call that drops an override outside a step, so the
+   * external value is set to the internal one, which is what clients see without an override.
+   */
+  async #clearForced(attr: LiveAttribute): Promise<void> {
+    const { api, notices, name } = this.#o
+    const path = node('instances', name, 'attributes', attr.name)
+    try {
+      const { value } = await api.get<{ value: unknown }>(`${path}/attr/internal_value`)
+      await api.put(`${path}/attr/external_value`, { value })
+      notices.info(`${name}.${attr.name}: forced value cleared`)
+    } catch (err) {
+      notices.error(err, `Clearing the forced value of ${name}.${attr.name} failed`)
     }
   }
 

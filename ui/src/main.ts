@@ -1,3 +1,4 @@
+import { ApiClient, SYSTEM } from './api-client.ts'
 import { AppShell } from './app-shell.ts'
 import { loginView } from './login-view.ts'
 import { Notices } from './notices.ts'
@@ -20,12 +21,17 @@ function showLogin(message?: string): void {
   root.replaceChildren(loginView({ onKey: start, message }).element, notices.element)
 }
 
-function start(key: string): void {
+function start(key: string, open = false): void {
   sessionStorage.setItem(KEY_STORAGE, key)
-  shell = new AppShell({ key, notices, onSignOut: showLogin })
+  shell = new AppShell({ key, notices, onSignOut: showLogin, open })
   root.replaceChildren(shell.element, notices.element)
 }
 
+// A server without a product key answers without one: then there is no key to ask for.
 const saved = sessionStorage.getItem(KEY_STORAGE)
-if (saved !== null) start(saved)
-else showLogin()
+if (saved) start(saved)
+else
+  void new ApiClient('').get(SYSTEM).then(
+    () => start('', true),
+    () => showLogin(),
+  )

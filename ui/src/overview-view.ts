@@ -4,12 +4,15 @@ import { formatValue } from './format.ts'
 import type { LiveStore } from './live-store.ts'
 import type { Notices } from './notices.ts'
 import { stateBadge, updateBadge } from './state-badge.ts'
+import { SystemFile } from './system-file.ts'
+import { TimerControls } from './timer-controls.ts'
 import { busy, type View } from './view.ts'
 
 /**
  * The system as a whole: its state, steps and simulated time, the system-wide lifecycle buttons
  * (a system start steps every instance and applies the connections after each step), and every
- * instance with its live state and last error.
+ * instance with its live state and last error; the timer controls (step, rate, pause); and what
+ * builds the system: New model, New instance, New connection, Export system and Import system.
  *
  * @example
  * const view = new OverviewView({ api, store, notices })
@@ -23,6 +26,7 @@ export class OverviewView implements View {
   readonly #table: HTMLElement
   readonly #rows = new Map<string, { badge: HTMLElement; error: HTMLElement }>()
   readonly #unsubscribe: Array<() => unknown>
+  readonly #timer: TimerControls
 
   constructor(opts: { api: ApiClient; store: LiveStore; notices: Notices }) {
     const { api, store, notices } = opts
@@ -31,6 +35,10 @@ export class OverviewView implements View {
     this.#steps = h('dd', { class: 'num' }, '–')
     this.#time = h('dd', { class: 'num' }, '–')
     this.#table = h('div', { class: 'table-wrap' })
+    this.#timer = new TimerControls({ api, notices })
+    const io = new SystemFile({ api, notices })
+    const go = (hash: string, label: string, action: string) =>
+      h('button', { class: 'btn', 'data-action': action, onclick: () => (location.hash = hash) }, label)
     const button = (method: string, label: string, extra = '') =>
       h(
         'button',
@@ -76,10 +84,35 @@ export class OverviewView implements View {
           ),
         ),
         h('dl', { class: 'facts facts-row' }, h('dt', {}, 'System steps'), this.#steps, h('dt', {}, 'Simulated time'), this.#time),
+        this.#timer.element,
       ),
+      h(
+        'section',
+        { class: 'panel build-panel', 'aria-label': 'Build' },
+        h(
+          'header',
+          { class: 'panel-header' },
+          h(
+            'div',
+            {},
+            h('h2', { class: 'panel-title' }, 'Build'),
+            h('div', { class: 'muted small' }, 'Models, instances and connections; the system as one file.'),
+          ),
+          h(
+            'div',
+            { class: 'toolbar' },
+            go('#/new-model', 'New model', 'new-model'),
+            go('#/new-instance', 'New instance', 'new-instance'),
+            go('#/new-connection', 'New connection', 'new-connection'),
+            io.exportButton,
+            io.importButton,
+          ),
+        ),
+      ),
+      io.panel,
       h('section', { class: 'panel' }, h('header', { class: 'panel-header' }, h('h2', { class: 'panel-title' }, 'Instances')), this.#table),
     )
-    this.#unsubscribe = [store.onStructure(() => this.#render()), store.onFrame(() => this.#update())]
+    this.#unsubscribe = [store.onStructure(() => this.#render()), store.onFrame(() => this.#update()), () => this.#timer.dispose()]
     this.#render()
   }
 
@@ -97,7 +130,11 @@ export class OverviewView implements View {
     if (!instances.length) {
       replace(
         this.#table,
-        h('div', { class: 'empty' }, this.#store.structure ? 'The system has no instances. Load a snapshot or PUT instances through the API.' : 'Loading…'),
+        h(
+          'div',
+          { class: 'empty' },
+          this.#store.structure ? 'The system has no instances. Create one with New instance, import a system file, or load a snapshot.' : 'Loading…',
+        ),
       )
       return
     }

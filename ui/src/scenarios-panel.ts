@@ -51,7 +51,7 @@ export class ScenariosPanel {
   readonly #rows = new Map<string, ScenarioRow>()
   #live = new Map<string, LiveScenario>()
 
-  constructor(opts: { api: ApiClient; notices: Notices; instance: string }) {
+  constructor(opts: { api: ApiClient; notices: Notices; instance: string; present?: Promise<boolean> }) {
     const { api, notices, instance } = opts
     this.#body = h('div', {}, h('div', { class: 'empty' }, 'Loading…'))
     this.element = h(
@@ -70,31 +70,35 @@ export class ScenariosPanel {
       this.#body,
     )
     const path = node('instances', instance, 'scenarios')
-    void api.get<{ children?: Array<{ name: string }> }>(path).then(
-      async (doc) => {
-        const names = (doc.children ?? []).map((c) => c.name)
-        if (!names.length) return this.#settle('none')
-        this.element.hidden = false
-        try {
-          const docs = await Promise.all(names.map((n) => api.get<ScenarioDocument>(`${path}/${encodeURIComponent(n)}`)))
-          replace(this.#body, this.#table(api, notices, instance, path, docs))
-          this.#settle('listed')
-          this.update(this.#live)
-        } catch (err) {
+    // Asked only when the instance lists the node (`present`): a request for a node that is not
+    // there would put a 404 in the server's log for every page view.
+    void Promise.resolve(opts.present ?? true)
+      .then((present) => (present ? api.get<{ children?: Array<{ name: string }> }>(path) : { children: [] }))
+      .then(
+        async (doc) => {
+          const names = (doc.children ?? []).map((c) => c.name)
+          if (!names.length) return this.#settle('none')
+          this.element.hidden = false
+          try {
+            const docs = await Promise.all(names.map((n) => api.get<ScenarioDocument>(`${path}/${encodeURIComponent(n)}`)))
+            replace(this.#body, this.#table(api, notices, instance, path, docs))
+            this.#settle('listed')
+            this.update(this.#live)
+          } catch (err) {
+            replace(this.#body, h('div', { class: 'empty' }, `The scenarios of ${instance} could not be read.`))
+            this.#settle('failed')
+            notices.error(err, `Reading the scenarios of ${instance} failed`)
+          }
+        },
+        (err: unknown) => {
+          // No scenarios node: the instance's model has no scenarios.
+          if (err instanceof ApiError && err.status === 404) return this.#settle('none')
+          this.element.hidden = false
           replace(this.#body, h('div', { class: 'empty' }, `The scenarios of ${instance} could not be read.`))
           this.#settle('failed')
           notices.error(err, `Reading the scenarios of ${instance} failed`)
-        }
-      },
-      (err: unknown) => {
-        // No scenarios node: the instance's model has no scenarios.
-        if (err instanceof ApiError && err.status === 404) return this.#settle('none')
-        this.element.hidden = false
-        replace(this.#body, h('div', { class: 'empty' }, `The scenarios of ${instance} could not be read.`))
-        this.#settle('failed')
-        notices.error(err, `Reading the scenarios of ${instance} failed`)
-      },
-    )
+        },
+      )
   }
 
   /** Shows the live states, times and runs (from the event stream). */

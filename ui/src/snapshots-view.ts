@@ -14,11 +14,13 @@ interface SnapshotEntry {
   notes: string
   path: string
   inMemory: boolean
+  /** Saved with its runtime state (`include_state`), which a load restores. */
+  state?: boolean
 }
 
 interface ListResult {
-  in_memory: Array<{ id: string; created_at: string; label: string; notes: string; persisted_path: string }>
-  files: Array<{ path: string; id: string; created_at: string; label: string; notes: string }>
+  in_memory: Array<{ id: string; created_at: string; label: string; notes: string; persisted_path: string; state?: boolean }>
+  files: Array<{ path: string; id: string; created_at: string; label: string; notes: string; state?: boolean }>
 }
 
 const PATH = node('snapshots')
@@ -72,7 +74,11 @@ export class SnapshotsView implements View {
           'header',
           { class: 'panel-header' },
           h('h1', { class: 'view-title' }, 'Snapshots'),
-          h('span', { class: 'muted' }, 'A snapshot holds the structure — models, instances, connections — never runtime values.'),
+          h(
+            'span',
+            { class: 'muted' },
+            'A snapshot holds the structure — models, instances, connections — and, when saved with its runtime state, the values too.',
+          ),
         ),
         h(
           'form',
@@ -114,11 +120,11 @@ export class SnapshotsView implements View {
     }
     const byId = new Map<string, SnapshotEntry>()
     for (const s of result.in_memory)
-      byId.set(s.id, { id: s.id, created_at: s.created_at, label: s.label, notes: s.notes, path: s.persisted_path, inMemory: true })
+      byId.set(s.id, { id: s.id, created_at: s.created_at, label: s.label, notes: s.notes, path: s.persisted_path, inMemory: true, state: s.state === true })
     for (const f of result.files) {
       const known = byId.get(f.id)
       if (known) known.path ||= f.path
-      else byId.set(f.id, { id: f.id, created_at: f.created_at, label: f.label, notes: f.notes, path: f.path, inMemory: false })
+      else byId.set(f.id, { id: f.id, created_at: f.created_at, label: f.label, notes: f.notes, path: f.path, inMemory: false, state: f.state === true })
     }
     const entries = [...byId.values()].sort((a, b) => b.created_at.localeCompare(a.created_at))
     if (!entries.length) {
@@ -184,7 +190,13 @@ export class SnapshotsView implements View {
             '.',
           ),
           h('li', {}, 'Running instances are stopped; every loaded instance starts fresh (INITIALIZED).'),
-          h('li', {}, 'Runtime values are not restored — a snapshot holds structure only.'),
+          h(
+            'li',
+            {},
+            s.state
+              ? 'Runtime values are restored as they were saved (a snapshot with state).'
+              : 'Runtime values are not restored: this snapshot holds the structure only.',
+          ),
         ),
         h('p', { class: 'muted small' }, `Snapshot ${s.id}, saved ${new Date(s.created_at).toLocaleString()}.`),
       ],

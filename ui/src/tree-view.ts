@@ -73,6 +73,7 @@ export class TreeView {
         'div',
         { class: 'tree-section tree-top' },
         link('#/', h('span', { class: 'tree-name' }, 'Overview')),
+        link('#/connections', h('span', { class: 'tree-name' }, 'Connections')),
         link('#/snapshots', h('span', { class: 'tree-name' }, 'Snapshots')),
         link('#/logs', h('span', { class: 'tree-name' }, 'Logs')),
       ),

@@ -21,3 +21,20 @@ export async function busy(event: Event, action: () => Promise<unknown>): Promis
     if (button) button.disabled = false
   }
 }
+
+/**
+ * Runs a form's async action with its submit buttons disabled, so Enter pressed twice sends it once.
+ *
+ * @example
+ * h('form', { onsubmit: (e) => { e.preventDefault(); void submitting(e, save) } })
+ */
+export async function submitting(event: Event, action: () => Promise<unknown>): Promise<void> {
+  const form = event.currentTarget instanceof HTMLFormElement ? event.currentTarget : null
+  const buttons = [...(form?.querySelectorAll<HTMLButtonElement>('button[type=submit]') ?? [])]
+  for (const b of buttons) b.disabled = true
+  try {
+    await action()
+  } finally {
+    for (const b of buttons) b.disabled = false
+  }
+}
