@@ -96,12 +96,19 @@ async function session(mcp: Client, prefix: string): Promise<void> {
     'load_snapshot',
     'tail_logs',
     'read_modbus_registers',
+    'list_connections',
+    'connect',
+    'set_connection_enabled',
+    'delete_connection',
   ]) {
     assert.ok(names.includes(expected), `tool ${expected} is listed`)
   }
   for (const t of tools) {
     assert.ok((t.description ?? '').length > 30, `${t.name} has a useful description`)
     assert.equal(t.inputSchema.type, 'object')
+    // Uniform argument names: a tool names its target `model`, `instance`, `connection`, never `name`
+    // (generate_instances' `name` is the pattern of the names it makes, as in the HTTP API).
+    if (t.name !== 'generate_instances') assert.ok(!('name' in (t.inputSchema.properties ?? {})), `${t.name} takes no 'name' argument`)
   }
   assert.ok(tools.find((t) => t.name === 'define_model')!.inputSchema.required?.includes('definition'))
 
@@ -113,17 +120,17 @@ async function session(mcp: Client, prefix: string): Promise<void> {
     checked.problems.some((p: { path: string }) => p.path.endsWith('mapping.level.type')),
     JSON.stringify(checked),
   )
-  const refused = await tool(mcp, 'define_model', { name: model, definition: BAD_TANK }, true)
+  const refused = await tool(mcp, 'define_model', { model, definition: BAD_TANK }, true)
   assert.equal(refused.status, 422)
   assert.ok(
     refused.problems.some((p: { path: string }) => p.path.endsWith('mapping.level.type')),
     JSON.stringify(refused),
   )
   assert.deepEqual(await tool(mcp, 'validate_model', { definition: GOOD_TANK }), { valid: true })
-  assert.deepEqual(await tool(mcp, 'define_model', { name: model, definition: GOOD_TANK }), { defined: model })
-  assert.equal((await tool(mcp, 'get_model', { name: model })).definition.communication[0].modbus_slave.mapping.level.type, 'float')
+  assert.deepEqual(await tool(mcp, 'define_model', { model, definition: GOOD_TANK }), { defined: model })
+  assert.equal((await tool(mcp, 'get_model', { model })).definition.communication[0].modbus_slave.mapping.level.type, 'float')
 
-  assert.equal((await tool(mcp, 'create_instance', { name: inst, model })).state, 'INITIALIZED')
+  assert.equal((await tool(mcp, 'create_instance', { instance: inst, model })).state, 'INITIALIZED')
   assert.equal((await tool(mcp, 'prepare', { instance: inst })).state, 'PREPARED')
   const ran = await tool(mcp, 'run', { instance: inst, steps: 3 })
   assert.equal(ran.attributes.level.internal_value, 3)
@@ -144,14 +151,35 @@ async function session(mcp: Client, prefix: string): Promise<void> {
   const sagModel = `${prefix}Supply`
   const sag = `${prefix}_supply`
   const supply = { attributes: { v: 230.0 }, scenarios: { sag: { duration: 60, overrides: { '$out(v)': 180.0 } } } }
-  assert.deepEqual(await tool(mcp, 'define_model', { name: sagModel, definition: supply }), { defined: sagModel })
-  await tool(mcp, 'create_instance', { name: sag, model: sagModel })
+  assert.deepEqual(await tool(mcp, 'define_model', { model: sagModel, definition: supply }), { defined: sagModel })
+  await tool(mcp, 'create_instance', { instance: sag, model: sagModel })
   assert.equal((await tool(mcp, 'list_scenarios', { instance: sag })).scenarios.sag.state, 'idle')
   assert.equal((await tool(mcp, 'start_scenario', { instance: sag, scenario: 'sag' })).state, 'active')
   assert.equal((await tool(mcp, 'read_attributes', { instance: sag, names: ['v'] })).v.internal_value, 180)
   assert.equal((await tool(mcp, 'stop_scenario', { instance: sag, scenario: 'sag' })).state, 'finished')
   assert.equal((await tool(mcp, 'read_attributes', { instance: sag, names: ['v'] })).v.internal_value, 230)
   assert.deepEqual((await tool(mcp, 'list_scenarios', { instance: inst })).scenarios, {}, 'a model without scenarios lists none')
+  assert.equal((await tool(mcp, 'get_instance', { instance: sag })).state, 'INITIALIZED')
+
+  // Connections: the sag supply's voltage copied into the tank's level, paused, resumed, removed.
+  const link = `${prefix}_link`
+  const made = await tool(mcp, 'connect', { connection: link, from: `${sag}.attributes.v`, to: `${inst}.attributes.level` })
+  assert.deepEqual(made, { connection: link, from: `${sag}.attributes.v`, to: `${inst}.attributes.level` })
+  const bad = await tool(mcp, 'connect', { connection: `${prefix}_bad`, from: `${sag}.attributes.nope`, to: `${inst}.attributes.level` }, true)
+  assert.equal(bad.status, 422, JSON.stringify(bad))
+  await tool(mcp, 'run', { steps: 1 })
+  assert.equal((await tool(mcp, 'read_attributes', { instance: inst, names: ['level'] })).level.internal_value, 230)
+  assert.deepEqual(await tool(mcp, 'set_connection_enabled', { connection: link, enabled: false }), { connection: link, enabled: false })
+  await tool(mcp, 'write_attributes', { instance: inst, values: { level: 12.5 } })
+  await tool(mcp, 'run', { steps: 1 })
+  // The tank's own step adds 1; the disabled connection does not write 230 over it.
+  assert.equal((await tool(mcp, 'read_attributes', { instance: inst, names: ['level'] })).level.internal_value, 13.5, 'a disabled connection carries nothing')
+  const listedLinks = (await tool(mcp, 'list_connections')).connections.find((c: { connection: string }) => c.connection === link)
+  assert.equal(listedLinks.enabled, false)
+  assert.ok(listedLinks.transfers >= 1)
+  await tool(mcp, 'set_connection_enabled', { connection: link, enabled: true })
+  await tool(mcp, 'delete_connection', { connection: link })
+  assert.ok(!(await tool(mcp, 'list_connections')).connections.some((c: { connection: string }) => c.connection === link))
 
   const logs = await tool(mcp, 'tail_logs', { instance: inst, contains: `from ${prefix}` })
   assert.equal(logs.entries.length, 1)
@@ -177,7 +205,7 @@ async function readOnly(mcp: Client): Promise<void> {
   const before = await tool(mcp, 'get_overview')
   assert.equal(before.system.write_tools_allowed, false)
   assert.deepEqual(await tool(mcp, 'validate_model', { definition: GOOD_TANK }), { valid: true })
-  const refused = await tool(mcp, 'define_model', { name: 'Nope', definition: GOOD_TANK }, true)
+  const refused = await tool(mcp, 'define_model', { model: 'Nope', definition: GOOD_TANK }, true)
   assert.match(refused, /--mcp-allow-write/)
   await tool(mcp, 'run', { steps: 1 }, true)
   assert.ok(!(await tool(mcp, 'list_models')).models.includes('Nope'))
@@ -237,7 +265,11 @@ describe('MCP server over Streamable HTTP (/mcp) and stdio (mimic mcp), with the
     const mcp = await open(http(writable))
     const { resources } = await mcp.listResources()
     const uris = resources.map((r) => r.uri)
-    assert.deepEqual(uris.sort(), ['mimic://docs/api', 'mimic://docs/model-language', 'mimic://schema/model-definition'])
+    assert.deepEqual(uris.sort(), ['mimic://docs/api', 'mimic://docs/model-language', 'mimic://docs/model-primer', 'mimic://schema/model-definition'])
+    // The primer an assistant reads first is short, and points to the full language.
+    const primer = ((await mcp.readResource({ uri: 'mimic://docs/model-primer' })).contents[0] as { text: string }).text
+    assert.ok(Buffer.byteLength(primer) < 8192, `primer is ${Buffer.byteLength(primer)} bytes`)
+    assert.match(primer, /mimic:\/\/docs\/model-language/)
     const language = await mcp.readResource({ uri: 'mimic://docs/model-language' })
     const text = (language.contents[0] as { text: string }).text
     assert.match(text, /modbus_slave/)

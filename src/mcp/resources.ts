@@ -7,6 +7,7 @@ import { PACKAGE_ROOT } from '../version.js'
 
 /** Addresses of the resources the MCP server offers. */
 export const RESOURCE_URIS = {
+  primer: 'mimic://docs/model-primer',
   modelLanguage: 'mimic://docs/model-language',
   modelSchema: 'mimic://schema/model-definition',
   api: 'mimic://docs/api',
@@ -44,6 +45,18 @@ export function modelJsonSchema(): Record<string, unknown> {
 
 /** Registers the resources and the "simulate this device" prompt. */
 export function registerResources(server: McpServer): void {
+  server.registerResource(
+    'model-primer',
+    RESOURCE_URIS.primer,
+    {
+      title: 'Mimic model primer (read first)',
+      description: `A short guide to writing a Mimic model (under 8 KB): attributes, references, action kinds, scenarios, protocols, a system. The full language is ${RESOURCE_URIS.modelLanguage}.`,
+      mimeType: 'text/markdown',
+    },
+    (uri) => ({
+      contents: [{ uri: uri.href, mimeType: 'text/markdown', text: readPackageFile('docs/model-primer.md') ?? `See ${RESOURCE_URIS.modelLanguage}.` }],
+    }),
+  )
   server.registerResource(
     'model-language',
     RESOURCE_URIS.modelLanguage,
@@ -91,7 +104,7 @@ export function registerResources(server: McpServer): void {
               `Simulate this device with Mimic: ${device}`,
               '',
               'Work in these steps, using the Mimic tools:',
-              `1. Read the resource ${RESOURCE_URIS.modelLanguage} so the model uses only what Mimic accepts.`,
+              `1. Read the resource ${RESOURCE_URIS.primer} (and ${RESOURCE_URIS.modelLanguage} for a detail it lacks) so the model uses only what Mimic accepts.`,
               '2. Call get_overview to see what already runs (reuse names only on purpose).',
               '3. Draft the model: attributes with defaults, types and units; behaviour as Python only when the server has the class in an extensions directory, otherwise declarative; a modbus_slave mapping when the device speaks Modbus (port 0 picks a free port).',
               '4. Call validate_model and fix every problem at the path it names, until it is valid.',

@@ -19,8 +19,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     { name: MCP_SERVER_NAME, version: SERVER_VERSION },
     {
       instructions:
-        'Mimic simulates devices (sensors, drives, meters, PLC peripherals) and publishes them over Modbus TCP. ' +
-        'Start with get_overview; read the resource mimic://docs/model-language before writing a model; validate_model before define_model. ' +
+        'Mimic simulates devices (sensors, drives, meters, PLC peripherals) and publishes them over Modbus, MQTT, OPC UA and SCPI text. ' +
+        'Start with get_overview; read the resource mimic://docs/model-primer before writing a model (mimic://docs/model-language is the full reference); validate_model before define_model. ' +
         (ctx.allowWrite
           ? 'Writes are allowed.'
           : 'This server is read-only: tools that change the simulation are refused until it is restarted with --mcp-allow-write.'),

@@ -22,6 +22,9 @@ export const WRITE_TOOLS = [
   'create_instance',
   'generate_instances',
   'delete_instance',
+  'connect',
+  'set_connection_enabled',
+  'delete_connection',
   'prepare',
   'run',
   'start',
@@ -40,7 +43,10 @@ const name = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, 'a name: letters, digits, _ and -, not starting with a digit')
   .max(128)
+// Every tool names its target by what it is: `model`, `instance`, `connection`, `adapter`, `scenario`.
 const instanceName = name.describe('Instance name')
+const modelName = name.describe('Model name')
+const connectionName = name.describe('Connection name')
 const optionalInstance = name.optional().describe('Instance name; omit for the whole system')
 const modelDefinition = z
   .union([z.record(z.string(), z.unknown()), z.string()])
@@ -155,10 +161,10 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Get a model',
       description: 'The definition of one model template, exactly as it was defined (attributes, import, communication, ...).',
-      inputSchema: strictArgs({ name: name.describe('Model name') }),
+      inputSchema: strictArgs({ model: modelName }),
       annotations: READ_ONLY,
     },
-    guard('get_model', async ({ name }: { name: string }) => ({ name, definition: await sim.models.get(name) })),
+    guard('get_model', async ({ model }: { model: string }) => ({ model, definition: await sim.models.get(model) })),
   )
 
   server.registerTool(
@@ -182,12 +188,12 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
       title: 'Define a model',
       description:
         'Registers a model template, or replaces the one of that name (instances using it are rebuilt). An invalid definition is refused with every problem and its path; nothing changes then.',
-      inputSchema: strictArgs({ name: name.describe('Model name'), definition: modelDefinition }),
+      inputSchema: strictArgs({ model: modelName, definition: modelDefinition }),
       annotations: WRITES,
     },
-    guard('define_model', async ({ name, definition }: { name: string; definition: Record<string, unknown> | string }) => {
-      await sim.models.set(name, asDefinition(definition) as never)
-      return { defined: name }
+    guard('define_model', async ({ model, definition }: { model: string; definition: Record<string, unknown> | string }) => {
+      await sim.models.set(model, asDefinition(definition) as never)
+      return { defined: model }
     }),
   )
 
@@ -196,10 +202,10 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Delete a model',
       description: 'Removes a model template. Refused (409) while instances use it: delete those first.',
-      inputSchema: strictArgs({ name: name.describe('Model name') }),
+      inputSchema: strictArgs({ model: modelName }),
       annotations: DESTROYS,
     },
-    guard('delete_model', async ({ name }: { name: string }) => await sim.models.delete(name)),
+    guard('delete_model', async ({ model }: { model: string }) => await sim.models.delete(model)),
   )
 
   server.registerTool(
@@ -207,12 +213,12 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Create an instance',
       description: 'Creates an instance of a model (state INITIALIZED). Call prepare next to load its Python code and open its Modbus port.',
-      inputSchema: strictArgs({ name: instanceName, model: name.describe('Model name') }),
+      inputSchema: strictArgs({ instance: instanceName, model: modelName }),
       annotations: WRITES,
     },
-    guard('create_instance', async ({ name, model }: { name: string; model: string }) => {
-      await sim.instances.set(name, model)
-      return await instanceSummary(sim, name)
+    guard('create_instance', async ({ instance, model }: { instance: string; model: string }) => {
+      await sim.instances.set(instance, model)
+      return await instanceSummary(sim, instance)
     }),
   )
 
@@ -246,10 +252,79 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Delete an instance',
       description: 'Removes an instance and stops everything it runs (its Python objects, its Modbus adapters).',
-      inputSchema: strictArgs({ name: instanceName }),
+      inputSchema: strictArgs({ instance: instanceName }),
       annotations: DESTROYS,
     },
-    guard('delete_instance', async ({ name }: { name: string }) => await sim.instances.delete(name)),
+    guard('delete_instance', async ({ instance }: { instance: string }) => await sim.instances.delete(instance)),
+  )
+
+  server.registerTool(
+    'list_connections',
+    {
+      title: 'List connections',
+      description:
+        'Every connection: the attribute it copies from and to (dotted references such as sensor.attributes.temperature), whether it is enabled, how many values it carried and its last error.',
+      inputSchema: strictArgs({}),
+      annotations: READ_ONLY,
+    },
+    guard('list_connections', async () => {
+      const names = await sim.connections.keys()
+      const docs = await Promise.all(names.map((c) => sim.connections.at(c).get()))
+      return {
+        connections: docs.map((d) => ({
+          connection: d.name,
+          from: d.attr.from?.value,
+          to: d.attr.to?.value,
+          enabled: d.attr.enabled?.value,
+          transfers: d.attr.transfers?.value,
+          last_error: d.attr.last_error?.value ?? null,
+        })),
+      }
+    }),
+  )
+
+  server.registerTool(
+    'connect',
+    {
+      title: 'Connect two attributes',
+      description:
+        'Creates (or replaces) a connection that copies an attribute of one instance to an attribute of another after every system step, e.g. from sensor.attributes.temperature to panel.attributes.value. A reference to an unknown instance or attribute is refused with its path.',
+      inputSchema: strictArgs({
+        connection: connectionName,
+        from: z.string().max(300).describe('Source: <instance>.attributes.<attribute>'),
+        to: z.string().max(300).describe('Target: <instance>.attributes.<attribute>'),
+      }),
+      annotations: WRITES,
+    },
+    guard('connect', async ({ connection, from, to }: { connection: string; from: string; to: string }) => {
+      await sim.connections.set(connection, { from, to })
+      return { connection, ...(await sim.connections.get(connection)) }
+    }),
+  )
+
+  server.registerTool(
+    'set_connection_enabled',
+    {
+      title: 'Enable or disable a connection',
+      description: 'A disabled connection stays in the system and carries nothing until enabled again.',
+      inputSchema: strictArgs({ connection: connectionName, enabled: z.boolean().describe('true to carry values, false to pause') }),
+      annotations: WRITES,
+    },
+    guard('set_connection_enabled', async ({ connection, enabled }: { connection: string; enabled: boolean }) => {
+      const doc = await sim.connections.at(connection).update({ enabled })
+      return { connection, enabled: doc.attr.enabled?.value }
+    }),
+  )
+
+  server.registerTool(
+    'delete_connection',
+    {
+      title: 'Delete a connection',
+      description: 'Removes a connection; the attributes it joined keep their values.',
+      inputSchema: strictArgs({ connection: connectionName }),
+      annotations: DESTROYS,
+    },
+    guard('delete_connection', async ({ connection }: { connection: string }) => await sim.connections.delete(connection)),
   )
 
   const lifecycle = (method: 'prepare' | 'start' | 'stop' | 'reset', description: string): void => {
@@ -308,16 +383,16 @@ export function registerTools(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Get an instance',
       description: 'One instance: state, model, last error, every attribute with its internal and external value, type and unit, its adapters and its methods.',
-      inputSchema: strictArgs({ name: instanceName }),
+      inputSchema: strictArgs({ instance: instanceName }),
       annotations: READ_ONLY,
     },
-    guard('get_instance', async ({ name }: { name: string }) => {
-      const handle = sim.instances.at(name)
+    guard('get_instance', async ({ instance }: { instance: string }) => {
+      const handle = sim.instances.at(instance)
       const [doc, adapters] = await Promise.all([handle.get(), handle.communication.keys()])
       return {
-        ...(await instanceSummary(sim, name, doc)),
+        ...(await instanceSummary(sim, instance, doc)),
         methods: doc.methods,
-        attributes: await attributeValues(sim, name, true),
+        attributes: await attributeValues(sim, instance, true),
         adapters,
       }
     }),
