@@ -37,7 +37,7 @@ export class TimerControls {
     this.#status = h('span', { class: 'muted small', 'data-cell': 'timer-status' })
     this.#pause = h(
       'button',
-      { class: 'btn', 'aria-pressed': 'false', 'data-action': 'pause', onclick: (e: Event) => busy(e, () => this.#togglePause()) },
+      { class: 'btn', 'aria-pressed': 'false', 'data-action': 'pause-system', onclick: (e: Event) => busy(e, () => this.#togglePause()) },
       'Pause',
     )
     const step = async (): Promise<void> => {
