@@ -16,8 +16,9 @@ import {
 } from './codec.js'
 import type { ModbusRequest } from './codec.js'
 import type { ModbusUnit, UnitAnswer } from './connection.js'
-import { parseModbusFaults } from '../../definition/modbus-faults-schema.js'
-import { FaultPlan } from './faults.js'
+import { disconnectFault, clearAfterFault, emptyFaultCounters, parseModbusFaults } from './faults/index.js'
+import type { ModbusFaultCounters } from './faults/index.js'
+import { FaultPlan } from './faults/plan.js'
 import { rulesOf } from './connection-rules.js'
 import type { ConnectionCloseReason } from './connection-rules.js'
 import { checkValue, decodeFrom, encodeInto } from './encoding.js'
@@ -99,23 +100,7 @@ export interface ModbusSlaveCounters {
   crc_errors?: number
 }
 
-/** What the faults (see faults.ts) did since the adapter was created. */
-export interface ModbusFaultCounters {
-  /** Answers held back by the faults' response_delay. */
-  fault_delays: number
-  /** Exception answers the faults chose. */
-  fault_exceptions: number
-  /** Requests swallowed without an answer. */
-  fault_no_responses: number
-  /** Answers corrupted. */
-  fault_corruptions: number
-  /** Answers written in pieces. */
-  fault_splits: number
-  /** Client connections the faults closed. */
-  fault_disconnects: number
-  /** Times clear_after ended the faults. */
-  fault_clears: number
-}
+export type { ModbusFaultCounters }
 
 const CLOSE_COUNTERS: Readonly<Record<ConnectionCloseReason, 'idle_timeouts' | 'frame_timeouts' | 'evictions' | 'refusals'>> = {
   idle: 'idle_timeouts',
@@ -175,15 +160,8 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #faultsEverSet = false
   /** Counts every change of the faults in force (set, cleared, ended by clear_after), for watchers. */
   #faultsVersion = 0
-  #faultCounts: ModbusFaultCounters = {
-    fault_delays: 0,
-    fault_exceptions: 0,
-    fault_no_responses: 0,
-    fault_corruptions: 0,
-    fault_splits: 0,
-    fault_disconnects: 0,
-    fault_clears: 0,
-  }
+  /** One counter per fault of the registry (faults/index.ts). */
+  #faultCounts: ModbusFaultCounters = emptyFaultCounters()
 
   constructor(options: ModbusSlaveAdapterOptions) {
     this.#hub = options.hub
@@ -384,14 +362,14 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     this.#faults = null
     this.#faultsValue = {}
     this.#faultsVersion++
-    if (byClearAfter) this.#faultCounts.fault_clears++
+    if (byClearAfter) this.#faultCounts[clearAfterFault.counter]++
     this.#logger.info(byClearAfter ? 'modbus faults cleared by clear_after' : 'modbus faults over: none left')
   }
 
   /** Closes every connection of the listener now. */
   #disconnect(): void {
     if (this.#registration === null) return
-    this.#faultCounts.fault_disconnects += this.#hub.dropConnections(this.#registration)
+    this.#faultCounts[disconnectFault.counter] += this.#hub.dropConnections(this.#registration)
   }
 
   /** Why `value` cannot be published for `attr`, or null (also when `attr` is not mapped). */
@@ -422,22 +400,24 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
         this.#disconnect()
         return 0
       case 'drop':
-        this.#faultCounts.fault_no_responses++
         answer = 0
         break
       case 'exception':
-        this.#faultCounts.fault_exceptions++
         answer = writeException(out, at, frame[offset]!, decision.code)
         break
       case 'answer':
         answer = this.#answer(frame, offset, length, out, at)
     }
+    for (const counter of decision.hits) this.#faultCounts[counter as keyof ModbusFaultCounters]++
     if (plan.spent) this.#clearFaults(plan, true)
     const shape = decision.shape
     if (answer === 0 || shape === null) return answer
-    if (shape.delayMs !== null) this.#faultCounts.fault_delays++
-    if (shape.rewrite !== null) this.#faultCounts.fault_corruptions++
-    if (shape.parts > 1) this.#faultCounts.fault_splits++
+    const edit = shape.edit
+    if (edit !== null) {
+      if (typeof answer === 'number') edit(out, at, answer)
+      else answer = answer.then((adu) => (adu === null ? adu : (edit(adu, 0, adu.length), adu)))
+      if (shape.delayMs === null && shape.rewrite === null && shape.parts === 1) return answer
+    }
     return { answer, delayMs: shape.delayMs ?? this.#unit.responseDelayMs, rewrite: shape.rewrite, parts: shape.parts, gapMs: shape.gapMs }
   }
 

@@ -28,10 +28,21 @@ export type { EncodableEntry, EncodingSpec } from './encoding.js'
 export { GroupTable, RegisterMap } from './register-map.js'
 export type { CompiledEntry } from './register-map.js'
 export type { ModbusUnit, ShapedAnswer, UnitAnswer } from './connection.js'
-export { MODBUS_CORRUPTIONS, modbusFaultsSchema, parseModbusFaults } from '../../definition/modbus-faults-schema.js'
-export type { ModbusCorruption, ModbusFaultSelector, ModbusFaults } from '../../definition/modbus-faults-schema.js'
-export { DEFAULT_SPLIT_GAP, FaultPlan, corruption, seededRandom, touches } from './faults.js'
-export type { AnswerShape, FaultAction, FaultDecision } from './faults.js'
+export type { ModbusFaultSelector } from '../../definition/modbus-faults-schema.js'
+export {
+  DEFAULT_SPLIT_GAP,
+  MODBUS_CORRUPTIONS,
+  MODBUS_FAULT_KINDS,
+  corruption,
+  defineFault,
+  emptyFaultCounters,
+  modbusFaultsSchema,
+  parseModbusFaults,
+  swapRegisterBytes,
+  touches,
+} from './faults/index.js'
+export type { AnswerShape, FaultAction, FaultDecision, ModbusCorruption, ModbusFaultCounter, ModbusFaultKind, ModbusFaults } from './faults/index.js'
+export { FaultPlan, seededRandom } from './faults/plan.js'
 export { DEFAULT_CONNECTION_RULES, combineRules, rulesOf } from './connection-rules.js'
 export type { ConnectionCloseReason, ConnectionRules } from './connection-rules.js'
 export { ModbusHub } from './hub.js'

@@ -298,6 +298,7 @@ describe('ModbusSlaveAdapter lifecycle', () => {
         fault_no_responses: 0,
         fault_corruptions: 0,
         fault_splits: 0,
+        fault_swaps: 0,
         fault_disconnects: 0,
         fault_clears: 0,
       })

@@ -1,11 +1,21 @@
-// The fault module (src/protocols/modbus/faults.ts) and the faults value's schema: which requests
+// The fault registry (src/protocols/modbus/faults/) and the faults value's schema: which requests
 // a fault hits (function codes, address ranges, every Nth, a seeded probability), clear_after and
 // disconnect, and the 422 paths of bad values. Then each fault through a real listener, seen by a
 // raw client on 127.0.0.1.
 import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { FaultPlan, corruption, encodeRequest, parseModbusFaults, seededRandom, touches } from '../../../src/protocols/modbus/index.js'
+import {
+  FaultPlan,
+  MODBUS_FAULT_KINDS,
+  corruption,
+  emptyFaultCounters,
+  encodeRequest,
+  parseModbusFaults,
+  seededRandom,
+  swapRegisterBytes,
+  touches,
+} from '../../../src/protocols/modbus/index.js'
 import type { FaultAction, ModbusRequest } from '../../../src/protocols/modbus/index.js'
 import { ValidationError } from '../../../src/errors.js'
 import { eventually } from '../../helpers/wait.js'
@@ -173,6 +183,39 @@ describe('which requests a fault hits', () => {
       assert.notEqual(junk.readUInt16BE(2), 0)
     }
     assert.deepEqual(corruption('junk', seededRandom(5))(adu()), corruption('junk', seededRandom(5))(adu()))
+  })
+})
+
+describe('the fault registry', () => {
+  it('each fault of the list is a key of the schema and a counter, in the list order', () => {
+    const keys = MODBUS_FAULT_KINDS.map((kind) => kind.key)
+    assert.deepEqual(keys, ['response_delay', 'exception', 'no_response', 'corrupt', 'split_frames', 'swap_bytes', 'disconnect', 'clear_after'])
+    assert.deepEqual(
+      Object.keys(emptyFaultCounters()),
+      MODBUS_FAULT_KINDS.map((kind) => kind.counter),
+    )
+    assert.equal(new Set(MODBUS_FAULT_KINDS.map((kind) => kind.counter)).size, MODBUS_FAULT_KINDS.length)
+  })
+
+  it('no_response and exception decide before the faults that shape an answer, whatever the list order', () => {
+    const plan = new FaultPlan(parseModbusFaults({ response_delay: 1, exception: { code: 6 }, swap_bytes: true }))
+    const decision = plan.decide(READ_0, 0, READ_0.length)
+    assert.equal(decision.action, 'exception')
+    assert.deepEqual(decision.hits, ['fault_exceptions', 'fault_delays', 'fault_swaps'])
+    const dropped = new FaultPlan(parseModbusFaults({ response_delay: 1, no_response: true })).decide(READ_0, 0, READ_0.length)
+    assert.deepEqual([dropped.action, dropped.hits], ['drop', ['fault_no_responses']])
+  })
+
+  it('swap_bytes: swaps the bytes of each register of a read answer, leaves others alone, and counts only register reads for every', () => {
+    const adu = Buffer.from('00000000000701030401020304', 'hex')
+    swapRegisterBytes(adu, 0, adu.length)
+    assert.equal(adu.toString('hex'), '00000000000701030402010403')
+    const exception = Buffer.from('000000000003018302', 'hex')
+    swapRegisterBytes(exception, 0, exception.length)
+    assert.equal(exception.toString('hex'), '000000000003018302')
+    const plan = new FaultPlan(parseModbusFaults({ swap_bytes: { every: 2 } }))
+    const hit = (request: Buffer): boolean => plan.decide(request, 0, request.length).shape?.edit != null
+    assert.deepEqual([hit(READ_0), hit(WRITE_5), hit(COILS_0), hit(READ_50)], [false, false, false, true])
   })
 })
 
