@@ -164,6 +164,31 @@ describe('Modbus faults on the adapter node', () => {
     assert.equal((await counters()).fault_corruptions - before.fault_corruptions, 4)
   })
 
+  it(
+    'swap_bytes: both clients read each register with its two bytes swapped, only where the fault says; writes are untouched',
+    { skip: pySkip || mbSkip },
+    async () => {
+      const before = await counters()
+      await setFaults({ swap_bytes: true })
+      // 7 is 0x0007 on the wire; swapped it reads 0x0700.
+      assert.deepEqual((await pymodbus([READ]))[0]!.registers, [0x0700])
+      assert.equal(mbpollValue((await mbpoll()).stdout), String(0x0700))
+      await setFaults({ swap_bytes: { addresses: [[20, 20]] } })
+      const [level, other] = await pymodbus([READ, { ...READ, address: 20 }])
+      assert.deepEqual(level!.registers, [7])
+      assert.deepEqual(other!.registers, [0x0900])
+      // A write while the fault is on sets the value as sent; only the read answer is swapped.
+      await setFaults({ swap_bytes: true })
+      const [written, read] = await pymodbus([{ op: 'write_register', address: 0, value: 0x0102 }, READ])
+      assert.equal(written!.ok, true)
+      assert.deepEqual(read!.registers, [0x0201])
+      await setFaults({})
+      assert.deepEqual((await pymodbus([READ]))[0]!.registers, [0x0102])
+      assert.equal((await counters()).fault_swaps - before.fault_swaps, 4)
+      await pymodbus([{ op: 'write_register', address: 0, value: 7 }])
+    },
+  )
+
   it('split_frames: both clients put the pieces together; the node counts split answers', { skip: pySkip || mbSkip }, async () => {
     const before = await counters()
     await setFaults({ split_frames: { parts: 3, gap: 0.02 } })
