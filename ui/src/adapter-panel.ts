@@ -1,6 +1,6 @@
 import { node, type ApiClient } from './api-client.ts'
 import { h, setText } from './dom.ts'
-import { FAULT_COUNTERS, FaultsPanel } from './faults-panel.ts'
+import { FaultsPanel, isFaultCounter } from './faults-panel.ts'
 import type { LiveAdapter } from './live-store.ts'
 import type { Notices } from './notices.ts'
 import { stateBadge, updateBadge } from './state-badge.ts'
@@ -19,7 +19,7 @@ interface AdapterDocument {
 }
 
 /** Stream entries shown in their own places rather than as protocol counters. */
-const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport', 'active_faults', 'faults_version', ...FAULT_COUNTERS])
+const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport', 'active_faults', 'faults_version'])
 /** The latest exchanges are fetched at most this often while requests come in. */
 const RECENT_REFRESH_MS = 1000
 
@@ -151,7 +151,7 @@ export class AdapterPanel {
     setText(this.#errors, String(adapter.errors))
     this.#errors.classList.toggle('warn', adapter.errors > 0)
     for (const [key, value] of Object.entries(adapter.stats)) {
-      if (SHOWN_APART.has(key) || typeof value === 'object') continue
+      if (SHOWN_APART.has(key) || isFaultCounter(key) || typeof value === 'object') continue
       let cell = this.#counters.get(key)
       if (cell === undefined) {
         cell = h('dd', { class: typeof value === 'number' ? 'num' : '', 'data-counter': key })

@@ -3,16 +3,18 @@ import { h, replace, setText } from './dom.ts'
 import type { Notices } from './notices.ts'
 import { busy } from './view.ts'
 
-/** The counters of what the faults did (docs/modbus-faults.md, Counters), in the order shown. */
-export const FAULT_COUNTERS = [
-  'fault_delays',
-  'fault_exceptions',
-  'fault_no_responses',
-  'fault_corruptions',
-  'fault_splits',
-  'fault_disconnects',
-  'fault_clears',
-]
+/**
+ * The counters of what the faults did (docs/modbus-faults.md, Counters), in the order the node
+ * lists them: one per fault of the server's fault registry, each named `fault_...`.
+ */
+export function faultCounters(counters: Record<string, unknown>): string[] {
+  return Object.keys(counters).filter(isFaultCounter)
+}
+
+/** Whether a counter of an adapter counts what its faults did. */
+export function isFaultCounter(key: string): boolean {
+  return key.startsWith('fault_')
+}
 
 const EXAMPLE = '{"exception": {"code": 6, "functions": [3]}, "clear_after": {"requests": 2}}'
 
@@ -60,7 +62,7 @@ export class FaultsPanel {
     })
     this.#problems = h('ul', { class: 'fault-problems', hidden: true, role: 'alert' })
     const counters = h('dl', { class: 'facts fault-counters' })
-    for (const key of FAULT_COUNTERS) {
+    for (const key of faultCounters(opts.counters)) {
       const cell = h('dd', { class: 'num', 'data-counter': key }, String(opts.counters[key] ?? 0))
       this.#counters.set(key, cell)
       counters.append(h('dt', {}, key.replace(/^fault_/, '').replaceAll('_', ' ')), cell)
