@@ -382,6 +382,39 @@ export async function runCli(argv: string[]): Promise<void> {
       for (const name of names) console.log(names.length === 1 ? String(shardOf(name, opts.shards)) : `${name} ${shardOf(name, opts.shards)}`)
     })
 
+  const fleet = program.command('fleet').description('status, run, save, load and list snapshots on every shard of a fleet at once (docs/scale-out.md)')
+  const withShards = (cmd: Command): Command =>
+    cmd
+      .option(
+        '--shards <url...>',
+        'the shards: base URLs, or a DNS name whose addresses are the shards, e.g. http://tasks.mimic:8080 [MIMIC_SHARDS, ","-separated]',
+      )
+      // As `remote` reads it: from the environment when the command runs, never printed.
+      .addOption(new Option('--product-key <key>', 'product key of the shards').env('MIMIC_PRODUCT_KEY'))
+      .addOption(new Option('--key <key>', 'the same as --product-key').hideHelp())
+      .addOption(new Option('--timeout <seconds>', 'time limit of each call to a shard (default 30)').argParser(wholeNumber))
+      .option('--json', 'print the whole report as JSON, for scripts')
+  const runFleet = async (verb: 'status' | 'run' | 'save' | 'load' | 'list', opts: Record<string, unknown>, id?: string): Promise<void> => {
+    const { runFleetCommand } = await import('./fleet/command.js')
+    if (!(await runFleetCommand(verb, opts, id === undefined ? {} : { id }))) process.exitCode = 1
+  }
+  withShards(
+    fleet.command('status').description("every shard's health, shard I/N, instances, state and steps, and the total; checks that the shards cover 1..N once"),
+  ).action(async (opts) => runFleet('status', opts))
+  withShards(fleet.command('run').description('start the system (background stepping) on every shard')).action(async (opts) => runFleet('run', opts))
+  withShards(fleet.command('save').description('save one snapshot id on every shard (all or nothing; with an S3 store one object per shard)'))
+    .option('--id <id>', 'the fleet snapshot id (default fleet-<UTC time>-<4 hex>)')
+    .option('--label <label>', 'label stored in the snapshot')
+    .option('--notes <notes>', 'notes stored in the snapshot')
+    .option('--include-state', "also save every shard's runtime state")
+    .action(async (opts) => runFleet('save', opts))
+  withShards(fleet.command('load').description('load a fleet snapshot on every shard (nothing is loaded unless every shard has it)').argument('<id>')).action(
+    async (id: string, opts) => runFleet('load', opts, id),
+  )
+  withShards(fleet.command('list').description('the snapshots every shard has, and which shards lack the others')).action(async (opts) =>
+    runFleet('list', opts),
+  )
+
   remote(program.command('mcp').description('an MCP server on stdin/stdout that lets an AI assistant build and drive simulations on a running server'))
     .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {
