@@ -39,6 +39,7 @@ before(async () => {
     system,
     logger,
     bodyLimit: config.bodyLimit,
+    fastLane: true,
     plugins: [(a) => void registerEvents(a, system), (a) => registerDashboard(a, { dir: join(dir, 'ui') })],
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
