@@ -1,5 +1,8 @@
-// Lint rules for the TypeScript sources, tests and the dashboard. Type-aware rules are left out:
-// they would type-check the whole project a second time, and `npm run typecheck` already does.
+// Lint rules for the TypeScript sources, tests and the dashboard. Two type-aware rules run on the
+// server, the client package and the tests: a promise nobody awaits or handles, and a promise where
+// a plain value is expected (an async callback given to an event emitter). They need the types, so
+// eslint builds the TypeScript programs of those files (the nearest tsconfig.json: the root one for
+// src/, packages/client's, and test/tsconfig.json for the tests).
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
@@ -37,6 +40,24 @@ export default tseslint.config(
         'error',
         { selector: "ThrowStatement > NewExpression[callee.name='Error']", message: 'Throw a MimicError subclass (src/errors.ts), not a bare Error.' },
       ],
+    },
+  },
+  {
+    files: ['src/**/*.ts', 'packages/client/src/**/*.ts', 'test/**/*.ts'],
+    ignores: ['**/*.d.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // node:test's describe/it/test return promises the runner itself waits on; a subtest
+      // started from a test's context (t.test) is still to be awaited.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] },
+          ],
+        },
+      ],
+      '@typescript-eslint/no-misused-promises': 'error',
     },
   },
   {

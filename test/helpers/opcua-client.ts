@@ -48,7 +48,8 @@ export class OpcuaClientProcess {
       }
     })
     this.#exited = new Promise((resolve) => child.on('exit', () => resolve()))
-    this.#exited.then(() => {
+    // Not awaited: it resolves (never rejects) when the client exits, and answers what still waits.
+    void this.#exited.then(() => {
       for (const [id, resolve] of this.#waiting) resolve({ id, ok: false, error: `client exited: ${this.#stderr.slice(-2000)}` })
       this.#waiting.clear()
     })

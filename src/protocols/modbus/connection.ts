@@ -253,7 +253,9 @@ export class ModbusConnection {
     this.#busy = true
     const slot: Slot = { frame: null, ready: false, timer: null, parts: 1, gapMs: 0 }
     this.#outbox.push(slot)
-    pending
+    // Not awaited: the answer takes its slot in the outbox when it is ready, while the connection
+    // reads on; a unit that fails answers SERVER_DEVICE_FAILURE (the catch).
+    void pending
       .catch((error: unknown) => {
         this.#logger.error({ err: error }, 'modbus unit failed to answer')
         return buildExceptionResponse(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)

@@ -144,7 +144,8 @@ export class RtuConnection {
       const pending = this.#handle(frame)
       if (pending === null) continue
       this.#busy = true
-      pending
+      // Not awaited: the next frame waits on #busy, and a failed request is logged (the catch).
+      void pending
         .catch((error: unknown) => this.#logger.error({ err: error }, 'modbus rtu request failed'))
         .then(() => {
           this.#busy = false

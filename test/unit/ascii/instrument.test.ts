@@ -35,6 +35,11 @@ function rig(settings: unknown, options: { asyncWrites?: boolean } = {}) {
   return { instrument, values, writes }
 }
 
+/** Sends a line whose answer is not looked at, and checks that it came at once (no write waited). */
+function sent(instrument: Instrument, line: string): void {
+  assert.ok(!(instrument.execute(line) instanceof Promise), `'${line}' was answered at once`)
+}
+
 const PSU = {
   mappings: {
     'SOUR:VOLT {value}': { '#attr(setpoint)': 'value', response: 'VOLT {value}' },
@@ -130,13 +135,13 @@ describe('ascii instrument: mappings', () => {
 
   it('keeps at most 20 errors, the last one saying the queue overflowed; *CLS empties it', () => {
     const { instrument } = rig(PSU)
-    for (let i = 0; i < 25; i++) instrument.execute(`NOPE${i}`)
+    for (let i = 0; i < 25; i++) sent(instrument, `NOPE${i}`)
     const errors = Array.from({ length: 21 }, () => instrument.execute('SYST:ERR?'))
     assert.match(errors[0] as string, /NOPE0/)
     assert.equal(errors[19], '-350,"Queue overflow"')
     assert.equal(errors[20], '0,"No error"')
-    instrument.execute('NOPE')
-    instrument.execute('*CLS')
+    sent(instrument, 'NOPE')
+    sent(instrument, '*CLS')
     assert.equal(instrument.execute('SYST:ERR?'), '0,"No error"')
   })
 
@@ -145,7 +150,7 @@ describe('ascii instrument: mappings', () => {
     assert.equal(instrument.execute('*IDN?'), 'Mimic,PowerSupply,psu,9.9.9')
     assert.equal(instrument.execute('*OPC?;*TST?'), '1;0')
     assert.equal(instrument.execute('SYSTem:ERRor:NEXT?'), '0,"No error"')
-    instrument.execute('APPL 3,2;OUTP ON;COUNT 4')
+    sent(instrument, 'APPL 3,2;OUTP ON;COUNT 4')
     assert.equal(instrument.execute('*RST'), null)
     // Attributes that commands write go back to their defaults; the others are left alone.
     values.set('voltage', 9)
@@ -157,19 +162,19 @@ describe('ascii instrument: mappings', () => {
   it('keeps the IEEE 488.2 status registers: *ESR? by error class, *STB?, the enable masks, *CLS', () => {
     const { instrument } = rig(PSU)
     assert.equal(instrument.execute('*ESR?;*STB?'), '0;0')
-    instrument.execute('NOPE') // -113: a command error, ESR bit 5
+    sent(instrument, 'NOPE') // -113: a command error, ESR bit 5
     assert.equal(instrument.execute('*STB?'), '4', 'an error waits in the queue')
     assert.equal(instrument.execute('*ESR?'), '32')
     assert.equal(instrument.execute('*ESR?'), '0', 'reading the register clears it')
-    instrument.execute('SOUR:VOLT abc') // -104: a command error
-    instrument.execute('APPL 1,9') // -222: limit refuses 9, an execution error, bit 4
-    instrument.execute('*OPC') // operation complete, bit 0
-    instrument.execute('*ESE 16;*SRE 32')
+    sent(instrument, 'SOUR:VOLT abc') // -104: a command error
+    sent(instrument, 'APPL 1,9') // -222: limit refuses 9, an execution error, bit 4
+    sent(instrument, '*OPC') // operation complete, bit 0
+    sent(instrument, '*ESE 16;*SRE 32')
     assert.equal(instrument.execute('*ESE?;*SRE?'), '16;32')
     // Errors wait (bit 2), an enabled event is set (bit 5), and the status request is enabled for bit 5 (bit 6).
     assert.equal(instrument.execute('*STB?'), String(4 + 32 + 64))
     assert.equal(instrument.execute('*ESR?'), String(32 + 16 + 1))
-    instrument.execute('*CLS')
+    sent(instrument, '*CLS')
     assert.equal(instrument.execute('*STB?;*ESR?;SYST:ERR?'), '0;0;0,"No error"')
     assert.equal(instrument.execute('*ESE 256'), null)
     assert.match(instrument.execute('SYST:ERR?') as string, /^-224,"Illegal parameter value;\*ESE takes a mask of 0 to 255, got '256'"$/)
@@ -187,7 +192,7 @@ describe('ascii instrument: mappings', () => {
 
   it('counts commands and queries', () => {
     const { instrument } = rig(PSU)
-    instrument.execute('SOUR:VOLT 1;SOUR:VOLT?;*IDN?;BAD')
+    sent(instrument, 'SOUR:VOLT 1;SOUR:VOLT?;*IDN?;BAD')
     assert.deepEqual(instrument.counters, { requests: 4, commands: 2, queries: 2, errors: 1 })
   })
 })
