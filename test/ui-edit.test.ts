@@ -189,6 +189,19 @@ test('a value forced, marked, and cleared', { skip, timeout: 60_000 }, async () 
   assert.equal(await row.locator('.forced-tag').isHidden(), true)
   const cleared = await rig.api('GET', '/instances/src/attributes/n')
   assert.equal(cleared.external_value, cleared.internal_value)
+
+  if (SHOTS) {
+    // The other pages, for docs/dashboard.md.
+    await page.goto(`${rig.url}/ui/#/model/display`)
+    await page.locator('.detail-view pre').first().waitFor()
+    await shot('dashboard-model.png')
+    await page.goto(`${rig.url}/ui/#/logs`)
+    await page.locator('.logs-view tbody tr').first().waitFor()
+    await shot('dashboard-logs.png')
+    await page.goto(`${rig.url}/ui/#/snapshots`)
+    await page.locator('.snapshots-view').waitFor()
+    await shot('dashboard-snapshots.png')
+  }
 })
 
 test('pause keeps a started system from stepping; resume steps it again', { skip, timeout: 60_000 }, async () => {
