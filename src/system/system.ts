@@ -21,7 +21,9 @@ import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
 import { SnapshotsNode } from './snapshots-node.js'
 import { Timer } from './timer.js'
-import { Instance } from './instance.js'
+import type { Instance } from './instance.js'
+import { InstanceLifecycle } from './instance-lifecycle.js'
+import { captureInstanceState, stageInstanceState } from './instance-saved-state.js'
 import { STATE_VERSION, type InstanceState, type SaveOptions, type SaveResult, type SnapshotRecord, type SnapshotState } from '../snapshots/index.js'
 import { isRecord } from '../definition/is-record.js'
 import { ownsInstance, shardOf, shardText, type Shard } from './shard.js'
@@ -101,7 +103,7 @@ export class System extends Component {
     this.snapshots = new SnapshotsNode(this)
     this.logs = new Logs(this, { buffer: services.logs })
     services.python.onLost?.((names, reason) => {
-      for (const name of names) this.instances.get(name)?.lost(reason)
+      for (const name of names) this.instances.get(name)?.lifecycle.lost(reason)
       this.#engine.instancesLost(names, reason)
     })
   }
@@ -371,7 +373,7 @@ export class System extends Component {
       let failure: unknown
       for (const instance of this.instances.all()) {
         try {
-          const own = await instance.reloadPython(within)
+          const own = await instance.lifecycle.reloadPython(within)
           if (own.length === 0 && !(within === undefined && instance.binding)) continue
           reloaded.push(instance.name)
           for (const file of own) files.add(file)
@@ -408,7 +410,7 @@ export class System extends Component {
     const failures: ErrorDetail[] = []
     const errors: unknown[] = []
     for (const instance of this.instances.all()) {
-      await instance.prepare().catch((err: unknown) => {
+      await instance.lifecycle.prepare().catch((err: unknown) => {
         errors.push(err)
         failures.push({ path: `instances.${instance.name}`, message: (err as Error).message })
       })
@@ -453,13 +455,13 @@ export class System extends Component {
     const errors: unknown[] = []
     for (const instance of this.instances.all()) {
       let failed = false
-      await instance.start({ ownLoop: false }).catch((err: unknown) => {
+      await instance.lifecycle.start({ ownLoop: false }).catch((err: unknown) => {
         failed = true
         errors.push(err)
         failures.push({ path: `instances.${instance.name}`, message: (err as Error).message })
         this.services.logger.warn({ instance: instance.name, err: (err as Error).message }, 'instance failed to start')
       })
-      instance.markRunning()
+      instance.lifecycle.markRunning()
       if (!failed && instance.state === 'ERROR') {
         const message = `Instance '${instance.name}' is in ERROR: ${instance.lastError ?? 'unknown error'}`
         errors.push(new ConflictError(message))
@@ -474,7 +476,7 @@ export class System extends Component {
   /** Stops the system loop and every instance. */
   async stop(): Promise<void> {
     await this.#halt()
-    for (const instance of this.instances.all()) await instance.stop()
+    for (const instance of this.instances.all()) await instance.lifecycle.stop()
     this.#state = 'STOPPED'
   }
 
@@ -497,7 +499,7 @@ export class System extends Component {
   /** Resets every instance and the system timer. */
   async reset(): Promise<void> {
     await this.#halt()
-    for (const instance of this.instances.all()) await instance.reset()
+    for (const instance of this.instances.all()) await instance.lifecycle.reset()
     this.timer.reset()
     this.#engine.resetCount()
     this.#state = this.#state === 'STOPPED' ? 'PREPARED' : this.#state
@@ -565,7 +567,7 @@ export class System extends Component {
    */
   async captureState(marked: boolean, opts: { tolerant?: boolean } = {}): Promise<SnapshotState> {
     const instances: Record<string, InstanceState> = {}
-    for (const instance of this.instances.all()) instances[instance.name] = await instance.captureState(marked, opts)
+    for (const instance of this.instances.all()) instances[instance.name] = await captureInstanceState(instance, marked, opts)
     return {
       version: STATE_VERSION,
       system: { state: this.#state, timer: this.timer.saveState(), polling: this.polling.saveState() },
@@ -614,12 +616,12 @@ export class System extends Component {
       const instance = this.instances.stage(inst.name, models.get(inst.model)!, inst)
       staged.push(instance)
       const saved = state.instances[inst.name]
-      if (saved !== undefined) problems.push(...instance.stageState(saved, `state.instances.${inst.name}`))
+      if (saved !== undefined) problems.push(...stageInstanceState(instance, saved, `state.instances.${inst.name}`))
     }
     if (problems.length) throw new ValidationError(summarize(`${subject}: its runtime state cannot be loaded`, problems), problems)
 
     // What could fail from here on starts something: only then is the old system kept to go back to.
-    const resumes = staged.filter((i) => state.instances[i.name] !== undefined && Instance.resumeStarts(state.instances[i.name]!))
+    const resumes = staged.filter((i) => state.instances[i.name] !== undefined && InstanceLifecycle.resumeStarts(state.instances[i.name]!))
     const backup = keepBackup && (resumes.length || state.system.state === 'RUNNING') ? await this.#backup() : undefined
     await this.#halt()
     await this.instances.clear()
@@ -638,8 +640,8 @@ export class System extends Component {
         const saved = state.instances[instance.name]
         // Most instances start nothing (INITIALIZED): no promise for each of ten thousand.
         if (saved === undefined) continue
-        if (Instance.resumeStarts(saved)) await instance.resume(saved)
-        else instance.resumeIdle(saved)
+        if (InstanceLifecycle.resumeStarts(saved)) await instance.lifecycle.resume(saved)
+        else instance.lifecycle.resumeIdle(saved)
       }
       this.#state = state.system.state as SystemState
       if (this.#state === 'RUNNING') this.#engine.startPolling()

@@ -48,7 +48,7 @@ describe('step plan cache', () => {
     plans.renew(pool, [before!])
     await s.system.instances.put({ c: 'Faulty' })
     const [rebuilt] = s.instances('c')
-    await rebuilt!.prepare()
+    await rebuilt!.lifecycle.prepare()
     assert.notEqual(rebuilt, before)
     assert.equal(plans.kept(pool, [rebuilt!]), undefined)
   })
