@@ -18,7 +18,7 @@
  */
 import type { ErrorDetail } from '../errors.js'
 import { isRecord } from './is-record.js'
-import { FloatMark, floatValue, plainJson } from './json-float.js'
+import { FloatMark, floatValue, plainJson } from '../values/number.js'
 import { nameProblem } from './names.js'
 import type { ParsedModelDefinition } from './model-schema.js'
 import { checkInstance } from './parameters.js'

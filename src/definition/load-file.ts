@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises'
 import { extname } from 'node:path'
-import { parse as parseLossless } from 'lossless-json'
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type YAMLError } from 'yaml'
 import type { ErrorDetail } from '../errors.js'
 import { duplicateKeys } from './duplicate-keys.js'
-import { FloatMark, mayHoldFloats, parseJsonKeepingFloats } from './json-float.js'
+import { parseJsonKeepingFloats } from '../values/decode.js'
+import { withInstanceFloats, withModelFloats, withSystemModelFloats } from '../values/definitions.js'
+import { FloatMark, plainJson } from '../values/number.js'
 import { isAttributeSpec } from './model-schema.js'
-import { withInstanceFloats, withModelFloats, withSystemModelFloats } from './typed-json.js'
 import { validateModel, validateSystem, type ModelCheck, type SystemDefinition } from './validate.js'
 import { isRecord } from './is-record.js'
 
@@ -84,11 +84,13 @@ export function parseDefinitionText(
  */
 function parseJsonDefinition(text: string, lines: LineCounter): { data: unknown; doc: Document | null; lines: LineCounter; details: ErrorDetail[] } {
   let data: unknown
+  let marked: unknown
   try {
-    // lossless-json says where the text goes wrong in every case (JSON.parse not always) and
-    // refuses duplicate keys, which the YAML path refuses too.
-    parseLossless(text)
-    data = JSON.parse(text)
+    // Parsed once, by lossless-json (src/values/decode.ts): it says where the text goes wrong in
+    // every case (JSON.parse not always), refuses duplicate keys, which the YAML path refuses
+    // too, and keeps `2.0` apart from `2`; `data` is its plain view.
+    marked = parseJsonKeepingFloats(text, 'refuse')
+    data = plainJson(marked)
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err)
     if (message.startsWith('Duplicate key')) {
@@ -99,8 +101,7 @@ function parseJsonDefinition(text: string, lines: LineCounter): { data: unknown;
     const at = position ? jsonPosition(text, Number(position[1])) : {}
     return { data: undefined, doc: null, lines, details: [{ path: '', message: `invalid JSON: ${message.replace(/ at position \d+$/, '')}`, ...at }] }
   }
-  if (mayHoldFloats(text)) {
-    const marked = parseJsonKeepingFloats(text)
+  if (marked !== data) {
     if (looksLikeModel(data)) withModelFloats(data, marked)
     else withSystemModelFloats(data, marked)
   }
@@ -116,7 +117,7 @@ function jsonPosition(text: string, offset: number): { line: number; column: num
 
 /**
  * Gives the parsed definition (a system, or one model) the integral floats written as one (`1.0`,
- * `1e3`) as `FloatMark`s (json-float.ts) where `withModelFloats` takes them, read from the
+ * `1e3`) as `FloatMark`s (src/values/number.ts) where `withModelFloats` takes them, read from the
  * document's scalars: the defaults of list, dict and `any` attributes (`samples: [1.0, 2.5]`
  * starts as `[1.0, 2.5]` and reads back so), the behaviour sections, the hooks of attributes and
  * meta parameter defaults (`value: 2.0` is a float to an expression), and the `parameters` an

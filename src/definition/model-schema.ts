@@ -5,7 +5,7 @@ import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
 import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
-import { FloatMark } from './json-float.js'
+import { ExactInt, FloatMark } from '../values/number.js'
 import { ACTION_KIND_EXAMPLES } from './action-kinds.js'
 import { isRecord } from './is-record.js'
 
@@ -428,7 +428,9 @@ function methodNameProblem(method: string): string | null {
  * typeProblem('float', 'hot') // "expected a number (float), got string"
  */
 export function typeProblem(type: AttributeType, value: unknown): string | null {
-  // An integral float written as one (`2.0`, json-float.ts) is a float here.
+  // An integral float written as one (`2.0`, src/values/number.ts) is a float here; an int past
+  // 2**53 held exactly is checked as the number it is.
+  if (value instanceof ExactInt) value = value.value
   let float = false
   if (value instanceof FloatMark) {
     value = value.value
@@ -468,7 +470,7 @@ function describe(value: unknown, got: string): string {
  * inferType(0.0) // 'float'
  */
 export function inferType(value: unknown): AttributeType {
-  if (typeof value === 'number' || value instanceof FloatMark) return 'float'
+  if (typeof value === 'number' || value instanceof FloatMark || value instanceof ExactInt) return 'float'
   if (typeof value === 'boolean') return 'bool'
   if (typeof value === 'string') return 'str'
   if (Array.isArray(value)) return 'list'

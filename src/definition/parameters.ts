@@ -9,7 +9,7 @@
  * substituteParameters({ port: '$param(modbus_port)' }, { modbus_port: 5030 }) // { port: 5030 }
  */
 import type { z } from 'zod'
-import { cloneJson, floatValue, plainJson } from './json-float.js'
+import { cloneJson, floatValue, plainJson } from '../values/number.js'
 import { issueMessage } from './zod-issue.js'
 import type { ErrorDetail } from '../errors.js'
 import {
@@ -64,7 +64,7 @@ const SCALAR_PARAMETERS: ReadonlySet<string> = new Set(['int', 'float', 'bool', 
 
 /**
  * A parameter value as expressions read it: a `float` parameter's number marked as a float
- * (json-float.ts), so `$param(gain)` of `gain: 2` is `2.0` as in Python; any other value as given.
+ * (src/values/number.ts), so `$param(gain)` of `gain: 2` is `2.0` as in Python; any other value as given.
  */
 function typedParameter(spec: MetaParameter | undefined, value: unknown): unknown {
   return spec?.type === 'float' && typeof value === 'number' ? floatValue(value) : value

@@ -6,8 +6,9 @@
  * const decoder = new FrameDecoder()
  * const [message] = decoder.push(encodeFrame({ id: 1, op: 'ping' }))
  */
-import { mayHoldFloats, parseJsonKeepingFloats, plainJson, unmarked } from '../definition/json-float.js'
-import { typedJson } from '../definition/typed-json.js'
+import { mayHoldFloats, parseJsonKeepingFloats } from '../values/decode.js'
+import { typedJson } from '../values/encode.js'
+import { FloatMark, plainJson, unmarked } from '../values/number.js'
 import { InternalError } from '../errors.js'
 import type { Operation } from './messages.js'
 import { isRecord } from '../definition/is-record.js'
@@ -71,7 +72,7 @@ export function encodeFrame(message: unknown): Buffer {
  * requestText(7, 'unload', { instance: 'sensor' }) // '{"id":7,"op":"unload","instance":"sensor"}'
  */
 export function requestText(id: number, op: Operation, fields: object): string {
-  // typedJson: an integral float inside a list or dict value (json-float.ts) reaches Python as a float.
+  // typedJson: an integral float inside a list or dict value (src/values/number.ts) reaches Python as a float.
   const body = typedJson(fields)
   const head = `{"id":${id},"op":"${op}"`
   return body === '{}' ? `${head}}` : `${head},${body.slice(1)}`
@@ -101,10 +102,11 @@ export function encodeFrames(texts: string[]): Buffer {
 }
 
 /**
- * A message whose text may hold an integral float (`2.0`), parsed as JSON.parse would, but for the
+ * A message whose text may hold an integral float (`2.0`) or an int past 2**53, parsed once
+ * (src/values/decode.ts) as JSON.parse would, but for the
  * values Python computed: in the attribute values it carries (`values`, `attributes`, the values
  * of `changes`, a `set`'s `results[i].values`) and in a method's `result` an integral float stays
- * a `FloatMark` (src/definition/json-float.ts), so a Python object's `[2.0]` reads back `[2.0]`.
+ * a `FloatMark` (src/values/number.ts), so a Python object's `[2.0]` reads back `[2.0]`.
  * An attribute value that is a float itself comes as its number (its attribute's type says what
  * it is); everything else of the message is plain.
  *
@@ -130,10 +132,11 @@ export function keepingValueFloats(text: string): unknown {
 
 /**
  * Attribute name -> value with the marks inside lists and dicts kept, and a value that is itself
- * a float given as its number: its attribute's type says what it is.
+ * a float given as its number: its attribute's type says what it is. An int past 2**53 stays an
+ * `ExactInt`: an `any` attribute holds it exactly, a typed one reads its number.
  */
 function nestedMarks(values: unknown): unknown {
-  return isRecord(values) ? Object.fromEntries(Object.entries(values).map(([name, value]) => [name, unmarked(value)])) : values
+  return isRecord(values) ? Object.fromEntries(Object.entries(values).map(([name, value]) => [name, value instanceof FloatMark ? value.value : value])) : values
 }
 
 /**

@@ -11,7 +11,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ServerResponse } from 'node:http'
 import { nameProblem } from '../definition/names.js'
-import { typed, typedJson } from '../definition/typed-json.js'
+import { typed, typedJson } from '../values/encode.js'
 import { ValidationError, type ErrorDetail } from '../errors.js'
 import { LOG_LEVELS, type LogEntry, type LogLevelName } from '../logs/index.js'
 import type { Instance } from '../system/instance.js'

@@ -1,15 +1,17 @@
-import { mayHoldFloats, parseJsonKeepingFloats } from '../definition/json-float.js'
+import { parseValueText } from '../values/request.js'
 import { BadRequestError } from '../errors.js'
 
 /** Deepest nesting accepted in a request body; real definitions stay far below it. */
 export const MAX_JSON_DEPTH = 64
 
 /**
- * Parses a request body as JSON. Empty bodies are allowed (method calls without arguments).
- * Beyond JSON.parse it refuses bodies nested deeper than MAX_JSON_DEPTH (they would blow the
- * stack of later recursive walks) and any `__proto__` key (prototype pollution), each with
- * the path of the problem. Written here because the check must run on every content type the
- * API accepts, before any handler sees the data.
+ * Parses a request body as JSON, once, keeping Python's numbers (src/values/request.ts): the
+ * answer is the plain body every handler reads, and the Python values a write carries (`2.0` in
+ * a list) are read from it with `bodyFor`. Empty bodies are allowed (method calls without
+ * arguments). Beyond JSON.parse it refuses bodies nested deeper than MAX_JSON_DEPTH (they
+ * would blow the stack of later recursive walks) and any `__proto__` key (prototype pollution),
+ * each with the path of the problem. Written here because the check must run on every content
+ * type the API accepts, before any handler sees the data.
  *
  * @example
  * parseJsonBody('{"kwargs": {}}') // { kwargs: {} }
@@ -18,30 +20,12 @@ export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') return undefined
   let data: unknown
   try {
-    data = JSON.parse(text)
+    data = parseValueText(text)
   } catch (err) {
     throw new BadRequestError(`Body is not valid JSON: ${(err as Error).message}`, [{ path: '', message: 'invalid JSON' }])
   }
   checkShape(data)
-  if (data !== null && typeof data === 'object' && mayHoldFloats(text)) TEXTS.set(data, text)
   return data
-}
-
-/** The text of each parsed body that may hold integral floats, for `keepingFloats`. */
-const TEXTS = new WeakMap<object, string>()
-
-/**
- * A body parsed by `parseJsonBody` again, with each integral float written as one (`2.0`) a
- * `FloatMark` (src/definition/json-float.ts): for a write of attribute values, where a list,
- * dict or `any` value keeps the floats its writer sent. The body itself when its text held none.
- * Everything else reads the plain body, which schemas and handlers expect.
- *
- * @example
- * keepingFloats(parseJsonBody('{"value": [2.0]}')) // { value: [FloatMark(2)] }
- */
-export function keepingFloats(body: unknown): unknown {
-  const text = body !== null && typeof body === 'object' ? TEXTS.get(body) : undefined
-  return text === undefined ? body : parseJsonKeepingFloats(text)
 }
 
 function checkShape(root: unknown): void {

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { BadRequestError, ConflictError } from '../errors.js'
-import { typedJson, withInstanceFloats, withModelFloats, withSystemModelFloats } from '../definition/typed-json.js'
-import { keepingFloats } from './json-body.js'
+import { typedJson } from '../values/encode.js'
+import { bodyFor } from '../values/request.js'
 import type { System } from '../system/system.js'
 import type { Component, CallArgs } from '../tree/component.js'
 import { resolvePath, type Target } from '../tree/resolve.js'
@@ -64,7 +64,7 @@ export function treeFaultContext(method: string): RequestFaultContext {
  * A read is answered synchronously (a GET is most of what a polling client sends, and each
  * promise costs); anything that changes the system returns a promise. Either way it may throw.
  * A document or `{"value": v}` comes as a JsonText, written by the node itself, so a float
- * attribute's `30.0` keeps its `.0` (src/definition/typed-json.ts).
+ * attribute's `30.0` keeps its `.0` (src/values/encode.ts).
  *
  * @example
  * const doc = await answerTree(system, 'GET', '/api/v3/system/instances/sensor', undefined, treeFaultContext('GET')) // a JsonText
@@ -157,11 +157,12 @@ export function guessComponent(segments: string[]): FaultComponent | null {
 /** The answer to a request on a resolved target: a value for a read, a promise otherwise. */
 function dispatch(verb: Verb, target: Target, body: unknown, system: System): unknown {
   const node = target.node
-  if (verb !== 'POST') body = withFloats(node, body)
+  // The Python values of a write keep their types where the node says it takes them (src/values/request.ts).
+  if (body !== undefined && verb !== 'POST') body = bodyFor(body, node.bodyValues)
   switch (target.kind) {
     case 'method':
       if (verb !== 'POST') throw new BadRequestError(`Methods are called with POST (got ${verb} on .../method/${target.method})`)
-      return callMethod(node, target.method, node.keepsFloatsIn(target.method) ? keepingFloats(body) : body)
+      return callMethod(node, target.method, bodyFor(body, node.keepsFloatsIn(target.method) ? 'values' : 'none'))
     case 'property':
       if (verb === 'GET') return propertyDocument(node, target.property)
       if (verb === 'PUT' || verb === 'PATCH') return setProperty(node, target.property, body)
@@ -172,45 +173,8 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
   }
 }
 
-/**
- * The body of a write with the integral floats that matter kept as floats (json-body.ts
- * `keepingFloats`): in attribute values, in a model definition where its numbers have no
- * declared type (`withModelFloats`), whether the models come to `models`, to one model or to the
- * root, and in the `parameters` of instances (`withInstanceFloats`). Everything else reads the plain body.
- */
-function withFloats(node: Component, body: unknown): unknown {
-  switch (node.type) {
-    case 'Attribute':
-    case 'Attributes':
-    case 'Instance': // `PUT instances/<i>` {"<attr>": v} writes attribute values
-      return keepingFloats(body)
-    case 'Models': {
-      const marked = keepingFloats(body)
-      if (marked !== body) withSystemModelFloats({ models: body }, { models: marked })
-      return body
-    }
-    case 'Instances': {
-      const marked = keepingFloats(body)
-      if (marked !== body) withInstanceFloats(body, marked)
-      return body
-    }
-    case 'System': {
-      const marked = keepingFloats(body)
-      if (marked !== body) withSystemModelFloats(body, marked)
-      return body
-    }
-    case 'Model': {
-      const marked = keepingFloats(body)
-      if (marked !== body && isRecord(body) && isRecord(marked)) for (const key of ['definition', 'value']) withModelFloats(body[key], marked[key])
-      return body
-    }
-    default:
-      return body
-  }
-}
-
 async function callMethod(node: Component, method: string, body: unknown): Promise<unknown> {
-  // typedJson: a Python method's float result keeps its point (`{"result": 2.0}`, json-float.ts).
+  // typedJson: a Python method's float result keeps its point (`{"result": 2.0}`, src/values/encode.ts).
   return new JsonText(typedJson({ result: toJson(await node.call(method, callArgs(body))) }))
 }
 

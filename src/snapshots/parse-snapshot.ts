@@ -4,8 +4,8 @@
  * (`definition.instances.3`), so a user can fix a hand-edited file without guessing.
  */
 import { issueMessage } from '../definition/zod-issue.js'
-import { mayHoldFloats, parseJsonKeepingFloats } from '../definition/json-float.js'
-import { mayNeedFloatMarks, withSystemModelFloats } from '../definition/typed-json.js'
+import { mayHoldFloats, parseJsonKeepingFloats } from '../values/decode.js'
+import { mayNeedFloatMarks, withSystemModelFloats } from '../values/definitions.js'
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
 import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFile } from './schema.js'
@@ -15,7 +15,7 @@ import { isRecord } from '../definition/is-record.js'
  * The JSON of a snapshot file, parsed as JSON.parse does, but where a number has no declared
  * type: the values of list, dict and `any` attributes, in model defaults and in the saved state
  * alike, and the numbers of the models' behaviour (`withModelFloats`). There an integral float
- * written `2.0` stays a float (json-float.ts). A file whose models have no such number and whose
+ * written `2.0` stays a float (src/values/number.ts). A file whose models have no such number and whose
  * state adds no attribute to an instance, the common case, is parsed once by JSON.parse;
  * otherwise the text is parsed a second time keeping floats, and those values are taken from it.
  * Throws JSON.parse's SyntaxError.

@@ -8,7 +8,7 @@
  * indentation it costs a few percent of size and time (a 10,000-instance system serializes in
  * under 10 ms either way, see test/unit/snapshots/large-system.test.ts).
  *
- * The default of a `float` attribute is written as a float (`25.0`, src/definition/typed-json.ts):
+ * The default of a `float` attribute is written as a float (`25.0`, src/values/encode.ts):
  * parsed JSON has lost the `.0`, and the attribute's type brings it back.
  */
 import { issueMessage } from '../definition/zod-issue.js'
@@ -17,7 +17,8 @@ import { mkdir, realpath, stat, unlink } from 'node:fs/promises'
 import { dirname, extname, join, resolve } from 'node:path'
 import { Mutex } from 'async-mutex'
 import type { Logger } from 'pino'
-import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
+import { typedModelDefinition } from '../values/definitions.js'
+import { typedJson } from '../values/encode.js'
 import { ConflictError, ForbiddenError, NotFoundError, summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { writeFileAtomic } from './atomic-write.js'
 import { errnoCode, toMimicError } from './fs-error.js'

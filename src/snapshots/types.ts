@@ -68,7 +68,7 @@ export interface SaveOptions {
 export interface SaveExtras {
   /**
    * The runtime state section (schema_version 2). Its values may carry `typed` marks
-   * (src/definition/typed-json.ts), so a float attribute's `25.0` is written as a float.
+   * (src/values/encode.ts), so a float attribute's `25.0` is written as a float.
    */
   state?: unknown
   /** Written by the server itself (on shutdown): marked in the file, the only kind retention deletes. */

@@ -1,12 +1,14 @@
 import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { ATTRIBUTE_TYPES, inferType, typeProblem, type AttributeDeclaration, type AttributeType } from '../definition/model-schema.js'
 import { attributeNameProblem } from '../definition/names.js'
-import { cloneJson, plainJson } from '../definition/json-float.js'
-import { floatJson, typed, valueJson } from '../definition/typed-json.js'
+import { typed } from '../values/encode.js'
+import { cloneJson, plainJson } from '../values/number.js'
 import type { AttributeState } from '../snapshots/index.js'
-import { Component, DOCUMENT_KEYS, type NodeDocument } from '../tree/component.js'
+import { Component, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { NO_LOCK, type StructureLock } from '../tree/lock.js'
+import { attributeDocumentBody, attributeDocumentJson, attributePropertyJson } from '../values/attribute-document.js'
+import type { BodyValues } from '../values/request.js'
 
 /** What an attribute needs from its instance: Python writes and protocol range checks. */
 export interface AttributeOwner extends Component {
@@ -25,16 +27,6 @@ export interface AttributeBinding {
   writable: boolean
 }
 
-/** Strings longer than this are encoded once per attribute document, and their documents kept as bytes (see documentBody). */
-const LONG_STRING = 4096
-
-function isLongString(value: unknown): value is string {
-  return typeof value === 'string' && value.length > LONG_STRING
-}
-
-/** The properties that hold a value of the attribute's type (written with valueJson). */
-const VALUE_PROPERTIES: ReadonlySet<string> = new Set(['internal_value', 'external_value', 'default', 'value'])
-
 /** The properties a write sets the internal value through: `value` is another name of `internal_value`. */
 const INTERNAL_NAMES: ReadonlySet<string> = new Set(['internal_value', 'value'])
 
@@ -50,6 +42,9 @@ const INTERNAL_NAMES: ReadonlySet<string> = new Set(['internal_value', 'value'])
  */
 export class Attribute extends Component {
   readonly type = 'Attribute'
+  override get bodyValues(): BodyValues {
+    return 'values'
+  }
   valueType: AttributeType
   readonly unit: string | undefined
   readonly description: string | undefined
@@ -68,8 +63,6 @@ export class Attribute extends Component {
   /** A held override's value while a step runs: what `setComputed` keeps (language/model/behaviour.ts). */
   #pinned: { value: unknown } | undefined
   #binding: AttributeBinding | undefined
-  /** The pieces of the last document with a long string, and what it was made of (see documentBody). */
-  #encoded: { made: unknown[]; pieces: Array<Buffer | WeakRef<Buffer>> } | undefined
   readonly #owner: AttributeOwner
   readonly #container: Attributes
 
@@ -85,7 +78,7 @@ export class Attribute extends Component {
   }
 
   /**
-   * `value` as this attribute holds it: integral floats stay marked (json-float.ts) inside a list,
+   * `value` as this attribute holds it: integral floats stay marked (src/values/number.ts) inside a list,
    * dict or `any` value, where the type cannot tell them from ints; elsewhere they are numbers.
    */
   #accepted(value: unknown): unknown {
@@ -247,107 +240,26 @@ export class Attribute extends Component {
     return doc
   }
 
-  /**
-   * The document as `typedJson` writes it with the values typed (`typed(v, valueType)`: a float
-   * attribute's `30` is `30.0`), written directly: a GET of an attribute is what polling clients
-   * send most, and building the document's nine objects only to serialize them took almost twice
-   * as long (5.5 against 3.1 us). The property names are this class's own (no integer keys, no
-   * duplicates), an attribute has no state and no children, and a value JSON leaves out
-   * (undefined) is left out here too. test/unit/attribute-json.test.ts holds the two equal.
-   */
+  /** The document with its values typed (a float attribute's `30` is `30.0`), written by src/values/attribute-document.ts. */
   override documentJson(): string {
-    return this.#writeDocument(this.properties())
+    return attributeDocumentJson(this)
   }
 
   /**
-   * The document as `documentJson` writes it: the text, or, when a value is a string longer than
-   * LONG_STRING, its UTF-8 bytes in pieces to be sent one after the other, the long strings
-   * encoded once and shared by every answer until the document changes. A dozen clients
-   * pipelining GETs of a document of megabytes would otherwise have it encoded, and held in the
-   * socket buffers, once per request: each encoding took 90 to 130 ms, most of it in turning the
-   * joined text into bytes (V8 first copies the pieces it is joined from into one string).
-   * In pieces, a value the internal, external and default values share is held once, not six
-   * times (attr and top level), and nothing of megabytes is copied.
-   *
-   * What the document is made of is compared on each call (name, path, methods, every property,
-   * all of them primitives), rather than a version counted by every write: nothing that changes
-   * the document can be missed, and comparing a long string with the one it was made from is a
-   * pointer compare, or a memory compare of a copy. The encoded strings are held by WeakRefs,
-   * alive while an answer on its way out holds them: what nobody is being sent is not kept beside
-   * the value it encodes.
+   * The document as `documentJson` writes it, or, with a string longer than 4 KiB among its
+   * values, its UTF-8 bytes in pieces shared by every answer until it changes
+   * (src/values/attribute-document.ts `attributeDocumentBody`).
    *
    * @example
    * const body = attr.documentBody() // Buffers for a 1 MiB string attribute, else the text
    */
   documentBody(): string | Buffer[] {
-    const props = this.properties()
-    if (!isLongString(props.internal_value) && !isLongString(props.external_value) && !isLongString(props.default)) return this.#writeDocument(props)
-    const methods = JSON.stringify(Object.keys(this.methods()))
-    const made: unknown[] = [this.name, this.path, methods]
-    for (const key in props) {
-      const value = props[key]
-      // An object may change in place: a document with one is written anew each time.
-      if (value !== null && typeof value === 'object') return this.#writeDocument(props)
-      made.push(key, value)
-    }
-    const cached = this.#encoded
-    if (cached && cached.made.length === made.length && cached.made.every((part, i) => part === made[i])) {
-      const pieces = cached.pieces.map((piece) => (piece instanceof WeakRef ? piece.deref() : piece))
-      if (pieces.every((piece) => piece !== undefined)) return pieces
-    }
-    // The long strings are left out of the text, marked by their index between NULs (JSON text
-    // holds none: JSON.stringify escapes them), and encoded on their own.
-    const longs: string[] = []
-    const text = this.#writeDocument(props, methods, longs)
-    const encodedLongs = longs.map((value) => Buffer.from(JSON.stringify(value)))
-    const pieces = text.split('\0').map((part, i) => (i % 2 ? encodedLongs[Number(part)]! : Buffer.from(part)))
-    this.#encoded = { made, pieces: pieces.map((piece, i) => (i % 2 ? new WeakRef(piece) : piece)) }
-    return pieces
-  }
-
-  /**
-   * Writes the document of `props` (see documentJson). With `longs`, a long string is not
-   * written but added to it, and its index written between NULs in its place (see documentBody).
-   */
-  #writeDocument(props: Record<string, unknown>, methods = JSON.stringify(Object.keys(this.methods())), longs?: string[]): string {
-    let attr = ''
-    let top = ''
-    // The internal, external and default values are often equal: a long string among them (a
-    // document of megabytes) is encoded once, not three times.
-    let long: [string, string] | undefined
-    const float = this.valueType === 'float'
-    // `value` is the internal value again: its text is written once.
-    let internal: string | undefined
-    for (const key in props) {
-      const value = props[key]
-      let json: string | undefined
-      if (key === 'value') {
-        json = internal
-      } else if (typeof value === 'number' && float && VALUE_PROPERTIES.has(key)) {
-        json = floatJson(value)
-      } else if (isLongString(value)) {
-        if (longs) {
-          let index = longs.indexOf(value)
-          if (index < 0) index = longs.push(value) - 1
-          json = `\0${index}\0`
-        } else {
-          if (long?.[0] !== value) long = [value, JSON.stringify(value)]
-          json = long[1]
-        }
-      } else {
-        json = VALUE_PROPERTIES.has(key) ? valueJson(value, this.valueType) : JSON.stringify(value)
-      }
-      if (key === 'internal_value') internal = json
-      attr += `${attr ? ',' : ''}"${key}":${json === undefined ? '{}' : `{"value":${json}}`}`
-      if (json !== undefined && !DOCUMENT_KEYS.has(key)) top += `,"${key}":${json}`
-    }
-    return `{"name":${JSON.stringify(this.name)},"type":${JSON.stringify(this.valueType)},"path":${JSON.stringify(this.path)},"attr":{${attr}},"children":[],"methods":${methods}${top}}`
+    return attributeDocumentBody(this)
   }
 
   /** A value property as its type writes it (`{"value": 30.0}` for a float), others as JSON. */
   override propertyJson(name: string): string | undefined {
-    const value = this.getProperty(name)
-    return VALUE_PROPERTIES.has(name) ? valueJson(value, this.valueType) : JSON.stringify(value)
+    return attributePropertyJson(name, this.getProperty(name), this.valueType)
   }
 
   override propertyProblem(name: string, value: unknown): string | null {
@@ -378,6 +290,9 @@ export class Attribute extends Component {
  */
 export class Attributes extends KeyedContainer<Attribute> {
   readonly type = 'Attributes'
+  override get bodyValues(): BodyValues {
+    return 'values'
+  }
   readonly #owner: AttributeOwner
   /** Attributes presenting an override until the next run (most steps have none to clear). */
   readonly overridden = new Set<Attribute>()

@@ -1,4 +1,4 @@
-import { plainJson } from '../definition/json-float.js'
+import { plainJson } from '../values/number.js'
 import { NotFoundError, ValidationError } from '../errors.js'
 import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, ScenarioRuntime } from '../language/model/index.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
@@ -76,7 +76,7 @@ export class InstanceHost implements BehaviourHost {
     if (this.#unserved(path)) return null
     const parts = this.#split(path)
     if (!parts || parts.last === undefined) throw new NotFoundError(`'${path}' names no method on instance '${this.name}'`, [{ path, message: 'not found' }])
-    // Arguments written in the model keep `2.0` a float (json-float.ts) only for a method that tells
+    // Arguments written in the model keep `2.0` a float (src/values/number.ts) only for a method that tells
     // them apart (a Python method); a built-in one takes plain JSON, as from HTTP.
     const call = { args, kwargs }
     return await parts.node.call(parts.last, parts.node.keepsFloatsIn(parts.last) ? call : (plainJson(call) as typeof call))

@@ -1,4 +1,4 @@
-import { unmarked } from '../definition/json-float.js'
+import { unmarked } from '../values/number.js'
 import { attributeDeclarations, UNSERVED_PROTOCOLS, unservedProtocols } from '../definition/model-schema.js'
 import { NotFoundError } from '../errors.js'
 import { isRecord } from '../definition/is-record.js'
@@ -202,7 +202,7 @@ export class AdapterNode extends Component {
       },
       instance: instance.name,
       accessor: {
-        // An `any` attribute holding an integral float holds it marked (json-float.ts): adapters
+        // An `any` attribute holding an integral float holds it marked (src/values/number.ts): adapters
         // read the number. Marks inside lists and dicts stay, so JSON payloads keep `2.0`.
         read: (attr) => {
           const target = instance.attributes.get(attr)
@@ -225,7 +225,7 @@ export class AdapterNode extends Component {
           return target && { type: target.valueType, unit: target.unit, description: target.description }
         },
         methods: () => Object.keys(instance.methods()).filter((m) => !LIFECYCLE_METHODS.has(m)),
-        // A float result of a Python method comes marked (json-float.ts); adapters take the number.
+        // A float result of a Python method comes marked (src/values/number.ts); adapters take the number.
         call: async (method, args) => unmarked(await instance.call(method, { args, kwargs: {} })),
       },
     })

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { PayloadTooLargeError } from '../errors.js'
-import { parseJsonKeepingFloats } from '../definition/json-float.js'
+import { parseJsonKeepingFloats } from '../values/decode.js'
 import type { AttributeRef } from '../definition/validate.js'
 
 /**

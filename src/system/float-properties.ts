@@ -1,4 +1,4 @@
-import { typed, typedJson } from '../definition/typed-json.js'
+import { typed, typedJson } from '../values/encode.js'
 import type { Component } from '../tree/component.js'
 
 /**

@@ -9,6 +9,7 @@ import { checkFleet, checkFleetInstances, MAX_FLEET } from '../definition/fleet.
 import { Instance } from './instance.js'
 import type { Model } from './models.js'
 import type { System } from './system.js'
+import type { BodyValues } from '../values/request.js'
 
 /** Most names a `generate` answer lists (`first`, `last` and `created` tell the rest). */
 const GENERATE_NAMES_SHOWN = 100
@@ -34,6 +35,9 @@ export interface InstancesCheck {
  */
 export class Instances extends KeyedContainer<Instance> {
   readonly type = 'Instances'
+  override get bodyValues(): BodyValues {
+    return 'instances'
+  }
   readonly #system: System
 
   constructor(system: System) {

@@ -1,18 +1,23 @@
 import { ConflictError, ValidationError, validationFailure, type ErrorDetail } from '../errors.js'
 import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, unservedProtocols, type ParsedModelDefinition } from '../definition/model-schema.js'
-import { cloneJson } from '../definition/json-float.js'
-import { typedJson, typedModelDefinition } from '../definition/typed-json.js'
+import { typedModelDefinition } from '../values/definitions.js'
+import { typedJson } from '../values/encode.js'
+import { cloneJson } from '../values/number.js'
 import { joinPath, validateModel } from '../definition/validate.js'
 import { checkInstance } from '../definition/parameters.js'
 import { Component } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { mappedDefaultProblems } from './mapping-check.js'
 import type { System } from './system.js'
+import type { BodyValues } from '../values/request.js'
 
 /** A model template: its definition exactly as given, and the parsed form the system uses. */
 export class Model extends Component {
   readonly type = 'Model'
+  override get bodyValues(): BodyValues {
+    return 'model'
+  }
   readonly definition: unknown
   readonly parsed: ParsedModelDefinition
   readonly #system: System
@@ -63,6 +68,9 @@ export class Model extends Component {
  */
 export class Models extends KeyedContainer<Model> {
   readonly type = 'Models'
+  override get bodyValues(): BodyValues {
+    return 'models'
+  }
   readonly #system: System
 
   constructor(system: System) {

@@ -1,4 +1,5 @@
 import { ConflictError, NotFoundError, ValidationError, summarize } from '../errors.js'
+import type { BodyValues } from '../values/request.js'
 
 /** Arguments of a method call: `{"args": [...], "kwargs": {...}}` from the HTTP body. */
 export interface CallArgs {
@@ -175,8 +176,16 @@ export abstract class Component {
   }
 
   /**
+   * Where a write body (PUT, PATCH) to this node holds Python values whose numbers keep their
+   * type (`2.0` a float, src/values/request.ts): `none` for a node whose body is plain JSON.
+   */
+  get bodyValues(): BodyValues {
+    return 'none'
+  }
+
+  /**
    * Whether a call of `method` takes its arguments with integral floats kept as floats
-   * (`FloatMark`, src/definition/json-float.ts): true for methods whose arguments reach Python,
+   * (`FloatMark`, src/values/number.ts): true for methods whose arguments reach Python,
    * which tells `2.0` from `2`. Built-in methods take plain JSON.
    */
   keepsFloatsIn(_method: string): boolean {

@@ -10,7 +10,7 @@
  * fromPy(2n, 'float')      // 2
  * fromPy([2.0], 'list')    // [FloatMark(2)]: written [2.0]
  */
-import { FloatMark, floatValue } from '../../definition/json-float.js'
+import { ExactInt, FloatMark, floatValue } from '../../values/number.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import { pyFloat, pyInt } from '../expression/builtins.js'
 import { dictEntries, dictSet, PyException, PyTuple, pyStr, truthy, typeName, type PyDict, type PyValue } from '../expression/values.js'
@@ -45,6 +45,7 @@ function jsonToPy(value: unknown): PyValue {
   if (typeof value === 'number') return jsonNumber(value)
   if (typeof value !== 'object') return value as PyValue
   if (value instanceof FloatMark) return value.value
+  if (value instanceof ExactInt) return BigInt(value.digits)
   if (Array.isArray(value)) return value.map(jsonToPy)
   const dict: PyDict = new Map()
   for (const [k, v] of Object.entries(value)) dictSet(dict, k, jsonToPy(v))

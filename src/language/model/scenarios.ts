@@ -10,7 +10,7 @@
  * scenarios:
  *   sag: { duration: 5, overrides: { $out(v_nominal): 180.0 } }
  */
-import { plainJson } from '../../definition/json-float.js'
+import { plainJson } from '../../values/number.js'
 import type { ErrorDetail } from '../../errors.js'
 import { PyRandom } from '../expression/index.js'
 import { isLifecycleKind, type ActionPlan, type ActionRuntime } from './actions/index.js'

@@ -1,6 +1,6 @@
 import type { AsciiDefinition, AsciiWriteValue } from '../../definition/ascii-schema.js'
 import { MAPPING_LABELS, placeholders, referencedAttribute, replyTemplate } from '../../definition/ascii-schema.js'
-import { cloneJson } from '../../definition/json-float.js'
+import { cloneJson } from '../../values/number.js'
 import type { AdapterSubject, AttributeAccessor } from '../adapter.js'
 import { commandKey, compilePattern, isQuery, matchPattern, splitCommands } from './patterns.js'
 import type { CompiledPattern, PatternOptions } from './patterns.js'

@@ -10,7 +10,8 @@
  * convertValue('int', '2.5') // { problem: "invalid literal for int() with base 10: '2.5'" }
  * formatValue(2, 'float') // '2.0'
  */
-import { FloatMark, parseJsonKeepingFloats } from '../../definition/json-float.js'
+import { parseJsonKeepingFloats } from '../../values/decode.js'
+import { FloatMark } from '../../values/number.js'
 import { isRecord } from '../../definition/is-record.js'
 
 /** A converted value, or why the input does not fit the type. */

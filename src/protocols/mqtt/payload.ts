@@ -1,7 +1,8 @@
-import { FloatMark, parseJsonKeepingFloats, unmarked } from '../../definition/json-float.js'
+import { parseJsonKeepingFloats } from '../../values/decode.js'
+import { typedJson, valueJson } from '../../values/encode.js'
+import { FloatMark, unmarked } from '../../values/number.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import { templateValuePath, type MqttBinding } from '../../definition/mqtt-schema.js'
-import { typedJson, valueJson } from '../../definition/typed-json.js'
 
 /**
  * Payloads of the `mqtt` adapter: a value as the text a binding publishes (`raw` or `json`,
@@ -180,7 +181,7 @@ export function fitText(text: string, type: string): ReadResult {
 
 /**
  * A JSON value checked against `type` (a whole number fits a float; nothing is coerced otherwise).
- * Integral floats (`FloatMark`, json-float.ts) stay marked in a list, dict or `any` value.
+ * Integral floats (`FloatMark`, src/values/number.ts) stay marked in a list, dict or `any` value.
  *
  * @example
  * fitJson('21', 'float') // { problem: 'expected a number (float), got a string' }

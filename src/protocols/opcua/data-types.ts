@@ -1,7 +1,7 @@
 import { DataType } from 'node-opcua-variant'
 import type { OpcuaDataType } from '../../definition/opcua-schema.js'
-import { parseJsonKeepingFloats } from '../../definition/json-float.js'
-import { valueJson } from '../../definition/typed-json.js'
+import { parseJsonKeepingFloats } from '../../values/decode.js'
+import { valueJson } from '../../values/encode.js'
 
 /**
  * Values between attributes and OPC UA variants: which built-in type an attribute is shown as,

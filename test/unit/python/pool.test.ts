@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { FloatMark } from '../../../src/definition/json-float.js'
+import { FloatMark } from '../../../src/values/number.js'
 import { NotFoundError, UserCodeError, ValidationError } from '../../../src/errors.js'
 import type { ImportBlock, PythonPool } from '../../../src/python/index.js'
 import { eventually } from '../../helpers/wait.js'
@@ -149,7 +149,7 @@ describe('PythonPool: load, call, set', () => {
       [10, 20, 30, 40],
     )
     await readOnly
-    // Python's 20.0 comes marked as a float (src/definition/json-float.ts), so HTTP answers 20.0.
+    // Python's 20.0 comes marked as a float (src/values/number.ts), so HTTP answers 20.0.
     assert.deepEqual((await run).result, new FloatMark(20), 'tick (no drift) returns the temperature just written, not the start value 25')
     assert.equal(requests() - before, 2 + 1, 'one message of writes per worker, then the call')
     assert.equal(pool.values('w3')?.temperature, 40)

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import pino from 'pino'
 import { parseConfig } from '../../../src/config.js'
-import { FloatMark } from '../../../src/definition/json-float.js'
-import { typedJson } from '../../../src/definition/typed-json.js'
+import { typedJson } from '../../../src/values/encode.js'
+import { FloatMark } from '../../../src/values/number.js'
 import { CrossShard, lastValueSubject, subjectToken, valueSubject, type FarConnection, type ShardLink } from '../../../src/system/cross-shard.js'
 
 describe('cross-shard subjects', () => {

@@ -9,7 +9,7 @@
  * const plan = compileAction({ function: '$out(power)', call: 'V * I' }, 'actions[0]', context, 0)
  */
 import type { PyValue } from '../../expression/index.js'
-import { plainJson } from '../../../definition/json-float.js'
+import { plainJson } from '../../../values/number.js'
 import { toPy } from '../convert.js'
 import { ActionEnvironment, describe, type ActionScope, type CompileContext, type ValueSource, isMap, NODE_NAME, NODE_NAME_RULE } from '../compile-context.js'
 import type { Fusion } from '../fused.js'
@@ -204,7 +204,7 @@ function compileEntry(kinds: Kinds, raw: unknown, path: string, context: Compile
 /**
  * An action's fields as its kind's compiler reads them: numbers plain, as settings (`duration`,
  * `std`, `points`) are read, but for `value` and `call`, whose constants are Python values: an
- * integral float written as one (`value: 2.0`) stays a float there (json-float.ts).
+ * integral float written as one (`value: 2.0`) stays a float there (src/values/number.ts).
  */
 function kindFields(fields: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, key === 'value' || key === 'call' ? value : plainJson(value)]))

@@ -4,7 +4,7 @@
  * when it stops.
  */
 import { NotFoundError } from '../../../errors.js'
-import { plainJson } from '../../../definition/json-float.js'
+import { plainJson } from '../../../values/number.js'
 import { typeProblem } from '../../../definition/model-schema.js'
 import { toPy } from '../convert.js'
 import { isMap, writeFailure } from '../compile-context.js'

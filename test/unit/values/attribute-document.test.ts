@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { AttributeDeclaration } from '../../src/definition/model-schema.js'
-import { typed, typedJson } from '../../src/definition/typed-json.js'
-import { type Attribute, Attributes, type AttributeOwner } from '../../src/system/attributes.js'
-import { Component } from '../../src/tree/component.js'
+import type { AttributeDeclaration } from '../../../src/definition/model-schema.js'
+import { typed, typedJson } from '../../../src/values/encode.js'
+import { type Attribute, Attributes, type AttributeOwner } from '../../../src/system/attributes.js'
+import { Component } from '../../../src/tree/component.js'
 
 /** The instance side of an attribute, reduced to what a document needs. */
 class Owner extends Component implements AttributeOwner {
@@ -36,7 +36,7 @@ const DECLARATIONS: AttributeDeclaration[] = [
 
 /**
  * The document the slow way: `document()`, its values marked with the attribute's type, written
- * by typedJson (which is JSON.stringify for everything unmarked, test/unit/typed-json.test.ts).
+ * by typedJson (which is JSON.stringify for everything unmarked, test/unit/values/encode.test.ts).
  */
 function reference(attr: Attribute): string {
   const doc = attr.document()

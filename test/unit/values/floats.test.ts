@@ -1,19 +1,20 @@
-// src/definition/json-float.ts: integral floats inside list, dict and `any` values, from the text
+// src/values (number.ts, decode.ts, encode.ts): integral floats inside list, dict and `any` values, from the text
 // a writer sent (JSON or YAML) to the text Mimic answers, compared with what python3's json
 // module reads and writes for the same values.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { describe, it } from 'node:test'
-import { cloneJson, FloatMark, floatValue, mayHoldFloats, parseJsonKeepingFloats, plainJson, unmarked } from '../../src/definition/json-float.js'
-import { parseDefinitionText } from '../../src/definition/load-file.js'
-import { resolveParameters, substituteParameters } from '../../src/definition/parameters.js'
-import { typeProblem } from '../../src/definition/model-schema.js'
-import { typedJson, valueJson } from '../../src/definition/typed-json.js'
-import { mqttSchema } from '../../src/definition/mqtt-schema.js'
-import { fromPy, toPy } from '../../src/language/model/convert.js'
-import { convertValue, formatValue } from '../../src/protocols/ascii/values.js'
-import { formatPayload, PayloadReader } from '../../src/protocols/mqtt/payload.js'
-import { toVariantValue } from '../../src/protocols/opcua/data-types.js'
+import { mayHoldFloats, parseJsonKeepingFloats } from '../../../src/values/decode.js'
+import { cloneJson, FloatMark, floatValue, plainJson, unmarked } from '../../../src/values/number.js'
+import { parseDefinitionText } from '../../../src/definition/load-file.js'
+import { resolveParameters, substituteParameters } from '../../../src/definition/parameters.js'
+import { typeProblem } from '../../../src/definition/model-schema.js'
+import { typedJson, valueJson } from '../../../src/values/encode.js'
+import { mqttSchema } from '../../../src/definition/mqtt-schema.js'
+import { fromPy, toPy } from '../../../src/language/model/convert.js'
+import { convertValue, formatValue } from '../../../src/protocols/ascii/values.js'
+import { formatPayload, PayloadReader } from '../../../src/protocols/mqtt/payload.js'
+import { toVariantValue } from '../../../src/protocols/opcua/data-types.js'
 
 /** What python3 writes for each JSON text after reading it: json.dumps(json.loads(text)), compact. */
 function pythonRoundTrip(texts: string[]): string[] {

@@ -1,148 +1,14 @@
 /**
- * JSON that keeps Python's number types for attribute values. In JavaScript `30.0` and `30` are
- * one number, so `JSON.stringify` writes `30` for both and a Python client that wrote `30.0`
- * would read back the int `30`. The type of the attribute says which it is: a value of a `float`
- * attribute is written as a JSON float (`30.0`, `-0.0`; `0.1` and `1e+21` are floats already),
- * any other value as JSON.stringify writes it. Numbers inside `list`, `dict` and `any` values
- * have no type of their own: an integral float among them is held as a `FloatMark`
- * (json-float.ts), which is written as a float too.
- *
- * Two ways in: `valueJson` writes one value, and `typed` marks a value inside a larger document
- * (a node document, an event frame, a snapshot file) that `typedJson` then writes.
+ * Python values inside definitions: where a model, a system or an instance entry holds numbers
+ * whose type no declaration gives (list, dict and `any` defaults, the behaviour sections, untyped
+ * meta parameters, an instance's `parameters`), and the types a definition gives its values when
+ * it is written back (`25.0` of a float attribute). Used by every entry that reads a definition
+ * (a JSON or YAML file, an HTTP write, a snapshot) and every exit that writes one.
  */
-import { randomBytes } from 'node:crypto'
-import { collectFloats, FloatMark } from './json-float.js'
-import { inferType, isAttributeSpec, type AttributeType } from './model-schema.js'
-import { isRecord } from './is-record.js'
-
-/**
- * The JSON text of a float: `30.0`, `-2.0`, `-0.0`, `0.1`, `1e+21`; `null` for NaN and the
- * infinities, as JSON.stringify writes them.
- *
- * @example
- * floatJson(30) // '30.0'
- * floatJson(1e21) // '1e+21' (an exponent makes it a float in Python already)
- */
-export function floatJson(value: number): string {
-  // Number.isInteger is false for NaN and the infinities; integers from 1e21 up are written
-  // with an exponent, which Python reads as a float.
-  if (!Number.isInteger(value) || value >= 1e21 || value <= -1e21) return JSON.stringify(value)
-  return value === 0 && 1 / value < 0 ? '-0.0' : `${value}.0`
-}
-
-/**
- * The JSON text of a value of an attribute of `type` (undefined for undefined, as
- * JSON.stringify).
- *
- * @example
- * valueJson(30, 'float') // '30.0'
- * valueJson(30, 'int') // '30'
- * valueJson([30], 'list') // '[30]'
- * valueJson([floatValue(30)], 'list') // '[30.0]'
- */
-export function valueJson(value: unknown, type: AttributeType): string | undefined {
-  if (typeof value === 'number') return type === 'float' ? floatJson(value) : JSON.stringify(value)
-  return value !== null && typeof value === 'object' ? typedJson(value) : JSON.stringify(value)
-}
-
-/**
- * `value` ready to go into a document that `typedJson` writes: marked with its type when the type
- * changes how it is written (an integral float), else the value itself, so documents carry as few
- * markers as they need.
- *
- * @example
- * typedJson({ value: typed(30, 'float') }) // '{"value":30.0}'
- */
-export function typed(value: unknown, type: AttributeType): unknown {
-  return type === 'float' && typeof value === 'number' && Number.isInteger(value) ? new FloatMark(value) : value
-}
-
-/**
- * While `typedJson` runs JSON.stringify, it collects the float texts of the marks it meets, in
- * order. Each mark's toJSON answers a placeholder string with its index, replaced by the text
- * afterwards: JSON.stringify does all the work at native speed (a JavaScript writer took ten
- * times as long for a 10,000-instance snapshot). The placeholder's prefix is random per process; a string of
- * the document that looks like one anyway is caught by counting the replacements, and the
- * document is then written by `walkTypedJson` instead.
- */
-const PLACEHOLDER = `~float~${randomBytes(9).toString('base64url')}~`
-
-/**
- * `JSON.stringify(value, null, indent)` writing each value marked by `typed` with its type
- * (`30.0`): the same text as JSON.stringify for a document without marks.
- *
- * @example
- * typedJson({ t: typed(25, 'float'), n: 3 }, 1) // '{\n "t": 25.0,\n "n": 3\n}'
- */
-export function typedJson(value: unknown, indent = 0): string {
-  const texts: string[] = []
-  const text = collectFloats(
-    (float) => {
-      texts.push(floatJson(float))
-      return `${PLACEHOLDER}${texts.length - 1}`
-    },
-    () => JSON.stringify(value, null, indent),
-  )
-  if (texts.length === 0 || text === undefined) return text
-  // Placeholders come in the order JSON.stringify met the marks: `"<prefix>0"`, `"<prefix>1"`,
-  // ... Anything else that carries the prefix is a string of the document.
-  let out = ''
-  let from = 0
-  let replaced = 0
-  for (let at = text.indexOf(PLACEHOLDER); at >= 0; at = text.indexOf(PLACEHOLDER, from)) {
-    const start = at + PLACEHOLDER.length
-    const end = text.indexOf('"', start)
-    if (replaced >= texts.length || text[at - 1] !== '"' || text.slice(start, end) !== String(replaced)) return walkTypedJson(value, indent)
-    out += text.slice(from, at - 1) + texts[replaced++]
-    from = end + 1
-  }
-  return replaced === texts.length ? out + text.slice(from) : walkTypedJson(value, indent)
-}
-
-/**
- * What `typedJson` writes, written by walking the document in JavaScript: its reference, and its
- * way out when a string of the document looks like one of its placeholders. Plain JSON data
- * (objects, arrays, strings, numbers, booleans, null, objects with `toJSON` such as dates) is
- * written as JSON.stringify writes it: undefined, functions and symbols are left out of objects
- * and are `null` in arrays, and a cycle throws a TypeError.
- *
- * @example
- * walkTypedJson([typed(-0, 'float')]) // '[-0.0]'
- */
-export function walkTypedJson(value: unknown, indent = 0): string {
-  const gap = ' '.repeat(Math.max(0, Math.min(10, Math.floor(indent))))
-  return write('', value, '', gap, []) as string
-}
-
-function write(key: string, value: unknown, indent: string, gap: string, stack: object[]): string | undefined {
-  if (value instanceof FloatMark) return floatJson(value.value)
-  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
-    value = (value as { toJSON: (key: string) => unknown }).toJSON(key)
-  }
-  if (value === null || typeof value !== 'object') return JSON.stringify(value)
-  // Boxed primitives (new Number(1)) are written as their value, as JSON.stringify does.
-  if (value instanceof Number || value instanceof String || value instanceof Boolean) return JSON.stringify(value)
-  if (stack.includes(value)) throw new TypeError('Converting circular structure to JSON')
-  stack.push(value)
-  const inner = indent + gap
-  const parts: string[] = []
-  const list = Array.isArray(value)
-  if (list) {
-    const items = value as unknown[]
-    for (let i = 0; i < items.length; i++) parts.push(write(String(i), items[i], inner, gap, stack) ?? 'null')
-  } else {
-    const record = value as Record<string, unknown>
-    for (const name of Object.keys(record)) {
-      const text = write(name, record[name], inner, gap, stack)
-      if (text !== undefined) parts.push(`${JSON.stringify(name)}${gap ? ': ' : ':'}${text}`)
-    }
-  }
-  stack.pop()
-  const [open, close] = list ? ['[', ']'] : ['{', '}']
-  if (parts.length === 0) return open + close
-  if (!gap) return `${open}${parts.join(',')}${close}`
-  return `${open}\n${inner}${parts.join(`,\n${inner}`)}\n${indent}${close}`
-}
+import { inferType, isAttributeSpec, type AttributeType } from '../definition/model-schema.js'
+import { isRecord } from '../definition/is-record.js'
+import { typed } from './encode.js'
+import { ExactInt, FloatMark } from './number.js'
 
 /**
  * A model definition (as written by the user) ready for `typedJson`: the default of each
@@ -186,7 +52,7 @@ const BEHAVIOUR_SECTIONS = ['actions', 'distortions', 'conditions', 'if_chain', 
 
 /**
  * Gives a model definition parsed plainly (JSON.parse) the integral floats of `marked`, the same
- * text parsed keeping floats (json-float.ts), where a number has no declared type to say which it
+ * text parsed keeping floats (decode.ts), where a number has no declared type to say which it
  * is: the defaults of list, dict and `any` attributes (`samples: [1.0, 2.5]` reads back
  * `[1.0, 2.5]` and starts the attribute with floats), the behaviour sections and the hooks of
  * attributes (`value: 2.0` gives the float `2.0` to an expression), and the defaults of untyped,
@@ -263,7 +129,7 @@ export function withInstanceFloats(instances: unknown, marked: unknown): void {
 }
 
 function holdsMark(value: unknown): boolean {
-  if (value instanceof FloatMark) return true
+  if (value instanceof FloatMark || value instanceof ExactInt) return true
   if (value === null || typeof value !== 'object') return false
   return (Array.isArray(value) ? value : Object.values(value)).some(holdsMark)
 }

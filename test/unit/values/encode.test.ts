@@ -1,10 +1,12 @@
-// src/definition/typed-json.ts: floats written as Python reads floats, and a writer that is
+// src/values/encode.ts: floats written as Python reads floats, and a writer that is
 // JSON.stringify for everything that carries no float mark.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { describe, it } from 'node:test'
-import { floatJson, typed, typedJson, typedModelDefinition, typedSystemDefinition, valueJson, walkTypedJson } from '../../src/definition/typed-json.js'
-import { generator, type Random } from '../helpers/seeded-random.js'
+import { typedModelDefinition, typedSystemDefinition } from '../../../src/values/definitions.js'
+import { typed, typedJson, valueJson, walkTypedJson } from '../../../src/values/encode.js'
+import { floatJson } from '../../../src/values/number.js'
+import { generator, type Random } from '../../helpers/seeded-random.js'
 
 const FLOATS = [30, -2, 0, -0, 0.1, -1.5, 1e21, -1e21, 1e20, 2 ** 53 + 2, 2 ** 60, 1e-7, 5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 123456789.125]
 
