@@ -30,8 +30,8 @@ describe('HTTP API v3: open endpoints, auth and the generic tree', () => {
       components: { schemas: Record<string, unknown> }
     }
     assert.match(doc.openapi, /^3\./)
-    assert.ok(doc.paths['/api/v3/system/{path}'])
-    assert.ok(doc.paths['/api/v3/system/{path}/method/{method}'])
+    assert.ok(doc.paths['/api/v3/system/instances/{instance}/attributes/{attribute}'])
+    assert.ok(doc.paths['/api/v3/system/instances/{instance}/method/{method}'])
     assert.ok(doc.components.schemas.ModelDefinition)
     const docs = await fetch(`${t.url}/docs`, { redirect: 'follow' })
     assert.equal(docs.status, 200)

@@ -2,22 +2,16 @@ import { z } from 'zod'
 import { modelDefinitionSchema } from '../definition/model-schema.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { DEFAULT_EVENTS_HZ, EVENTS_HZ_RANGE } from './events.js'
+import { treePaths } from './openapi-tree.js'
 
-const pathParam = {
-  name: 'path',
-  in: 'path',
-  required: true,
-  description: 'Chain of child names, e.g. instances/sensor/attributes/temperature',
-  schema: { type: 'string' },
-}
 const faultResponse = { description: 'Fault document (API.md section 6)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Fault' } } } }
 const faults = Object.fromEntries(['400', '401', '403', '404', '409', '415', '422', '500', '503', '504'].map((s) => [s, faultResponse]))
 const json = (ref: string, description: string) => ({ description, content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } })
 
 /**
- * The OpenAPI 3.1 document of the HTTP API. The tree is generic, so the paths are the verbs on
- * `{path}`; the model definition schema comes straight from the zod schema the server validates
- * with, so the docs cannot drift from the code.
+ * The OpenAPI 3.1 document of the HTTP API. The tree's paths are concrete per kind of node
+ * (openapi-tree.ts), so that Swagger UI's "Try it out" works for each; the model definition schema
+ * comes straight from the zod schema the server validates with, so the docs cannot drift from the code.
  *
  * @example
  * const doc = buildOpenApi(); doc.info.version // server version
@@ -108,30 +102,7 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
           responses: { 200: { description: 'status, server_version, api_version, uptime_s, instances, http (connections and refusals counted)' } },
         },
       },
-      '/api/v3/system': {
-        get: { summary: 'The system root document', security: [{ productKey: [] }], responses: { 200: json('NodeDocument', 'Node document'), ...faults } },
-        put: {
-          summary: 'Set properties of the system: {"attr": {"<name>": {"value": v}}} or flat {"<name>": v}',
-          security: [{ productKey: [] }],
-          responses: { 200: json('NodeDocument', 'The system document after the change'), ...faults },
-        },
-        patch: {
-          summary: 'Set properties of the system, as PUT does',
-          security: [{ productKey: [] }],
-          responses: { 200: json('NodeDocument', 'The system document after the change'), ...faults },
-        },
-      },
-      '/api/v3/system/method/{method}': {
-        parameters: [
-          { name: 'method', in: 'path', required: true, schema: { type: 'string' }, description: 'prepare, start, stop, reset, run, step, save, load, ...' },
-        ],
-        post: {
-          summary: 'Call a method of the system: prepare, start, stop and reset of every instance, run (steps), save and load of the whole system, ...',
-          security: [{ productKey: [] }],
-          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CallBody' } } } },
-          responses: { 200: json('CallResult', '{"result": <return value>}'), ...faults },
-        },
-      },
+      ...treePaths({ faults, json }),
       '/api/v3/system/definition': {
         get: {
           summary:
@@ -206,45 +177,6 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
           security: [{ productKey: [] }],
           requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CallBody' } } } },
           responses: { 200: json('CallResult', '{"result": {"reloaded", "files", "directories"}}'), ...faults },
-        },
-      },
-      '/api/v3/system/{path}': {
-        parameters: [pathParam],
-        get: {
-          summary: 'Read a component (node document) or one property ({"value": v}; an attribute\'s `value` is its internal value)',
-          security: [{ productKey: [] }],
-          responses: { 200: json('NodeDocument', 'Node document, or {"value": v} for a property'), ...faults },
-        },
-        put: {
-          summary:
-            'Create or replace children, or set properties (upsert). PUT models {"<model>": ModelDefinition}; PUT instances {"<instance>": "<model>"}; PUT connections {"<name>": {"from", "to"}}; PUT <node>/attr/<p> {"value": v}',
-          security: [{ productKey: [] }],
-          requestBody: {
-            content: {
-              'application/json': { schema: { type: 'object', additionalProperties: { oneOf: [{ $ref: '#/components/schemas/ModelDefinition' }, {}] } } },
-            },
-          },
-          responses: { 200: json('NodeDocument', 'The node document after the change'), ...faults },
-        },
-        patch: {
-          summary: 'Set properties: {"attr": {"<name>": {"value": v}}} or flat {"<name>": v}',
-          security: [{ productKey: [] }],
-          responses: { 200: json('NodeDocument', 'The node document after the change'), ...faults },
-        },
-        delete: {
-          summary:
-            'Remove a component and stop everything it runs. An attribute of an instance can be removed when the instance gained it by a write (PUT); one its model declares answers 409',
-          security: [{ productKey: [] }],
-          responses: { 200: json('Deleted', 'Deleted'), ...faults },
-        },
-      },
-      '/api/v3/system/{path}/method/{method}': {
-        parameters: [pathParam, { name: 'method', in: 'path', required: true, schema: { type: 'string' } }],
-        post: {
-          summary: 'Call a public method (prepare, run, start, stop, reset, save, list, load, ... and methods mapped from Python)',
-          security: [{ productKey: [] }],
-          requestBody: { required: false, content: { 'application/json': { schema: { $ref: '#/components/schemas/CallBody' } } } },
-          responses: { 200: json('CallResult', '{"result": <return value>}'), ...faults },
         },
       },
     },

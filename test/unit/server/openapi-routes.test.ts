@@ -51,7 +51,8 @@ describe('OpenAPI document', () => {
     const missing: string[] = []
     for (const [route, methods] of routes) {
       if (NOT_API.has(route)) continue
-      const documented = route === '/api/v3/system/*' ? ['/api/v3/system/{path}', '/api/v3/system/{path}/method/{method}'] : [route]
+      // The tree's one wildcard route is documented by the concrete paths of its kinds of node.
+      const documented = route === '/api/v3/system/*' ? Object.keys(paths).filter((p) => p.startsWith('/api/v3/system/')) : [route]
       for (const method of methods) {
         if (FAULT_ONLY.has(`${method} ${route}`)) continue
         if (!documented.some((p) => paths[p]?.[method.toLowerCase()])) missing.push(`${method} ${route}`)
@@ -63,10 +64,23 @@ describe('OpenAPI document', () => {
   it('documents no path the server does not answer', () => {
     const paths = buildOpenApi().paths as Record<string, Record<string, unknown>>
     for (const path of Object.keys(paths)) {
-      const url = path.replace('{path}', 'x').replace('{method}', 'y')
+      const url = path.replace(/\{\w+\}/g, 'x')
       for (const method of Object.keys(paths[path]!).filter((k) => k !== 'parameters')) {
         assert.ok(server.app.hasRoute({ url: url.includes('/api/v3/system/') ? '/api/v3/system/*' : url, method: method.toUpperCase() }), `${method} ${path}`)
       }
     }
+  })
+
+  it('names every path parameter with one name, never a chain (Swagger sends a / in one as %2F)', () => {
+    const paths = buildOpenApi().paths as Record<string, Record<string, any>>
+    assert.ok(!Object.keys(paths).some((p) => p.includes('{path}')), 'no generic {path}')
+    for (const [path, item] of Object.entries(paths)) {
+      const named = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
+      const declared = (item.parameters ?? []).filter((p: { in: string }) => p.in === 'path')
+      assert.deepEqual(declared.map((p: { name: string }) => p.name).sort(), [...named].sort(), `${path} declares its path parameters`)
+      for (const p of declared) assert.ok(p.example !== undefined, `${path}: {${p.name}} has an example for "Try it out"`)
+    }
+    assert.ok(paths['/api/v3/system/instances/{instance}/attributes/{attribute}/attr/{property}']?.put)
+    assert.ok(paths['/api/v3/system/instances/{instance}/communication/{adapter}/method/{method}']?.post)
   })
 })
