@@ -53,6 +53,7 @@
  * @property {string} key what `node bench/run.mjs <key>` selects
  * @property {string} title
  * @property {(ctx: BenchmarkContext) => Promise<BenchmarkResult>} run
+ * @property {{ full?: number, smoke?: number }} [limitMs] its own time limits, when the default ones (90 s, 30 s smoke) are too short
  */
 
 export {}

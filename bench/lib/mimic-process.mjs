@@ -32,7 +32,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
  *
  * @example
  * const mimic = await startMimicProcess({ python: '/usr/bin/python3', extensions: 'bench/fixtures', dir: '/tmp/x', workers: 2 })
- * @param {{ python: string, extensions: string, dir: string, workers?: number, nodeArgs?: string[], env?: NodeJS.ProcessEnv, snapshotsMode?: 'durable' | 'memory' }} options
+ * @param {{ python: string, extensions: string, dir: string, workers?: number, nodeArgs?: string[], env?: NodeJS.ProcessEnv, snapshotsMode?: 'durable' | 'memory', startTimeoutMs?: number }} options
  * @returns {Promise<MimicProcess>}
  */
 export async function startMimicProcess(options) {
@@ -68,7 +68,7 @@ export async function startMimicProcess(options) {
   const url = `http://127.0.0.1:${port}`
   const alive = () => proc.child.exitCode === null && proc.child.signalCode === null
   try {
-    await waitFor(async () => (await fetch(`${url}/health`)).ok, { timeoutMs: 20_000, what: 'Mimic to answer /health', alive })
+    await waitFor(async () => (await fetch(`${url}/health`)).ok, { timeoutMs: options.startTimeoutMs ?? 20_000, what: 'Mimic to answer /health', alive })
   } catch (err) {
     await proc.stop()
     throw new Error(`${err.message}\n${proc.stderr()}`)

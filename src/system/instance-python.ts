@@ -1,5 +1,5 @@
 import { NotFoundError, UserCodeError } from '../errors.js'
-import { floatValue } from '../definition/json-float.js'
+import { floatValue } from '../values/number.js'
 import { wrongTypes, type RefusedValues, type StepContext, type TypeProblem } from '../engine/index.js'
 import { modelBehaviour, WorkerException } from '../language/model/index.js'
 import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSpec, type WorkerImport } from '../python/index.js'

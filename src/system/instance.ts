@@ -1,5 +1,5 @@
 import { ValidationError } from '../errors.js'
-import { unmarked } from '../definition/json-float.js'
+import { unmarked } from '../values/number.js'
 import { attributeDeclarations, LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { stepInstance, type RefusedValues, type StepContext, type Steppable, type TypeProblem } from '../engine/index.js'
 import { modelBehaviour, type InstanceBehaviour } from '../language/model/index.js'
@@ -15,6 +15,7 @@ import type { Model } from './models.js'
 import { Polling } from './polling.js'
 import type { SystemServices } from './services.js'
 import { Timer } from './timer.js'
+import type { BodyValues } from '../values/request.js'
 
 export type { InstanceState } from './instance-lifecycle.js'
 
@@ -31,6 +32,10 @@ export type { InstanceState } from './instance-lifecycle.js'
  */
 export class Instance extends Component implements AttributeOwner, Steppable {
   readonly type = 'Instance'
+  // `PUT instances/<i>` {"<attr>": v} writes attribute values.
+  override get bodyValues(): BodyValues {
+    return 'values'
+  }
   readonly model: Model
   readonly attributes: Attributes
   readonly timer: Timer

@@ -3,7 +3,8 @@ import { realpath } from 'node:fs/promises'
 import { resolve, sep } from 'node:path'
 import { ConflictError, ForbiddenError, InternalError, MimicError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
-import { typedJson, typedSystemDefinition, valueJson } from '../definition/typed-json.js'
+import { typedSystemDefinition } from '../values/definitions.js'
+import { typedJson, valueJson } from '../values/encode.js'
 import { joinPath, parseAttributeRef, validateSystem, type AttributeRef, type ConnectionEntry, type SystemDefinition } from '../definition/validate.js'
 import { attributeDeclarations, type AttributeDeclaration, type AttributeType, type ParsedModelDefinition } from '../definition/model-schema.js'
 import { behaviourChecker, type ActionImportPolicy } from '../language/model/index.js'
@@ -27,6 +28,7 @@ import { captureInstanceState, stageInstanceState } from './instance-saved-state
 import { STATE_VERSION, type InstanceState, type SaveOptions, type SaveResult, type SnapshotRecord, type SnapshotState } from '../snapshots/index.js'
 import { isRecord } from '../definition/is-record.js'
 import { ownsInstance, shardOf, shardText, type Shard } from './shard.js'
+import type { BodyValues } from '../values/request.js'
 
 export type SystemState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED'
 
@@ -46,6 +48,9 @@ export const MAX_STEPS_PER_CALL = 100_000
  */
 export class System extends Component {
   readonly type = 'System'
+  override get bodyValues(): BodyValues {
+    return 'system'
+  }
   readonly services: SystemServices
   readonly models: Models
   readonly instances: Instances
