@@ -6,7 +6,7 @@
  * `bodyFor`.
  */
 import { isRecord } from '../definition/is-record.js'
-import { parseJsonKeepingFloats } from './decode.js'
+import { mayHoldFloats, parseJsonKeepingFloats } from './decode.js'
 import { withInstanceFloats, withModelFloats, withSystemModelFloats } from './definitions.js'
 import { plainJson } from './number.js'
 
@@ -35,15 +35,26 @@ const MARKED = new WeakMap<object, unknown>()
  * markedOf(body) // { value: [FloatMark(2)] }
  */
 export function parseValueText(text: string): unknown {
+  // Without a number JSON.parse cannot keep, its value is both views (and nothing recursive
+  // walks it here: a body nested thousands deep is refused by its reader, not by the stack).
+  if (!mayHoldFloats(text)) return JSON.parse(text)
   let marked: unknown
   try {
     marked = parseJsonKeepingFloats(text)
   } catch (err) {
-    // JSON.parse's message (with its position) is the one clients read, whichever parser ran.
-    JSON.parse(text)
+    // JSON.parse's message (with its position) is the one clients read, whichever parser ran;
+    // text too deep for the recursive parser is read plain, for its reader to refuse.
+    const plain: unknown = JSON.parse(text)
+    if (err instanceof RangeError) return plain
     throw err
   }
-  const plain = plainJson(marked)
+  let plain: unknown
+  try {
+    plain = plainJson(marked)
+  } catch (err) {
+    if (err instanceof RangeError) return JSON.parse(text)
+    throw err
+  }
   if (plain !== marked) MARKED.set(plain as object, marked)
   return plain
 }

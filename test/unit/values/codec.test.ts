@@ -166,7 +166,10 @@ describe('a request body, parsed once', () => {
       } catch (err) {
         expected = (err as Error).message
       }
-      assert.throws(() => parseJsonBody(text), (err: Error) => err.message === `Body is not valid JSON: ${expected}`)
+      assert.throws(
+        () => parseJsonBody(text),
+        (err: Error) => err.message === `Body is not valid JSON: ${expected}`,
+      )
     }
   })
 })
@@ -178,5 +181,17 @@ describe('types of held values', () => {
     assert.equal(typeProblem('any', big), null)
     assert.equal(typeProblem('float', big), null)
     assert.equal(inferType(big), inferType(12345678901234567890))
+  })
+})
+
+describe('bodies nested too deep', () => {
+  it('are refused by the shape check with the depth, with or without a float in them', () => {
+    for (const inner of ['', '2.0']) {
+      const text = '['.repeat(20000) + inner + ']'.repeat(20000)
+      assert.throws(
+        () => parseJsonBody(text),
+        (err: Error) => /deeper than 64/.test(err.message),
+      )
+    }
   })
 })
