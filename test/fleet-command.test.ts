@@ -260,6 +260,42 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
     assert.match(none.stderr, /no shards given/)
   })
 
+  it('save is all or nothing: a shard whose save is refused makes the others delete theirs', async () => {
+    // A newer copy of shard 2 (as an update may run for a while) saves: the old copy is now stale
+    // and the fencing epoch refuses its saves (409).
+    const newer = await serveProcess(
+      ['--system', join(dir, 'fleet.yaml'), '--shard', '2/3', '--snapshots-store', `s3://${BUCKET}/fleet`, '--snapshots-dir', join(dir, 'snaps-2b')],
+      s3Env(endpoint),
+    )
+    try {
+      await newer.call(`${SYS}/snapshots`, 'save', { id: 'from-the-newer-copy' })
+      const { run, report } = await fleetJson(['save', '--id', 'rolled-back', '--shards', ...urls])
+      assert.equal(run.code, 1)
+      assert.equal(report.saved, false)
+      const byShard = Object.fromEntries(report.results.map((r: any) => [r.shard, r]))
+      assert.equal(byShard['2/3'].ok, false)
+      assert.match(byShard['2/3'].error, /newer copy of this shard/)
+      for (const shard of ['1/3', '3/3']) {
+        assert.equal(byShard[shard].ok, true)
+        assert.equal(byShard[shard].rolled_back, true)
+      }
+      const objects = await new S3Client({
+        endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+      }).send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: 'fleet/rolled-back/' }))
+      assert.deepEqual(objects.Contents ?? [], [])
+      const text = await mimic(['fleet', 'save', '--id', 'rolled-back-2', '--shards', ...urls])
+      assert.equal(text.code, 1)
+      assert.match(text.stdout, /^2\/3\s+\S+\s+failed: .*newer copy of this shard/m)
+      assert.match(text.stdout, /^fleet snapshot rolled-back-2 not saved$/m)
+      assert.match(text.stderr, /a shard could not save: the others deleted theirs/)
+    } finally {
+      await newer.stop('SIGTERM')
+    }
+  })
+
   it('coverage: another fleet size is reported as such', () => {
     const c = coverage([
       { url: 'a', from: 'a', ok: true, shard: { index: 1, count: 2 } },
