@@ -63,9 +63,12 @@ export async function runCli(argv: string[]): Promise<void> {
     )
     .option('--s3-force-path-style', 'address the object store as http://host/bucket (default: on when AWS_ENDPOINT_URL is set) [MIMIC_S3_FORCE_PATH_STYLE]')
     .option('--load-snapshot <id|path|latest>', 'start from a saved snapshot; latest: the newest in the snapshots directory [MIMIC_LOAD_SNAPSHOT]')
-    .option(
-      '--no-start',
-      'keep the system loaded by --system or --load-snapshot stopped; by default serve prepares and starts it [MIMIC_START=0]',
+    .option('--no-start', 'keep the system loaded by --system or --load-snapshot stopped; by default serve prepares and starts it [MIMIC_START=0]')
+    .addOption(
+      new Option(
+        '--metrics <mode>',
+        'GET /metrics in the Prometheus text format: auth asks for the product key as the API does, open answers anyone who reaches the port, off serves none [MIMIC_METRICS] (default auth)',
+      ).choices(['auth', 'open', 'off']),
     )
     .option('--snapshot-on-shutdown', 'on SIGTERM/SIGINT save a snapshot with runtime state before exiting [MIMIC_SNAPSHOT_ON_SHUTDOWN]')
     .option(

@@ -10,6 +10,7 @@ import { buildApp } from './server/app.js'
 import { registerDashboard } from './server/dashboard.js'
 import { registerEvents } from './server/events.js'
 import { registerMcp } from './server/mcp-route.js'
+import { registerMetrics, ServerMetrics } from './server/metrics.js'
 import { S3SnapshotStore, SnapshotStore, type SnapshotBackend } from './snapshots/index.js'
 import type { ShardLink } from './system/cross-shard.js'
 import { connectNats } from './system/nats-link.js'
@@ -139,7 +140,10 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     })
     logger.info({ nats: config.nats, prefix: config.natsPrefix }, `connections across shards go over NATS at ${config.nats}`)
   }
+  // Counts what /metrics shows (metrics.ts); the system's steps and the HTTP answers report to it.
+  let metrics: ServerMetrics | undefined
   const services: SystemServices = {
+    observeStep: config.metrics === 'off' ? undefined : (seconds) => metrics?.observeStep(seconds),
     logger,
     logs,
     serverVersion: SERVER_VERSION,
@@ -155,6 +159,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     crossShard: link && { link, prefix: config.natsPrefix, maxValueBytes: config.maxValueBytes },
   }
   const system = new System(services)
+  if (config.metrics !== 'off') metrics = new ServerMetrics(system, () => pool?.stats())
   /** Stops the system, the listeners and the workers; `at` hears what it waits for next. */
   const shutdown = async (at: (stage: string | undefined) => void = () => {}): Promise<void> => {
     at('the simulation to stop (a system step or an instance loop under way)')
@@ -199,7 +204,9 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       corsOrigins: config.corsOrigin,
       maxConnections: config.maxConnections,
       maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+      ...(metrics ? { observeHttp: metrics.observeHttp } : {}),
       plugins: [
+        (a) => metrics && registerMetrics(a, metrics, { mode: config.metrics, productKey: config.productKey }),
         (a) => void registerEvents(a, system),
         (a) => registerDashboard(a),
         (a) => registerMcp(a, { productKey: config.productKey, allowWrite: config.mcpAllowWrite }),

@@ -35,6 +35,8 @@ export interface EngineOptions<I extends Steppable> {
   logger: Logger
   /** The background loop: its period in seconds, whether it should run now, and whom a tick steps. */
   polling: { interval: () => number; wanted: () => boolean; includes: (instance: I) => boolean }
+  /** Hears how long each step took, in seconds (for /metrics). */
+  observeStep?: ((seconds: number) => void) | undefined
 }
 
 /** How long a `run` steps before it lets the event loop turn (see `run`). */
@@ -64,6 +66,7 @@ export class Engine<I extends Steppable> {
    * plain "wait until no step runs" would wait for the whole run, whose next step starts at once.
    */
   readonly #turns = new Mutex()
+  readonly #observeStep: ((seconds: number) => void) | undefined
   /** While a `run` is going: hears of instances lost with their worker (see `run`). */
   #lostDuringRun: ((instance: string, reason: string) => void) | undefined
   /** Why stepping ended for good (see `close`); undefined while the engine steps. */
@@ -73,6 +76,7 @@ export class Engine<I extends Steppable> {
     this.#system = options.system
     this.#python = options.python
     this.#stepBatch = options.stepBatch ?? DEFAULT_STEP_BATCH
+    this.#observeStep = options.observeStep
     this.#logger = options.logger
     this.#polled = options.polling.includes
     this.#loop = new PollLoop({
@@ -195,6 +199,7 @@ export class Engine<I extends Steppable> {
     }
     const failures: ErrorDetail[] = []
     const errors: unknown[] = []
+    const began = this.#observeStep && performance.now()
     await stepSystem({
       system: this.#system,
       stepped,
@@ -209,6 +214,7 @@ export class Engine<I extends Steppable> {
       },
     })
     this.#steps += repeat
+    if (began !== undefined) this.#observeStep?.((performance.now() - began) / 1000)
     if (failures.length && !onFailure) throw combinedFault(errors, summarize(`Step ${this.#steps}`, failures), failures)
   }
 

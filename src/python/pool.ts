@@ -142,6 +142,10 @@ export class PythonPool {
   #nextPlanId = 1
   /** Attribute writes of this turn of the event loop, by worker: they leave together. */
   #writes = new Map<PythonWorker, QueuedWrite[]>()
+  /** Counts for /metrics: processes started, those that ended while the pool was open, and the requests of ended ones. */
+  #started = 0
+  #exited = 0
+  #requestsOfExited = 0
 
   constructor(options: PythonPoolOptions) {
     this.#options = {
@@ -153,6 +157,18 @@ export class PythonPool {
       workerScript: options.workerScript ?? defaultWorkerScript(),
     }
     this.#slots = new Array<PythonWorker | undefined>(this.#options.workers).fill(undefined)
+  }
+
+  /** Workers running, processes started and ended, and requests sent, for /metrics. */
+  stats(): { workers: number; alive: number; started: number; exited: number; requests: number } {
+    let alive = 0
+    let requests = this.#requestsOfExited
+    for (const worker of this.#slots)
+      if (worker?.alive) {
+        alive++
+        requests += worker.requestsSent
+      }
+    return { workers: this.#slots.length, alive, started: this.#started, exited: this.#exited, requests }
   }
 
   /** Number of worker slots. */
@@ -682,6 +698,7 @@ export class PythonPool {
         onExit: (w, exit) => this.#onWorkerExit(slot, w, exit),
       })
       this.#slots[slot] = worker
+      this.#started++
     }
     return worker
   }
@@ -690,6 +707,8 @@ export class PythonPool {
     if (this.#slots[slot] === worker) this.#slots[slot] = undefined
     this.#generation++
     if (this.#closed) return
+    this.#exited++
+    this.#requestsOfExited += worker.requestsSent
     const lost: string[] = []
     for (const instance of worker.instances) {
       const placement = this.#placements.get(instance)

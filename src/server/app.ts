@@ -7,7 +7,7 @@ import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { bearerCheck } from './auth.js'
 import { BrowserGuard } from './browser-guard.js'
 import { capConnections } from './connection-cap.js'
-import { attachFastLane, treeLaneHandler, type FastLane } from './fast-lane/index.js'
+import { attachFastLane, treeLaneHandler, type FastLane, type LaneHandler, type LaneResponse } from './fast-lane/index.js'
 import { buildFault, correlationIdOf, faultFor, logFault } from './faults.js'
 import { MAX_LOGGED_CHARS, RefusalLog } from './refusal-log.js'
 import { parseJsonBody } from './json-body.js'
@@ -40,6 +40,8 @@ export interface AppOptions {
   maxConnections?: number
   /** `--max-connections-per-address` (default 256). */
   maxConnectionsPerAddress?: number
+  /** Hears every answer: the route's pattern, method, status and seconds taken (/metrics, metrics.ts). */
+  observeHttp?: (route: string, method: string, status: number, seconds: number) => void
 }
 
 /** Default of `--max-connections`. */
@@ -78,6 +80,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const guard = new BrowserGuard({ allowedHosts: opts.allowedHosts ?? [], corsOrigins: opts.corsOrigins ?? [], productKeySet: Boolean(opts.productKey) })
   const refusals = new RefusalLog(opts.logger)
   app.addHook('onClose', async () => refusals.close())
+
+  const observe = opts.observeHttp
+  if (observe)
+    app.addHook('onResponse', (req, reply, done) => {
+      observe(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000)
+      done()
+    })
 
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: opts.bodyLimit }, (_req, body, done) => {
@@ -161,7 +170,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   let lane: FastLane | undefined
   if (opts.fastLane) {
-    lane = attachFastLane(app.server, treeLaneHandler({ system: opts.system, authorized, guard, logger: refusals }), {
+    const handler = treeLaneHandler({ system: opts.system, authorized, guard, logger: refusals })
+    lane = attachFastLane(app.server, observe ? observedLane(handler, observe) : handler, {
       bodyLimit: opts.bodyLimit,
       logger: opts.logger,
     })
@@ -217,4 +227,21 @@ function closeSilentConnections(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy()
   })
+}
+
+/** The tree route's pattern, as fastify names it for the requests it serves itself. */
+const TREE_ROUTE = '/api/v3/system/*'
+
+/** The fast lane's handler, timing and counting each answer it gives as the onResponse hook does for node:http. */
+function observedLane(handler: LaneHandler, observe: NonNullable<AppOptions['observeHttp']>): LaneHandler {
+  return (req) => {
+    const began = performance.now()
+    const answer = handler(req)
+    if (answer === undefined) return undefined
+    const done = (res: LaneResponse): LaneResponse => {
+      observe(TREE_ROUTE, req.method, res.status, (performance.now() - began) / 1000)
+      return res
+    }
+    return answer instanceof Promise ? answer.then(done) : done(answer)
+  }
 }

@@ -170,6 +170,14 @@ export function buildOpenApi(): Record<string, unknown> & { info: { title: strin
         },
         delete: { summary: 'Not used: 405 (no session to end)', security: [{ productKey: [] }], responses: { 405: { description: 'Method not allowed' } } },
       },
+      '/metrics': {
+        get: {
+          summary:
+            'Mimic in the Prometheus text format: HTTP requests, steps and step time, adapter requests, errors and injected faults, Python workers, the process. Asks for the product key as the API does (--metrics auth), or not (open); see docs/metrics.md',
+          security: [{ productKey: [] }],
+          responses: { 200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } }, ...faults },
+        },
+      },
       '/system/reload': {
         post: {
           summary:

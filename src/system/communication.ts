@@ -74,6 +74,11 @@ export class Communication extends Component {
     return [...this.#adapters.values(), ...this.#unsupported.values()]
   }
 
+  /** The adapters Mimic serves (not those of protocols it runs without). */
+  adapterNodes(): IterableIterator<AdapterNode> {
+    return this.#adapters.values()
+  }
+
   /** `unserved`, when the model declares protocols Mimic does not serve: where each is declared. */
   override properties(): Record<string, unknown> {
     return this.#unserved.length > 0 ? { unserved: [...this.#unserved] } : {}

@@ -30,6 +30,8 @@ export interface SystemServices {
   shard?: Shard | undefined
   /** `--nats`: the link to the other shards, the subjects' first token(s) (`--nats-prefix`) and the largest value carried. */
   crossShard?: { link: ShardLink; prefix: string; maxValueBytes: number } | undefined
+  /** Hears how long each system step took, in seconds (/metrics). */
+  observeStep?: ((seconds: number) => void) | undefined
   /** `--strict-protocols`: a model declaring a protocol Mimic does not serve is refused (422), not run without it. */
   strictProtocols?: boolean
 }

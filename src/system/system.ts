@@ -98,6 +98,7 @@ export class System extends Component {
       python: services.python,
       stepBatch: services.stepBatch,
       logger: services.logger,
+      observeStep: services.observeStep,
       polling: {
         interval: () => this.polling.interval,
         wanted: () => this.#state === 'RUNNING' && this.polling.enabled,

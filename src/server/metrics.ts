@@ -1,0 +1,162 @@
+import type { FastifyInstance } from 'fastify'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { UnauthorizedError } from '../errors.js'
+import type { System } from '../system/system.js'
+import { bearerCheck } from './auth.js'
+
+/** Who may read `/metrics` (`--metrics`): the API's key (`auth`), anyone who reaches the port (`open`), or nobody (`off`). */
+export type MetricsMode = 'auth' | 'open' | 'off'
+
+/** What the Python worker pool counts (PythonPool.stats). */
+export interface PoolCounts {
+  workers: number
+  alive: number
+  started: number
+  exited: number
+  requests: number
+}
+
+/**
+ * Mimic's numbers in the Prometheus text format, with prom-client: HTTP requests by route,
+ * method and status with their latency, system steps and their duration, each protocol adapter's
+ * requests, errors and injected faults, the Python workers, and the process (CPU, memory, event
+ * loop lag, under their usual names). Counters the system already keeps (steps, adapter stats,
+ * worker counts) are read when scraped, so stepping and serving pay nothing for them; the HTTP
+ * and step timings are observed as they happen.
+ *
+ * @example
+ * const metrics = new ServerMetrics(system, () => pool?.stats())
+ * buildApp({ ..., observeHttp: metrics.observeHttp })
+ * registerMetrics(app, metrics, { mode: 'auth', productKey })
+ */
+export class ServerMetrics {
+  readonly registry = new Registry()
+  readonly #http: Counter<'route' | 'method' | 'status'>
+  readonly #httpSeconds: Histogram<'route' | 'method'>
+  readonly #stepSeconds: Histogram
+
+  constructor(system: System, pool: () => PoolCounts | undefined) {
+    const registers = [this.registry]
+    collectDefaultMetrics({ register: this.registry })
+    // Gauges prom-client names *_total, which promtool's lint refuses (only counters end in _total).
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name)
+    this.#http = new Counter({
+      name: 'mimic_http_requests_total',
+      help: 'HTTP requests answered, by route (the pattern, e.g. /api/v3/system/*), method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    })
+    this.#httpSeconds = new Histogram({
+      name: 'mimic_http_request_duration_seconds',
+      help: 'Time from a request to its answer, by route and method',
+      labelNames: ['route', 'method'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    })
+    this.#stepSeconds = new Histogram({
+      name: 'mimic_step_duration_seconds',
+      help: 'Duration of a system step (of one message of steps, when a run sends several to the Python workers at once)',
+      buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers,
+    })
+    new Counter({
+      name: 'mimic_steps_total',
+      help: 'System steps taken since the server started or the system was reset',
+      registers,
+      collect() {
+        this.reset()
+        this.inc(system.engine.steps)
+      },
+    })
+    new Gauge({
+      name: 'mimic_instances',
+      help: 'Instances by state',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset()
+        for (const instance of system.instances.all()) this.inc({ state: instance.state })
+      },
+    })
+    // One series per adapter: instance, adapter key and kind (a fleet of 10,000 Modbus meters
+    // gives 10,000 series per counter; docs/metrics.md says how to keep that down).
+    const adapterCounter = (name: string, help: string, read: (stats: Record<string, unknown>) => Array<[Record<string, string>, number]>): void => {
+      new Counter({
+        name,
+        help,
+        labelNames: ['instance', 'adapter', 'kind', 'fault'],
+        registers,
+        collect() {
+          this.reset()
+          for (const instance of system.instances.all())
+            for (const node of instance.communication.adapterNodes()) {
+              const labels = { instance: instance.name, adapter: node.name, kind: node.kind.name }
+              for (const [extra, value] of read(node.adapter.stats())) if (value > 0) this.inc({ ...labels, ...extra }, value)
+            }
+        },
+      })
+    }
+    adapterCounter(
+      'mimic_adapter_requests_total',
+      'Requests a protocol adapter answered (Modbus requests, SCPI commands, MQTT messages, OPC UA operations)',
+      (s) => [[{}, numberOf(s.requests)]],
+    )
+    adapterCounter('mimic_adapter_errors_total', "Requests a protocol adapter answered with an error of the device's own (not an injected fault)", (s) => [
+      [{}, numberOf(s.errors)],
+    ])
+    adapterCounter('mimic_adapter_faults_injected_total', 'Requests an injected fault changed, by fault (the fault_* counters of docs/modbus-faults.md)', (s) =>
+      Object.entries(s)
+        .filter(([key]) => key.startsWith('fault_'))
+        .map(([key, value]) => [{ fault: key.slice('fault_'.length) }, numberOf(value)]),
+    )
+    const poolGauge = (name: string, help: string, read: (c: PoolCounts) => number, kind: 'gauge' | 'counter'): void => {
+      const collect = function (this: Gauge | Counter): void {
+        const counts = pool()
+        this.reset()
+        if (counts) this.inc(read(counts))
+      }
+      if (kind === 'gauge') new Gauge({ name, help, registers, collect })
+      else new Counter({ name, help, registers, collect })
+    }
+    poolGauge('mimic_python_workers', 'Python worker processes running', (c) => c.alive, 'gauge')
+    poolGauge(
+      'mimic_python_workers_started_total',
+      'Python worker processes started (a worker that died is started again on next use)',
+      (c) => c.started,
+      'counter',
+    )
+    poolGauge(
+      'mimic_python_worker_exits_total',
+      'Python worker processes that ended while the server ran (crash, timeout, os._exit)',
+      (c) => c.exited,
+      'counter',
+    )
+    poolGauge('mimic_python_requests_total', 'Messages sent to the Python workers (a batch of steps counts once)', (c) => c.requests, 'counter')
+  }
+
+  /** Counts one HTTP answer (given to buildApp, which calls it for node:http and the fast lane alike). */
+  readonly observeHttp = (route: string, method: string, status: number, seconds: number): void => {
+    this.#http.inc({ route, method, status: String(status) })
+    this.#httpSeconds.observe({ route, method }, seconds)
+  }
+
+  /** Times one system step (given to the system's engine). */
+  readonly observeStep = (seconds: number): void => {
+    this.#stepSeconds.observe(seconds)
+  }
+}
+
+/** Registers `GET /metrics`: with `auth`, it asks for the API's key when the server has one. */
+export function registerMetrics(app: FastifyInstance, metrics: ServerMetrics, opts: { mode: MetricsMode; productKey: string | undefined }): void {
+  if (opts.mode === 'off') return
+  const authorized = bearerCheck(opts.productKey)
+  app.get('/metrics', async (req, reply) => {
+    if (opts.mode === 'auth' && !authorized(req.headers.authorization)) throw new UnauthorizedError()
+    const text = await metrics.registry.metrics()
+    return reply.type(metrics.registry.contentType).send(text)
+  })
+}
+
+function numberOf(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0
+}
