@@ -8,8 +8,8 @@
  * start(): Promise<void> { return steps.run(async () => { ... }) }
  */
 import type { Logger } from 'pino'
-import { ValidationError } from '../errors.js'
-import type { HeldPort } from './adapter.js'
+import { ConflictError, ValidationError } from '../errors.js'
+import type { AdapterState, HeldPort } from './adapter.js'
 
 /**
  * The refusal of a setting that cannot be changed while the adapter runs.
@@ -48,6 +48,102 @@ export class SerialSteps {
     this.#last = result.catch(() => undefined)
     return result
   }
+}
+
+/**
+ * The lifecycle of an adapter that holds one resource while started (a hub registration, a
+ * listener, a server lease): start and stop run one after the other and are idempotent, the state
+ * follows from the resource and the detach switch, and detach/attach are refused while stopped.
+ * Written once here for every protocol kind.
+ *
+ * @example
+ * readonly #life = new AdapterLifecycle<Endpoint>('dmm.ascii')
+ * start() { return this.#life.start(() => hub.open(options)) }
+ * stop() { return this.#life.stop((endpoint) => hub.release(endpoint)) }
+ * get state() { return this.#life.state }
+ */
+export class AdapterLifecycle<Resource> {
+  readonly #name: string
+  readonly #steps = new SerialSteps()
+  #resource: Resource | null = null
+  #detached = false
+
+  constructor(name: string) {
+    this.#name = name
+  }
+
+  /** What the adapter holds while started, or null while stopped. */
+  get resource(): Resource | null {
+    return this.#resource
+  }
+
+  /** True while started and detached: the adapter keeps its resource but answers nothing. */
+  get detached(): boolean {
+    return this.#detached
+  }
+
+  /** 'STOPPED', 'RUNNING', or 'DETACHED' (started but silent). */
+  get state(): AdapterState {
+    if (this.#resource === null) return 'STOPPED'
+    return this.#detached ? 'DETACHED' : 'RUNNING'
+  }
+
+  /** Opens the resource unless held already; the adapter then answers (not detached). */
+  start(open: () => Promise<Resource>): Promise<void> {
+    return this.#steps.run(async () => {
+      if (this.#resource !== null) return
+      this.#resource = await open()
+      this.#detached = false
+    })
+  }
+
+  /** Lets the resource go (stopped at once, while `close` runs) unless stopped already. */
+  stop(close: (resource: Resource) => Promise<void>): Promise<void> {
+    return this.#steps.run(async () => {
+      const resource = this.#resource
+      if (resource === null) return
+      this.#resource = null
+      this.#detached = false
+      await close(resource)
+    })
+  }
+
+  /** Stops answering while keeping the resource; ConflictError while stopped. */
+  detach(): void {
+    if (this.#resource === null) throw new ConflictError(`Adapter '${this.#name}' is stopped: start it before detaching`)
+    this.#detached = true
+  }
+
+  /** Answers again after detach; ConflictError while stopped. */
+  attach(): void {
+    if (this.#resource === null) throw new ConflictError(`Adapter '${this.#name}' is stopped: start it instead of attaching`)
+    this.#detached = false
+  }
+}
+
+/**
+ * Opens a listening socket once: `bind` starts it, and the promise settles with the effective
+ * port (read by `bound`) or with the error of the first failure. The one way every listener of
+ * Mimic (TCP servers and UDP sockets alike) binds, so that a port taken, refused or not of this
+ * machine reaches `listenProblem` the same way.
+ *
+ * @example
+ * listenOnce(server, () => server.listen({ host, port, exclusive: true }), () => (server.address() as AddressInfo).port)
+ */
+export function listenOnce(emitter: NodeJS.EventEmitter, bind: () => void, bound: () => number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const onError = (error: Error): void => {
+      emitter.off('listening', onListening)
+      reject(error)
+    }
+    const onListening = (): void => {
+      emitter.off('error', onError)
+      resolve(bound())
+    }
+    emitter.once('error', onError)
+    emitter.once('listening', onListening)
+    bind()
+  })
 }
 
 /**

@@ -1,9 +1,9 @@
 import { BlockList } from 'node:net'
-import { readOnly, secondsProblem, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { AdapterLifecycle, readOnly, secondsProblem, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { asciiAttributeReferences } from '../../definition/ascii-schema.js'
 import type { AsciiDefinition } from '../../definition/ascii-schema.js'
-import { ConflictError, type ValidationError } from '../../errors.js'
+import type { ValidationError } from '../../errors.js'
 import { SERVER_VERSION } from '../../version.js'
 import type { AdapterStats, AdapterSubject, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { DropKind, Endpoint, LineHandler } from './endpoint.js'
@@ -66,9 +66,8 @@ export class AsciiAdapter implements ProtocolAdapter {
   readonly #logger: Logger
   readonly #instrument: Instrument
   readonly #handler: LineHandler
-  #endpoint: Endpoint | null = null
-  readonly #steps = new SerialSteps()
-  #detached = false
+  /** Start, stop, detach and attach; the resource is the endpoint (port) the hub opened. */
+  readonly #life: AdapterLifecycle<Endpoint>
   #ignored = 0
   #dropped = 0
   /** Clients closed by the idle timeout, closed to make room, answers too large for their sender, datagrams beyond the queue. */
@@ -81,6 +80,7 @@ export class AsciiAdapter implements ProtocolAdapter {
     this.#definition = { ...options.definition }
     this.name = options.name ?? 'ascii'
     this.#logger = options.logger.child({ adapter: this.name })
+    this.#life = new AdapterLifecycle(this.name)
     this.#instrument = new Instrument({
       definition: this.#definition,
       accessor: options.accessor,
@@ -126,28 +126,22 @@ export class AsciiAdapter implements ProtocolAdapter {
 
   /** 'STOPPED', 'RUNNING', or 'DETACHED' (listening but silent). */
   get state(): AdapterStats['state'] {
-    if (this.#endpoint === null) return 'STOPPED'
-    return this.#detached ? 'DETACHED' : 'RUNNING'
+    return this.#life.state
   }
 
   /** Opens the port; resolves once clients can connect. Idempotent. Throws ConflictError (409) when the port cannot be had. */
   start(): Promise<void> {
-    return this.#steps.run(async () => {
-      if (this.#endpoint !== null) return
+    return this.#life.start(async () => {
       const d = this.#definition
-      this.#endpoint = await this.#hub.open({ transport: d.transport, host: d.host, port: d.port, owner: this.name, handler: this.#handler })
-      this.#detached = false
-      this.#logger.info({ transport: d.transport, host: d.host, port: this.#endpoint.port }, 'ascii instrument started')
+      const endpoint = await this.#hub.open({ transport: d.transport, host: d.host, port: d.port, owner: this.name, handler: this.#handler })
+      this.#logger.info({ transport: d.transport, host: d.host, port: endpoint.port }, 'ascii instrument started')
+      return endpoint
     })
   }
 
   /** Closes the port and every client. Idempotent. */
   stop(): Promise<void> {
-    return this.#steps.run(async () => {
-      const endpoint = this.#endpoint
-      if (endpoint === null) return
-      this.#endpoint = null
-      this.#detached = false
+    return this.#life.stop(async (endpoint) => {
       await this.#hub.release(endpoint)
       this.#logger.info({ transport: endpoint.transport, host: endpoint.host, port: endpoint.port }, 'ascii instrument stopped')
     })
@@ -155,14 +149,12 @@ export class AsciiAdapter implements ProtocolAdapter {
 
   /** Keeps the port and clients open but answers nothing and runs no command: clients time out. */
   detach(): void {
-    if (this.#endpoint === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
-    this.#detached = true
+    this.#life.detach()
   }
 
   /** Answers again after detach. */
   attach(): void {
-    if (this.#endpoint === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
-    this.#detached = false
+    this.#life.attach()
   }
 
   /**
@@ -180,16 +172,16 @@ export class AsciiAdapter implements ProtocolAdapter {
     const c = this.#instrument.counters
     return {
       state: this.state,
-      port: this.#endpoint?.port ?? this.#definition.port ?? null,
+      port: this.#life.resource?.port ?? this.#definition.port ?? null,
       transport: this.#definition.transport,
       requests: c.requests + this.#ignored,
       errors: c.errors,
       commands: c.commands,
       queries: c.queries,
-      clients: this.#endpoint?.clients ?? 0,
+      clients: this.#life.resource?.clients ?? 0,
       dropped: this.#dropped,
       ...this.#limits,
-      udp_waiting: this.#endpoint?.waiting ?? 0,
+      udp_waiting: this.#life.resource?.waiting ?? 0,
     }
   }
 
@@ -250,7 +242,7 @@ export class AsciiAdapter implements ProtocolAdapter {
   }
 
   #line(text: string, client: string): string | null | Promise<string | null> {
-    if (this.#detached) {
+    if (this.#life.detached) {
       this.#ignored += splitCommands(text).length
       return null
     }

@@ -2,8 +2,9 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { createSocket } from 'node:dgram'
 import type { Socket as UdpSocket } from 'node:dgram'
 import { createServer, isIP } from 'node:net'
-import type { BlockList, Server, Socket } from 'node:net'
+import type { AddressInfo, BlockList, Server, Socket } from 'node:net'
 import type { Logger } from 'pino'
+import { listenOnce } from '../adapter-kit.js'
 import { UDP_REPLY_FACTOR } from '../../definition/ascii-schema.js'
 import type { LineResult } from './instrument.js'
 
@@ -184,22 +185,12 @@ export class TcpEndpoint implements Endpoint {
   }
 
   listen(): Promise<number> {
-    this.#listening ??= new Promise<number>((resolve, reject) => {
-      const server = this.#server
-      const onError = (error: Error): void => {
-        server.off('listening', onListening)
-        reject(error)
-      }
-      const onListening = (): void => {
-        server.off('error', onError)
-        const address = server.address()
-        if (address !== null && typeof address === 'object') this.#port = address.port
-        resolve(this.#port)
-      }
-      server.once('error', onError)
-      server.once('listening', onListening)
-      server.listen({ host: this.host, port: this.#port, exclusive: true })
-    })
+    const server = this.#server
+    this.#listening ??= listenOnce(
+      server,
+      () => server.listen({ host: this.host, port: this.#port, exclusive: true }),
+      () => (this.#port = (server.address() as AddressInfo).port),
+    )
     return this.#listening
   }
 
@@ -554,15 +545,12 @@ export class UdpEndpoint implements Endpoint {
   }
 
   listen(): Promise<number> {
-    this.#listening ??= new Promise<number>((resolve, reject) => {
-      const onError = (error: Error): void => reject(error)
-      this.#socket.once('error', onError)
-      this.#socket.bind({ address: this.host, port: this.#port, exclusive: true }, () => {
-        this.#socket.off('error', onError)
-        this.#port = this.#socket.address().port
-        resolve(this.#port)
-      })
-    })
+    const socket = this.#socket
+    this.#listening ??= listenOnce(
+      socket,
+      () => socket.bind({ address: this.host, port: this.#port, exclusive: true }),
+      () => (this.#port = socket.address().port),
+    )
     return this.#listening
   }
 

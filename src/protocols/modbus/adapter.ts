@@ -1,6 +1,6 @@
-import { readOnly, secondsProblem, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { AdapterLifecycle, readOnly, secondsProblem, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
-import { ConflictError, ValidationError } from '../../errors.js'
+import { ValidationError } from '../../errors.js'
 import type { AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import {
   EXCEPTION_CODES,
@@ -143,11 +143,10 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #coils: GroupTable
   #discreteInputs: GroupTable
   #unit: ModbusUnit
-  #registration: ModbusRegistration | null = null
-  readonly #steps = new SerialSteps()
+  /** Start, stop, detach and attach; the resource is the unit's registration with the hub. */
+  readonly #life: AdapterLifecycle<ModbusRegistration>
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
-  #detached = false
   #requests = 0
   #errors = 0
   #closes = { idle_timeouts: 0, frame_timeouts: 0, evictions: 0, refusals: 0 }
@@ -169,6 +168,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     this.name = options.name ?? 'modbus_slave'
     this.#logger = options.logger.child({ adapter: this.name })
     this.#warning = new ThrottledWarning(this.#logger)
+    this.#life = new AdapterLifecycle(this.name)
     const map = RegisterMap.compile(options.definition.mapping)
     this.#holding = map.group('h_r')
     this.#inputRegisters = map.group('i_r')
@@ -190,8 +190,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /** 'STOPPED', 'RUNNING', or 'DETACHED' (registered but silent). */
   get state(): ModbusSlaveState {
-    if (this.#registration === null) return 'STOPPED'
-    return this.#detached ? 'DETACHED' : 'RUNNING'
+    return this.#life.state
   }
 
   /**
@@ -199,45 +198,30 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    * Throws ValidationError (duplicate unit id on the port) or ConflictError (port unavailable).
    */
   start(): Promise<void> {
-    return this.#steps.run(async () => {
-      if (this.#registration !== null) return
-      this.#registration = await this.#hub.register({
-        host: this.#definition.host,
-        transport: this.#definition.transport,
-        port: this.#definition.port,
-        unitId: this.#definition.unit_id,
-        unit: this.#unit,
-      })
-      this.#detached = false
-      const { host, port } = this.#registration
-      this.#logger.info({ host, port, transport: this.#definition.transport, unit_id: this.#definition.unit_id }, 'modbus unit started')
+    return this.#life.start(async () => {
+      const d = this.#definition
+      const registration = await this.#hub.register({ host: d.host, transport: d.transport, port: d.port, unitId: d.unit_id, unit: this.#unit })
+      this.#logger.info({ host: registration.host, port: registration.port, transport: d.transport, unit_id: d.unit_id }, 'modbus unit started')
+      return registration
     })
   }
 
   /** Unregisters the unit (its listener closes when no unit is left). Idempotent. */
   stop(): Promise<void> {
-    return this.#steps.run(async () => {
-      const registration = this.#registration
-      if (registration === null) return
-      this.#registration = null
-      this.#detached = false
+    return this.#life.stop(async (registration) => {
       await this.#hub.unregister(registration)
       this.#logger.info({ host: registration.host, port: registration.port }, 'modbus unit stopped')
     })
   }
 
-  /** Runs lifecycle steps one after another, so stop-then-start never races for the port. */
-
   /** Keeps the unit registered and connections open but stops answering: clients time out. */
   detach(): void {
-    if (this.#registration === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
-    this.#detached = true
+    this.#life.detach()
   }
 
   /** Answers again after detach. */
   attach(): void {
-    if (this.#registration === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
-    this.#detached = false
+    this.#life.attach()
   }
 
   /**
@@ -252,7 +236,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
     return {
       host: d.host,
       transport: d.transport,
-      port: this.#registration?.port ?? d.port ?? null,
+      port: this.#life.resource?.port ?? d.port ?? null,
       unit_id: d.unit_id,
       state: this.state,
       response_delay: d.response_delay,
@@ -275,7 +259,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    * adapter.stats() // { state: 'RUNNING', port: 5020, requests: 3, errors: 0 }
    */
   stats(): AdapterStats & { port: number | null } {
-    const stats = { state: this.state, port: this.#registration?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
+    const stats = { state: this.state, port: this.#life.resource?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
     // An adapter never given faults keeps its stats (sampled for every stream client) lean.
     if (!this.#faultsEverSet) return stats
     return { ...stats, active_faults: this.#faults === null ? '' : this.#faults.active.join(','), faults_version: this.#faultsVersion, ...this.#faultCounts }
@@ -368,8 +352,9 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /** Closes every connection of the listener now. */
   #disconnect(): void {
-    if (this.#registration === null) return
-    this.#faultCounts[disconnectFault.counter] += this.#hub.dropConnections(this.#registration)
+    const registration = this.#life.resource
+    if (registration === null) return
+    this.#faultCounts[disconnectFault.counter] += this.#hub.dropConnections(registration)
   }
 
   /** Why `value` cannot be published for `attr`, or null (also when `attr` is not mapped). */
@@ -379,7 +364,7 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   #handle(frame: Buffer, offset: number, length: number, out: Buffer, at: number): UnitAnswer {
     this.#requests++
-    if (this.#detached) return 0
+    if (this.#life.detached) return 0
     if (this.#faults !== null) return this.#faulty(this.#faults, frame, offset, length, out, at)
     return this.#answer(frame, offset, length, out, at)
   }

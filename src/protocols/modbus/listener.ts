@@ -1,5 +1,6 @@
 import { createServer } from 'node:net'
-import type { Server } from 'node:net'
+import type { AddressInfo, Server } from 'node:net'
+import { listenOnce } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { ModbusConnection } from './connection.js'
 import { RtuConnection } from './rtu-connection.js'
@@ -129,22 +130,12 @@ export class ModbusListener {
 
   /** Starts listening (once); resolves with the effective port, rejects with the system error. */
   listen(): Promise<number> {
-    this.#listening ??= new Promise<number>((resolve, reject) => {
-      const server = this.#server
-      const onError = (error: Error): void => {
-        server.off('listening', onListening)
-        reject(error)
-      }
-      const onListening = (): void => {
-        server.off('error', onError)
-        const address = server.address()
-        if (address !== null && typeof address === 'object') this.#port = address.port
-        resolve(this.#port)
-      }
-      server.once('error', onError)
-      server.once('listening', onListening)
-      server.listen({ host: this.host, port: this.#port, exclusive: true })
-    })
+    const server = this.#server
+    this.#listening ??= listenOnce(
+      server,
+      () => server.listen({ host: this.host, port: this.#port, exclusive: true }),
+      () => (this.#port = (server.address() as AddressInfo).port),
+    )
     return this.#listening
   }
 

@@ -2,6 +2,7 @@ import { createSocket } from 'node:dgram'
 import type { RemoteInfo, Socket } from 'node:dgram'
 import { isIPv6 } from 'node:net'
 import type { Logger } from 'pino'
+import { listenOnce } from '../adapter-kit.js'
 import { MAX_ADU_LENGTH, MBAP_LENGTH, headerProblem, stampHeader } from './codec.js'
 import type { ModbusUnit } from './connection.js'
 import { DEFAULT_CONNECTION_RULES } from './connection-rules.js'
@@ -97,22 +98,15 @@ export class ModbusUdpListener {
 
   /** Binds (once); resolves with the effective port, rejects with the system error. */
   listen(): Promise<number> {
-    this.#listening ??= new Promise<number>((resolve, reject) => {
-      const socket = this.#socket
-      const onError = (error: Error): void => {
-        socket.off('listening', onListening)
-        reject(error)
-      }
-      const onListening = (): void => {
-        socket.off('error', onError)
+    const socket = this.#socket
+    this.#listening ??= listenOnce(
+      socket,
+      () => socket.bind({ address: this.host, port: this.#port, exclusive: true }),
+      () => {
         this.#bound = true
-        this.#port = socket.address().port
-        resolve(this.#port)
-      }
-      socket.once('error', onError)
-      socket.once('listening', onListening)
-      socket.bind({ address: this.host, port: this.#port, exclusive: true })
-    })
+        return (this.#port = socket.address().port)
+      },
+    )
     return this.#listening
   }
 

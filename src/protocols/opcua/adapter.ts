@@ -1,11 +1,11 @@
 import type { EventEmitter } from 'node:events'
-import { readOnly, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { AdapterLifecycle, readOnly, ThrottledWarning } from '../adapter-kit.js'
 import type { BaseNode, Namespace, UAObject, UAVariable } from 'node-opcua-address-space'
 import { StatusCodes, type StatusCode } from 'node-opcua-status-code'
 import { EUInformation, PermissionType, type RolePermissionTypeOptions } from 'node-opcua-types'
 import { DataType, Variant } from 'node-opcua-variant'
 import type { Logger } from 'pino'
-import { ConflictError, ValidationError } from '../../errors.js'
+import { ValidationError } from '../../errors.js'
 import type { OpcuaBinding, OpcuaDataType, OpcuaMethod, OpcuaServerDefinition } from '../../definition/opcua-schema.js'
 import { typedJson } from '../../values/encode.js'
 import { floatValue } from '../../values/number.js'
@@ -79,14 +79,13 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   readonly #logger: Logger
   readonly #servers: OpcuaServers
   readonly #instance: string
-  #lease: EndpointLease | null = null
+  /** Start, stop, detach and attach; the resource is the lease of the server on the port. */
+  readonly #life: AdapterLifecycle<EndpointLease>
   #nodes: BaseNode[] = []
   #variables: BoundVariable[] = []
   #methods: string[] = []
-  #detached = false
   /** The role permissions of this adapter's variables and methods; undefined: node-opcua's default, everyone may do everything. */
   #roles: RolePermissionTypeOptions[] | undefined
-  readonly #steps = new SerialSteps()
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
   #counters = { reads: 0, writes: 0, calls: 0, refused: 0, errors: 0 }
@@ -100,13 +99,13 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     this.#definition = structuredClone(options.definition)
     this.#accessor = options.accessor
     this.#logger = options.logger.child({ adapter: this.name })
+    this.#life = new AdapterLifecycle(this.name)
     this.#warning = new ThrottledWarning(this.#logger)
     this.#servers = options.servers
   }
 
   get state(): AdapterState {
-    if (this.#lease === null) return 'STOPPED'
-    return this.#detached ? 'DETACHED' : 'RUNNING'
+    return this.#life.state
   }
 
   /**
@@ -116,8 +115,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
    * the port is taken. Idempotent.
    */
   start(): Promise<void> {
-    return this.#steps.run(async () => {
-      if (this.#lease !== null) return
+    return this.#life.start(async () => {
       const lease = await this.#servers.acquire(this.#definition)
       this.#roles = lease.anonymousReadOnly ? READ_ONLY_ANONYMOUS : undefined
       try {
@@ -127,19 +125,14 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
         await lease.release()
         throw error
       }
-      this.#lease = lease
-      this.#detached = false
       this.#logger.info({ url: lease.url, variables: this.#variables.length, methods: this.#methods.length }, 'OPC UA folder added')
+      return lease
     })
   }
 
   /** Removes the folder; the server stops with its last instance. Idempotent. */
   stop(): Promise<void> {
-    return this.#steps.run(async () => {
-      const lease = this.#lease
-      if (lease === null) return
-      this.#lease = null
-      this.#detached = false
+    return this.#life.stop(async (lease) => {
       this.#stopScan()
       this.#removeNodes(lease)
       await lease.release()
@@ -148,13 +141,11 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   }
 
   detach(): void {
-    if (this.#lease === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
-    this.#detached = true
+    this.#life.detach()
   }
 
   attach(): void {
-    if (this.#lease === null) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
-    this.#detached = false
+    this.#life.attach()
   }
 
   stats(): AdapterStats {
@@ -163,9 +154,9 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       state: this.state,
       requests: c.reads + c.writes + c.calls,
       errors: c.errors,
-      port: this.#lease?.port ?? this.#definition.port,
-      endpoint: this.#lease?.url ?? null,
-      sessions: this.#lease?.sessions() ?? 0,
+      port: this.#life.resource?.port ?? this.#definition.port,
+      endpoint: this.#life.resource?.url ?? null,
+      sessions: this.#life.resource?.sessions() ?? 0,
       reads: c.reads,
       writes: c.writes,
       calls: c.calls,
@@ -177,16 +168,16 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     const d = this.#definition
     return {
       host: d.host,
-      port: this.#lease?.port ?? d.port,
-      endpoint: this.#lease?.url ?? null,
-      sessions: this.#lease?.sessions() ?? 0,
+      port: this.#life.resource?.port ?? d.port,
+      endpoint: this.#life.resource?.url ?? null,
+      sessions: this.#life.resource?.sessions() ?? 0,
       endpoint_path: d.endpoint_path,
       namespace: d.namespace,
       security: d.security,
       security_policy: d.security_policy,
       allow_anonymous: d.allow_anonymous,
       users: d.users.map((u) => u.username),
-      anonymous_read_only: this.#lease?.anonymousReadOnly ?? null,
+      anonymous_read_only: this.#life.resource?.anonymousReadOnly ?? null,
       pki_dir: d.pki_dir ?? null,
       max_sessions: d.max_sessions,
       max_sessions_per_client: d.max_sessions_per_client,
@@ -380,7 +371,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
     // node-opcua tells a promise-returning method from a callback one by its two parameters.
     node.bindMethod(async (inputs: Variant[], _context: unknown) => {
       this.#counters.calls++
-      if (this.#detached) return { statusCode: StatusCodes.BadNoCommunication }
+      if (this.#life.detached) return { statusCode: StatusCodes.BadNoCommunication }
       const args: unknown[] = []
       for (let i = 0; i < method.inputs.length; i++) {
         const converted = fromVariantValue(inputs[i]?.value, method.inputs[i]!.data_type, undefined)
@@ -430,7 +421,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
         continue
       }
       let value: unknown = DETACHED
-      if (!this.#detached) {
+      if (!this.#life.detached) {
         try {
           value = this.#accessor.read(bound.binding.attribute)
         } catch {
@@ -457,7 +448,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
 
   #read(bound: BoundVariable): Variant | StatusCode {
     this.#counters.reads++
-    if (this.#detached) return StatusCodes.BadNoCommunication
+    if (this.#life.detached) return StatusCodes.BadNoCommunication
     let value: unknown
     try {
       value = this.#accessor.read(bound.binding.attribute)
@@ -475,7 +466,7 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
 
   async #write(bound: BoundVariable, variant: Variant): Promise<StatusCode> {
     this.#counters.writes++
-    if (this.#detached) return StatusCodes.BadNoCommunication
+    if (this.#life.detached) return StatusCodes.BadNoCommunication
     const attr = bound.writeAttribute
     if (variant.dataType !== DATA_TYPE_IDS[bound.dataType]) {
       return this.#status(StatusCodes.BadTypeMismatch, { attribute: attr, reason: `expected ${bound.dataType}, got ${DataType[variant.dataType]}` })
