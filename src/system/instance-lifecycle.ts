@@ -1,16 +1,16 @@
-import { ConflictError, MimicError, WorkerGoneError } from '../errors.js'
-import { PollLoop } from '../engine/index.js'
-import type { InstanceState as SavedInstance } from '../snapshots/index.js'
-import type { Instance } from './instance.js'
-import { restorePythonState } from './instance-saved-state.js'
-import type { SystemServices } from './services.js'
-
 /**
  * The lifecycle of an instance: its state machine (INITIALIZED, PREPARED, RUNNING, STOPPED,
  * ERROR) with the last error, the transitions prepare, start, stop, reset, the loss of its worker
  * and the resume of a saved state, its own polling loop, and the call under way that a transition
  * waits for. What a transition loads or calls in Python is the binding's (instance-python.ts).
  */
+
+import { ConflictError, MimicError, WorkerGoneError } from '../errors.js'
+import { PollLoop } from '../engine/index.js'
+import type { InstanceState as SavedInstance } from '../snapshots/index.js'
+import type { Instance } from './instance.js'
+import { restorePythonState } from './instance-saved-state.js'
+import type { SystemServices } from './services.js'
 
 export type InstanceState = 'INITIALIZED' | 'PREPARED' | 'RUNNING' | 'STOPPED' | 'ERROR'
 

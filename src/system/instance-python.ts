@@ -1,3 +1,11 @@
+/**
+ * The Python binding of an instance: the objects its `import` block makes in a Python worker
+ * (loaded, made anew, unloaded), the calls of its mapped methods and setters, the values those
+ * objects report (taken into its attributes, or remembered as refused) and the action
+ * expressions its worker evaluates. When the instance may call Python, and what a failure does
+ * to its lifecycle state, is the lifecycle's (instance-lifecycle.ts).
+ */
+
 import { NotFoundError, UserCodeError } from '../errors.js'
 import { floatValue } from '../values/number.js'
 import { wrongTypes, type RefusedValues, type StepContext, type TypeProblem } from '../engine/index.js'
@@ -6,14 +14,6 @@ import { buildLoadEntries, workerImport, type LoadEntry, type WorkerExpressionSp
 import { Component, type CallArgs } from '../tree/component.js'
 import type { Instance } from './instance.js'
 import type { SystemServices } from './services.js'
-
-/**
- * The Python binding of an instance: the objects its `import` block makes in a Python worker
- * (loaded, made anew, unloaded), the calls of its mapped methods and setters, the values those
- * objects report (taken into its attributes, or remembered as refused) and the action
- * expressions its worker evaluates. When the instance may call Python, and what a failure does
- * to its lifecycle state, is the lifecycle's (instance-lifecycle.ts).
- */
 
 /**
  * Which refused values an answer from Python fails with (see `takeValues`): every one its

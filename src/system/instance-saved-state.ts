@@ -1,15 +1,15 @@
-import type { ErrorDetail } from '../errors.js'
-import { fromWorkerText, toPy, toWorkerText, type BehaviourState } from '../language/model/index.js'
-import type { LoadEntry } from '../python/index.js'
-import type { InstanceState as SavedInstance } from '../snapshots/index.js'
-import type { Instance } from './instance.js'
-
 /**
  * The saved state of an instance, what a snapshot holds of it: taken (lifecycle state, timer,
  * polling, attribute values, its behaviour's state, its Python objects' states), checked and
  * staged into a new instance, and its Python objects' part given back to them. Bringing a staged
  * instance to its saved lifecycle state is the lifecycle's `resume` (instance-lifecycle.ts).
  */
+
+import type { ErrorDetail } from '../errors.js'
+import { fromWorkerText, toPy, toWorkerText, type BehaviourState } from '../language/model/index.js'
+import type { LoadEntry } from '../python/index.js'
+import type { InstanceState as SavedInstance } from '../snapshots/index.js'
+import type { Instance } from './instance.js'
 
 /**
  * Its runtime state for a snapshot: lifecycle state, timer, polling, attribute values (floats
