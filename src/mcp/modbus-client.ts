@@ -1,10 +1,13 @@
 import { Socket } from 'node:net'
 import { ConflictError } from '../errors.js'
+import { MBAP_LENGTH, decodeResponse, encodeRequest } from '../protocols/modbus/codec.js'
+import { decodeFrom, encodingSpec } from '../protocols/modbus/encoding.js'
+import type { ModbusType } from '../protocols/modbus/schema.js'
 
 /** Register groups of a Modbus mapping: holding and input registers, coils, discrete inputs. */
 export type RegisterGroup = 'h_r' | 'i_r' | 'c_o' | 'd_i'
 
-const FUNCTION_CODES: Record<RegisterGroup, number> = { c_o: 1, d_i: 2, h_r: 3, i_r: 4 }
+const FUNCTION_CODES: Record<RegisterGroup, 1 | 2 | 3 | 4> = { c_o: 1, d_i: 2, h_r: 3, i_r: 4 }
 
 /** What one read asks for. */
 export interface ModbusRead {
@@ -28,25 +31,25 @@ export interface ModbusRead {
  */
 export async function readModbus(read: ModbusRead): Promise<number[]> {
   const fc = FUNCTION_CODES[read.group]
-  const request = Buffer.alloc(12)
-  const transaction = Math.floor(Math.random() * 0xffff)
-  request.writeUInt16BE(transaction, 0)
-  request.writeUInt16BE(0, 2)
-  request.writeUInt16BE(6, 4)
-  request.writeUInt8(read.unitId, 6)
-  request.writeUInt8(fc, 7)
-  request.writeUInt16BE(read.address, 8)
-  request.writeUInt16BE(read.count, 10)
+  const transactionId = Math.floor(Math.random() * 0xffff)
+  const request = encodeRequest({ transactionId, unitId: read.unitId, request: { fc, address: read.address, quantity: read.count } })
   const answer = await exchange(read.host, read.port, request, read.timeoutMs ?? 3000)
-  if (answer.readUInt16BE(0) !== transaction) throw new ConflictError('Modbus answer to another request (transaction id differs)')
-  const code = answer.readUInt8(7)
-  if (code === (fc | 0x80)) throw new ConflictError(`Modbus exception ${answer.readUInt8(8)}: ${EXCEPTIONS[answer.readUInt8(8)] ?? 'unknown exception'}`)
-  if (code !== fc) throw new ConflictError(`Modbus answer with function ${code}, asked ${fc}`)
-  const bytes = answer.subarray(9, 9 + answer.readUInt8(8))
-  const values: number[] = []
-  if (fc <= 2) for (let i = 0; i < read.count; i++) values.push((bytes[i >> 3]! >> (i & 7)) & 1)
-  else for (let i = 0; i < read.count; i++) values.push(bytes.readUInt16BE(i * 2))
-  return values
+  if (answer.readUInt16BE(0) !== transactionId) throw new ConflictError('Modbus answer to another request (transaction id differs)')
+  const code = answer[MBAP_LENGTH]!
+  // Any exception code is reported (a device, or Mimic's own faults, may answer 6, busy), where
+  // the codec's decoder takes only those Mimic answers by itself.
+  if (code === (fc | 0x80))
+    throw new ConflictError(`Modbus exception ${answer[MBAP_LENGTH + 1]}: ${EXCEPTIONS[answer[MBAP_LENGTH + 1]!] ?? 'unknown exception'}`)
+  let response: ReturnType<typeof decodeResponse>
+  try {
+    response = decodeResponse(answer)
+  } catch (error) {
+    throw new ConflictError(`Malformed Modbus answer from ${read.host}:${read.port}: ${(error as Error).message}`)
+  }
+  if (response.fc !== fc) throw new ConflictError(`Modbus answer with function ${response.fc}, asked ${fc}`)
+  if ('bits' in response) return response.bits.slice(0, read.count).map(Number)
+  if ('registers' in response) return response.registers.slice(0, read.count)
+  throw new ConflictError(`Modbus answer to function ${fc} without data`)
 }
 
 const EXCEPTIONS: Record<number, string> = {
@@ -105,47 +108,10 @@ export function mappedRange(entry: MappingEntry): { address: number; count: numb
  * decodeMapped([0x41c8, 0x0000], { address: [0, 1], group: 'h_r', type: 'float' }) // 25
  */
 export function decodeMapped(words: number[], entry: MappingEntry): unknown {
-  if (entry.group === 'c_o' || entry.group === 'd_i' || entry.type === 'bool') return words.length === 1 ? Boolean(words[0]) : words.map(Boolean)
-  const ordered = entry.word_order === 'little' ? [...words].reverse() : words
-  const bytes = Buffer.alloc(ordered.length * 2)
-  ordered.forEach((word, i) => {
-    if (entry.byte_order === 'little') bytes.writeUInt16LE(word, i * 2)
-    else bytes.writeUInt16BE(word, i * 2)
-  })
-  let raw: number | bigint | string
-  switch (entry.type) {
-    case 'int_16':
-      raw = bytes.readInt16BE(0)
-      break
-    case 'uint_16':
-      raw = bytes.readUInt16BE(0)
-      break
-    case 'int_32':
-      raw = bytes.readInt32BE(0)
-      break
-    case 'uint_32':
-      raw = bytes.readUInt32BE(0)
-      break
-    case 'float':
-      raw = bytes.readFloatBE(0)
-      break
-    case 'float_64':
-      raw = bytes.readDoubleBE(0)
-      break
-    case 'int_64':
-      raw = bytes.readBigInt64BE(0)
-      break
-    case 'uint_64':
-      raw = bytes.readBigUInt64BE(0)
-      break
-    case 'str':
-      return bytes.toString('latin1').replace(/\0+$/, '')
-    default:
-      return undefined
-  }
-  const number = typeof raw === 'bigint' ? Number(raw) : raw
-  if (!entry.scale || entry.scale === 1) return number
-  // Dividing by an integer inverse avoids 215 * 0.1 = 21.500000000000004, as the server does.
-  const inverse = 1 / entry.scale
-  return Number.isInteger(inverse) ? number / inverse : number * entry.scale
+  if (entry.group === 'c_o' || entry.group === 'd_i') return words.length === 1 ? Boolean(words[0]) : words.map(Boolean)
+  // The server's own decoding (src/protocols/modbus/encoding.ts), so the two never disagree.
+  const spec = encodingSpec({ ...entry, type: entry.type as ModbusType })
+  const bytes = Buffer.alloc(Math.max(words.length, spec.width) * 2)
+  words.forEach((word, i) => bytes.writeUInt16BE(word & 0xffff, i * 2))
+  return decodeFrom(spec, bytes, 0)
 }
