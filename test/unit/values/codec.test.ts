@@ -180,7 +180,7 @@ describe('types of held values', () => {
     assert.match(typeProblem('int', big) ?? '', /2\*\*53 - 1/)
     assert.equal(typeProblem('any', big), null)
     assert.equal(typeProblem('float', big), null)
-    assert.equal(inferType(big), inferType(12345678901234567890))
+    assert.equal(inferType(big), inferType(Number(big.digits)))
   })
 })
 
