@@ -51,14 +51,15 @@ export const shards = {
   title: 'Shards: one fleet of MQTT meters from one template on 1, 2 and 3 shards',
   // Six servers start over the three configurations, each loading and preparing its share of the fleet;
   // on a machine busy with other work a start alone has taken a minute.
-  limitMs: { full: 600_000, smoke: 60_000 },
+  limitMs: { full: 600_000, smoke: 90_000 },
   async run(ctx) {
     const meters = ctx.smoke ? 30 : 600
     const windowMs = ctx.smoke ? 800 : 5000
     const warmupMs = ctx.smoke ? 200 : 1000
     const topics = meters * BINDINGS
     const wanted = topics * HZ
-    const counts = [1, 2, 3]
+    // The smoke run checks the benchmark works with three server starts, not six.
+    const counts = ctx.smoke ? [1, 2] : [1, 2, 3]
     if (!mosquittoInstalled()) {
       ctx.note("mosquitto is not installed (Debian's `mosquitto`): nothing measured")
       return {
