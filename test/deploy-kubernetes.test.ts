@@ -143,12 +143,12 @@ void describe(
       )
     })
 
-    void it("MIMIC_SHARDS equals replicas, and the system file is the ConfigMap's, the same as examples/fleet/system.yaml", async () => {
+    void it("MIMIC_SHARD_COUNT equals replicas, and the system file is the ConfigMap's, the same as examples/fleet/system.yaml", async () => {
       const set = byKind('StatefulSet') as Obj & {
         spec: { replicas: number; template: { spec: { volumes: { name: string; configMap?: { name: string } }[] } } }
       }
       const env = Object.fromEntries(container().env.map((e) => [e.name, e.value]))
-      assert.equal(env.MIMIC_SHARDS, String(set.spec.replicas))
+      assert.equal(env.MIMIC_SHARD_COUNT, String(set.spec.replicas))
       const configMap = byKind('ConfigMap') as Obj & { data: Record<string, string> }
       const mount = container().volumeMounts.find((m) => m.mountPath === env.MIMIC_SYSTEM)
       assert.ok(mount, `a mount at ${env.MIMIC_SYSTEM}`)
