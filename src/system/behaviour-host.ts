@@ -4,7 +4,7 @@ import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, Sc
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import type { Attribute } from './attributes.js'
 import { UnsupportedAdapterNode } from './communication.js'
-import { floatDocumentJson, floatPropertyJson } from './float-properties.js'
+import { floatDocumentJson, floatPropertyJson } from '../values/float-properties.js'
 
 /** What the host needs of its instance. */
 export interface HostInstance extends Component {

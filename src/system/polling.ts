@@ -1,7 +1,7 @@
 import { ValidationError } from '../errors.js'
 import type { PollingState } from '../snapshots/index.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
-import { floatDocumentJson, floatPropertyJson } from './float-properties.js'
+import { floatDocumentJson, floatPropertyJson } from '../values/float-properties.js'
 
 /** Properties that are seconds: floats to a Python client even when integral (`interval: 1.0`). */
 const FLOATS: ReadonlySet<string> = new Set(['interval', 'jitter'])

@@ -2,7 +2,7 @@ import { ValidationError } from '../errors.js'
 import type { TimerSettings } from '../definition/model-schema.js'
 import type { TimerState } from '../snapshots/index.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
-import { floatDocumentJson, floatPropertyJson } from './float-properties.js'
+import { floatDocumentJson, floatPropertyJson } from '../values/float-properties.js'
 
 /** Properties that are seconds: floats to a Python client even when integral (`dt: 1.0`). */
 const FLOATS: ReadonlySet<string> = new Set(['time', 'dt', 'initial_time', 'max_duration'])

@@ -1,4 +1,4 @@
-import { typed, typedJson } from '../values/encode.js'
+import { typed, typedJson } from './encode.js'
 import type { Component } from '../tree/component.js'
 
 /**
