@@ -1,24 +1,23 @@
 #!/usr/bin/env node
 // `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
-// dashboard) and type-checks, incrementally (an up-to-date build takes seconds, see tsconfig.json),
-// then runs every test file with node's test runner — TypeScript through tsx, and the Python SDK's
-// unittest suite through test/python-sdk.test.ts — so one closing summary counts everything.
+// dashboard; incremental, an up-to-date build takes seconds, see tsconfig.json), then runs every
+// test file with node's test runner — TypeScript through tsx, and the Python SDK's unittest suite
+// through test/python-sdk.test.ts — so one closing summary counts everything. Type-checks and lint
+// are `npm run check`, not part of this loop: tsx strips the types without checking them.
 // `node scripts/run-tests.mjs modbus` (or `npm test -- modbus`) runs the files whose path contains
-// "modbus", after the build only: the type-checks of the tests and the dashboard (about 20 s when they must run) are
-// left to the full run and to `npm run typecheck`, so that one file is quick to run again.
+// "modbus".
 import { spawnSync } from 'node:child_process'
-import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { TIMES_FILE } from './test-times.mjs'
 
 const root = new URL('..', import.meta.url).pathname
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
 const only = process.argv.slice(2)
-// Build (the client package first: the server imports it by its name, from packages/client/dist),
-// then type-check what the build leaves out (tests, examples, the dashboard). `tsc -b` skips a
-// project whose inputs are all older than its build info: about 1 s instead of 10-15 s each.
+// Build the client package first: the server imports it by its name, from packages/client/dist.
+// `tsc -b` skips a project whose inputs are all older than its build info.
 const build = [[tsc, '-b', 'packages/client/tsconfig.json', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]
-const typecheck = [[tsc, '-b', 'tsconfig.test.json', 'ui/tsconfig.json']]
-for (const step of only.length ? build : [...build, ...typecheck]) {
+for (const step of build) {
   const done = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
   if (done.status !== 0) process.exit(done.status ?? 1)
 }
@@ -33,16 +32,63 @@ const walk = (dir) => {
 }
 walk(join(root, 'test'))
 const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files
+
+// Longest files first, so that the last ones to finish are short: the run takes about as long as
+// its longest file plus what is left when that one starts. The lengths are those of the previous
+// run on this machine (scripts/test-times.mjs keeps them); without one (a fresh checkout, CI),
+// these, which take 30-65 s each, start first.
+const SLOW = [
+  'test/bench-smoke.test.ts',
+  'test/reliability/soak.test.ts',
+  'test/cli.test.ts',
+  'test/reliability/security-survival.test.ts',
+  'test/security-http.test.ts',
+  'test/snapshots-shutdown.test.ts',
+  'test/reliability/modbus-idle.test.ts',
+]
+let seconds = {}
+try {
+  seconds = JSON.parse(readFileSync(join(root, TIMES_FILE), 'utf8'))
+} catch {
+  // No previous run: the fixed list above orders the start.
+}
+const weight = (file) => {
+  const name = relative(root, file)
+  if (typeof seconds[name] === 'number') return seconds[name]
+  const slow = SLOW.indexOf(name)
+  return slow >= 0 ? 1000 - slow : 0
+}
+selected.sort((a, b) => weight(b) - weight(a))
+
+// Most files wait on sockets, timers and child processes rather than on the CPU, so one more file
+// than cores runs at once. Each file's servers and workers wait for their start with time limits
+// (20-30 s), which a machine busy with other work can exceed when many files start processes at
+// once. MIMIC_TEST_CONCURRENCY sets another number (2 was the number before).
+const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 3
 // --test-force-exit: a file whose tests have all finished exits even if a third-party handle
 // lingers (once in a while Chromium's teardown in the dashboard test kept its file alive until
 // the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the
 // tests in test/reliability, so this hides none of them.
 // --test-timeout also bounds each test file as a whole: the benchmarks' smoke run
 // (test/bench-smoke.test.ts) takes about 65 s on a quiet machine and up to its own 200 s limit
-// beside another test file on two busy cores, so the bound is above that.
+// beside other test files on two busy cores, so the bound is above that.
+// The second reporter records each file's length for the next run's order and prints the
+// slowest files after the summary.
 const run = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', '--test-timeout=240000', '--test-force-exit', ...selected],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${join(root, 'scripts/test-times.mjs')}`,
+    '--test-reporter-destination=stdout',
+    `--test-concurrency=${concurrency}`,
+    '--test-timeout=240000',
+    '--test-force-exit',
+    ...selected,
+  ],
   { cwd: root, stdio: 'inherit' },
 )
 process.exit(run.status ?? 1)
