@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -9,9 +9,17 @@ import { EXAMPLE_EXTENSIONS, EXAMPLE_SYSTEM } from './helpers/server.js'
 
 const BIN = new URL('../bin/mimic.js', import.meta.url).pathname
 
-function mimic(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const res = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 })
-  return { status: res.status, stdout: res.stdout, stderr: res.stderr }
+/** Runs `mimic` to its end. Asynchronous, so that a test runs the commands it needs side by side. */
+function mimic(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (status) => resolve({ status, stdout, stderr }))
+  })
 }
 
 /** Starts `mimic serve` and resolves with the URL it logs. */
@@ -37,18 +45,19 @@ function serve(args: string[], env: Record<string, string>): Promise<{ child: Ch
   })
 }
 
-describe('mimic command line', () => {
+// The tests are independent (each writes its own files under `dir`, servers listen on port 0), so
+// they run two at a time: most of their time is spent starting `mimic` processes.
+describe('mimic command line', { concurrency: 2 }, () => {
   let dir: string
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'mimic-cli-'))
   })
   after(async () => rm(dir, { recursive: true, force: true }))
 
-  it('--help lists the commands', () => {
-    const res = mimic(['--help'])
+  it('--help lists the commands', async () => {
+    const [res, serveHelp, badChoice] = await Promise.all([mimic(['--help']), mimic(['serve', '--help']), mimic(['serve', '--fast-lane', 'maybe'])])
     assert.equal(res.status, 0)
     for (const cmd of ['serve', 'validate', 'snapshot']) assert.match(res.stdout, new RegExp(`\\b${cmd}\\b`))
-    const serveHelp = mimic(['serve', '--help'])
     for (const flag of [
       '--system',
       '--host',
@@ -63,13 +72,12 @@ describe('mimic command line', () => {
     ]) {
       assert.ok(serveHelp.stdout.includes(flag), `serve --help mentions ${flag}`)
     }
-    const badChoice = mimic(['serve', '--fast-lane', 'maybe'])
     assert.notEqual(badChoice.status, 0)
     assert.match(badChoice.stderr, /--fast-lane.*'maybe' is invalid.*on, off/)
   })
 
   it('validate accepts the example and reports every problem with path and line:column', async () => {
-    const ok = mimic(['validate', EXAMPLE_SYSTEM])
+    const ok = await mimic(['validate', EXAMPLE_SYSTEM])
     assert.equal(ok.status, 0, ok.stderr)
     assert.match(ok.stdout, /valid system definition/)
 
@@ -90,7 +98,7 @@ describe('mimic command line', () => {
         '',
       ].join('\n'),
     )
-    const res = mimic(['validate', bad])
+    const res = await mimic(['validate', bad])
     assert.equal(res.status, 1)
     assert.match(res.stderr, /bad\.yaml:6:\d+ +models\.pt100\.import\.sensor\.py\.class: required/)
     assert.match(res.stderr, /bad\.yaml:7:\d+ +models\.pt100\.import\.sensor\.py\.klass: unknown key/)
@@ -101,7 +109,7 @@ describe('mimic command line', () => {
       model,
       JSON.stringify({ attributes: { t: 1 }, communication: [{ modbus_slave: { mapping: { t: { address: 0, group: 'h_r', type: 'float' } } } }] }, null, 2),
     )
-    const modelRes = mimic(['validate', model])
+    const modelRes = await mimic(['validate', model])
     assert.equal(modelRes.status, 1)
     assert.match(modelRes.stderr, /model\.json:\d+:\d+ +communication\[0\]\.modbus_slave\.mapping\.t/)
 
@@ -125,18 +133,18 @@ describe('mimic command line', () => {
         '',
       ].join('\n'),
     )
-    const exprRes = mimic(['validate', expressions])
+    const exprRes = await mimic(['validate', expressions])
     assert.equal(exprRes.status, 1)
     assert.match(exprRes.stderr, /expressions\.yaml:\d+:\d+ +models\.m\.actions\[0\]\.call: \$in\(nothing\): 'nothing' is not an attribute/)
     assert.match(exprRes.stderr, /expressions\.yaml:9:37 +models\.m\.actions\[1\]\.call: 1:1: builtin 'open' is not allowed/)
     assert.ok(
-      mimic(['validate', new URL('../examples/devices/system.yaml', import.meta.url).pathname]).status === 0,
+      (await mimic(['validate', new URL('../examples/devices/system.yaml', import.meta.url).pathname])).status === 0,
       'the declarative devices example is valid',
     )
 
     const syntax = join(dir, 'syntax.yaml')
     await writeFile(syntax, 'models:\n  a: [1, 2\n')
-    const syn = mimic(['validate', syntax])
+    const syn = await mimic(['validate', syntax])
     assert.equal(syn.status, 1)
     assert.match(syn.stderr, /syntax\.yaml:\d+:\d+/)
   })
@@ -168,8 +176,8 @@ describe('mimic command line', () => {
     }
   })
 
-  it('serve refuses a non-loopback address without a product key', () => {
-    const res = mimic(['serve', '--host', '0.0.0.0', '--port', '0'], { MIMIC_PRODUCT_KEY: '' })
+  it('serve refuses a non-loopback address without a product key', async () => {
+    const res = await mimic(['serve', '--host', '0.0.0.0', '--port', '0'], { MIMIC_PRODUCT_KEY: '' })
     assert.equal(res.status, 1)
     assert.match(res.stderr, /Refusing to listen on 0\.0\.0\.0 without a product key/)
   })
@@ -194,28 +202,28 @@ describe('mimic command line', () => {
     }
   })
 
-  it('serve rejects a bad flag value with the flag and variable named', () => {
-    const res = mimic(['serve', '--port', '99999'])
+  it('serve rejects a bad flag value with the flag and variable named', async () => {
+    const res = await mimic(['serve', '--port', '99999'])
     assert.equal(res.status, 1)
     assert.match(res.stderr, /--port \(MIMIC_PORT\)/)
   })
 
   it('never prints the product key from MIMIC_PRODUCT_KEY in help or usage errors, yet uses it', async () => {
     const env = { MIMIC_PRODUCT_KEY: 'secret123' }
-    for (const args of [
+    const helps = [
       ['faults', 'set', '--help'],
       ['logs', '--help'],
       ['snapshot', 'save', '--help'],
       ['mcp', '--help'],
       ['serve', '--help'],
-    ]) {
-      const res = mimic(args, env)
+    ]
+    const [usage, ...helped] = await Promise.all([mimic(['scenario', 'list'], env), ...helps.map((args) => mimic(args, env))])
+    for (const [i, res] of helped.entries()) {
+      const args = helps[i]!
       assert.equal(res.status, 0, `${args.join(' ')}: ${res.stderr}`)
       assert.ok(!`${res.stdout}${res.stderr}`.includes('secret123'), `${args.join(' ')} prints the key:\n${res.stdout}`)
     }
-    const help = mimic(['faults', 'set', '--help'], env)
-    assert.match(help.stdout, /--product-key <key> +product key \(env: MIMIC_PRODUCT_KEY\)/)
-    const usage = mimic(['scenario', 'list'], env)
+    assert.match(helped[0]!.stdout, /--product-key <key> +product key \(env: MIMIC_PRODUCT_KEY\)/)
     assert.equal(usage.status, 1)
     assert.match(usage.stderr, /required option '--instance <name>' not specified/)
     assert.ok(!`${usage.stdout}${usage.stderr}`.includes('secret123'), usage.stderr)
@@ -226,10 +234,10 @@ describe('mimic command line', () => {
       MIMIC_PYTHON_WORKERS: '1',
     })
     try {
-      const withKey = mimic(['logs', '--url', url, '--limit', '1', '--json'], env)
+      const withKey = await mimic(['logs', '--url', url, '--limit', '1', '--json'], env)
       assert.equal(withKey.status, 0, withKey.stderr)
       assert.equal(withKey.stdout.trim().split('\n').length, 1, withKey.stdout)
-      const withoutKey = mimic(['logs', '--url', url], { MIMIC_PRODUCT_KEY: '' })
+      const withoutKey = await mimic(['logs', '--url', url], { MIMIC_PRODUCT_KEY: '' })
       assert.equal(withoutKey.status, 1)
       assert.match(withoutKey.stderr, /HTTP 401/)
       assert.ok(!withoutKey.stderr.includes('secret123'), withoutKey.stderr)
@@ -238,9 +246,11 @@ describe('mimic command line', () => {
     }
   })
 
-  it('logs refuses a --limit that is not a whole number before asking the server', () => {
-    for (const bad of ['abc', '3x', '1.5', '-2', '']) {
-      const res = mimic(['logs', '--url', 'http://127.0.0.1:9', '--limit', bad])
+  it('logs refuses a --limit that is not a whole number before asking the server', async () => {
+    const limits = ['abc', '3x', '1.5', '-2', '']
+    const answers = await Promise.all(limits.map((bad) => mimic(['logs', '--url', 'http://127.0.0.1:9', '--limit', bad])))
+    for (const [i, res] of answers.entries()) {
+      const bad = limits[i]!
       assert.equal(res.status, 1, `--limit ${bad}`)
       assert.match(res.stderr, new RegExp(`option '--limit <n>' argument '${bad.replace('.', '\\.')}' is invalid\\. It must be a whole number`))
       assert.doesNotMatch(res.stderr, /Cannot reach/)
@@ -252,20 +262,20 @@ describe('mimic command line', () => {
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r))
     const port = (probe.address() as { port: number }).port
     await new Promise((r) => probe.close(r))
-    const res = mimic(['snapshot', 'list', '--url', `http://127.0.0.1:${port}`])
+    const res = await mimic(['snapshot', 'list', '--url', `http://127.0.0.1:${port}`])
     assert.equal(res.status, 1)
     assert.match(res.stderr, new RegExp(`^error: Cannot reach the Mimic server at http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`))
     assert.equal(res.stderr.match(/Cannot reach/g)?.length, 1, res.stderr)
   })
 
   it('boolean MIMIC_* variables take on/off and the like, and refuse other values with the variable and value named', async () => {
-    const serveBad = mimic(['serve', '--port', '0', '--snapshots-dir', join(dir, 'snaps-bool')], { MIMIC_INSECURE: 'maybe' })
+    const serveBad = await mimic(['serve', '--port', '0', '--snapshots-dir', join(dir, 'snaps-bool')], { MIMIC_INSECURE: 'maybe' })
     assert.equal(serveBad.status, 1)
     assert.match(
       serveBad.stderr,
       /^Invalid configuration:\n {2}--insecure \(MIMIC_INSECURE\): "maybe" is neither true nor false \(use 1\/0, true\/false, yes\/no or on\/off\)/,
     )
-    const mcpBad = mimic(['mcp', '--url', 'http://127.0.0.1:9'], { MIMIC_MCP_ALLOW_WRITE: 'sometimes' })
+    const mcpBad = await mimic(['mcp', '--url', 'http://127.0.0.1:9'], { MIMIC_MCP_ALLOW_WRITE: 'sometimes' })
     assert.equal(mcpBad.status, 1)
     assert.match(mcpBad.stderr, /--mcp-allow-write \(MIMIC_MCP_ALLOW_WRITE\): "sometimes" is neither true nor false/)
 
@@ -293,7 +303,7 @@ describe('mimic command line', () => {
     await writeFile(join(library, 'sensors', 'broken.yml'), 'attributes:\n  t: 1.0\nactions:\n  - set: $out(nope)\n    value: 1\n')
     await writeFile(join(library, 'sensors', 'README.md'), 'not a definition')
     await writeFile(join(library, 'sensors', 'hidden', '.git', 'config.yaml'), 'not: [a model')
-    const all = mimic(['validate', library, EXAMPLE_SYSTEM])
+    const all = await mimic(['validate', library, EXAMPLE_SYSTEM])
     assert.equal(all.status, 1, all.stderr)
     assert.deepEqual(
       all.stdout.split('\n').filter((l) => l.includes(': valid ')),
@@ -307,10 +317,10 @@ describe('mimic command line', () => {
     assert.match(all.stdout, /\n4 files: 3 valid, 1 invalid\n$/)
     assert.doesNotMatch(all.stdout + all.stderr, /README|config\.yaml/)
 
-    const valid = mimic(['validate', join(library, 'meter.yaml'), join(library, 'sensors', 'probe.json')])
+    const valid = await mimic(['validate', join(library, 'meter.yaml'), join(library, 'sensors', 'probe.json')])
     assert.equal(valid.status, 0, valid.stderr)
     assert.match(valid.stdout, /\n2 files: 2 valid, 0 invalid\n$/)
-    const none = mimic(['validate', join(library, 'sensors', 'hidden')])
+    const none = await mimic(['validate', join(library, 'sensors', 'hidden')])
     assert.equal(none.status, 1)
     assert.match(none.stderr, /hidden: no \.yaml, \.yml or \.json file in this folder/)
   })
@@ -318,33 +328,33 @@ describe('mimic command line', () => {
   it('a .json system file is strict JSON: a trailing comma is an error with its line:column, for validate and serve', async () => {
     const bad = join(dir, 'trailing-comma.json')
     await writeFile(bad, '{"models": {"A": {"attributes": {"x": 1}}},}')
-    const res = mimic(['validate', bad])
+    const res = await mimic(['validate', bad])
     assert.equal(res.status, 1)
     assert.doesNotMatch(res.stdout, /valid/)
     assert.match(
       res.stderr,
       /trailing-comma\.json: 1 problem\n {2}\S*trailing-comma\.json:1:44 {2}\(root\): invalid JSON: Quoted object key expected but got '}'/,
     )
-    const served = mimic(['serve', '--system', bad, '--port', '0', '--snapshots-dir', join(dir, 'snaps-json')])
+    const served = await mimic(['serve', '--system', bad, '--port', '0', '--snapshots-dir', join(dir, 'snaps-json')])
     assert.equal(served.status, 1)
     assert.match(served.stderr, /System file \S*trailing-comma\.json is invalid:\n {2}1:44 \(root\): invalid JSON: Quoted object key expected/)
 
     const twice = join(dir, 'twice.json')
     await writeFile(twice, '{\n  "models": {\n    "A": {"attributes": {"x": 1}},\n    "A": {"attributes": {"y": 1}}\n  }\n}\n')
-    const dup = mimic(['validate', twice])
+    const dup = await mimic(['validate', twice])
     assert.equal(dup.status, 1)
     assert.match(dup.stderr, /twice\.json:4:5 {2}models\.A: key 'A' given twice \(first at line 3\); the keys of a map must be unique/)
     // YAML refuses a key given twice even with the same value; each one is named by its path.
     const twiceYaml = join(dir, 'twice.yaml')
     await writeFile(twiceYaml, 'models:\n  A:\n    attributes:\n      x: 1\n      y: 2\n      x: 1\n')
-    const dupYaml = mimic(['validate', twiceYaml])
+    const dupYaml = await mimic(['validate', twiceYaml])
     assert.equal(dupYaml.status, 1)
     assert.match(dupYaml.stderr, /twice\.yaml: 1 problem\n {2}\S*twice\.yaml:6:7 {2}models\.A\.attributes\.x: key 'x' given twice \(first at line 4\)/)
 
     // The same text is YAML in a .yaml file, where a trailing comma in a flow mapping is allowed.
     const yaml = join(dir, 'trailing-comma.yaml')
     await writeFile(yaml, '{"models": {"A": {"attributes": {"x": 1}}},}')
-    assert.equal(mimic(['validate', yaml]).status, 0)
+    assert.equal((await mimic(['validate', yaml])).status, 0)
   })
 
   it('a .json system file keeps 2.0 a float: a float attribute, and a float inside list and any values', async () => {
@@ -353,7 +363,7 @@ describe('mimic command line', () => {
       system,
       '{\n  "models": {"M": {"attributes": {"x": 2.0, "xs": [2.0, 3], "a": {"default": 2.0, "type": "any"}, "b": {"default": 2, "type": "any"}}}},\n  "instances": [{"i": "M"}]\n}\n',
     )
-    const ok = mimic(['validate', system])
+    const ok = await mimic(['validate', system])
     assert.equal(ok.status, 0, ok.stderr)
     assert.match(ok.stdout, /floats\.json: valid system definition/)
     const { child, url } = await serve(['--system', system, '--snapshots-dir', join(dir, 'snaps-floats')], {
@@ -391,7 +401,7 @@ describe('mimic command line', () => {
   it('serve with an invalid system file says where the problems are and exits 1', async () => {
     const bad = join(dir, 'bad-system.yaml')
     await writeFile(bad, 'models:\n  m:\n    attributes: {a: 1}\ninstances:\n  - x: missing\n')
-    const res = mimic(['serve', '--system', bad, '--port', '0'])
+    const res = await mimic(['serve', '--system', bad, '--port', '0'])
     assert.equal(res.status, 1)
     assert.match(res.stderr, /5:\d+ instances\[0\]\.x: unknown model 'missing'/)
   })
