@@ -317,7 +317,8 @@ export class ScenarioRuntime {
 
   /** Starts it at instance time `time` (again, if it was active: a restart). */
   start(time: number): Promise<void> {
-    if (this.#state === 'active') this.#end()
+    // A restart: the end's promise is #pending, which the start below waits on before it goes on.
+    if (this.#state === 'active') void this.#end()
     this.#state = 'active'
     this.#runs++
     this.#startedAt = time
