@@ -4,7 +4,7 @@
 // own process. A missing and an unreachable shard are reported with a non-zero exit status.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -14,7 +14,7 @@ import { resolveShards } from '../src/fleet/targets.js'
 import { coverage } from '../src/fleet/fleet.js'
 import { serveProcess, type ServerProcess } from './helpers/process.js'
 import { freePort } from './helpers/ports.js'
-import { TEST_KEY } from './helpers/server.js'
+import { startTestServer, TEST_KEY } from './helpers/server.js'
 
 const BIN = new URL('../bin/mimic.js', import.meta.url).pathname
 const SYS = '/api/v3/system'
@@ -304,5 +304,44 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
     ])
     assert.equal(c.ok, false)
     assert.deepEqual(c.mismatched, [{ url: 'c', shard: '1/3' }])
+  })
+})
+
+describe('snapshots/method/save with id (what mimic fleet save sends each shard), in a snapshots directory', () => {
+  it('writes <id>.json, loads by that id, replaces it when saved again, and refuses an id that is not a plain name', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mimic-fleet-id-'))
+    const t = await startTestServer({ config: { snapshotsDir: dir } })
+    try {
+      assert.equal((await t.api('PUT', `${SYS}/models`, { M: { attributes: { x: 1 } } })).status, 200)
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { a: 'M' })).status, 200)
+      const saved = await t.api('POST', `${SYS}/snapshots/method/save`, { kwargs: { id: 'fleet-20260101T000000Z-ab12', label: 'one' } })
+      assert.equal(saved.status, 200, saved.text)
+      assert.equal(saved.body.result.id, 'fleet-20260101T000000Z-ab12')
+      assert.equal(saved.body.result.persisted_path, join(dir, 'fleet-20260101T000000Z-ab12.json'))
+      assert.equal(JSON.parse(await readFile(join(dir, 'fleet-20260101T000000Z-ab12.json'), 'utf8')).id, 'fleet-20260101T000000Z-ab12')
+
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { b: 'M' })).status, 200)
+      const again = await t.api('POST', `${SYS}/snapshots/method/save`, { kwargs: { id: 'fleet-20260101T000000Z-ab12', label: 'two' } })
+      assert.equal(again.status, 200, again.text)
+      const listed = (await t.api('POST', `${SYS}/snapshots/method/list`, { kwargs: {} })).body.result
+      assert.deepEqual(
+        listed.files.filter((f: any) => f.id === 'fleet-20260101T000000Z-ab12').map((f: any) => f.label),
+        ['two'],
+      )
+      assert.equal((await t.api('DELETE', `${SYS}/instances/b`)).status, 200)
+      const loaded = await t.api('POST', `${SYS}/snapshots/method/load`, { kwargs: { id: 'fleet-20260101T000000Z-ab12' } })
+      assert.equal(loaded.status, 200, loaded.text)
+      assert.equal(loaded.body.result.instances, 2)
+
+      for (const bad of ['../escape', '.hidden', 'a/b', '']) {
+        const refused = await t.api('POST', `${SYS}/snapshots/method/save`, { kwargs: { id: bad } })
+        assert.equal(refused.status, 422, `${bad}: ${refused.text}`)
+        assert.match(refused.body.error.message, /Invalid snapshot id/)
+        assert.equal(refused.body.error.details[0].path, 'id')
+      }
+    } finally {
+      await t.close()
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })
