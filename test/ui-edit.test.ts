@@ -181,7 +181,12 @@ test('a value forced, marked, and cleared', { skip, timeout: 60_000 }, async () 
   await eventually(async () => (await external.getAttribute('data-forced')) === 'true', 15_000)
   assert.match((await external.textContent()) ?? '', /^42\.5\s*forced$/)
   const doc = await rig.api('GET', '/instances/src/attributes/n')
-  assert.deepEqual([doc.internal_value, doc.external_value], [6, 42.5])
+  assert.deepEqual([doc.internal_value, doc.external_value, doc.forced], [6, 42.5, true])
+  // Forced, it stays through steps while the model computes on.
+  await rig.api('POST', '/method/run', { kwargs: { steps: 2 } })
+  const stepped = await rig.api('GET', '/instances/src/attributes/n')
+  assert.equal(stepped.external_value, 42.5)
+  assert.notEqual(stepped.internal_value, 6)
   await shot('dashboard-forced.png')
 
   await row.getByRole('button', { name: 'Clear forced value of n' }).click()

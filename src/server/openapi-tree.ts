@@ -108,6 +108,7 @@ const NODE_KINDS: NodeKind[] = [
       writable: ['internal_value', 'external_value', 'value'],
       example: { property: 'internal_value', value: 42.0 },
     },
+    methods: { names: ['force', 'release'], example: { method: 'force', kwargs: { value: 42.0 } } },
   },
   {
     path: '/instances/{instance}/timer',

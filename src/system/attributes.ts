@@ -4,7 +4,7 @@ import { attributeNameProblem } from '../definition/names.js'
 import { typed } from '../values/encode.js'
 import { cloneJson, plainJson } from '../values/number.js'
 import type { AttributeState } from '../snapshots/index.js'
-import { Component, type NodeDocument } from '../tree/component.js'
+import { Component, noArguments, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
 import { NO_LOCK, type StructureLock } from '../tree/lock.js'
 import { attributeDocumentBody, attributeDocumentJson, attributePropertyJson } from '../values/attribute-document.js'
@@ -60,6 +60,8 @@ export class Attribute extends Component {
   #number = 0.5
   #isNumber = false
   #override: { value: unknown } | undefined
+  /** A forced external value (`force`): what clients see until `release`, whatever the steps compute. */
+  #forced: { value: unknown } | undefined
   /** A held override's value while a step runs: what `setComputed` keeps (language/model/behaviour.ts). */
   #pinned: { value: unknown } | undefined
   #binding: AttributeBinding | undefined
@@ -103,7 +105,44 @@ export class Attribute extends Component {
   }
 
   get externalValue(): unknown {
-    return this.#override ? this.#override.value : this.internalValue
+    return this.#forced ? this.#forced.value : this.#override ? this.#override.value : this.internalValue
+  }
+
+  /** Whether a forced value stands (see `force`). */
+  get forced(): boolean {
+    return this.#forced !== undefined
+  }
+
+  /**
+   * Forces the external value: every protocol adapter, connection and reader of `external_value`
+   * sees `value` until `release()` (or a reset), while the model goes on computing its internal
+   * value. A written `external_value` lasts until the next step; a forced one stays, as a PLC
+   * engineer forces an input.
+   */
+  force(value: unknown): void {
+    value = this.#accepted(value)
+    const problem = this.valueProblem(value)
+    if (problem) throw this.#invalid('value', problem)
+    this.#forced = { value: cloneJson(value) }
+    void this.#owner.attributeSet?.(this.name, 'external')?.catch(() => {})
+  }
+
+  /** Ends a forced value: clients see the external value the model presents again. */
+  release(): void {
+    this.#forced = undefined
+  }
+
+  override methods(): Record<string, MethodHandler> {
+    return {
+      force: (call) => {
+        const given = Object.hasOwn(call.kwargs, 'value') ? call.kwargs.value : call.args[0]
+        if (given === undefined && call.args.length === 0)
+          throw new ValidationError(`Attribute '${this.path}': force needs the value clients are to see`, [{ path: 'kwargs.value', message: 'required' }])
+        this.force(given)
+        return true
+      },
+      release: noArguments(() => (this.release(), true)),
+    }
   }
 
   get bound(): boolean {
@@ -209,6 +248,7 @@ export class Attribute extends Component {
   /** Back to the declared default (declarative attributes only; Python owns bound ones). */
   resetValue(): void {
     this.#override = undefined
+    this.#forced = undefined
     if (!this.#binding) this.#store(cloneJson(this.#default))
   }
 
@@ -229,6 +269,7 @@ export class Attribute extends Component {
     props.default = this.#default
     props.bound = this.bound
     props.writable = this.writable
+    if (this.#forced) props.forced = true
     props.value = props.internal_value
     return props
   }
@@ -497,6 +538,11 @@ export class Attributes extends KeyedContainer<Attribute> {
 
 /** An attribute that exists only once a write to it succeeds. */
 class PendingAttribute extends Attribute {
+  /** Nothing to force before the attribute exists. */
+  override methods(): Record<string, MethodHandler> {
+    return {}
+  }
+
   readonly #attach: (attr: Attribute) => void
 
   constructor(parent: Attributes, owner: AttributeOwner, name: string, attach: (attr: Attribute) => void) {
@@ -529,6 +575,11 @@ const TIMER_READ_ONLY = "read-only: '__timer' is the instance time (timer.time);
  * writing it pins the timer instead, MODEL_LANGUAGE.md section 2).
  */
 class TimerAttribute extends Attribute {
+  /** The instance's time is read-only: it cannot be forced either. */
+  override methods(): Record<string, MethodHandler> {
+    return {}
+  }
+
   readonly #time: () => number
 
   constructor(parent: Attributes, owner: AttributeOwner, time: () => number) {

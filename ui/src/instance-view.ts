@@ -39,7 +39,7 @@ interface Row {
  * its live internal and external value (editable, pickable for the trend), polling, the scenarios
  * (start, stop, state, remaining time) and actions of a model-language model (each action can be
  * switched off), and the protocol adapters (a Modbus adapter with its faults). Every attribute
- * row has *Force value* (sets the external value, marked "forced" until cleared or the next step);
+ * row has *Force value* (the attribute's `force`: the external value held, marked "forced", until Clear);
  * an instance with a Modbus adapter has a *Registers* tab with its register map. *Delete* removes
  * the instance. Values come from the event stream; writes go through the HTTP API. The actions and
  * scenarios nodes are read only when the instance document lists them, so the page asks for
@@ -511,7 +511,7 @@ export class InstanceView implements View {
         h(
           'p',
           { class: 'muted small' },
-          'Protocol adapters present this value instead of the internal one; the model goes on computing its own. The next step of the instance ends it, or Clear.',
+          'Protocol adapters and connections present this value instead of the internal one, step after step, until Clear; the model goes on computing its own.',
         ),
       ],
       confirm: 'Force',
@@ -525,23 +525,19 @@ export class InstanceView implements View {
       return
     }
     try {
-      await api.put(`${node('instances', name, 'attributes', attr.name)}/attr/external_value`, { value })
+      await api.call(node('instances', name, 'attributes', attr.name), 'force', { value })
       notices.info(`${name}.${attr.name} forced to ${formatValue(value)}`)
     } catch (err) {
       notices.error(err, `Forcing ${name}.${attr.name} failed`)
     }
   }
 
-  /**
-   * Ends a forced value: the API has no call that drops an override outside a step, so the
-   * external value is set to the internal one, which is what clients see without an override.
-   */
+  /** Ends a forced value (the attribute's `release`): clients see what the model presents again. */
   async #clearForced(attr: LiveAttribute): Promise<void> {
     const { api, notices, name } = this.#o
     const path = node('instances', name, 'attributes', attr.name)
     try {
-      const { value } = await api.get<{ value: unknown }>(`${path}/attr/internal_value`)
-      await api.put(`${path}/attr/external_value`, { value })
+      await api.call(path, 'release')
       notices.info(`${name}.${attr.name}: forced value cleared`)
     } catch (err) {
       notices.error(err, `Clearing the forced value of ${name}.${attr.name} failed`)
