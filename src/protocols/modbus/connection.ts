@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
+import { StreamConnection } from './stream-connection.js'
 import { EXCEPTION_CODES, MAX_ADU_LENGTH, MBAP_LENGTH, buildExceptionResponse, headerProblem, stampHeader, writeException } from './codec.js'
 import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.js'
 
@@ -99,18 +100,12 @@ interface Slot {
  * const connection = new ModbusConnection({ socket, resolveUnit: (id) => units.get(id), logger })
  * connection.destroy()
  */
-export class ModbusConnection {
-  readonly remote: string
-  #socket: Socket
+export class ModbusConnection extends StreamConnection {
   #resolveUnit: (unitId: number) => ModbusUnit | undefined
-  #logger: Logger
-  #onClose: ((connection: ModbusConnection) => void) | undefined
   #partial: Buffer | null = null
   #busy = false
   #inbox: Buffer[] = []
   #outbox: Slot[] = []
-  #paused = false
-  #closed = false
   /**
    * Answers are written into a slab, one after another; the bytes between #slabStart and #slabEnd
    * are not yet sent. Sent bytes are never written again (the socket may still hold them), and a
@@ -120,39 +115,10 @@ export class ModbusConnection {
   #slab: Buffer | null = null
   #slabStart = 0
   #slabEnd = 0
-  /** Date.now() when the last complete request arrived (when the connection opened, before any). */
-  #lastRequestAt = Date.now()
-  /** Date.now() when the partial frame held in #partial began; 0 while there is none. */
-  #partialSince = 0
 
   constructor(options: ModbusConnectionOptions) {
-    this.#socket = options.socket
+    super(options.socket, options.logger, 'modbus connection', options.onClose as ((c: StreamConnection) => void) | undefined)
     this.#resolveUnit = options.resolveUnit
-    this.#logger = options.logger
-    this.#onClose = options.onClose
-    this.remote = `${options.socket.remoteAddress ?? '?'}:${options.socket.remotePort ?? '?'}`
-    const socket = options.socket
-    socket.setNoDelay(true)
-    socket.setKeepAlive(true, 30_000)
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk))
-    socket.on('drain', () => this.#updateFlow())
-    socket.on('error', (error: NodeJS.ErrnoException) => {
-      this.#logger.debug({ remote: this.remote, code: error.code }, 'modbus connection error')
-    })
-    socket.on('close', () => this.#cleanup())
-  }
-
-  /** Date.now() of the last complete request, or of the connection's opening before any. */
-  get lastRequestAt(): number {
-    return this.#lastRequestAt
-  }
-
-  /**
-   * Date.now() when the frame received in part so far began; 0 when none is, and while reading
-   * is paused, since the rest of the frame then waits on us, not on the client.
-   */
-  get partialSince(): number {
-    return this.#paused ? 0 : this.#partialSince
   }
 
   /** True while the client waits for an answer of ours (a Python write, a response delay): such a connection is not idle. */
@@ -160,13 +126,19 @@ export class ModbusConnection {
     return this.#busy || this.#outbox.length > 0
   }
 
-  /** Closes the connection at once, dropping pending answers. */
-  destroy(): void {
-    this.#socket.destroy()
-    this.#cleanup()
+  protected isFull(): boolean {
+    return this.#inbox.length >= MAX_INBOX || this.#outbox.length >= MAX_OUTBOX || this.socket.writableLength >= MAX_WRITE_BUFFER
   }
 
-  #onData(chunk: Buffer): void {
+  protected released(): void {
+    for (const slot of this.#outbox) if (slot.timer !== null) clearTimeout(slot.timer)
+    this.#outbox = []
+    this.#inbox = []
+    this.#partial = null
+    this.#slab = null
+  }
+
+  protected onData(chunk: Buffer): void {
     let buffer = chunk
     const partial = this.#partial
     if (partial !== null) {
@@ -178,7 +150,7 @@ export class ModbusConnection {
     while (end - offset >= 6) {
       const problem = headerProblem(buffer, offset)
       if (problem !== null) {
-        this.#logger.debug({ remote: this.remote, problem }, 'closing modbus connection: bad frame header')
+        this.logger.debug({ remote: this.remote, problem }, 'closing modbus connection: bad frame header')
         this.destroy()
         return
       }
@@ -187,21 +159,21 @@ export class ModbusConnection {
       if (this.#busy) this.#inbox.push(Buffer.from(buffer.subarray(offset, offset + total)))
       else this.#execute(buffer, offset, total)
       offset += total
-      if (this.#closed) return
+      if (this.closed) return
     }
     // The answers to every request of the chunk (a pipelining client sends several) leave in one
     // write: each socket write costs far more than the answers themselves.
     this.#send()
-    if (offset > 0) this.#lastRequestAt = Date.now()
+    if (offset > 0) this.lastRequest = Date.now()
     if (offset < end) {
       // Copied so that a 64 KiB chunk is not kept alive for a few trailing bytes.
       this.#partial = Buffer.from(buffer.subarray(offset))
       // A frame spread over several chunks keeps the time of its first bytes.
-      if (offset > 0 || partial === null) this.#partialSince = offset > 0 ? this.#lastRequestAt : Date.now()
+      if (offset > 0 || partial === null) this.partialStart = offset > 0 ? this.lastRequest : Date.now()
     } else {
-      this.#partialSince = 0
+      this.partialStart = 0
     }
-    this.#updateFlow()
+    this.updateFlow()
   }
 
   #execute(frame: Buffer, offset: number, total: number): void {
@@ -218,7 +190,7 @@ export class ModbusConnection {
       try {
         answer = unit.handle(frame, offset + MBAP_LENGTH, total - MBAP_LENGTH, out, at)
       } catch (error) {
-        this.#logger.error({ err: error }, 'modbus unit failed to answer')
+        this.logger.error({ err: error }, 'modbus unit failed to answer')
         answer = writeException(out, at, fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
       }
     }
@@ -257,11 +229,11 @@ export class ModbusConnection {
     // reads on; a unit that fails answers SERVER_DEVICE_FAILURE (the catch).
     void pending
       .catch((error: unknown) => {
-        this.#logger.error({ err: error }, 'modbus unit failed to answer')
+        this.logger.error({ err: error }, 'modbus unit failed to answer')
         return buildExceptionResponse(fc, EXCEPTION_CODES.SERVER_DEVICE_FAILURE)
       })
       .then((response) => {
-        if (this.#closed) return
+        if (this.closed) return
         if (response !== null) stampHeader(response, 0, response.length, transactionId, unitId)
         slot.frame = response !== null && shape !== null && shape.rewrite !== null ? shape.rewrite(response) : response
         if (shape !== null) {
@@ -273,7 +245,7 @@ export class ModbusConnection {
         this.#drainInbox()
         this.#flush()
         this.#send()
-        this.#updateFlow()
+        this.updateFlow()
       })
   }
 
@@ -285,7 +257,7 @@ export class ModbusConnection {
   }
 
   #drainInbox(): void {
-    while (!this.#busy && this.#inbox.length > 0 && !this.#closed) {
+    while (!this.#busy && this.#inbox.length > 0 && !this.closed) {
       const frame = this.#inbox.shift()!
       this.#execute(frame, 0, frame.length)
     }
@@ -310,7 +282,7 @@ export class ModbusConnection {
       slot.ready = true
       this.#flush()
       this.#send()
-      this.#updateFlow()
+      this.updateFlow()
     }, delayMs)
   }
 
@@ -320,13 +292,13 @@ export class ModbusConnection {
     while (outbox.length > 0 && outbox[0]!.ready) {
       const slot = outbox[0]!
       const frame = slot.frame
-      if (slot.parts > 1 && frame !== null && frame.length > 1 && !this.#closed) {
+      if (slot.parts > 1 && frame !== null && frame.length > 1 && !this.closed) {
         this.#splitOff(slot, frame)
         if (!slot.ready) return
         continue
       }
       outbox.shift()
-      if (frame === null || this.#closed) continue
+      if (frame === null || this.closed) continue
       const slab = this.#room()
       frame.copy(slab, this.#slabEnd)
       this.#slabEnd += frame.length
@@ -353,7 +325,7 @@ export class ModbusConnection {
       slot.ready = true
       this.#flush()
       this.#send()
-      this.#updateFlow()
+      this.updateFlow()
     }, slot.gapMs)
   }
 
@@ -368,34 +340,8 @@ export class ModbusConnection {
 
   /** Writes the answers not yet sent, in one write. */
   #send(): void {
-    if (this.#slabEnd === this.#slabStart || this.#closed) return
-    this.#socket.write(this.#slab!.subarray(this.#slabStart, this.#slabEnd))
+    if (this.#slabEnd === this.#slabStart || this.closed) return
+    this.socket.write(this.#slab!.subarray(this.#slabStart, this.#slabEnd))
     this.#slabStart = this.#slabEnd
-  }
-
-  /** Pauses reading while anything this connection holds is full; resumes when it has drained. */
-  #updateFlow(): void {
-    if (this.#closed) return
-    const full = this.#inbox.length >= MAX_INBOX || this.#outbox.length >= MAX_OUTBOX || this.#socket.writableLength >= MAX_WRITE_BUFFER
-    if (full && !this.#paused) {
-      this.#paused = true
-      this.#socket.pause()
-    } else if (!full && this.#paused) {
-      this.#paused = false
-      // The client gets the whole frame time again for a frame it could not finish while we did not read.
-      if (this.#partialSince !== 0) this.#partialSince = Date.now()
-      this.#socket.resume()
-    }
-  }
-
-  #cleanup(): void {
-    if (this.#closed) return
-    this.#closed = true
-    for (const slot of this.#outbox) if (slot.timer !== null) clearTimeout(slot.timer)
-    this.#outbox = []
-    this.#inbox = []
-    this.#partial = null
-    this.#slab = null
-    this.#onClose?.(this)
   }
 }

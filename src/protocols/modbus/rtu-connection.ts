@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import { MBAP_LENGTH, stampHeader } from './codec.js'
 import type { ModbusUnit } from './connection.js'
 import { settleAnswer } from './answer.js'
+import { StreamConnection } from './stream-connection.js'
 import type { SettledAnswer } from './answer.js'
 import { BROADCAST_FUNCTIONS, MAX_RTU_FRAME, RTU_OVERHEAD, appendCrc, crcOk, rtuRequestLength } from './rtu.js'
 
@@ -47,48 +48,18 @@ const MAX_WRITE_BUFFER = 1 << 16
  * const connection = new RtuConnection({ socket, resolveUnit: (id) => units.get(id), units: () => units.values(), logger })
  * connection.destroy()
  */
-export class RtuConnection {
-  readonly remote: string
-  #socket: Socket
+export class RtuConnection extends StreamConnection {
   #resolveUnit: (unitId: number) => ModbusUnit | undefined
   #units: () => Iterable<ModbusUnit>
-  #logger: Logger
-  #onClose: ((connection: RtuConnection) => void) | undefined
   #partial: Buffer | null = null
   #queue: Buffer[] = []
   #busy = false
-  #paused = false
-  #closed = false
   #timer: NodeJS.Timeout | null = null
-  #lastRequestAt = Date.now()
-  #partialSince = 0
 
   constructor(options: RtuConnectionOptions) {
-    this.#socket = options.socket
+    super(options.socket, options.logger, 'modbus rtu connection', options.onClose as ((c: StreamConnection) => void) | undefined)
     this.#resolveUnit = options.resolveUnit
     this.#units = options.units
-    this.#logger = options.logger
-    this.#onClose = options.onClose
-    this.remote = `${options.socket.remoteAddress ?? '?'}:${options.socket.remotePort ?? '?'}`
-    const socket = options.socket
-    socket.setNoDelay(true)
-    socket.setKeepAlive(true, 30_000)
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk))
-    socket.on('drain', () => this.#updateFlow())
-    socket.on('error', (error: NodeJS.ErrnoException) => {
-      this.#logger.debug({ remote: this.remote, code: error.code }, 'modbus rtu connection error')
-    })
-    socket.on('close', () => this.#cleanup())
-  }
-
-  /** Date.now() of the last complete frame, or of the connection's opening before any. */
-  get lastRequestAt(): number {
-    return this.#lastRequestAt
-  }
-
-  /** Date.now() when the frame received in part began; 0 when none is, or while reading is paused. */
-  get partialSince(): number {
-    return this.#paused ? 0 : this.#partialSince
   }
 
   /** True while a request is being answered or waits its turn. */
@@ -96,13 +67,18 @@ export class RtuConnection {
     return this.#busy || this.#queue.length > 0
   }
 
-  /** Closes the connection at once, dropping pending answers. */
-  destroy(): void {
-    this.#socket.destroy()
-    this.#cleanup()
+  protected isFull(): boolean {
+    return this.#queue.length >= MAX_QUEUE || this.socket.writableLength >= MAX_WRITE_BUFFER
   }
 
-  #onData(chunk: Buffer): void {
+  protected released(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer)
+    this.#timer = null
+    this.#queue = []
+    this.#partial = null
+  }
+
+  protected onData(chunk: Buffer): void {
     let buffer = chunk
     if (this.#partial !== null) {
       buffer = Buffer.concat([this.#partial, chunk])
@@ -116,7 +92,7 @@ export class RtuConnection {
       // An unknown function code: the frame is what arrived (a converter forwards a frame whole).
       if (total < 0) total = end - offset
       if (total > MAX_RTU_FRAME) {
-        this.#logger.debug({ remote: this.remote, length: total }, 'modbus rtu: dropping bytes that cannot start a request')
+        this.logger.debug({ remote: this.remote, length: total }, 'modbus rtu: dropping bytes that cannot start a request')
         this.#crcError()
         offset = end
         break
@@ -125,32 +101,32 @@ export class RtuConnection {
       this.#queue.push(Buffer.from(buffer.subarray(offset, offset + total)))
       offset += total
     }
-    if (offset > 0) this.#lastRequestAt = Date.now()
+    if (offset > 0) this.lastRequest = Date.now()
     if (offset < end) {
-      const hadPartial = this.#partialSince !== 0 && offset === 0
+      const hadPartial = this.partialStart !== 0 && offset === 0
       this.#partial = Buffer.from(buffer.subarray(offset))
-      if (!hadPartial) this.#partialSince = Date.now()
+      if (!hadPartial) this.partialStart = Date.now()
     } else {
-      this.#partialSince = 0
+      this.partialStart = 0
     }
     this.#next()
-    this.#updateFlow()
+    this.updateFlow()
   }
 
   /** Handles the frames queued, one at a time. */
   #next(): void {
-    while (!this.#busy && !this.#closed && this.#queue.length > 0) {
+    while (!this.#busy && !this.closed && this.#queue.length > 0) {
       const frame = this.#queue.shift()!
       const pending = this.#handle(frame)
       if (pending === null) continue
       this.#busy = true
       // Not awaited: the next frame waits on #busy, and a failed request is logged (the catch).
       void pending
-        .catch((error: unknown) => this.#logger.error({ err: error }, 'modbus rtu request failed'))
+        .catch((error: unknown) => this.logger.error({ err: error }, 'modbus rtu request failed'))
         .then(() => {
           this.#busy = false
           this.#next()
-          this.#updateFlow()
+          this.updateFlow()
         })
     }
   }
@@ -165,24 +141,24 @@ export class RtuConnection {
     const pduLength = frame.length - RTU_OVERHEAD
     if (unitId === 0) {
       if (!BROADCAST_FUNCTIONS.has(frame[1]!)) return null
-      const all = [...this.#units()].map((unit) => settleAnswer(unit, frame, 1, pduLength, this.#logger))
+      const all = [...this.#units()].map((unit) => settleAnswer(unit, frame, 1, pduLength, this.logger))
       return Promise.all(all).then(() => undefined)
     }
     const unit = this.#resolveUnit(unitId)
     if (unit === undefined) return null
-    return settleAnswer(unit, frame, 1, pduLength, this.#logger).then((settled) => this.#answer(settled, unitId))
+    return settleAnswer(unit, frame, 1, pduLength, this.logger).then((settled) => this.#answer(settled, unitId))
   }
 
   /** Sends an answer after its delay, in its pieces; resolves once it has left. */
   async #answer(settled: SettledAnswer, unitId: number): Promise<void> {
-    if (settled.adu === null || this.#closed) return
+    if (settled.adu === null || this.closed) return
     const frame = toRtu(settled, unitId)
     if (settled.delayMs > 0) await this.#wait(settled.delayMs)
     const parts = Math.min(Math.max(1, settled.parts), frame.length)
     const size = Math.ceil(frame.length / parts)
-    for (let from = 0; from < frame.length && !this.#closed; from += size) {
+    for (let from = 0; from < frame.length && !this.closed; from += size) {
       if (from > 0 && settled.gapMs > 0) await this.#wait(settled.gapMs)
-      if (!this.#closed) this.#socket.write(frame.subarray(from, from + size))
+      if (!this.closed) this.socket.write(frame.subarray(from, from + size))
     }
   }
 
@@ -197,29 +173,6 @@ export class RtuConnection {
 
   #crcError(): void {
     for (const unit of this.#units()) unit.crcError?.()
-  }
-
-  #updateFlow(): void {
-    if (this.#closed) return
-    const full = this.#queue.length >= MAX_QUEUE || this.#socket.writableLength >= MAX_WRITE_BUFFER
-    if (full && !this.#paused) {
-      this.#paused = true
-      this.#socket.pause()
-    } else if (!full && this.#paused) {
-      this.#paused = false
-      if (this.#partialSince !== 0) this.#partialSince = Date.now()
-      this.#socket.resume()
-    }
-  }
-
-  #cleanup(): void {
-    if (this.#closed) return
-    this.#closed = true
-    if (this.#timer !== null) clearTimeout(this.#timer)
-    this.#timer = null
-    this.#queue = []
-    this.#partial = null
-    this.#onClose?.(this)
   }
 }
 
