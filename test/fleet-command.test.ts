@@ -315,14 +315,14 @@ describe('snapshots/method/save with id (what mimic fleet save sends each shard)
       assert.equal((await t.api('PUT', `${SYS}/models`, { M: { attributes: { x: 1 } } })).status, 200)
       assert.equal((await t.api('PUT', `${SYS}/instances`, { a: 'M' })).status, 200)
       const saved = await t.api('POST', `${SYS}/snapshots/method/save`, { kwargs: { id: 'fleet-20260101T000000Z-ab12', label: 'one' } })
-      assert.equal(saved.status, 200, saved.text)
+      assert.equal(saved.status, 200, JSON.stringify(saved.body))
       assert.equal(saved.body.result.id, 'fleet-20260101T000000Z-ab12')
       assert.equal(saved.body.result.persisted_path, join(dir, 'fleet-20260101T000000Z-ab12.json'))
       assert.equal(JSON.parse(await readFile(join(dir, 'fleet-20260101T000000Z-ab12.json'), 'utf8')).id, 'fleet-20260101T000000Z-ab12')
 
       assert.equal((await t.api('PUT', `${SYS}/instances`, { b: 'M' })).status, 200)
       const again = await t.api('POST', `${SYS}/snapshots/method/save`, { kwargs: { id: 'fleet-20260101T000000Z-ab12', label: 'two' } })
-      assert.equal(again.status, 200, again.text)
+      assert.equal(again.status, 200, JSON.stringify(again.body))
       const listed = (await t.api('POST', `${SYS}/snapshots/method/list`, { kwargs: {} })).body.result
       assert.deepEqual(
         listed.files.filter((f: any) => f.id === 'fleet-20260101T000000Z-ab12').map((f: any) => f.label),
@@ -330,12 +330,12 @@ describe('snapshots/method/save with id (what mimic fleet save sends each shard)
       )
       assert.equal((await t.api('DELETE', `${SYS}/instances/b`)).status, 200)
       const loaded = await t.api('POST', `${SYS}/snapshots/method/load`, { kwargs: { id: 'fleet-20260101T000000Z-ab12' } })
-      assert.equal(loaded.status, 200, loaded.text)
+      assert.equal(loaded.status, 200, JSON.stringify(loaded.body))
       assert.equal(loaded.body.result.instances, 2)
 
       for (const bad of ['../escape', '.hidden', 'a/b', '']) {
         const refused = await t.api('POST', `${SYS}/snapshots/method/save`, { kwargs: { id: bad } })
-        assert.equal(refused.status, 422, `${bad}: ${refused.text}`)
+        assert.equal(refused.status, 422, `${bad}: ${JSON.stringify(refused.body)}`)
         assert.match(refused.body.error.message, /Invalid snapshot id/)
         assert.equal(refused.body.error.details[0].path, 'id')
       }
