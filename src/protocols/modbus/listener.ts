@@ -4,6 +4,7 @@ import { listenOnce } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { ModbusConnection } from './connection.js'
 import { RtuConnection } from './rtu-connection.js'
+import { UnitListener } from './unit-listener.js'
 import type { ModbusUnit } from './connection.js'
 import { combineRules, DEFAULT_CONNECTION_RULES } from './connection-rules.js'
 import type { ConnectionCloseReason, ConnectionRules } from './connection-rules.js'
@@ -58,13 +59,10 @@ const LIMIT_NOTE_MS = 10_000
  * const port = await listener.listen()
  * await listener.close()
  */
-export class ModbusListener {
-  readonly host: string
+export class ModbusListener extends UnitListener {
   readonly transport: 'tcp' | 'rtu_over_tcp'
-  #port: number
   #server: Server
   #logger: Logger
-  #units = new Map<number, ModbusUnit>()
   #connections = new Set<ListenerConnection>()
   #listening: Promise<number> | null = null
   #closing: Promise<void> | null = null
@@ -74,8 +72,7 @@ export class ModbusListener {
   #lastLimitNote = 0
 
   constructor(options: ModbusListenerOptions) {
-    this.host = options.host
-    this.#port = options.port
+    super(options.host, options.port)
     this.#logger = options.logger
     this.transport = options.transport ?? 'tcp'
     this.#server = createServer({ noDelay: true })
@@ -100,22 +97,12 @@ export class ModbusListener {
       const resolveUnit = (unitId: number): ModbusUnit | undefined => this.resolve(unitId)
       const connection: ListenerConnection =
         this.transport === 'rtu_over_tcp'
-          ? new RtuConnection({ socket, resolveUnit, units: () => this.#units.values(), logger: this.#logger, onClose })
+          ? new RtuConnection({ socket, resolveUnit, units: () => this.units.values(), logger: this.#logger, onClose })
           : new ModbusConnection({ socket, resolveUnit, logger: this.#logger, onClose })
       this.#connections.add(connection)
       if (this.#sweep === null) this.#startSweep()
     })
     this.#server.on('error', (error) => this.#logger.warn({ err: error }, 'modbus listener error'))
-  }
-
-  /** The effective port once listening, else the requested one. */
-  get port(): number {
-    return this.#port
-  }
-
-  /** Unit ids registered here. */
-  get unitIds(): number[] {
-    return [...this.#units.keys()].sort((a, b) => a - b)
   }
 
   /** Open connections. */
@@ -133,38 +120,10 @@ export class ModbusListener {
     const server = this.#server
     this.#listening ??= listenOnce(
       server,
-      () => server.listen({ host: this.host, port: this.#port, exclusive: true }),
-      () => (this.#port = (server.address() as AddressInfo).port),
+      () => server.listen({ host: this.host, port: this.boundPort, exclusive: true }),
+      () => (this.boundPort = (server.address() as AddressInfo).port),
     )
     return this.#listening
-  }
-
-  has(unitId: number): boolean {
-    return this.#units.has(unitId)
-  }
-
-  get size(): number {
-    return this.#units.size
-  }
-
-  add(unitId: number, unit: ModbusUnit): void {
-    this.#units.set(unitId, unit)
-    this.#updateRules()
-  }
-
-  /** Removes the unit when `unit` is the one registered under `unitId`; returns whether it did. */
-  remove(unitId: number, unit: ModbusUnit): boolean {
-    if (this.#units.get(unitId) !== unit) return false
-    this.#units.delete(unitId)
-    this.#updateRules()
-    return true
-  }
-
-  /** The unit that serves `unitId` (see the module comment). */
-  resolve(unitId: number): ModbusUnit | undefined {
-    const unit = this.#units.get(unitId)
-    if (unit !== undefined || this.#units.size !== 1 || (unitId !== 0 && unitId !== 255)) return unit
-    return this.#units.values().next().value
   }
 
   /** Closes every open connection at once (the listener stays open); returns how many it closed. */
@@ -188,11 +147,15 @@ export class ModbusListener {
     return this.#closing
   }
 
+  protected override unitsChanged(): void {
+    this.#updateRules()
+  }
+
   /** Applies the strictest rules of the units left; a lower limit closes nothing until the next connection arrives. */
   #updateRules(): void {
     // A listener that lost its last unit keeps its rules for the moment until it closes.
-    if (this.#units.size === 0) return
-    this.#rules = combineRules([...this.#units.values()].map((unit) => unit.connectionRules ?? DEFAULT_CONNECTION_RULES))
+    if (this.units.size === 0) return
+    this.#rules = combineRules([...this.units.values()].map((unit) => unit.connectionRules ?? DEFAULT_CONNECTION_RULES))
     if (this.#sweep !== null && this.#sweepInterval() !== this.#sweepMs) {
       this.#stopSweep()
       this.#startSweep()
@@ -252,14 +215,14 @@ export class ModbusListener {
   }
 
   #closedByRule(reason: ConnectionCloseReason): void {
-    for (const unit of this.#units.values()) unit.connectionClosed?.(reason)
+    for (const unit of this.units.values()) unit.connectionClosed?.(reason)
     if (reason !== 'evicted' && reason !== 'refused') return
     // A full listener is worth an operator's notice, but a flood must not flood the log too.
     const now = Date.now()
     if (now - this.#lastLimitNote < LIMIT_NOTE_MS) return
     this.#lastLimitNote = now
     this.#logger.info(
-      { host: this.host, port: this.#port, max_connections: this.#rules.maxConnections, reason },
+      { host: this.host, port: this.boundPort, max_connections: this.#rules.maxConnections, reason },
       'modbus listener at its connection limit: the longest idle connection makes room, or a new one is refused',
     )
   }

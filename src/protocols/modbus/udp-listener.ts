@@ -4,10 +4,10 @@ import { isIPv6 } from 'node:net'
 import type { Logger } from 'pino'
 import { listenOnce } from '../adapter-kit.js'
 import { MAX_ADU_LENGTH, MBAP_LENGTH, headerProblem, stampHeader } from './codec.js'
-import type { ModbusUnit } from './connection.js'
 import { DEFAULT_CONNECTION_RULES } from './connection-rules.js'
 import type { ConnectionRules } from './connection-rules.js'
 import { settleAnswer } from './answer.js'
+import { UnitListener } from './unit-listener.js'
 
 /**
  * One Modbus UDP listener (host:port) and its units: each datagram carries one MBAP-framed request
@@ -51,13 +51,10 @@ export const MAX_SOURCES = 1024
  * const port = await listener.listen()
  * await listener.close()
  */
-export class ModbusUdpListener {
-  readonly host: string
+export class ModbusUdpListener extends UnitListener {
   readonly transport = 'udp' as const
-  #port: number
   #socket: Socket
   #logger: Logger
-  #units = new Map<number, ModbusUnit>()
   /** Requests in hand per sender (address:port). */
   #pending = new Map<string, number>()
   #timers = new Set<NodeJS.Timeout>()
@@ -66,20 +63,11 @@ export class ModbusUdpListener {
   #bound = false
 
   constructor(options: ModbusUdpListenerOptions) {
-    this.host = options.host
-    this.#port = options.port
+    super(options.host, options.port)
     this.#logger = options.logger
     this.#socket = createSocket({ type: isIPv6(options.host) ? 'udp6' : 'udp4' })
     this.#socket.on('message', (message, remote) => this.#onMessage(message, remote))
     this.#socket.on('error', (error) => this.#logger.warn({ err: error }, 'modbus udp listener error'))
-  }
-
-  get port(): number {
-    return this.#port
-  }
-
-  get unitIds(): number[] {
-    return [...this.#units.keys()].sort((a, b) => a - b)
   }
 
   /** Always 0: UDP has no connections. */
@@ -92,43 +80,18 @@ export class ModbusUdpListener {
     return DEFAULT_CONNECTION_RULES
   }
 
-  get size(): number {
-    return this.#units.size
-  }
-
   /** Binds (once); resolves with the effective port, rejects with the system error. */
   listen(): Promise<number> {
     const socket = this.#socket
     this.#listening ??= listenOnce(
       socket,
-      () => socket.bind({ address: this.host, port: this.#port, exclusive: true }),
+      () => socket.bind({ address: this.host, port: this.boundPort, exclusive: true }),
       () => {
         this.#bound = true
-        return (this.#port = socket.address().port)
+        return (this.boundPort = socket.address().port)
       },
     )
     return this.#listening
-  }
-
-  has(unitId: number): boolean {
-    return this.#units.has(unitId)
-  }
-
-  add(unitId: number, unit: ModbusUnit): void {
-    this.#units.set(unitId, unit)
-  }
-
-  remove(unitId: number, unit: ModbusUnit): boolean {
-    if (this.#units.get(unitId) !== unit) return false
-    this.#units.delete(unitId)
-    return true
-  }
-
-  /** The unit that serves `unitId`, as on TCP (see listener.ts). */
-  resolve(unitId: number): ModbusUnit | undefined {
-    const unit = this.#units.get(unitId)
-    if (unit !== undefined || this.#units.size !== 1 || (unitId !== 0 && unitId !== 255)) return unit
-    return this.#units.values().next().value
   }
 
   /** Nothing to close: 0. */
