@@ -175,7 +175,8 @@ function dispatch(verb: Verb, target: Target, body: unknown, system: System): un
 
 async function callMethod(node: Component, method: string, body: unknown): Promise<unknown> {
   // typedJson: a Python method's float result keeps its point (`{"result": 2.0}`, src/values/encode.ts).
-  return new JsonText(typedJson({ result: toJson(await node.call(method, callArgs(body))) }))
+  // The result alone goes through the encoder: a scalar, the common result, needs no replacer.
+  return new JsonText(`{"result":${typedJson(toJson(await node.call(method, callArgs(body))))}}`)
 }
 
 async function setProperty(node: Component, property: string, body: unknown): Promise<unknown> {
