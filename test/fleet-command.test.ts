@@ -154,6 +154,12 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
       targets.map((t) => t.url),
       ['http://10.0.1.7:8080', 'http://10.0.1.8:8080'],
     )
+    // A bare name (as deploy files write it) is http:// at Mimic's default port 8000, or at the port given.
+    const bare = await resolveShards(['tasks.mimic', 'tasks.mimic:8080'], fake)
+    assert.deepEqual(
+      bare.targets.map((t) => t.url),
+      ['http://10.0.1.7:8000', 'http://10.0.1.8:8000', 'http://10.0.1.7:8080', 'http://10.0.1.8:8080'],
+    )
     const failing = async (): Promise<never> => {
       throw new Error('getaddrinfo ENOTFOUND tasks.nothing')
     }

@@ -61,16 +61,18 @@ export async function resolveShards(entries: readonly string[], lookup: Lookup =
         found[index] = { entry, error }
         return []
       }
+      // A bare `host` or `host:port` (as `--shards tasks.mimic`) is http://, at Mimic's default port 8000 without one.
+      const full = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(entry) ? entry : `http://${/:\d+$/.test(entry) ? entry : `${entry}:8000`}`
       let url: URL
       try {
-        url = new URL(entry)
+        url = new URL(full)
       } catch {
         return problem(`not a URL: give a shard's base address, e.g. http://10.0.0.5:8000 or http://tasks.mimic:8080`)
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:') {
         return problem('not an http:// or https:// address')
       }
-      const base = entry.replace(/\/+$/, '')
+      const base = full.replace(/\/+$/, '')
       const host = url.hostname.replace(/^\[|\]$/g, '')
       if (isIP(host) !== 0) return [{ url: base, from: entry }]
       let addresses: Array<{ address: string; family: number }>
