@@ -31,6 +31,14 @@ describe('serve starts the system it loads', () => {
       const adapter = (await server.api('GET', `${SYS}/instances/tank_sensor/communication/modbus_slave`)).body
       assert.equal(adapter.state, 'RUNNING')
       assert.ok(adapter.port > 0, JSON.stringify(adapter))
+      // The port an omitted setting chose is logged once, and /health lists every listener.
+      const logged = server.output().match(new RegExp(`listening on tcp 127\\.0\\.0\\.1:${adapter.port}: the Modbus server of unit 1`, 'g'))
+      assert.equal(logged?.length, 1, server.output())
+      const health = (await server.api('GET', '/health')).body
+      assert.deepEqual(
+        health.listeners.filter((l: { kind: string }) => l.kind === 'modbus_slave'),
+        [{ kind: 'modbus_slave', transport: 'tcp', host: '127.0.0.1', port: adapter.port, holder: 'the Modbus server of unit 1' }],
+      )
       // The connection copies the sensor's temperature to the panel without any call.
       const panel = `${SYS}/instances/panel/attributes/value/attr/internal_value`
       await eventually(async () => (await server.api('GET', panel)).body.value !== 0, 15_000)

@@ -66,6 +66,8 @@ export class ProtocolContexts {
   readonly #logger: Logger
   readonly #security: ProtocolSecurity
   readonly #contexts = new Map<string, ProtocolContext>()
+  /** The listeners already logged (see `announceListeners`), by kind, transport, host and port. */
+  readonly #announced = new Set<string>()
 
   constructor(opts: { logger: Logger; security?: ProtocolSecurity }) {
     this.#logger = opts.logger
@@ -95,6 +97,34 @@ export class ProtocolContexts {
       if (held) return held
     }
     return undefined
+  }
+
+  /** Every listener the protocol adapters hold now, with its kind: what `GET /health` shows. */
+  listeners(): Array<HeldPort & { kind: string }> {
+    const all: Array<HeldPort & { kind: string }> = []
+    for (const [kind, context] of this.#contexts) for (const held of context.heldPorts?.() ?? []) all.push({ kind, ...held })
+    return all
+  }
+
+  /**
+   * Logs at info, once, each listener opened since the last call: its kind, transport, address and
+   * holder. An omitted port is the first free one from a kind's default (5020 for Modbus), so the
+   * log says which; a listener closed and opened again is logged again.
+   */
+  announceListeners(): void {
+    const now = new Set<string>()
+    for (const l of this.listeners()) {
+      const key = `${l.kind} ${l.transport} ${l.host} ${l.port}`
+      now.add(key)
+      if (this.#announced.has(key)) continue
+      const host = l.host.includes(':') ? `[${l.host}]` : l.host
+      this.#logger.info(
+        { kind: l.kind, transport: l.transport, host: l.host, port: l.port, holder: l.holder },
+        `listening on ${l.transport} ${host}:${l.port}: ${l.holder}`,
+      )
+    }
+    this.#announced.clear()
+    for (const key of now) this.#announced.add(key)
   }
 
   async close(): Promise<void> {

@@ -197,6 +197,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     instances: opts.system.instances.size,
     ...(opts.system.shard ? { shard: opts.system.shardText } : {}),
     unsupported_adapters: opts.system.unsupportedAdapters(),
+    // Every protocol listener open now: kind, transport, host, port and what it serves.
+    listeners: opts.system.services.protocols.listeners(),
     http: { connections: connections.stats(), refused: refusals.counts() },
   }))
   const { limit } = connections.stats()

@@ -25,6 +25,7 @@ export class Communication extends Component {
   readonly #unsupported = new Map<string, UnsupportedAdapterNode>()
   /** The adapters that want to hear of each step (ProtocolAdapter.afterStep). */
   readonly #afterStep: ProtocolAdapter[] = []
+  readonly #protocols: SystemServices['protocols']
   #names: Set<string> | undefined
 
   /** The protocols of the model that Mimic does not serve (`communication[2].knx_ip`), run without. */
@@ -34,6 +35,7 @@ export class Communication extends Component {
 
   constructor(instance: Instance, model: Model, services: SystemServices, parameters: Record<string, unknown> = {}) {
     super('communication', instance)
+    this.#protocols = services.protocols
     const counts = new Map<string, number>()
     const unserved = unservedProtocols(model.parsed)
     this.#unserved = unserved.map((u) => u.path)
@@ -119,6 +121,7 @@ export class Communication extends Component {
       for (const node of started) await node.adapter.stop().catch(() => {})
       throw err
     }
+    if (started.length) this.#protocols.announceListeners()
   }
 
   async stopAll(): Promise<void> {
@@ -188,9 +191,12 @@ export class AdapterNode extends Component {
   readonly adapter: ProtocolAdapter
   readonly kind: ProtocolKind
 
+  readonly #protocols: SystemServices['protocols']
+
   constructor(opts: { name: string; parent: Communication; instance: Instance; kind: ProtocolKind; settings: unknown; services: SystemServices }) {
     super(opts.name, opts.parent)
     const { instance, kind } = opts
+    this.#protocols = opts.services.protocols
     this.kind = kind
     this.type = kind.nodeType
     this.adapter = kind.create({
@@ -256,7 +262,11 @@ export class AdapterNode extends Component {
 
   override methods(): Record<string, MethodHandler> {
     return {
-      start: noArguments(async () => (await this.adapter.start(), true)),
+      start: noArguments(async () => {
+        await this.adapter.start()
+        this.#protocols.announceListeners()
+        return true
+      }),
       stop: noArguments(async () => (await this.adapter.stop(), true)),
       detach: noArguments(() => (this.adapter.detach(), true)),
       attach: noArguments(() => (this.adapter.attach(), true)),
