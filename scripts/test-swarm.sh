@@ -484,6 +484,8 @@ unsubscribe
 
 # ---------------------------------------------------------------------------------------------
 # The fleet snapshot loaded on every shard, the moved one included: it reads its object from the store.
+# A shard may be restarting meanwhile: load once the three answer.
+wait_shards 1 'before the load'
 fleet 1 load "$snap_id" >"$work/load.txt" 2>&1 || true
 grep -qx "loaded fleet snapshot $snap_id on 3 shards" "$work/load.txt" || fail "mimic fleet load: $(cat "$work/load.txt")"
 health_of_shards 1 >"$work/shards.txt" 2>&1 || fail "after the load: $(cat "$work/health.jsonl")"
