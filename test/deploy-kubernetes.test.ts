@@ -102,11 +102,11 @@ void describe(
     const byKind = (kind: string): Obj => {
       const found = objects.filter((o) => o.kind === kind)
       assert.equal(found.length, 1, `one ${kind} in the rendered files`)
-      return found[0]
+      return found[0]!
     }
     const container = (): Container => {
       const spec = byKind('StatefulSet').spec as { template: { spec: { containers: Container[] } } }
-      return spec.template.spec.containers[0]
+      return spec.template.spec.containers[0]!
     }
 
     void it('renders a ConfigMap, a Service and a StatefulSet, each valid against its schema with no unknown field', async () => {
@@ -127,7 +127,7 @@ void describe(
       assert.throws(() => new model({ ...set, spec: noSelector }).validate(), /selector/)
       assert.deepEqual(await validate({ ...set, spec: { ...set.spec, replica: 3 } }), ['StatefulSet.spec.replica'])
       const typo = structuredClone(set) as Obj & { spec: { template: { spec: { containers: Record<string, unknown>[] } } } }
-      typo.spec.template.spec.containers[0].readinessprobe = {}
+      typo.spec.template.spec.containers[0]!.readinessprobe = {}
       assert.deepEqual(await validate(typo), ['StatefulSet.spec.template.spec.containers.0.readinessprobe'])
     })
 
@@ -173,7 +173,7 @@ void describe(
       const vars = Object.fromEntries(env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value as string]))
       const seen: string[] = []
       for (const pod of ['mimic-0', 'mimic-1', 'mimic-2']) {
-        const res = await run(args[0], args.slice(1), { env: { ...vars, HOSTNAME: pod, PATH: `${work}:${process.env.PATH ?? ''}` } })
+        const res = await run(args[0]!, args.slice(1), { env: { ...vars, HOSTNAME: pod, PATH: `${work}:${process.env.PATH ?? ''}` } })
         assert.equal(res.code, 0, res.stderr)
         seen.push(res.stdout.trim())
       }
