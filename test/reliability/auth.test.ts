@@ -128,8 +128,10 @@ describe('product key on every /api route', () => {
       const res = await fetch(`${t.url}${SYS}`, { headers: { authorization } })
       assert.equal(res.status, 200, authorization)
     }
-    // /mcp (the MCP endpoint) asks for the same key as /api; every other route is open.
-    for (const route of routes.filter((r) => !r.url.startsWith('/api/') && r.url !== '/mcp' && r.methods.includes('GET'))) {
+    // /mcp (the MCP endpoint) and /metrics ask for the same key as /api; every other route is open.
+    assert.equal((await fetch(`${t.url}/metrics`)).status, 401, 'GET /metrics without a key')
+    assert.equal((await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).status, 200, 'GET /metrics with the key')
+    for (const route of routes.filter((r) => !r.url.startsWith('/api/') && r.url !== '/mcp' && r.url !== '/metrics' && r.methods.includes('GET'))) {
       const res = await fetch(`${t.url}${concrete(route.url).replace(/\/instances$/, '/')}`)
       assert.notEqual(res.status, 401, route.url)
     }
