@@ -194,6 +194,9 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
         logger.info({ id: snapshot.id, path: snapshot.path || undefined, ...counts }, 'snapshot loaded at start')
       }
     }
+    // Before the HTTP port opens, so that a client (or a script waiting for /health or the
+    // "listening" line) finds the system running.
+    if (config.start && (config.system || config.loadSnapshot)) await startLoaded(system, logger)
     app = await buildApp({
       system,
       logger,
@@ -223,8 +226,6 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     await shutdown()
     throw err
   }
-  // Before the "listening" line, so that a script waiting for it finds the system running.
-  if (config.start && (config.system || config.loadSnapshot)) await startLoaded(system, logger)
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   const host = config.host.includes(':') && !config.host.startsWith('[') ? `[${config.host}]` : config.host
