@@ -1,8 +1,7 @@
-// Lint rules for the TypeScript sources, tests and the dashboard. Two type-aware rules run on the
-// server, the client package and the tests: a promise nobody awaits or handles, and a promise where
-// a plain value is expected (an async callback given to an event emitter). They need the types, so
-// eslint builds the TypeScript programs of those files (the nearest tsconfig.json: the root one for
-// src/, packages/client's, and test/tsconfig.json for the tests).
+// Lint rules for the TypeScript sources, tests and the dashboard (`npm run lint`). The two
+// type-aware rules (a promise nobody awaits, a promise where a plain value is expected) need the
+// TypeScript programs built, which takes most of a minute: they are in eslint.types.config.js and
+// run with the type-checks (`npm run lint:types`, part of `npm run check`).
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
@@ -40,24 +39,6 @@ export default tseslint.config(
         'error',
         { selector: "ThrowStatement > NewExpression[callee.name='Error']", message: 'Throw a MimicError subclass (src/errors.ts), not a bare Error.' },
       ],
-    },
-  },
-  {
-    files: ['src/**/*.ts', 'packages/client/src/**/*.ts', 'test/**/*.ts'],
-    ignores: ['**/*.d.ts'],
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
-    rules: {
-      // node:test's describe/it/test return promises the runner itself waits on; a subtest
-      // started from a test's context (t.test) is still to be awaited.
-      '@typescript-eslint/no-floating-promises': [
-        'error',
-        {
-          allowForKnownSafeCalls: [
-            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] },
-          ],
-        },
-      ],
-      '@typescript-eslint/no-misused-promises': 'error',
     },
   },
   {
