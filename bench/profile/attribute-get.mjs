@@ -28,6 +28,9 @@ async function setUp(root) {
   const { startMimic } = await import(`${root}/dist/src/mimic.js`)
   const { treeLaneHandler } = await import(`${root}/dist/src/server/fast-lane/handler.js`)
   const { serializeResponse } = await import(`${root}/dist/src/server/fast-lane/response.js`)
+  // The lane declines what the browser checks refuse, as the server's own handler does (app.ts):
+  // it needs the same guard, or every request fails before the tree sees it.
+  const { BrowserGuard } = await import(`${root}/dist/src/server/browser-guard.js`)
   const dir = await mkdtemp(join(tmpdir(), 'mimic-attr-get-'))
   const config = parseConfig({ port: 0, productKey: KEY, snapshotsDir: join(dir, 'snapshots'), extensions: [dir], pythonWorkers: 1 }, {})
   const mimic = await startMimic(config, { logger })
@@ -50,8 +53,14 @@ async function setUp(root) {
     },
   })
   await put('instances', { m1: 'Meter' })
-  const handler = treeLaneHandler({ system: mimic.system, authorized: (h) => h === `Bearer ${KEY}`, logger })
-  const answer = (req) => serializeResponse(handler(req), 5000)
+  const guard = new BrowserGuard({ allowedHosts: [], corsOrigins: [], productKeySet: true })
+  const handler = treeLaneHandler({ system: mimic.system, authorized: (h) => h === `Bearer ${KEY}`, guard, logger })
+  const answer = (req) => {
+    const response = handler(req)
+    // A declined request (undefined) would be fastify's to answer: here it means the case measures nothing.
+    if (response === undefined || typeof response.then === 'function') throw new Error(`the lane did not answer ${req.url} at once`)
+    return serializeResponse(response, 5000)
+  }
   return { root, answer, close: async () => (await mimic.close(), await rm(dir, { recursive: true, force: true })) }
 }
 
