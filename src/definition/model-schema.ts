@@ -4,6 +4,7 @@ import { modbusSlaveSchema } from './modbus-schema.js'
 import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
 import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
+import { ocppAttributeReferences, ocppSchema } from './ocpp-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
 import { ExactInt, FloatMark } from '../values/number.js'
 import { ACTION_KIND_EXAMPLES } from './action-kinds.js'
@@ -69,6 +70,7 @@ export const ADAPTER_SCHEMAS = {
   ascii: asciiSchema,
   mqtt: mqttSchema,
   opcua_server: opcuaServerSchema,
+  ocpp: ocppSchema,
 } as const
 /**
  * Protocols of the reference product that Mimic does not serve. A model that declares one loads
@@ -80,7 +82,7 @@ export const ADAPTER_SCHEMAS = {
  */
 export const UNSERVED_PROTOCOLS: ReadonlySet<string> = new Set(
   (
-    'bacnet ble coap_server dali http_endpoint knx_ip knx_ip_simulator lwm2m matter mbus mbus_server modbus_master mqtt-ha ocpp ' +
+    'bacnet ble coap_server dali http_endpoint knx_ip knx_ip_simulator lwm2m matter mbus mbus_server modbus_master mqtt-ha ' +
     'profinet_server profinet_snap7_adapter redfish redfish_server snmp snmp_server'
   ).split(' '),
 )
@@ -108,6 +110,7 @@ export function unservedProtocols(model: unknown): Array<{ path: string; kind: s
 const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ path: (string | number)[]; attribute: string }>>> = {
   ascii: asciiAttributeReferences,
   opcua_server: opcuaAttributeReferences,
+  ocpp: ocppAttributeReferences,
 }
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 

@@ -3,6 +3,7 @@ import type { HeldPort, PortHolder, ProtocolContext, ProtocolKind, ProtocolSecur
 import { asciiKind } from './ascii/kind.js'
 import { modbusSlaveKind } from './modbus/kind.js'
 import { mqttKind } from './mqtt/kind.js'
+import { ocppKind } from './ocpp/kind.js'
 import { opcuaServerKind } from './opcua/kind.js'
 
 export type {
@@ -26,7 +27,7 @@ export type {
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind, ocppKind]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {

@@ -8,6 +8,7 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connectAsync } from 'mqtt'
+import { RPCClient } from 'ocpp-rpc'
 import { decodeResponse, encodeRequest } from '../../src/protocols/modbus/codec.js'
 import { appendCrc } from '../../src/protocols/modbus/rtu.js'
 import { OpcuaClientProcess } from '../helpers/opcua-client.js'
@@ -172,10 +173,44 @@ const opcua: ProtocolFixture = {
   },
 }
 
+const ocpp: ProtocolFixture = {
+  kind: 'ocpp',
+  label: 'ocpp (central_system)',
+  transport: 'tcp',
+  settings: (port) => ({
+    role: 'central_system',
+    server: { host: '127.0.0.1', port, path: '/ocpp' },
+    bindings: {
+      boot: { direction: 'outbound', frame_type: 'call_result', action: 'BootNotification', payload: { status: 'Accepted', interval: '#attr(level)' } },
+    },
+  }),
+  // The probe is a charge point (ocpp-rpc) booting: `level` is the heartbeat interval it is given.
+  // A detached central system drops the connection before the WebSocket opens.
+  async probe({ port }) {
+    const client = new RPCClient({
+      endpoint: `ws://127.0.0.1:${port}/ocpp`,
+      identity: 'probe',
+      protocols: ['ocpp1.6'],
+      reconnect: false,
+      callTimeoutMs: SILENT_MS,
+    } as never)
+    try {
+      await client.connect()
+      const answer = (await client.call('BootNotification', { chargePointVendor: 'probe', chargePointModel: 'probe' })) as { interval?: unknown }
+      return answer.interval
+    } catch {
+      return undefined
+    } finally {
+      await client.close({ force: true }).catch(() => undefined)
+    }
+  },
+}
+
 /** Every fixture, by kind: a registered kind without one fails the suite. */
 export const FIXTURES: Readonly<Record<string, readonly ProtocolFixture[]>> = {
   modbus_slave: [modbus('tcp'), modbus('udp'), modbus('rtu_over_tcp')],
   ascii: [ascii],
   mqtt: [mqtt],
   opcua_server: [opcua],
+  ocpp: [ocpp],
 }
