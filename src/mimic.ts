@@ -160,6 +160,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
   }
   const system = new System(services)
   if (config.metrics !== 'off') metrics = new ServerMetrics(system, () => pool?.stats())
+  if (metrics) protocols.traffic.onLatency = metrics.observeAdapter
   /** Stops the system, the listeners and the workers; `at` hears what it waits for next. */
   const shutdown = async (at: (stage: string | undefined) => void = () => {}): Promise<void> => {
     at('the simulation to stop (a system step or an instance loop under way)')

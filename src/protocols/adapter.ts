@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { z } from 'zod'
 import type { ValidationError } from '../errors.js'
+import type { AdapterTrace } from './trace.js'
 
 /**
  * The one interface every protocol adapter implements, and the shape of a protocol kind in the
@@ -131,6 +132,8 @@ export interface AdapterCreateOptions<Settings, Context> {
   context: Context
   /** The instance and model the adapter serves. */
   subject?: AdapterSubject
+  /** The adapter's traffic trace (trace.ts): an adapter that knows its exchanges records each there. */
+  trace?: AdapterTrace
 }
 
 /** What a kind's shared context must offer: closing it when the server stops. */

@@ -5,6 +5,7 @@ import { modbusSlaveKind } from './modbus/kind.js'
 import { mqttKind } from './mqtt/kind.js'
 import { ocppKind } from './ocpp/kind.js'
 import { opcuaServerKind } from './opcua/kind.js'
+import { TrafficJournal } from './trace.js'
 
 export type {
   AdapterCreateOptions,
@@ -69,6 +70,8 @@ export class ProtocolContexts {
   readonly #contexts = new Map<string, ProtocolContext>()
   /** The listeners already logged (see `announceListeners`), by kind, transport, host and port. */
   readonly #announced = new Set<string>()
+  /** The `protocol.write` events of every adapter, for the event stream (trace.ts). */
+  readonly traffic = new TrafficJournal()
 
   constructor(opts: { logger: Logger; security?: ProtocolSecurity }) {
     this.#logger = opts.logger

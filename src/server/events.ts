@@ -14,6 +14,7 @@ import { nameProblem } from '../definition/names.js'
 import { typed, typedJson } from '../values/encode.js'
 import { ValidationError, type ErrorDetail } from '../errors.js'
 import { LOG_LEVELS, type LogEntry, type LogLevelName } from '../logs/index.js'
+import type { ProtocolWriteEvent } from '../protocols/trace.js'
 import type { Instance } from '../system/instance.js'
 import type { System } from '../system/system.js'
 import { API_VERSION, SERVER_VERSION } from '../version.js'
@@ -109,6 +110,8 @@ interface Stream {
   logLevel: LogLevelName | null
   /** Sequence number of the last log record this stream has looked at. */
   logSeq: number
+  /** Sequence number of the last `protocol.write` event this stream has looked at (docs/traces.md). */
+  writeSeq: number
 }
 
 /**
@@ -174,7 +177,9 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
       if (frame) send(stream, `event: frame\ndata: ${typedJson(frame)}\n\n`)
       const lines = stream.logLevel ? newLogLines(system, stream) : []
       if (lines.length) send(stream, lines.map((entry) => `event: log\ndata: ${JSON.stringify(entry)}\n\n`).join(''))
-      if (!frame && !lines.length && Date.now() - stream.lastWrite >= keepaliveMs) send(stream, ': keep-alive\n\n')
+      const writes = newWrites(system, stream)
+      if (writes.length) send(stream, writes.map((event) => `event: protocol.write\ndata: ${typedJson(event)}\n\n`).join(''))
+      if (!frame && !lines.length && !writes.length && Date.now() - stream.lastWrite >= keepaliveMs) send(stream, ': keep-alive\n\n')
     } catch (err) {
       app.log.warn({ err }, 'event stream sample failed')
     }
@@ -205,6 +210,7 @@ export function registerEvents(app: FastifyInstance, system: System, opts: Event
       logLevel,
       // Live lines only: what was logged before the stream opened is in the logs nodes.
       logSeq: system.services.logs.lastSeq,
+      writeSeq: system.services.protocols.traffic.lastSeq,
     }
     streams.add(stream)
     res.on('close', () => close(stream))
@@ -233,6 +239,16 @@ function newLogLines(system: System, stream: Stream): LogEntry[] {
   const filter = stream.filter
   if (filter) lines = lines.filter((entry) => entry.instance !== undefined && filter.has(entry.instance))
   return lines.length > MAX_LOG_EVENTS_PER_TICK ? lines.slice(-MAX_LOG_EVENTS_PER_TICK) : lines
+}
+
+/** The `protocol.write` events a stream has not sent yet, of its instances; moves its mark on. */
+function newWrites(system: System, stream: Stream): ProtocolWriteEvent[] {
+  const journal = system.services.protocols.traffic
+  if (journal.lastSeq === stream.writeSeq) return []
+  const events = journal.after(stream.writeSeq, MAX_LOG_EVENTS_PER_TICK)
+  stream.writeSeq = journal.lastSeq
+  const filter = stream.filter
+  return filter ? events.filter((event) => filter.has(event.instance)) : events
 }
 
 function parseQuery(query: Record<string, unknown>): { hz: number; filter: Set<string> | null; logLevel: LogLevelName | null } {

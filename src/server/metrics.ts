@@ -34,6 +34,7 @@ export class ServerMetrics {
   readonly #http: Counter<'route' | 'method' | 'status'>
   readonly #httpSeconds: Histogram<'route' | 'method'>
   readonly #stepSeconds: Histogram
+  readonly #adapterSeconds: Histogram<'instance' | 'adapter' | 'kind'>
 
   constructor(system: System, pool: () => PoolCounts | undefined) {
     const registers = [this.registry]
@@ -57,6 +58,13 @@ export class ServerMetrics {
       name: 'mimic_step_duration_seconds',
       help: 'Duration of a system step (of one message of steps, when a run sends several to the Python workers at once)',
       buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers,
+    })
+    this.#adapterSeconds = new Histogram({
+      name: 'mimic_adapter_request_duration_seconds',
+      help: 'Time a protocol adapter took to answer a request, from its traffic trace (docs/traces.md), by instance, adapter and kind',
+      labelNames: ['instance', 'adapter', 'kind'],
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
       registers,
     })
     new Counter({
@@ -138,6 +146,11 @@ export class ServerMetrics {
   readonly observeHttp = (route: string, method: string, status: number, seconds: number): void => {
     this.#http.inc({ route, method, status: String(status) })
     this.#httpSeconds.observe({ route, method }, seconds)
+  }
+
+  /** Times one answer of a protocol adapter (given to the protocols' traffic journal, src/protocols/trace.ts). */
+  readonly observeAdapter = (labels: { instance: string; adapter: string; kind: string }, seconds: number): void => {
+    this.#adapterSeconds.observe(labels, seconds)
   }
 
   /** Times one system step (given to the system's engine). */

@@ -5,6 +5,7 @@ import { isRecord } from '../definition/is-record.js'
 import { substituteParameters } from '../definition/parameters.js'
 import { LIFECYCLE_METHODS } from '../definition/model-schema.js'
 import { protocolKind, type ProtocolAdapter, type ProtocolKind } from '../protocols/index.js'
+import { AdapterTrace, traceSizeProblem } from '../protocols/trace.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import type { Instance } from './instance.js'
 import type { Model } from './models.js'
@@ -190,6 +191,8 @@ export class AdapterNode extends Component {
   readonly type: string
   readonly adapter: ProtocolAdapter
   readonly kind: ProtocolKind
+  /** What its clients asked and got (docs/traces.md): `tail`, `trace_size`. */
+  readonly trace: AdapterTrace
 
   readonly #protocols: SystemServices['protocols']
 
@@ -199,7 +202,9 @@ export class AdapterNode extends Component {
     this.#protocols = opts.services.protocols
     this.kind = kind
     this.type = kind.nodeType
+    const trace = (this.trace = new AdapterTrace({ instance: instance.name, adapter: opts.name, kind: kind.name, journal: opts.services.protocols.traffic }))
     this.adapter = kind.create({
+      trace,
       settings: opts.settings,
       context: opts.services.protocols.get(kind),
       // Tagged with the instance, so its records show in the instance's logs and filters.
@@ -222,7 +227,13 @@ export class AdapterNode extends Component {
         write: (attr, value) => {
           const target = instance.attributes.get(attr)
           if (!target) throw new NotFoundError(`Attribute '${attr}' not found`)
-          return target.setInternal(value)
+          const result = target.setInternal(value)
+          // Traced once taken: a value the attribute refuses is no write.
+          result.then(
+            () => trace.attributeWritten(attr, value),
+            () => {},
+          )
+          return result
         },
         writable: (attr) => instance.attributes.get(attr)?.writable ?? false,
         valueProblem: (attr, value) => {
@@ -247,16 +258,18 @@ export class AdapterNode extends Component {
   }
 
   override properties(): Record<string, unknown> {
-    return this.adapter.settings()
+    return { ...this.adapter.settings(), trace_size: this.trace.size, traced: this.trace.recorded }
   }
 
-  /** A settable setting is checked by the adapter; the others are read-only. */
+  /** A settable setting is checked by the adapter; `trace_size` by the trace; the others are read-only. */
   override propertyProblem(name: string, value: unknown): string | null {
+    if (name === TRACE_SIZE) return traceSizeProblem(value)
     return this.adapter.settable.includes(name) ? (this.adapter.refusal(name, value)?.message ?? null) : super.propertyProblem(name, value)
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {
-    if (this.adapter.settable.includes(name)) this.adapter.set(name, value)
+    if (name === TRACE_SIZE) this.trace.size = value as number
+    else if (this.adapter.settable.includes(name)) this.adapter.set(name, value)
     else await super.setProperty(name, value)
   }
 
@@ -270,9 +283,14 @@ export class AdapterNode extends Component {
       stop: noArguments(async () => (await this.adapter.stop(), true)),
       detach: noArguments(() => (this.adapter.detach(), true)),
       attach: noArguments(() => (this.adapter.attach(), true)),
+      tail: (call) => this.trace.tail(call),
+      clear_trace: noArguments(() => ({ cleared: this.trace.clear() })),
     }
   }
 }
+
+/** The adapter property that sizes its trace ring (docs/traces.md). */
+const TRACE_SIZE = 'trace_size'
 
 /**
  * What the reference product's adapters of protocols Mimic does not serve answer to an

@@ -14,12 +14,26 @@ interface AdapterDocument {
   unit_id?: number
   transport?: string
   recent?: Array<{ at: string; client: string; command: string; reply: string | null }>
+  /** Entries the adapter's traffic trace keeps (docs/traces.md); its `tail` is shown when there is no `recent`. */
+  trace_size?: number
   /** Every property, objects included: a Modbus adapter's `faults` and `counters` are only here (docs/modbus-faults.md). */
   attr?: Record<string, { value?: unknown }>
 }
 
 /** Stream entries shown in their own places rather than as protocol counters. */
 const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport', 'active_faults', 'faults_version'])
+/** One entry of an adapter's traffic trace, as `tail` gives it (docs/traces.md). */
+interface TraceEntry {
+  seq: number
+  time: string
+  operation: string
+  latency?: number
+  error?: string
+  attributes?: Record<string, unknown>
+  [field: string]: unknown
+}
+/** Trace entries the panel shows. */
+const TRACE_ROWS = 15
 /** The latest exchanges are fetched at most this often while requests come in. */
 const RECENT_REFRESH_MS = 1000
 
@@ -53,6 +67,8 @@ export class AdapterPanel {
   #faults: FaultsPanel | null = null
   #lastStats: Record<string, string | number | boolean | null> = {}
   #hasRecent = false
+  /** Shows the traffic trace's newest entries (`tail`) in the place of `recent`. */
+  #hasTrace = false
   #lastRequests = -1
   #recentTimer: ReturnType<typeof setTimeout> | null = null
   #lastRecentFetch = 0
@@ -135,6 +151,11 @@ export class AdapterPanel {
           this.#hasRecent = true
           this.#recent.hidden = false
           this.#showRecent(doc.recent)
+        } else if (typeof doc.trace_size === 'number' && doc.trace_size > 0) {
+          this.#hasTrace = true
+          this.#recent.hidden = false
+          this.#showTrace([])
+          this.#scheduleRecent()
         }
       },
       (err: unknown) => notices.error(err, `Reading ${instance}.${adapter.name} failed`),
@@ -167,7 +188,7 @@ export class AdapterPanel {
       }
       setText(cell, String(value))
     }
-    if (this.#hasRecent && adapter.requests !== this.#lastRequests) {
+    if ((this.#hasRecent || this.#hasTrace) && adapter.requests !== this.#lastRequests) {
       this.#lastRequests = adapter.requests
       this.#scheduleRecent()
     }
@@ -179,6 +200,16 @@ export class AdapterPanel {
     const wait = Math.max(0, this.#lastRecentFetch + RECENT_REFRESH_MS - Date.now())
     this.#recentTimer = setTimeout(() => {
       this.#lastRecentFetch = Date.now()
+      if (this.#hasTrace) {
+        void this.#api.call<TraceEntry[]>(this.#path, 'tail', { limit: TRACE_ROWS }).then(
+          (entries) => {
+            this.#recentTimer = null
+            this.#showTrace(entries)
+          },
+          () => (this.#recentTimer = null),
+        )
+        return
+      }
       void this.#api.get<AdapterDocument>(this.#path).then(
         (doc) => {
           this.#recentTimer = null
@@ -187,6 +218,32 @@ export class AdapterPanel {
         () => (this.#recentTimer = null),
       )
     }, wait)
+  }
+
+  /** The trace's newest entries, newest first: time, operation, and what else the protocol gave (Modbus function, address, values). */
+  #showTrace(entries: TraceEntry[]): void {
+    const rows = [...entries].reverse().map((e) => {
+      const { seq: _seq, time, operation, latency, error, attributes, ...rest } = e
+      const detail = Object.entries(rest)
+        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+        .join(' ')
+      return h(
+        'tr',
+        {},
+        h('td', { class: 'muted small' }, time.slice(11, 23)),
+        h('td', {}, operation),
+        h('td', {}, h('code', {}, detail), attributes ? h('div', { class: 'muted small' }, `set ${JSON.stringify(attributes)}`) : ''),
+        h('td', { class: error ? 'warn' : 'muted small' }, error ?? (typeof latency === 'number' ? `${(latency * 1000).toFixed(2)} ms` : '')),
+      )
+    })
+    this.#recent.replaceChildren(
+      h(
+        'table',
+        { class: 'table', 'data-trace': '' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Time'), h('th', {}, 'Operation'), h('th', {}, 'Request'), h('th', {}, 'Answer'))),
+        h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'No traffic yet.'))),
+      ),
+    )
   }
 
   #showRecent(recent: NonNullable<AdapterDocument['recent']>): void {

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import { AdapterLifecycle, readOnly, secondsProblem, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { ValidationError } from '../../errors.js'
@@ -26,6 +27,8 @@ import type { ModbusHub, ModbusRegistration } from './hub.js'
 import { RegisterMap } from './register-map.js'
 import type { CompiledEntry, GroupTable } from './register-map.js'
 import type { ModbusSlaveDefinition } from './schema.js'
+import type { AdapterTrace } from '../trace.js'
+import { traceModbus } from './trace.js'
 
 /**
  * The `modbus_slave` adapter of one instance: serves the instance's attributes as a Modbus unit on
@@ -54,6 +57,8 @@ export interface ModbusSlaveAdapterOptions {
   logger: Logger
   /** Shown in log lines, e.g. 'sensor.modbus_slave'. */
   name?: string
+  /** Where each exchange is recorded (docs/traces.md). */
+  trace?: AdapterTrace | undefined
 }
 
 /** Lifecycle state of an adapter. */
@@ -161,9 +166,11 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #faultsVersion = 0
   /** One counter per fault of the registry (faults/index.ts). */
   #faultCounts: ModbusFaultCounters = emptyFaultCounters()
+  readonly #trace: AdapterTrace | undefined
 
   constructor(options: ModbusSlaveAdapterOptions) {
     this.#hub = options.hub
+    this.#trace = options.trace
     this.#accessor = options.accessor
     this.name = options.name ?? 'modbus_slave'
     this.#logger = options.logger.child({ adapter: this.name })
@@ -365,6 +372,15 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   #handle(frame: Buffer, offset: number, length: number, out: Buffer, at: number): UnitAnswer {
     this.#requests++
     if (this.#life.detached) return 0
+    const trace = this.#trace
+    if (trace?.on === true) {
+      const started = performance.now()
+      return traceModbus(trace, this.#definition.unit_id, frame, offset, length, out, at, this.#serve(frame, offset, length, out, at), started)
+    }
+    return this.#serve(frame, offset, length, out, at)
+  }
+
+  #serve(frame: Buffer, offset: number, length: number, out: Buffer, at: number): UnitAnswer {
     if (this.#faults !== null) return this.#faulty(this.#faults, frame, offset, length, out, at)
     return this.#answer(frame, offset, length, out, at)
   }

@@ -18,5 +18,6 @@ export const modbusSlaveKind: ProtocolKind<ModbusSlaveDefinition, ModbusHub> = {
   schema: modbusSlaveSchema,
   createContext: ({ logger, portHolder }) => new ModbusHub({ logger, portHolder }),
   valueProblem: checkMappedValue,
-  create: ({ settings, accessor, logger, name, context }) => new ModbusSlaveAdapter({ hub: context, definition: settings, accessor, logger, name }),
+  create: ({ settings, accessor, logger, name, context, trace }) =>
+    new ModbusSlaveAdapter({ hub: context, definition: settings, accessor, logger, name, trace }),
 }
