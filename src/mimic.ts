@@ -11,9 +11,8 @@ import { registerDashboard } from './server/dashboard.js'
 import { registerEvents } from './server/events.js'
 import { registerMcp } from './server/mcp-route.js'
 import { registerMetrics, ServerMetrics } from './server/metrics.js'
-import { S3SnapshotStore, SnapshotStore, type SnapshotBackend } from './snapshots/index.js'
+import { SnapshotStore, type SnapshotBackend } from './snapshots/index.js'
 import type { ShardLink } from './system/cross-shard.js'
-import { connectNats } from './system/nats-link.js'
 import type { SystemServices } from './system/services.js'
 import { System } from './system/system.js'
 import { SERVER_VERSION } from './version.js'
@@ -109,23 +108,9 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     security: { productKey: config.productKey, mqttUsersFile: config.mqttUsers, pkiRoot: config.pkiDir },
   })
   protocols.checkSecurity()
-  const snapshots: SnapshotBackend =
-    config.snapshotsStore === undefined
-      ? new SnapshotStore({
-          dir: config.snapshotsDir,
-          mode: config.snapshotsMode,
-          serverVersion: SERVER_VERSION,
-          logger: logger.child({ component: 'snapshots' }),
-          memoryRetention: config.snapshotsRetention,
-        })
-      : await S3SnapshotStore.open({
-          url: config.snapshotsStore,
-          serverVersion: SERVER_VERSION,
-          forcePathStyle: config.s3ForcePathStyle,
-          // Each shard of a fleet (`--shard I/N`) saves its own object of a snapshot and has its own fence.
-          shard: config.shard,
-          logger: logger.child({ component: 'snapshots' }),
-        })
+  const snapshots = await openSnapshotStore(config, logger.child({ component: 'snapshots' }))
+  // The object store holds a client of its own to close; the directory and memory stores do not.
+  const closeStore = (): void => (snapshots as SnapshotBackend & { close?: () => void }).close?.()
   // Connections across shards: only a shard has any, so only a shard connects (docs/scale-out.md).
   let link: ShardLink | undefined
   if (config.nats !== undefined && config.shard === undefined)
@@ -134,8 +119,10 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
       '--nats (MIMIC_NATS) carries values between shards: without --shard there is nothing to carry, and no connection is made',
     )
   else if (config.nats !== undefined) {
+    // The NATS client is loaded only by a shard that uses it.
+    const { connectNats } = await import('./system/nats-link.js')
     link = await connectNats(config.nats, logger.child({ component: 'nats' })).catch((err: unknown) => {
-      if (snapshots instanceof S3SnapshotStore) snapshots.close()
+      closeStore()
       throw new ConfigError(`Cannot connect to the NATS server at ${config.nats} (--nats, MIMIC_NATS): ${(err as Error).message}`)
     })
     logger.info({ nats: config.nats, prefix: config.natsPrefix }, `connections across shards go over NATS at ${config.nats}`)
@@ -170,7 +157,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     await system.crossShard?.close().catch(() => {})
     at('the Python workers to stop')
     await pool?.close().catch(() => {})
-    if (snapshots instanceof S3SnapshotStore) snapshots.close()
+    closeStore()
     at(undefined)
   }
 
@@ -326,4 +313,28 @@ async function startLoaded(system: System, logger: Logger): Promise<void> {
     const details = err instanceof MimicError ? err.details : []
     logger.error({ err: (err as Error).message, details }, 'the system did not start completely: see the instances named')
   }
+}
+
+/**
+ * The store `--snapshots-store` names (an S3 bucket), or the snapshots directory (or memory). The
+ * AWS SDK is loaded only for the object store: it takes a noticeable part of a start otherwise.
+ */
+async function openSnapshotStore(config: Config, logger: Logger): Promise<SnapshotBackend> {
+  if (config.snapshotsStore === undefined)
+    return new SnapshotStore({
+      dir: config.snapshotsDir,
+      mode: config.snapshotsMode,
+      serverVersion: SERVER_VERSION,
+      logger,
+      memoryRetention: config.snapshotsRetention,
+    })
+  const { S3SnapshotStore } = await import('./snapshots/s3-store.js')
+  return await S3SnapshotStore.open({
+    url: config.snapshotsStore,
+    serverVersion: SERVER_VERSION,
+    forcePathStyle: config.s3ForcePathStyle,
+    // Each shard of a fleet (`--shard I/N`) saves its own object of a snapshot and has its own fence.
+    shard: config.shard,
+    logger,
+  })
 }

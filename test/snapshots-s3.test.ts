@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test'
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import S3rver from 's3rver'
 import type { MimicError } from '../src/errors.js'
-import { S3SnapshotStore, type S3StoreOptions, type StoreEntry } from '../src/snapshots/index.js'
+import { S3SnapshotStore, type S3StoreOptions, type StoreEntry } from '../src/snapshots/s3-store.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'

@@ -1,8 +1,8 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { connect } from '../client/index.js'
 import { BadRequestError, UnauthorizedError } from '../errors.js'
-import { createMcpServer } from '../mcp/index.js'
+import type { createMcpServer } from '../mcp/index.js'
 import { bearerCheck } from './auth.js'
 
 /** Options of the `/mcp` endpoint. */
@@ -38,6 +38,7 @@ export function registerMcp(app: FastifyInstance, options: McpRouteOptions): voi
       return
     }
     if (req.body === undefined) throw new BadRequestError('POST /mcp needs a JSON-RPC message as its body')
+    const { StreamableHTTPServerTransport, createMcpServer } = await loadMcp()
     const server = createMcpServer({ client, allowWrite: options.allowWrite })
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     reply.hijack()
@@ -49,6 +50,19 @@ export function registerMcp(app: FastifyInstance, options: McpRouteOptions): voi
     await transport.handleRequest(req.raw, reply.raw, req.body)
   }
   app.route({ method: ['GET', 'POST', 'DELETE'], url: '/mcp', handler: handle })
+}
+
+/**
+ * The MCP SDK and the tools, loaded on the first request to `/mcp`: most servers never get one,
+ * and loading them takes a noticeable part of a start.
+ */
+let mcpModules: Promise<{ StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport; createMcpServer: typeof createMcpServer }> | undefined
+function loadMcp(): NonNullable<typeof mcpModules> {
+  mcpModules ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../mcp/index.js')]).then(([sdk, mcp]) => ({
+    StreamableHTTPServerTransport: sdk.StreamableHTTPServerTransport,
+    createMcpServer: mcp.createMcpServer,
+  }))
+  return mcpModules
 }
 
 /** A `fetch` that hands each request to the app in-process, for the client the tools use. */

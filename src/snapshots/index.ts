@@ -25,5 +25,6 @@ export type {
   SnapshotSelector,
   SnapshotStoreOptions,
 } from './types.js'
-export { S3SnapshotStore, parseStoreUrl } from './s3-store.js'
+// The object store (s3-store.ts) is not re-exported: it loads the AWS SDK, which only a server
+// started with --snapshots-store needs (src/mimic.ts imports it then).
 export type { S3StoreOptions, StoreEntry } from './s3-store.js'
