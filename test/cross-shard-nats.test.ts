@@ -164,6 +164,28 @@ describe('connections across shards over NATS (--nats)', { skip: missing ? `${NA
     assert.equal(await value(b, DST, 'fixed_in'), 7)
   })
 
+  it('a NATS server lost while running: both shards keep stepping and say so, and values flow again once it is back', async () => {
+    const stopped = new Promise((resolve) => nats.child.once('exit', resolve))
+    nats.child.kill()
+    await stopped
+    await run(a, 2)
+    await run(b, 1)
+    const lost = (t: TestServer): boolean => t.logs.some((r) => String(r.msg).startsWith('lost the connection to the NATS server'))
+    await eventually(() => lost(a) && lost(b), 10_000)
+    // Back on the same address: the shards reconnect by themselves, and the owner's values (the
+    // ones changed while it was away included) reach the target shard again.
+    nats = { ...nats, child: spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', String(nats.port)], { stdio: 'ignore' }) }
+    await eventually(
+      async () => {
+        await run(a, 1)
+        await run(b, 1)
+        return (await value(b, DST, 'level_in')) === (await value(a, SRC, 'level'))
+      },
+      20_000,
+      200,
+    )
+  })
+
   it('an unreachable NATS server fails the start naming its URL', async () => {
     const url = `nats://127.0.0.1:${await freePort()}`
     await assert.rejects(startTestServer({ config: { system: file, shard: '1/2', nats: url } }), (err: Error) => err.message.includes(url))
