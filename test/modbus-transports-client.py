@@ -1,16 +1,17 @@
-"""Runs Modbus operations with pymodbus (Debian's python3-pymodbus) over udp or RTU-over-TCP.
+"""Runs Modbus operations with pymodbus (Debian's python3-pymodbus) over udp, RTU-over-TCP or serial.
 
-Usage: /usr/bin/python3 modbus-transports-client.py TRANSPORT PORT < operations.json
+Usage: /usr/bin/python3 modbus-transports-client.py TRANSPORT PORT [BAUDRATE PARITY] < operations.json
 
-TRANSPORT is udp (ModbusUdpClient, MBAP frames) or rtu_over_tcp (ModbusTcpClient with the RTU
-framer). Each operation is {"op": "read" | "read_float" | "write" | "broadcast", "address",
+TRANSPORT is udp (ModbusUdpClient, MBAP frames), rtu_over_tcp (ModbusTcpClient with the RTU
+framer) or serial (ModbusSerialClient, RTU; PORT is then the device, e.g. /dev/pts/3, with the
+baud rate and parity N, E or O). Each operation is {"op": "read" | "read_float" | "write" | "broadcast", "address",
 "count", "values", "value", "unit"}; the output is one JSON list, one result per operation:
 {"registers": [...]}, {"value": x}, {"ok": true}, {"exception": code} or {"error": "..."}.
 """
 import json
 import sys
 
-from pymodbus.client import ModbusTcpClient, ModbusUdpClient
+from pymodbus.client import ModbusSerialClient, ModbusTcpClient, ModbusUdpClient
 from pymodbus.constants import Endian
 from pymodbus.payload import BinaryPayloadBuilder, BinaryPayloadDecoder
 
@@ -24,6 +25,9 @@ except ImportError:  # pymodbus >= 3.1
 
 def client(transport, port, broadcast=False):
     options = {"timeout": 1, "retries": 0, "broadcast_enable": broadcast}
+    if transport == "serial":
+        baudrate, parity = int(sys.argv[3]), sys.argv[4]
+        return ModbusSerialClient(port, framer=RtuFramer, baudrate=baudrate, parity=parity, bytesize=8, stopbits=1, **options)
     if transport == "udp":
         return ModbusUdpClient("127.0.0.1", port=port, **options)
     return ModbusTcpClient("127.0.0.1", port=port, framer=RtuFramer, **options)
@@ -62,7 +66,8 @@ def run(c, op):
 
 
 def main():
-    transport, port = sys.argv[1], int(sys.argv[2])
+    transport = sys.argv[1]
+    port = sys.argv[2] if transport == "serial" else int(sys.argv[2])
     operations = json.load(sys.stdin)
     out = []
     for op in operations:

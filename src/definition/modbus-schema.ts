@@ -2,6 +2,7 @@ import { issueMessage } from './zod-issue.js'
 import { z } from 'zod'
 import { ValidationError, summarize } from '../errors.js'
 import type { ErrorDetail } from '../errors.js'
+import { serialDeviceIssue, serialSettingsShape } from './serial-schema.js'
 
 /**
  * The `modbus_slave` adapter definition: what a model declares under `communication` to publish
@@ -18,7 +19,7 @@ import type { ErrorDetail } from '../errors.js'
  */
 
 /** How a `modbus_slave` carries requests. @example MODBUS_TRANSPORTS.includes('udp') */
-export const MODBUS_TRANSPORTS = ['tcp', 'udp', 'rtu_over_tcp'] as const
+export const MODBUS_TRANSPORTS = ['tcp', 'udp', 'rtu_over_tcp', 'serial'] as const
 
 /** Register groups: holding registers, input registers, coils, discrete inputs. @example MODBUS_GROUPS.includes('h_r') */
 export const MODBUS_GROUPS = ['h_r', 'i_r', 'c_o', 'd_i'] as const
@@ -141,9 +142,11 @@ export const modbusSlaveSchema = z
     host: z.string().min(1).max(253).default('127.0.0.1'),
     /**
      * How requests travel: `tcp` (Modbus TCP, MBAP frames), `udp` (one MBAP frame per datagram) or
-     * `rtu_over_tcp` (RTU frames with CRC over a TCP stream). See docs/protocols.md.
+     * `rtu_over_tcp` (RTU frames with CRC over a TCP stream), or `serial` (RTU on the serial line
+     * `device`, with `baudrate`, `parity`, `stopbits` and `bytesize`). See docs/modbus-transports.md.
      */
     transport: z.enum(MODBUS_TRANSPORTS).default('tcp'),
+    ...serialSettingsShape,
     /** Omitted: the first port >= 5020 that is free on the host. 0 lets the OS choose. */
     port: z.number().int().min(0).max(65535).optional(),
     unit_id: z.number().int().min(0).max(255).default(1),
@@ -178,6 +181,11 @@ export const modbusSlaveSchema = z
     mapping: z.record(z.string().regex(ATTRIBUTE_NAME, 'an attribute name must match [A-Za-z_][A-Za-z0-9_-]*'), mappingEntrySchema),
   })
   .superRefine((definition, ctx) => {
+    const serial = serialDeviceIssue(definition)
+    if (serial !== null) ctx.addIssue({ code: 'custom', ...serial })
+    if (definition.transport === 'serial' && definition.port !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['port'], message: 'port applies to tcp, udp and rtu_over_tcp; a serial line has a device' })
+    }
     for (const problem of overlaps(definition.mapping)) {
       ctx.addIssue({ code: 'custom', path: ['mapping', problem.attribute, 'address'], message: problem.message })
     }

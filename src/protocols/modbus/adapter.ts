@@ -27,6 +27,8 @@ import type { ModbusHub, ModbusRegistration } from './hub.js'
 import { RegisterMap } from './register-map.js'
 import type { CompiledEntry, GroupTable } from './register-map.js'
 import type { ModbusSlaveDefinition } from './schema.js'
+import { serialSettingsOf } from '../serial/port.js'
+import type { SerialSettings } from '../serial/port.js'
 import type { AdapterTrace } from '../trace.js'
 import { traceModbus } from './trace.js'
 
@@ -61,6 +63,12 @@ export interface ModbusSlaveAdapterOptions {
   trace?: AdapterTrace | undefined
 }
 
+/** The serial line of a `transport: serial` unit, as its node shows it. */
+export interface ModbusSerialInfo extends SerialSettings {
+  /** Set while the line failed (the device went away) and is being reopened: what went wrong, naming the device. */
+  line_error?: string
+}
+
 /** Lifecycle state of an adapter. */
 export type ModbusSlaveState = 'STOPPED' | 'RUNNING' | 'DETACHED'
 
@@ -68,8 +76,10 @@ export type ModbusSlaveState = 'STOPPED' | 'RUNNING' | 'DETACHED'
 export interface ModbusSlaveInfo {
   host: string
   transport: ModbusSlaveDefinition['transport']
-  /** Effective port; the configured one (or null) while stopped. */
+  /** Effective port; the configured one (or null) while stopped; null for a serial line. */
   port: number | null
+  /** Transport serial only: the line's settings, and `line_error` while a line that failed is being reopened. */
+  serial?: ModbusSerialInfo
   unit_id: number
   state: ModbusSlaveState
   response_delay: number
@@ -99,8 +109,8 @@ export interface ModbusSlaveCounters {
   /** New connections refused at max_connections, every open one waiting for an answer. */
   refusals: number
   /**
-   * rtu_over_tcp only (absent otherwise): frames dropped because their CRC did not match. Every
-   * unit of the listener counts each, as every device of a serial line sees it.
+   * rtu_over_tcp and serial only (absent otherwise): frames dropped because their CRC did not
+   * match. Every unit of the listener or line counts each, as every device of a serial line sees it.
    */
   crc_errors?: number
 }
@@ -207,8 +217,10 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
   start(): Promise<void> {
     return this.#life.start(async () => {
       const d = this.#definition
-      const registration = await this.#hub.register({ host: d.host, transport: d.transport, port: d.port, unitId: d.unit_id, unit: this.#unit })
-      this.#logger.info({ host: registration.host, port: registration.port, transport: d.transport, unit_id: d.unit_id }, 'modbus unit started')
+      const serial = d.transport === 'serial' ? serialSettingsOf(d) : undefined
+      const registration = await this.#hub.register({ host: d.host, transport: d.transport, port: d.port, serial, unitId: d.unit_id, unit: this.#unit })
+      const where = serial !== undefined ? { device: serial.device, baudrate: serial.baudrate } : { host: registration.host, port: registration.port }
+      this.#logger.info({ ...where, transport: d.transport, unit_id: d.unit_id }, 'modbus unit started')
       return registration
     })
   }
@@ -239,11 +251,12 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    */
   info(): ModbusSlaveInfo {
     const d = this.#definition
-    const crc = d.transport === 'rtu_over_tcp' ? { crc_errors: this.#crcErrors } : {}
+    const crc = d.transport === 'rtu_over_tcp' || d.transport === 'serial' ? { crc_errors: this.#crcErrors } : {}
     return {
       host: d.host,
       transport: d.transport,
-      port: this.#life.resource?.port ?? d.port ?? null,
+      port: d.transport === 'serial' ? null : (this.#life.resource?.port ?? d.port ?? null),
+      ...(d.transport === 'serial' ? { serial: this.#serialInfo() } : {}),
       unit_id: d.unit_id,
       state: this.state,
       response_delay: d.response_delay,
@@ -254,6 +267,13 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
       mapping: structuredClone(d.mapping),
       counters: { requests: this.#requests, errors: this.#errors, ...this.#closes, ...crc, ...this.#faultCounts },
     }
+  }
+
+  /** The line of a serial unit as the node shows it, with what is wrong with it while it is being reopened. */
+  #serialInfo(): ModbusSerialInfo {
+    const registration = this.#life.resource
+    const problem = registration !== null ? this.#hub.lineProblem(registration) : null
+    return { ...serialSettingsOf(this.#definition), ...(problem !== null ? { line_error: problem } : {}) }
   }
 
   /**
@@ -274,8 +294,21 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
 
   /** What the adapter node shows (see ProtocolAdapter.settings). */
   settings(): Record<string, unknown> {
-    const { host, transport, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters } = this.info()
-    return { host, transport, port, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters }
+    const { host, transport, port, serial, unit_id, response_delay, idle_timeout, frame_timeout, max_connections, faults, mapping, counters } = this.info()
+    return {
+      host,
+      transport,
+      port,
+      ...(serial !== undefined ? { serial } : {}),
+      unit_id,
+      response_delay,
+      idle_timeout,
+      frame_timeout,
+      max_connections,
+      faults,
+      mapping,
+      counters,
+    }
   }
 
   /**

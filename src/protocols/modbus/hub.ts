@@ -5,6 +5,9 @@ import { listenProblem } from '../adapter-kit.js'
 import type { HeldPort, PortHolder, ProtocolContext } from '../adapter.js'
 import { ModbusListener } from './listener.js'
 import { ModbusUdpListener } from './udp-listener.js'
+import { ModbusSerialListener } from './serial-listener.js'
+import { SerialLineError } from '../serial/port.js'
+import type { SerialSettings } from '../serial/port.js'
 import type { ModbusUnit } from './connection.js'
 import type { ConnectionRules } from './connection-rules.js'
 
@@ -16,7 +19,8 @@ import type { ConnectionRules } from './connection-rules.js'
  *
  * A listener has one transport: `tcp` (MBAP frames) and `rtu_over_tcp` (RTU frames) listen on TCP
  * and cannot share a port with each other; `udp` listens on a UDP socket, so a udp and a tcp
- * listener of the same port number are different listeners.
+ * listener of the same port number are different listeners. A `serial` listener is a serial line,
+ * keyed by its device: the units on it (multi-drop) must give it the same settings.
  *
  * @example
  * const hub = new ModbusHub({ logger })
@@ -35,18 +39,20 @@ export interface ModbusHubOptions {
 }
 
 /** How a listener frames requests: see the module comment. */
-export type ModbusTransport = 'tcp' | 'udp' | 'rtu_over_tcp'
+export type ModbusTransport = 'tcp' | 'udp' | 'rtu_over_tcp' | 'serial'
 
-/** A listener of either kind, as the hub uses it. */
-type AnyListener = ModbusListener | ModbusUdpListener
+/** A listener of any kind, as the hub uses it. */
+type AnyListener = ModbusListener | ModbusUdpListener | ModbusSerialListener
 
 /** What to register. */
 export interface ModbusRegisterOptions {
   host: string
   /** Default 'tcp'. */
   transport?: ModbusTransport
-  /** Omitted: the first free port >= firstAutoPort. 0: a port the operating system chooses. */
+  /** Omitted: the first free port >= firstAutoPort. 0: a port the operating system chooses. Not for serial. */
   port?: number
+  /** The line, for transport serial (required there). */
+  serial?: SerialSettings
   unitId: number
   unit: ModbusUnit
 }
@@ -55,7 +61,10 @@ export interface ModbusRegisterOptions {
 export interface ModbusRegistration {
   readonly host: string
   readonly transport: ModbusTransport
+  /** 0 for a serial line. */
   readonly port: number
+  /** The serial device, for transport serial. */
+  readonly device?: string
   readonly unitId: number
   readonly unit: ModbusUnit
 }
@@ -65,6 +74,8 @@ export interface ModbusListenerInfo {
   host: string
   transport: ModbusTransport
   port: number
+  /** The serial device, for transport serial (host is '' and port 0 there). */
+  device?: string
   unitIds: number[]
   connections: number
   /** The rules the listener applies: the strictest of its units'. */
@@ -99,12 +110,19 @@ export class ModbusHub implements ProtocolContext {
   }
 
   heldPorts(): HeldPort[] {
-    return [...this.#listeners.values()].map((l) => ({
-      transport: l.transport === 'udp' ? 'udp' : 'tcp',
-      host: l.host,
-      port: l.port,
-      holder: `the Modbus server of unit${l.unitIds.length === 1 ? '' : 's'} ${l.unitIds.join(', ')}`,
-    }))
+    // A serial line holds a device, not a port.
+    return [...this.#listeners.values()].flatMap((l) =>
+      l.transport === 'serial'
+        ? []
+        : [
+            {
+              transport: l.transport === 'udp' ? 'udp' : 'tcp',
+              host: l.host,
+              port: l.port,
+              holder: `the Modbus server of unit${l.unitIds.length === 1 ? '' : 's'} ${l.unitIds.join(', ')}`,
+            } as HeldPort,
+          ],
+    )
   }
 
   /**
@@ -118,6 +136,7 @@ export class ModbusHub implements ProtocolContext {
     if (!Number.isInteger(unitId) || unitId < 0 || unitId > 255) {
       throw new ValidationError(`unit id ${unitId} is outside 0..255`, [{ path: 'unit_id', message: 'must be an integer in 0..255' }])
     }
+    if (transport === 'serial') return this.#registerSerial(options)
     if (port === undefined) return this.#registerOnFreePort(host, transport, unitId, unit)
     if (port === 0) return this.#registerAnonymous(host, transport, unitId, unit)
     const key = keyOf(transport, host, port)
@@ -152,7 +171,7 @@ export class ModbusHub implements ProtocolContext {
 
   /** Removes a unit; its listener closes (and drops its connections) when it was the last. */
   async unregister(registration: ModbusRegistration): Promise<void> {
-    const key = keyOf(registration.transport, registration.host, registration.port)
+    const key = registrationKey(registration)
     const listener = this.#listeners.get(key)
     if (listener === undefined || !listener.remove(registration.unitId, registration.unit)) return
     if (listener.size > 0) return
@@ -171,8 +190,14 @@ export class ModbusHub implements ProtocolContext {
    * too: a connection belongs to no single unit); returns how many it closed.
    */
   dropConnections(registration: ModbusRegistration): number {
-    const listener = this.#listeners.get(keyOf(registration.transport, registration.host, registration.port))
+    const listener = this.#listeners.get(registrationKey(registration))
     return listener !== undefined && listener.has(registration.unitId) ? listener.dropConnections() : 0
+  }
+
+  /** For a serial registration: what is wrong with its line while it is being reopened, else null. */
+  lineProblem(registration: ModbusRegistration): string | null {
+    const listener = this.#listeners.get(registrationKey(registration))
+    return listener instanceof ModbusSerialListener ? listener.problem : null
   }
 
   /** The open listeners. */
@@ -181,6 +206,7 @@ export class ModbusHub implements ProtocolContext {
       host: l.host,
       transport: l.transport,
       port: l.port,
+      ...(l instanceof ModbusSerialListener ? { device: l.device } : {}),
       unitIds: l.unitIds,
       connections: l.connectionCount,
       rules: l.rules,
@@ -195,7 +221,7 @@ export class ModbusHub implements ProtocolContext {
     await Promise.all(all.map((l) => l.close()))
   }
 
-  async #registerOnFreePort(host: string, transport: ModbusTransport, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
+  async #registerOnFreePort(host: string, transport: Exclude<ModbusTransport, 'serial'>, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
     for (let port = this.#firstAutoPort; port <= 65535; port++) {
       const key = keyOf(transport, host, port)
       if (this.#listeners.has(key) || this.#closing.has(key)) continue
@@ -217,7 +243,7 @@ export class ModbusHub implements ProtocolContext {
     throw new ConflictError(`Cannot open a Modbus listener: ${message}`, [{ path: 'port', message }])
   }
 
-  async #registerAnonymous(host: string, transport: ModbusTransport, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
+  async #registerAnonymous(host: string, transport: Exclude<ModbusTransport, 'serial'>, unitId: number, unit: ModbusUnit): Promise<ModbusRegistration> {
     const listener = this.#newListener(host, 0, transport)
     this.#anonymous.add(listener)
     listener.add(unitId, unit)
@@ -233,10 +259,53 @@ export class ModbusHub implements ProtocolContext {
     return { host, transport, port, unitId, unit }
   }
 
-  #newListener(host: string, port: number, transport: ModbusTransport): AnyListener {
+  /** Joins the line of the device, or opens it; the units of a line share its settings. */
+  async #registerSerial(options: ModbusRegisterOptions): Promise<ModbusRegistration> {
+    const { unitId, unit, serial } = options
+    if (serial === undefined) throw new ValidationError('transport serial needs a device', [{ path: 'device', message: 'transport serial needs a device' }])
+    const key = serialKey(serial.device)
+    const closing = this.#closing.get(key)
+    if (closing !== undefined && !this.#listeners.has(key)) await closing
+    let listener = this.#listeners.get(key)
+    if (listener !== undefined) {
+      const line = (listener as ModbusSerialListener).settings
+      for (const name of ['baudrate', 'parity', 'stopbits', 'bytesize'] as const) {
+        if (line[name] === serial[name]) continue
+        const message = `serial device ${serial.device} is open with ${name} ${line[name]}, not ${serial[name]}: the units of a line share its settings`
+        throw new ConflictError(`Cannot open a Modbus serial line: ${message}`, [{ path: name, message }])
+      }
+      if (listener.has(unitId)) {
+        const message = `Modbus unit id ${unitId} is already in use on serial device ${serial.device}`
+        throw new ValidationError(message, [{ path: 'unit_id', message }])
+      }
+    } else {
+      listener = new ModbusSerialListener({ settings: serial, logger: this.#logger })
+      this.#listeners.set(key, listener)
+    }
+    listener.add(unitId, unit)
+    try {
+      await listener.listen()
+    } catch (error) {
+      listener.remove(unitId, unit)
+      if (this.#listeners.get(key) === listener) this.#listeners.delete(key)
+      const message = error instanceof SerialLineError ? error.message : `serial device ${serial.device}: ${(error as Error).message}`
+      throw new ConflictError(`Cannot open a Modbus serial line: ${message}`, [{ path: 'device', message }])
+    }
+    return { host: '', transport: 'serial', port: 0, device: serial.device, unitId, unit }
+  }
+
+  #newListener(host: string, port: number, transport: Exclude<ModbusTransport, 'serial'>): AnyListener {
     if (transport === 'udp') return new ModbusUdpListener({ host, port, logger: this.#logger })
     return new ModbusListener({ host, port, logger: this.#logger, transport })
   }
+}
+
+function serialKey(device: string): string {
+  return `serial:${device}`
+}
+
+function registrationKey(registration: ModbusRegistration): string {
+  return registration.transport === 'serial' ? serialKey(registration.device ?? '') : keyOf(registration.transport, registration.host, registration.port)
 }
 
 /** The key of a listener: tcp and rtu_over_tcp share the TCP port space, udp has its own. */

@@ -180,8 +180,12 @@ export class RtuConnection extends StreamConnection {
  * The RTU frame of a settled answer. A corrupted answer (a `corrupt` fault) is rewritten in its
  * MBAP form first, as on TCP (junk scrambles the PDU, the header kinds touch nothing RTU sends),
  * then leaves with its CRC inverted, so that a client always sees a frame that fails its check.
+ * The serial line (serial-listener.ts) sends its answers through it too.
+ *
+ * @example
+ * socket.write(toRtu(settled, 1))
  */
-function toRtu(settled: SettledAnswer, unitId: number): Buffer {
+export function toRtu(settled: SettledAnswer, unitId: number): Buffer {
   let adu = settled.adu!
   if (settled.rewrite !== null) {
     stampHeader(adu, 0, adu.length, 0, unitId)

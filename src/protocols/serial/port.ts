@@ -2,7 +2,14 @@ import { stat } from 'node:fs/promises'
 import { SerialPort } from 'serialport'
 import type { SerialSettings } from '../../definition/serial-schema.js'
 
-export { SERIAL_DEFAULTS, SERIAL_PARITIES, serialDeviceIssue, serialSettingsSchema, serialSettingsShape } from '../../definition/serial-schema.js'
+export {
+  SERIAL_DEFAULTS,
+  SERIAL_PARITIES,
+  serialDeviceIssue,
+  serialSettingsOf,
+  serialSettingsSchema,
+  serialSettingsShape,
+} from '../../definition/serial-schema.js'
 export type { SerialParity, SerialSettings } from '../../definition/serial-schema.js'
 
 /**
