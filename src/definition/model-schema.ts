@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { attributeNameProblem, nameSchema, pythonIdentifier } from './names.js'
 import { modbusSlaveSchema } from './modbus-schema.js'
+import { modbusMasterSchema } from './modbus-master-schema.js'
 import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
 import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
@@ -70,6 +71,7 @@ export const ADAPTER_SCHEMAS = {
   ascii: asciiSchema,
   mqtt: mqttSchema,
   opcua_server: opcuaServerSchema,
+  modbus_master: modbusMasterSchema,
   ocpp: ocppSchema,
 } as const
 /**
@@ -82,7 +84,7 @@ export const ADAPTER_SCHEMAS = {
  */
 export const UNSERVED_PROTOCOLS: ReadonlySet<string> = new Set(
   (
-    'bacnet ble coap_server dali http_endpoint knx_ip knx_ip_simulator lwm2m matter mbus mbus_server modbus_master mqtt-ha ' +
+    'bacnet ble coap_server dali http_endpoint knx_ip knx_ip_simulator lwm2m matter mbus mbus_server mqtt-ha ' +
     'profinet_server profinet_snap7_adapter redfish redfish_server snmp snmp_server'
   ).split(' '),
 )

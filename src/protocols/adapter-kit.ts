@@ -9,7 +9,7 @@
  */
 import type { Logger } from 'pino'
 import { ConflictError, ValidationError } from '../errors.js'
-import type { AdapterState, HeldPort } from './adapter.js'
+import type { HeldPort, LifecycleState } from './adapter.js'
 
 /**
  * The refusal of a setting that cannot be changed while the adapter runs.
@@ -83,7 +83,7 @@ export class AdapterLifecycle<Resource> {
   }
 
   /** 'STOPPED', 'RUNNING', or 'DETACHED' (started but silent). */
-  get state(): AdapterState {
+  get state(): LifecycleState {
     if (this.#resource === null) return 'STOPPED'
     return this.#detached ? 'DETACHED' : 'RUNNING'
   }

@@ -56,7 +56,14 @@ export interface AdapterSubject {
 }
 
 /** Lifecycle state of an adapter: 'DETACHED' is started but silent (clients time out). */
-export type AdapterState = 'STOPPED' | 'RUNNING' | 'DETACHED'
+export type LifecycleState = 'STOPPED' | 'RUNNING' | 'DETACHED'
+
+/**
+ * State of an adapter: its lifecycle state, except that an adapter that is itself a client (a
+ * Modbus master) names its link instead of 'RUNNING' while started: 'CONNECTED', 'RETRYING' or
+ * 'FAILED'.
+ */
+export type AdapterState = LifecycleState | 'CONNECTED' | 'RETRYING' | 'FAILED'
 
 /**
  * An adapter's live state and counters, plain JSON, cheap to take (the event stream samples it

@@ -306,7 +306,6 @@ const UNSUPPORTED_DEFAULTS: Readonly<Record<string, Readonly<Record<string, unkn
   bacnet: { running: false, request_count: 0 },
   knx_ip: { connected: false, telegram_count: 0 },
   http_endpoint: { running: false, request_count: 0 },
-  modbus_master: { connected: false, request_count: 0, error_count: 0 },
 }
 
 /** A property name that reads as a count or an amount of time: 0; any other unknown name is a state: false. */
