@@ -173,6 +173,22 @@ const opcua: ProtocolFixture = {
   },
 }
 
+const httpEndpoint: ProtocolFixture = {
+  kind: 'http_endpoint',
+  label: 'http_endpoint',
+  transport: 'tcp',
+  settings: (port) => ({ port, endpoints: { '/level': { method: 'GET', response: { level: '#attr(level)' } } } }),
+  // A detached endpoint reads the request and never answers it.
+  async probe({ port }) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/level`, { signal: AbortSignal.timeout(SILENT_MS) })
+      return ((await res.json()) as { level: unknown }).level
+    } catch {
+      return undefined
+    }
+  },
+}
+
 const ocpp: ProtocolFixture = {
   kind: 'ocpp',
   label: 'ocpp (central_system)',
@@ -208,9 +224,16 @@ const ocpp: ProtocolFixture = {
 
 /** Every fixture, by kind: a registered kind without one fails the suite. */
 export const FIXTURES: Readonly<Record<string, readonly ProtocolFixture[]>> = {
+  // transport serial holds a device, not a port, so the listener-shaped cases (a port number, a
+  // port clash, a bad port) do not fit it: test/modbus-serial.test.ts covers it on a pty pair.
   modbus_slave: [modbus('tcp'), modbus('udp'), modbus('rtu_over_tcp')],
   ascii: [ascii],
   mqtt: [mqtt],
   opcua_server: [opcua],
   ocpp: [ocpp],
+  // knx_ip is a client of a tunnelling server and holds no port of its own, so the listener-shaped
+  // cases (a port, a port clash) do not fit: test/knx.test.ts covers its life cycle, detach and
+  // attach, stats and a snapshot round trip against knxd.
+  knx_ip: [],
+  http_endpoint: [httpEndpoint],
 }
