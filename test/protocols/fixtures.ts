@@ -173,22 +173,6 @@ const opcua: ProtocolFixture = {
   },
 }
 
-const httpEndpoint: ProtocolFixture = {
-  kind: 'http_endpoint',
-  label: 'http_endpoint',
-  transport: 'tcp',
-  settings: (port) => ({ port, endpoints: { '/level': { method: 'GET', response: { level: '#attr(level)' } } } }),
-  // A detached endpoint reads the request and never answers it.
-  async probe({ port }) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/level`, { signal: AbortSignal.timeout(SILENT_MS) })
-      return ((await res.json()) as { level: unknown }).level
-    } catch {
-      return undefined
-    }
-  },
-}
-
 const ocpp: ProtocolFixture = {
   kind: 'ocpp',
   label: 'ocpp (central_system)',
@@ -231,9 +215,4 @@ export const FIXTURES: Readonly<Record<string, readonly ProtocolFixture[]>> = {
   mqtt: [mqtt],
   opcua_server: [opcua],
   ocpp: [ocpp],
-  // knx_ip is a client of a tunnelling server and holds no port of its own, so the listener-shaped
-  // cases (a port, a port clash) do not fit: test/knx.test.ts covers its life cycle, detach and
-  // attach, stats and a snapshot round trip against knxd.
-  knx_ip: [],
-  http_endpoint: [httpEndpoint],
 }
