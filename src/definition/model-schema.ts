@@ -5,6 +5,7 @@ import { modbusMasterSchema } from './modbus-master-schema.js'
 import { asciiAttributeReferences, asciiSchema } from './ascii-schema.js'
 import { mqttSchema } from './mqtt-schema.js'
 import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
+import { httpEndpointAttributeReferences, httpEndpointSchema } from './http-endpoint-schema.js'
 import { ocppAttributeReferences, ocppSchema } from './ocpp-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
 import { ExactInt, FloatMark } from '../values/number.js'
@@ -71,6 +72,7 @@ export const ADAPTER_SCHEMAS = {
   ascii: asciiSchema,
   mqtt: mqttSchema,
   opcua_server: opcuaServerSchema,
+  http_endpoint: httpEndpointSchema,
   modbus_master: modbusMasterSchema,
   ocpp: ocppSchema,
 } as const
@@ -84,7 +86,7 @@ export const ADAPTER_SCHEMAS = {
  */
 export const UNSERVED_PROTOCOLS: ReadonlySet<string> = new Set(
   (
-    'bacnet ble coap_server dali http_endpoint knx_ip knx_ip_simulator lwm2m matter mbus mbus_server mqtt-ha ' +
+    'bacnet ble coap_server dali knx_ip knx_ip_simulator lwm2m matter mbus mbus_server mqtt-ha ' +
     'profinet_server profinet_snap7_adapter redfish redfish_server snmp snmp_server'
   ).split(' '),
 )
@@ -112,6 +114,7 @@ export function unservedProtocols(model: unknown): Array<{ path: string; kind: s
 const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ path: (string | number)[]; attribute: string }>>> = {
   ascii: asciiAttributeReferences,
   opcua_server: opcuaAttributeReferences,
+  http_endpoint: httpEndpointAttributeReferences,
   ocpp: ocppAttributeReferences,
 }
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS

@@ -173,6 +173,22 @@ const opcua: ProtocolFixture = {
   },
 }
 
+const httpEndpoint: ProtocolFixture = {
+  kind: 'http_endpoint',
+  label: 'http_endpoint',
+  transport: 'tcp',
+  settings: (port) => ({ port, endpoints: { '/level': { method: 'GET', response: { level: '#attr(level)' } } } }),
+  // A detached endpoint reads the request and never answers it.
+  async probe({ port }) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/level`, { signal: AbortSignal.timeout(SILENT_MS) })
+      return ((await res.json()) as { level: unknown }).level
+    } catch {
+      return undefined
+    }
+  },
+}
+
 const ocpp: ProtocolFixture = {
   kind: 'ocpp',
   label: 'ocpp (central_system)',
@@ -214,5 +230,6 @@ export const FIXTURES: Readonly<Record<string, readonly ProtocolFixture[]>> = {
   ascii: [ascii],
   mqtt: [mqtt],
   opcua_server: [opcua],
+  http_endpoint: [httpEndpoint],
   ocpp: [ocpp],
 }

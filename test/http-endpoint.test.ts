@@ -1,0 +1,192 @@
+// The http_endpoint adapter against curl (the real binary): the reference product's three catalog
+// models run unchanged and answer their endpoints, writes reach the attributes, a bad body is a
+// 4xx naming the problem, and a server without a product key serves a 0.0.0.0 endpoint on
+// loopback only.
+import assert from 'node:assert/strict'
+import { execFile, spawnSync } from 'node:child_process'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { loadDefinitionFile } from '../src/definition/load-file.js'
+import { modelBehaviourProblems } from '../src/language/model/index.js'
+import { freePort, startTestServer, type TestServer } from './helpers/server.js'
+
+const SYS = '/api/v3/system'
+const FIXTURES = join(import.meta.dirname, 'fixtures', 'spx')
+
+if (spawnSync('curl', ['--version']).error) throw new Error('curl is missing: install the Debian package curl (apt-get install curl)')
+
+interface CurlAnswer {
+  status: number
+  body: any
+  headers: string
+}
+
+/** One request with curl: `-d` sends the body as curl does by default (form-encoded header), as users type it. */
+function curl(method: string, url: string, body?: string, extra: string[] = []): Promise<CurlAnswer> {
+  const args = ['-s', '-i', '-X', method, ...extra, ...(body === undefined ? [] : ['-d', body]), url]
+  return new Promise((resolve, reject) => {
+    execFile('curl', args, { timeout: 10_000 }, (error, stdout) => {
+      if (error) return reject(new Error(`curl ${args.join(' ')}: ${error.message}`))
+      const split = stdout.indexOf('\r\n\r\n')
+      const headers = stdout.slice(0, split)
+      const text = stdout.slice(split + 4)
+      const status = Number(/^HTTP\/[\d.]+ (\d+)/.exec(headers)?.[1])
+      let parsed: unknown = text
+      try {
+        parsed = text === '' ? undefined : JSON.parse(text)
+      } catch {
+        // not JSON: kept as text for the assertion message
+      }
+      resolve({ status, body: parsed, headers })
+    })
+  })
+}
+
+describe('http_endpoint: the catalog models, served by a server without a product key', () => {
+  let t: TestServer
+  let weather: string
+  let air: string
+  const vision = 'http://127.0.0.1:8093'
+  const attr = async (instance: string, name: string): Promise<unknown> =>
+    (await t.api('GET', `${SYS}/instances/${instance}/attributes/${name}`)).body.internal_value
+
+  before(async () => {
+    t = await startTestServer({ config: { productKey: undefined } })
+    const models: Record<string, unknown> = {}
+    for (const file of ['weather_forecast__http.yaml', 'air_quality_station__http.yaml', 'vision_quality_station__http.yaml']) {
+      const loaded = await loadDefinitionFile(join(FIXTURES, file), modelBehaviourProblems)
+      assert.deepEqual(loaded.details, [], file)
+      models[file.replace(/\.yaml$/, '')] = loaded.data
+    }
+    const put = await t.api('PUT', `${SYS}/models`, models)
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    const [weatherPort, airPort] = [await freePort(), await freePort()]
+    weather = `http://127.0.0.1:${weatherPort}`
+    air = `http://127.0.0.1:${airPort}`
+    const instances = await t.api('PUT', `${SYS}/instances`, {
+      weather: { type: 'weather_forecast__http', parameters: { http_port: weatherPort } },
+      air: { type: 'air_quality_station__http', parameters: { http_port: airPort } },
+      vision: 'vision_quality_station__http',
+    })
+    assert.equal(instances.status, 200, JSON.stringify(instances.body))
+    for (const name of ['weather', 'air', 'vision']) {
+      const prepared = await t.call(`${SYS}/instances/${name}`, 'prepare')
+      assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
+    }
+  })
+  after(async () => t?.close())
+
+  it('the models ask for 0.0.0.0; without a key each is served on 127.0.0.1, and its node says both', async () => {
+    const node = (await t.api('GET', `${SYS}/instances/air/communication/http_endpoint`)).body
+    assert.equal(node.type, 'HttpEndpoint')
+    assert.equal(node.state, 'RUNNING')
+    assert.equal(node.host, '0.0.0.0')
+    assert.equal(node.served_host, '127.0.0.1')
+    assert.ok(t.logs.some((r) => r.level === 40 && String(r.msg).includes('served on 127.0.0.1')))
+  })
+
+  it('weather: GET /v1/forecast/{profile}/{horizon_hours} writes both parameters and answers the forecast', async () => {
+    const answer = await curl('GET', `${weather}/v1/forecast/storm/72`)
+    assert.equal(answer.status, 200, JSON.stringify(answer.body))
+    assert.equal(answer.body.forecast_profile, 'storm')
+    assert.equal(answer.body.forecast_horizon_hours, 72)
+    assert.equal(answer.body.latitude, 52.2297)
+    assert.deepEqual(answer.body.daily.temperature_2m_max, [5.8, 3.2])
+    assert.equal(answer.body.hourly.time.length, 8)
+    assert.equal(answer.body.hourly_units.temperature_2m, '\u00b0C')
+    assert.equal(await attr('weather', 'forecast_horizon_hours'), 72)
+    assert.equal(await attr('weather', 'k__active_profile'), 'storm')
+  })
+
+  it('weather: a path parameter that is not an int for an int attribute is a 422 naming both', async () => {
+    const answer = await curl('GET', `${weather}/v1/forecast/storm/soon`)
+    assert.equal(answer.status, 422, JSON.stringify(answer.body))
+    assert.equal(answer.body.error.details[0].path, 'horizon_hours')
+    assert.match(answer.body.error.message, /"soon" is not an int for attribute 'forecast_horizon_hours'/)
+    assert.equal(await attr('weather', 'k__active_profile'), 'storm', 'no write of the request is made')
+  })
+
+  it('air: POST, PUT and PATCH write the attributes from the JSON body and answer the new values', async () => {
+    const post = await curl('POST', `${air}/simulator/profile`, '{"profile": "urban-smog", "monitoring_window_hours": 12}')
+    assert.equal(post.status, 200, JSON.stringify(post.body))
+    assert.deepEqual(post.body, { status: 'ok', active_profile: 'urban-smog', monitoring_window_hours: 12 })
+    const put = await curl(
+      'PUT',
+      `${air}/simulator/location`,
+      '{"station_name": "Krakow", "latitude": 50.06, "longitude": 19.94, "timezone": "Europe/Warsaw"}',
+      ['-H', 'Content-Type: application/json'],
+    )
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    assert.equal(put.body.latitude, 50.06)
+    assert.equal(await attr('air', 'k__station_name'), 'Krakow')
+    // PATCH with only some fields: the others keep their values.
+    const patch = await curl('PATCH', `${air}/simulator/current`, '{"pm2_5": 115.5, "aqi": 182}')
+    assert.equal(patch.status, 200, JSON.stringify(patch.body))
+    assert.equal(patch.body.pm2_5, 115.5)
+    assert.equal(patch.body.aqi, 182)
+    assert.equal(patch.body.pm10, 39.5)
+    const get = await curl('GET', `${air}/v1/air-quality/coastal`)
+    assert.equal(get.status, 200)
+    assert.equal(get.body.profile, 'coastal')
+    assert.equal(get.body.station.name, 'Krakow')
+    assert.equal(get.body.current.pm2_5, 115.5)
+    assert.deepEqual(get.body.hourly_readings.aqi, [42, 49, 56, 67, 74, 70, 59, 50])
+  })
+
+  it('air: a body that is not JSON is a 400, a field of the wrong type a 422, each naming the problem; nothing is written', async () => {
+    const notJson = await curl('POST', `${air}/simulator/profile`, 'profile=x')
+    assert.equal(notJson.status, 400, JSON.stringify(notJson.body))
+    assert.equal(notJson.body.type, 'fault')
+    assert.match(notJson.body.error.message, /the body is not JSON/)
+    const notObject = await curl('POST', `${air}/simulator/profile`, '[1, 2]')
+    assert.equal(notObject.status, 400)
+    assert.match(notObject.body.error.message, /not a JSON object/)
+    const wrongType = await curl('PUT', `${air}/simulator/location`, '{"station_name": "Nowhere", "latitude": "north"}')
+    assert.equal(wrongType.status, 422, JSON.stringify(wrongType.body))
+    assert.deepEqual(
+      wrongType.body.error.details.map((d: { path: string }) => d.path),
+      ['body.latitude'],
+    )
+    assert.match(wrongType.body.error.message, /"north" is not a number for attribute 'k__latitude'/)
+    assert.equal(await attr('air', 'k__station_name'), 'Krakow')
+  })
+
+  it('air: an unknown path is a 404 and a wrong method a 405 with Allow', async () => {
+    const missing = await curl('GET', `${air}/v2/nothing`)
+    assert.equal(missing.status, 404)
+    assert.match(missing.body.error.message, /no endpoint at \/v2\/nothing/)
+    const wrong = await curl('DELETE', `${air}/simulator/location`)
+    assert.equal(wrong.status, 405)
+    assert.match(wrong.headers, /allow: PUT/i)
+    const stats = (await t.api('GET', `${SYS}/instances/air/communication/http_endpoint`)).body
+    assert.ok(stats.counters.errors >= 4, JSON.stringify(stats.counters))
+    assert.ok(stats.counters.request_count >= 8)
+  })
+
+  it('vision: a sample POSTed is answered by the stats; the model steps and the stats still answer', async () => {
+    const sample = await curl('POST', `${vision}/v1/inspection/sample`, '{"part_id": "P-1", "result": "nok", "defect_code": "dent"}')
+    assert.equal(sample.status, 200, JSON.stringify(sample.body))
+    assert.deepEqual(sample.body, { status: 'ok', part_id: 'P-1', result: 'nok', defect_code: 'dent' })
+    assert.equal(await attr('vision', 'sample_queued'), 1)
+    const before = await curl('GET', `${vision}/v1/inspection/stats`)
+    assert.equal(before.status, 200)
+    assert.equal(before.body.last_part_id, 'P-1')
+    assert.equal(before.body.last_result, 'nok')
+    assert.deepEqual(Object.keys(before.body.defect_histogram), ['none', 'scratch', 'dent', 'offset'])
+    // The model's enabled scenarios override last_result and sample_queued on each step, as in the reference.
+    assert.equal((await t.call(`${SYS}/instances/vision`, 'run')).status, 200)
+    const after = await curl('GET', `${vision}/v1/inspection/stats`)
+    assert.equal(after.status, 200)
+    assert.equal(after.body.last_result, await attr('vision', 'last_result'))
+    assert.equal(typeof after.body.ok_count, 'number')
+  })
+
+  it('detach: the endpoint keeps its port and answers nothing until attach', async () => {
+    const node = `${SYS}/instances/vision/communication/http_endpoint`
+    assert.equal((await t.call(node, 'detach')).status, 200)
+    const silent = await curl('GET', `${vision}/v1/inspection/stats`, undefined, ['--max-time', '0.5']).catch((error: Error) => error)
+    assert.ok(silent instanceof Error && /timed out|exit code 28|Command failed/.test(silent.message), String(silent))
+    assert.equal((await t.call(node, 'attach')).status, 200)
+    assert.equal((await curl('GET', `${vision}/v1/inspection/stats`)).status, 200)
+  })
+})
