@@ -21,6 +21,7 @@ export const ACTION_KIND_EXAMPLES: ReadonlyArray<{ readonly kind: string; readon
       fill_value: 'extrapolate',
     },
   },
+  { kind: 'playback', example: { playback: 'pump_run.csv', interpolation: 'linear', loop: true, speed: 1, time_offset: 0 } },
   { kind: 'pid', example: { pid: '$out(heater)', setpoint: '$in(sp)', input: '$in(temp)', kp: 8, ki: 0.4, output_min: 0, output_max: 100 } },
   { kind: 'suspend', lifecycle: true, example: { suspend: 'actions.noise_2' } },
   { kind: 'override', lifecycle: true, example: { override: { '$out(mode)': 'service', 'communication.modbus_slave.response_delay': 0.25 } } },

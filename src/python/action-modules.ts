@@ -21,6 +21,7 @@ import { resolveModuleFileSync } from './resolve.js'
 export interface ActionModules {
   readonly modules: readonly string[]
   isHelper(name: string): boolean
+  readonly extensions: readonly string[]
 }
 
 /**
@@ -35,5 +36,6 @@ export function actionImportPolicy(options: { extensions: readonly string[]; mod
   return {
     modules: Object.freeze([...(options.modules ?? [])]),
     isHelper: (name) => resolveModuleFileSync(name, extensions) !== undefined,
+    extensions: Object.freeze([...extensions]),
   }
 }

@@ -54,6 +54,8 @@ export interface ActionImportPolicy {
   readonly modules: readonly string[]
   /** Whether the dotted name resolves to a .py file under the extension directories. */
   isHelper(name: string): boolean
+  /** The extension directories: the only place data files (a `playback`'s series) are read from. */
+  readonly extensions?: readonly string[]
 }
 
 /** Per instance: what an action binds its expressions and targets to. */
@@ -110,6 +112,14 @@ export class CompileContext {
   constructor(source: BehaviourSource) {
     this.#source = source
     for (const attr of source.attributes) this.types.set(attr.name, attr.type)
+  }
+
+  /**
+   * The operator's extension directories, where a `playback` finds its file; undefined when the
+   * model is compiled without a server's import policy (a schema check), which cannot read files.
+   */
+  get extensions(): readonly string[] | undefined {
+    return this.#source.imports?.extensions
   }
 
   problem(path: string, message: string): void {

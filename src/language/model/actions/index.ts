@@ -15,6 +15,7 @@ import { interpolateKind } from './interpolate.js'
 import { noiseKind } from './noise.js'
 import { overrideKind, overridesKind } from './override.js'
 import { pidKind } from './pid.js'
+import { playbackKind } from './playback.js'
 import { rampKind } from './ramp.js'
 import { sawKind } from './saw.js'
 import { setKind } from './set.js'
@@ -32,6 +33,7 @@ export const ACTION_KIND_DESCRIPTORS = [
   rampKind,
   sawKind,
   interpolateKind,
+  playbackKind,
   pidKind,
   suspendKind,
   overrideKind,
