@@ -7,6 +7,7 @@ import { mqttSchema } from './mqtt-schema.js'
 import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
 import { httpEndpointAttributeReferences, httpEndpointSchema } from './http-endpoint-schema.js'
 import { ocppAttributeReferences, ocppSchema } from './ocpp-schema.js'
+import { bacnetAttributeReferences, bacnetSchema } from './bacnet-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
 import { ExactInt, FloatMark } from '../values/number.js'
 import { ACTION_KIND_EXAMPLES } from './action-kinds.js'
@@ -75,6 +76,7 @@ export const ADAPTER_SCHEMAS = {
   http_endpoint: httpEndpointSchema,
   modbus_master: modbusMasterSchema,
   ocpp: ocppSchema,
+  bacnet: bacnetSchema,
 } as const
 /**
  * Protocols of the reference product that Mimic does not serve. A model that declares one loads
@@ -86,7 +88,7 @@ export const ADAPTER_SCHEMAS = {
  */
 export const UNSERVED_PROTOCOLS: ReadonlySet<string> = new Set(
   (
-    'bacnet ble coap_server dali knx_ip knx_ip_simulator lwm2m matter mbus mbus_server mqtt-ha ' +
+    'ble coap_server dali knx_ip knx_ip_simulator lwm2m matter mbus mbus_server mqtt-ha ' +
     'profinet_server profinet_snap7_adapter redfish redfish_server snmp snmp_server'
   ).split(' '),
 )
@@ -116,6 +118,7 @@ const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ 
   opcua_server: opcuaAttributeReferences,
   http_endpoint: httpEndpointAttributeReferences,
   ocpp: ocppAttributeReferences,
+  bacnet: bacnetAttributeReferences,
 }
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS
 

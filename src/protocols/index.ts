@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import type { HeldPort, PortHolder, ProtocolContext, ProtocolKind, ProtocolSecurity } from './adapter.js'
 import { asciiKind } from './ascii/kind.js'
+import { bacnetKind } from './bacnet/kind.js'
 import { httpEndpointKind } from './http-endpoint/kind.js'
 import { modbusMasterKind } from './modbus-master/kind.js'
 import { modbusSlaveKind } from './modbus/kind.js'
@@ -30,7 +31,7 @@ export type {
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind, modbusMasterKind, ocppKind, httpEndpointKind]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind, modbusMasterKind, ocppKind, httpEndpointKind, bacnetKind]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {

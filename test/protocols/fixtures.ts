@@ -7,12 +7,13 @@ import { createSocket } from 'node:dgram'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import bacnetStack from '@bacnet-js/client'
 import { connectAsync } from 'mqtt'
 import { RPCClient } from 'ocpp-rpc'
 import { decodeResponse, encodeRequest } from '../../src/protocols/modbus/codec.js'
 import { appendCrc } from '../../src/protocols/modbus/rtu.js'
 import { OpcuaClientProcess } from '../helpers/opcua-client.js'
-import { TEST_KEY } from '../helpers/server.js'
+import { freePort, TEST_KEY } from '../helpers/server.js'
 import type { TestServer } from '../helpers/server.js'
 
 /** How long a probe waits for an answer before it calls the adapter silent (a detached adapter never answers). */
@@ -222,6 +223,32 @@ const ocpp: ProtocolFixture = {
   },
 }
 
+let bacnetClient: InstanceType<typeof bacnetStack.default> | null = null
+const bacnet: ProtocolFixture = {
+  kind: 'bacnet',
+  label: 'bacnet (udp)',
+  transport: 'udp',
+  settings: (port) => ({
+    port,
+    device: { instance_id: 7 },
+    objects: { level: { type: 'analogValue', instance: 1, properties: { presentValue: { read: 'level' } } } },
+  }),
+  // A client of @bacnet-js/client reads presentValue; a detached device drops every datagram.
+  async probe({ port }) {
+    bacnetClient ??= new bacnetStack.default({ port: await freePort(), interface: '127.0.0.1', apduTimeout: SILENT_MS })
+    try {
+      const read = await bacnetClient.readProperty({ address: `127.0.0.1:${port}` }, { type: 2, instance: 1 }, 85)
+      return read.values[0]?.value
+    } catch {
+      return undefined
+    }
+  },
+  async close() {
+    bacnetClient?.close()
+    bacnetClient = null
+  },
+}
+
 /** Every fixture, by kind: a registered kind without one fails the suite. */
 export const FIXTURES: Readonly<Record<string, readonly ProtocolFixture[]>> = {
   // transport serial holds a device, not a port, so the listener-shaped cases (a port number, a
@@ -230,6 +257,7 @@ export const FIXTURES: Readonly<Record<string, readonly ProtocolFixture[]>> = {
   ascii: [ascii],
   mqtt: [mqtt],
   opcua_server: [opcua],
+  bacnet: [bacnet],
   http_endpoint: [httpEndpoint],
   ocpp: [ocpp],
 }

@@ -1,0 +1,284 @@
+// The bacnet adapter against a client built on @bacnet-js/client (the npm BACnet stack), run in this
+// process on its own UDP port of 127.0.0.1: Who-Is and I-Am, ReadProperty and ReadPropertyMultiple
+// of analog, binary and multi-state objects, WriteProperty with priorities, SubscribeCOV and its
+// notifications after a step, faults answered as BACnet Error, Reject and Abort, detach, and the
+// reference product's three BACnet models run unchanged.
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import bacnet, { ApplicationTag, ObjectType, PropertyIdentifier } from '@bacnet-js/client'
+import { loadDefinitionFile } from '../src/definition/load-file.js'
+import { modelBehaviourProblems } from '../src/language/model/index.js'
+import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
+
+const SYS = '/api/v3/system'
+const FIXTURES = join(import.meta.dirname, 'fixtures', 'spx')
+const BACnetClient = bacnet.default
+type Client = InstanceType<typeof BACnetClient>
+const P = PropertyIdentifier
+const ALL = 0xffffffff
+
+const PANEL = {
+  attributes: {
+    temp: { type: 'float', default: 21.5, unit: 'degC' },
+    door: { type: 'int', default: 1 },
+    siren: { type: 'int', default: 0 },
+    setpoint: { type: 'float', default: 19.0 },
+    mode: { type: 'int', default: 2 },
+  },
+  actions: [{ function: '$out(temp)', call: '$in(temp) + 1.0' }],
+  communication: [
+    {
+      bacnet: {
+        port: 0,
+        device: { instance_id: 1234, vendor_id: 999, name: 'Test panel', model_name: 'mimic-test' },
+        timing: { poll_interval: 0.5 },
+        objects: {
+          room_temp: { type: 'analogInput', instance: 1, properties: { presentValue: { read: '#attr(temp)' }, units: 'degreesCelsius' } },
+          door_contact: { type: 'binaryInput', instance: 2, properties: { presentValue: { read: '#attr(door)', states: { 0: 'closed', 1: 'open' } } } },
+          siren_output: {
+            type: 'binaryOutput',
+            instance: 3,
+            priority: 8,
+            properties: { presentValue: { read: '#attr(siren)', write: '#attr(siren)', states: { 0: 'off', 1: 'on' } }, relinquishDefault: 0 },
+          },
+          setpoint: {
+            type: 'analogValue',
+            instance: 4,
+            properties: { presentValue: { read: '#attr(setpoint)', write: '#attr(setpoint)' }, units: 'degreesCelsius' },
+          },
+          mode: {
+            type: 'multiStateValue',
+            instance: 5,
+            properties: {
+              presentValue: { read: '#attr(mode)', states: { 1: 'off', 2: 'auto', 3: 'on' } },
+              numberOfStates: 3,
+              stateText: ['off', 'auto', 'on'],
+            },
+          },
+        },
+      },
+    },
+  ],
+}
+
+/** A client of the npm stack on its own port of 127.0.0.1. */
+async function client(): Promise<Client> {
+  const c = new BACnetClient({ port: await freePort(), interface: '127.0.0.1', apduTimeout: 1500 })
+  await new Promise<void>((resolve) => c.once('listening', () => resolve()))
+  return c
+}
+
+/** The I-Am the device at `address` answers a unicast Who-Is with. */
+function whoIs(c: Client, address: string, limits?: { lowLimit: number; highLimit: number }): Promise<{ deviceId: number; vendorId: number } | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      c.off('iAm', onIAm)
+      resolve(undefined)
+    }, 1500)
+    const onIAm = (content: { payload: { deviceId: number; vendorId: number } }) => {
+      clearTimeout(timer)
+      c.off('iAm', onIAm)
+      resolve(content.payload)
+    }
+    c.on('iAm', onIAm)
+    c.whoIs({ address }, limits)
+  })
+}
+
+const value = async (c: Client, address: string, type: number, instance: number, property = P.PRESENT_VALUE) =>
+  (await c.readProperty({ address }, { type, instance }, property)).values.map((v) => v.value)
+
+describe('bacnet adapter with a client of @bacnet-js/client', () => {
+  let t: TestServer
+  let c: Client
+  let address: string
+  const node = `${SYS}/instances/panel_1/communication/bacnet`
+  const attr = async (name: string) => (await t.api('GET', `${SYS}/instances/panel_1/attributes/${name}`)).body
+
+  before(async () => {
+    t = await startTestServer()
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Panel: PANEL })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { panel_1: 'Panel' })).status, 200)
+    const prepared = await t.call(`${SYS}/instances/panel_1`, 'prepare')
+    assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
+    const doc = (await t.api('GET', node)).body
+    assert.equal(doc.type, 'BacnetDevice')
+    assert.equal(doc.state, 'RUNNING')
+    address = `127.0.0.1:${doc.attr?.port?.value ?? doc.port}`
+    c = await client()
+  })
+  after(async () => {
+    c?.close()
+    await t?.close()
+  })
+
+  it('answers a unicast Who-Is with its I-Am, and a Who-Is for other instances not at all', async () => {
+    assert.deepEqual(await whoIs(c, address).then((r) => r && { deviceId: r.deviceId, vendorId: r.vendorId }), { deviceId: 1234, vendorId: 999 })
+    assert.equal(await whoIs(c, address, { lowLimit: 1, highLimit: 100 }), undefined)
+  })
+
+  it('reads the Device object and presentValue of analog, binary and multi-state objects', async () => {
+    assert.deepEqual(await value(c, address, ObjectType.DEVICE, 1234, P.OBJECT_NAME), ['Test panel'])
+    assert.deepEqual(await value(c, address, ObjectType.DEVICE, 1234, P.MODEL_NAME), ['mimic-test'])
+    const list = await value(c, address, ObjectType.DEVICE, 1234, P.OBJECT_LIST)
+    assert.equal(list.length, 6)
+    const [temp] = await value(c, address, ObjectType.ANALOG_INPUT, 1)
+    assert.ok(Math.abs((temp as number) - 21.5) < 1e-6, String(temp))
+    assert.deepEqual(await value(c, address, ObjectType.ANALOG_INPUT, 1, P.UNITS), [62])
+    assert.deepEqual(await value(c, address, ObjectType.BINARY_INPUT, 2), [1])
+    assert.deepEqual(await value(c, address, ObjectType.BINARY_INPUT, 2, P.ACTIVE_TEXT), ['open'])
+    assert.deepEqual(await value(c, address, ObjectType.MULTI_STATE_VALUE, 5), [2])
+    assert.deepEqual(await value(c, address, ObjectType.MULTI_STATE_VALUE, 5, P.STATE_TEXT), ['off', 'auto', 'on'])
+
+    const multiple = await c.readPropertyMultiple({ address }, [
+      {
+        objectId: { type: ObjectType.ANALOG_INPUT, instance: 1 },
+        properties: [
+          { id: P.PRESENT_VALUE, index: ALL },
+          { id: P.OBJECT_NAME, index: ALL },
+        ],
+      },
+      { objectId: { type: ObjectType.BINARY_OUTPUT, instance: 3 }, properties: [{ id: P.PRESENT_VALUE, index: ALL }] },
+      { objectId: { type: ObjectType.ANALOG_INPUT, instance: 99 }, properties: [{ id: P.PRESENT_VALUE, index: ALL }] },
+    ])
+    const [ai, bo, missing] = multiple.values
+    assert.equal(ai!.values[1]!.value[0]!.value, 'room_temp')
+    assert.deepEqual(
+      bo!.values.map((v) => v.value.map((x) => x.value)),
+      [[0]],
+    )
+    // An object the device lacks is an error in its place, not a failed request.
+    assert.equal(ai!.values.length, 2)
+    assert.equal((missing!.values[0]!.value[0]!.value as any).errorCode, 31)
+  })
+
+  it('an unknown object or property is a BACnet Error with its class and code', async () => {
+    await assert.rejects(c.readProperty({ address }, { type: ObjectType.ANALOG_INPUT, instance: 99 }, P.PRESENT_VALUE), /Class:1 - Code:31/)
+    await assert.rejects(c.readProperty({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, P.PRIORITY_ARRAY), /Class:2 - Code:32/)
+    // A read-only object: write-access-denied.
+    await assert.rejects(
+      c.writeProperty({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, P.PRESENT_VALUE, [{ type: ApplicationTag.REAL, value: 5 }], {}),
+      /Class:2 - Code:40/,
+    )
+  })
+
+  it('a write of a commandable object goes through its priority array to the attribute; relinquishing returns to relinquishDefault', async () => {
+    const bo = { type: ObjectType.BINARY_OUTPUT, instance: 3 }
+    await c.writeProperty({ address }, bo, P.PRESENT_VALUE, [{ type: ApplicationTag.ENUMERATED, value: 1 }], { priority: 8 })
+    assert.equal((await attr('siren')).internal_value, 1)
+    assert.deepEqual(await value(c, address, ObjectType.BINARY_OUTPUT, 3), [1])
+    const slots = await value(c, address, ObjectType.BINARY_OUTPUT, 3, P.PRIORITY_ARRAY)
+    assert.equal(slots.length, 16)
+    assert.equal(slots[7], 1)
+    // A lower priority (16) does not win over 8.
+    await c.writeProperty({ address }, bo, P.PRESENT_VALUE, [{ type: ApplicationTag.ENUMERATED, value: 0 }], { priority: 16 })
+    assert.equal((await attr('siren')).internal_value, 1)
+    // Relinquish 8: slot 16's 0 is in force.
+    await c.writeProperty({ address }, bo, P.PRESENT_VALUE, [{ type: ApplicationTag.NULL, value: null }], { priority: 8 })
+    assert.equal((await attr('siren')).internal_value, 0)
+    assert.deepEqual((await t.api('GET', node)).body.attr?.commanded?.value ?? (await t.api('GET', node)).body.commanded, { siren_output: { 16: 0 } })
+
+    // A value object without priority: the write sets the attribute directly.
+    await c.writeProperty({ address }, { type: ObjectType.ANALOG_VALUE, instance: 4 }, P.PRESENT_VALUE, [{ type: ApplicationTag.REAL, value: 22.5 }], {})
+    assert.equal((await attr('setpoint')).internal_value, 22.5)
+    // A binary object takes 0 or 1 only.
+    await assert.rejects(
+      c.writeProperty({ address }, bo, P.PRESENT_VALUE, [{ type: ApplicationTag.ENUMERATED, value: 7 }], { priority: 8 }),
+      /Class:2 - Code:37/,
+    )
+  })
+
+  it('a SubscribeCOV gets the current values at once, then a notification after each step that changed the value', async () => {
+    const notes: Array<{ object: number; value: unknown }> = []
+    c.on('covNotifyUnconfirmed', (content: any) => {
+      const pv = content.payload.values.find((v: any) => v.property.id === P.PRESENT_VALUE)
+      notes.push({ object: content.payload.monitoredObjectId.instance, value: pv?.value[0]?.value })
+    })
+    await c.subscribeCov({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, 7, false, false, 0)
+    await eventually(() => notes.length === 1)
+    const first = notes[0]!.value as number
+    assert.equal((await t.api('GET', node)).body.attr?.subscriptions?.value?.length ?? (await t.api('GET', node)).body.subscriptions.length, 1)
+    // One step adds 1.0 to temp: one notification with the new value.
+    assert.equal((await t.call(`${SYS}/instances/panel_1`, 'run')).status, 200)
+    await eventually(() => notes.length === 2)
+    assert.ok(Math.abs((notes[1]!.value as number) - (first + 1)) < 1e-6, JSON.stringify(notes))
+    // Cancelled: no more notifications.
+    await c.subscribeCov({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, 7, true, false, 0)
+    assert.equal((await t.call(`${SYS}/instances/panel_1`, 'run')).status, 200)
+    const stats = (await t.api('GET', node)).body
+    assert.ok(JSON.stringify(stats).includes('"notifications"'), JSON.stringify(stats))
+    assert.equal(notes.length, 2)
+  })
+
+  it('faults answer BACnet Error, Reject, Abort or nothing, scoped by service; null returns to normal service', async () => {
+    const read = () => c.readProperty({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, P.PRESENT_VALUE)
+    const set = async (faults: unknown) => {
+      const res = await t.api('PUT', `${node}/attr/faults`, { value: faults })
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+    }
+    await set({ error: { class: 0, code: 25, services: ['readProperty'] } })
+    await assert.rejects(read(), /Class:0 - Code:25/)
+    await set({ reject: { reason: 9 } })
+    await assert.rejects(read(), /BacnetAbort - Reason:9/)
+    await set({ abort: { reason: 4 } })
+    await assert.rejects(read(), /BacnetAbort - Reason:4/)
+    await set({ no_response: { services: ['whoIs'] } })
+    assert.equal(await whoIs(c, address), undefined)
+    assert.ok((await read()).values.length === 1)
+    const bad = await t.api('PUT', `${node}/attr/faults`, { value: { error: { code: 'x' } } })
+    assert.equal(bad.status, 422)
+    assert.match(JSON.stringify(bad.body), /error\.code/)
+    await set(null)
+    assert.ok(await whoIs(c, address))
+  })
+
+  it('detached, it answers nothing; attached, it answers again', async () => {
+    assert.equal((await t.call(node, 'detach')).status, 200)
+    assert.equal(await whoIs(c, address), undefined)
+    assert.equal((await t.call(node, 'attach')).status, 200)
+    assert.ok(await whoIs(c, address))
+  })
+})
+
+describe("the reference product's BACnet models run unchanged and answer", () => {
+  let t: TestServer
+  let c: Client
+  before(async () => {
+    t = await startTestServer()
+    c = await client()
+  })
+  after(async () => {
+    c?.close()
+    await t?.close()
+  })
+
+  // Their ports as written (every interface); the client reaches them on 127.0.0.1.
+  const MODELS = [
+    { file: 'fire_alarm_panel__bacnet.yaml', port: 47828, device: 3010, analog: 1, binary: 30 },
+    { file: 'security_access_controller__bacnet.yaml', port: 47818, device: 3020, analog: undefined, binary: 11 },
+    { file: 'hvac_flexit_nordic__bacnet.yaml', port: 47808, device: 2, analog: 1, binary: 50 },
+  ]
+  for (const m of MODELS) {
+    it(`${m.file}: discovered, its objects read`, async () => {
+      const loaded = await loadDefinitionFile(join(FIXTURES, m.file), modelBehaviourProblems)
+      assert.deepEqual(loaded.details, [])
+      const name = m.file.replace(/\.yaml$/, '')
+      assert.equal((await t.api('PUT', `${SYS}/models`, { [name]: loaded.data })).status, 200)
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { [`${name}_1`]: name })).status, 200)
+      const prepared = await t.call(`${SYS}/instances/${name}_1`, 'prepare')
+      assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
+      assert.equal((await t.call(`${SYS}/instances/${name}_1`, 'run')).status, 200)
+      const address = `127.0.0.1:${m.port}`
+      // @bacnet-js/client takes any datagram from 127.0.0.1:47808 for its own broadcast and drops
+      // it, so the device on 47808 is found by reading the Device object through its wildcard instance.
+      if (m.port === 47808)
+        assert.deepEqual(await value(c, address, ObjectType.DEVICE, 4194303, P.OBJECT_IDENTIFIER), [{ type: ObjectType.DEVICE, instance: m.device }])
+      else assert.equal((await whoIs(c, address))?.deviceId, m.device)
+      if (m.analog !== undefined) assert.equal(typeof (await value(c, address, ObjectType.ANALOG_INPUT, m.analog))[0], 'number')
+      const binaryType = m.binary === 50 ? ObjectType.BINARY_VALUE : ObjectType.BINARY_INPUT
+      assert.deepEqual(await value(c, address, binaryType, m.binary), [m.binary === 50 ? 1 : 0])
+      assert.equal((await t.call(`${SYS}/instances/${name}_1`, 'stop')).status, 200)
+    })
+  }
+})
