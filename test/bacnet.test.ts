@@ -27,6 +27,7 @@ const PANEL = {
     mode: { type: 'int', default: 2 },
   },
   actions: [{ function: '$out(temp)', call: '$in(temp) + 1.0' }],
+  scenarios: { bacnet_silent: { overrides: { 'communication.bacnet.faults': { no_response: true } } } },
   communication: [
     {
       bacnet: {
@@ -230,6 +231,14 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
     assert.equal(bad.status, 422)
     assert.match(JSON.stringify(bad.body), /error\.code/)
     await set(null)
+    assert.ok(await whoIs(c, address))
+  })
+
+  it('a scenario sets faults through an override, and they end with it', async () => {
+    const scenario = `${SYS}/instances/panel_1/scenarios/bacnet_silent`
+    assert.equal((await t.call(scenario, 'start')).status, 200)
+    assert.equal(await whoIs(c, address), undefined)
+    assert.equal((await t.call(scenario, 'stop')).status, 200)
     assert.ok(await whoIs(c, address))
   })
 
