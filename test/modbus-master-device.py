@@ -2,10 +2,12 @@
 a program Mimic shares nothing with, whose registers the test sets and reads while it runs.
 
 Usage: /usr/bin/python3 modbus-master-device.py [--rtu] PORT [PORT ...]
+       /usr/bin/python3 modbus-master-device.py --serial DEVICE BAUDRATE
 
 Serves one register space (every unit id, 65536 registers and bits per area) on 127.0.0.1 at
-each PORT, as Modbus TCP or, with --rtu, as RTU frames over TCP. Prints "ready" once every port
-listens. Then reads one JSON command a line from stdin and prints one JSON answer a line:
+each PORT, as Modbus TCP or, with --rtu, as RTU frames over TCP; or, with --serial, as Modbus RTU
+on the serial line DEVICE (8N1 at BAUDRATE; pyserial, Debian's python3-serial). Prints "ready"
+once every port listens (or the line is open). Then reads one JSON command a line from stdin and prints one JSON answer a line:
   {"op": "set", "area": "h_r", "address": 0, "values": [1, 2]}  -> {"ok": true}
   {"op": "get", "area": "h_r", "address": 0, "count": 2}        -> {"values": [1, 2]}
 Areas: h_r, i_r (registers), c_o, d_i (bits, as 0/1). Ends when stdin closes.
@@ -18,7 +20,7 @@ import threading
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
 from pymodbus.framer.rtu_framer import ModbusRtuFramer
 from pymodbus.framer.socket_framer import ModbusSocketFramer
-from pymodbus.server.async_io import ModbusTcpServer
+from pymodbus.server.async_io import ModbusSerialServer, ModbusTcpServer
 
 SIZE = 65536
 STORE_KEY = {"h_r": "h", "i_r": "i", "c_o": "c", "d_i": "d"}
@@ -26,8 +28,9 @@ STORE_KEY = {"h_r": "h", "i_r": "i", "c_o": "c", "d_i": "d"}
 
 def main():
     args = sys.argv[1:]
+    serial = args[1:3] if args[:1] == ["--serial"] else None
     rtu = "--rtu" in args
-    ports = [int(a) for a in args if a != "--rtu"]
+    ports = [] if serial else [int(a) for a in args if a != "--rtu"]
     slave = ModbusSlaveContext(
         di=ModbusSequentialDataBlock(0, [0] * SIZE),
         co=ModbusSequentialDataBlock(0, [0] * SIZE),
@@ -43,6 +46,12 @@ def main():
     servers = [ModbusTcpServer(context, framer=framer, address=("127.0.0.1", port), allow_reuse_address=True, loop=loop) for port in ports]
 
     async def serve():
+        if serial:
+            server = ModbusSerialServer(context, ModbusRtuFramer, port=serial[0], baudrate=int(serial[1]), bytesize=8, parity="N", stopbits=1)
+            await server.start()
+            print("ready", flush=True)
+            await server.serve_forever()
+            return
         tasks = [asyncio.ensure_future(server.serve_forever()) for server in servers]
         await asyncio.gather(*(server.serving for server in servers))
         print("ready", flush=True)

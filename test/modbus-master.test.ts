@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import { loadDefinitionFile } from '../src/definition/load-file.js'
 import { modelBehaviourProblems } from '../src/language/model/index.js'
 import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
+import { ptyPair } from './helpers/pty.js'
 
 // The modbus_master adapter polls real devices: pymodbus' TCP server (Debian's python3-pymodbus,
 // test/modbus-master-device.py), which the test reads and sets on its side, and a modbus_slave
@@ -36,8 +37,11 @@ class Device {
     this.#exited = new Promise((resolve) => child.once('exit', () => resolve()))
   }
 
-  static async start(ports: number[], options: { rtu?: boolean } = {}): Promise<Device> {
-    const child = spawn(PYTHON, [DEVICE, ...(options.rtu ? ['--rtu'] : []), ...ports.map(String)], { stdio: ['pipe', 'pipe', 'pipe'] })
+  static async start(ports: number[], options: { rtu?: boolean; serial?: { device: string; baudrate: number } } = {}): Promise<Device> {
+    const args = options.serial
+      ? ['--serial', options.serial.device, String(options.serial.baudrate)]
+      : [...(options.rtu ? ['--rtu'] : []), ...ports.map(String)]
+    const child = spawn(PYTHON, [DEVICE, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
     let errors = ''
     child.stderr!.on('data', (chunk: Buffer) => (errors += chunk))
     const device = new Device(child)
@@ -125,7 +129,7 @@ describe('modbus_master polls Modbus devices', () => {
     await t?.close()
   })
 
-  async function device(ports: number[], options: { rtu?: boolean } = {}): Promise<Device> {
+  async function device(ports: number[], options: { rtu?: boolean; serial?: { device: string; baudrate: number } } = {}): Promise<Device> {
     const d = await Device.start(ports, options)
     devices.push(d)
     return d
@@ -229,6 +233,33 @@ describe('modbus_master polls Modbus devices', () => {
     await eventually(async () => wordsFloat(await server.get('h_r', 20, 2)) === -7.5)
     assert.equal((await adapter('plc_rtu')).attr.transport.value, 'rtu_over_tcp')
     assert.equal((await t.call(`${SYS}/instances/plc_rtu`, 'stop')).status, 200)
+  })
+
+  it('serial: polls pymodbus serving Modbus RTU on a serial line (a socat pty pair)', async () => {
+    const pair = await ptyPair()
+    try {
+      const server = await device([], { serial: { device: pair.a, baudrate: 19200 } })
+      await server.set('h_r', 0, floatWords(-40.125))
+      await server.set('i_r', 10, [1234])
+      const model = plcModel({ transport: 'serial', device: pair.b, baudrate: 19200, slave_id: 5 })
+      delete (model.communication as Array<{ modbus_master: Record<string, unknown> }>)[0]!.modbus_master.host
+      assert.equal((await t.api('PUT', `${SYS}/models`, { PlcSerial: model })).status, 200)
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { plc_serial: 'PlcSerial' })).status, 200)
+      assert.equal((await t.call(`${SYS}/instances/plc_serial`, 'prepare')).status, 200)
+      await eventually(async () => (await value('plc_serial', 'temperature')) === -40.125 && (await value('plc_serial', 'count')) === 1234)
+      assert.equal((await t.api('PUT', `${SYS}/instances/plc_serial/attributes/setpoint/attr/internal_value`, { value: 3.5 })).status, 200)
+      await eventually(async () => wordsFloat(await server.get('h_r', 20, 2)) === 3.5)
+      const body = await adapter('plc_serial')
+      assert.equal(body.state, 'CONNECTED')
+      assert.equal(body.attr.device.value, pair.b)
+      assert.deepEqual(
+        body.attr.devices.value.map((d: { address: string }) => d.address),
+        [pair.b],
+      )
+      assert.equal((await t.call(`${SYS}/instances/plc_serial`, 'stop')).status, 200)
+    } finally {
+      await pair.close()
+    }
   })
 
   it('Mimic to Mimic: a modbus_master instance polls a modbus_slave instance of the same server', async () => {

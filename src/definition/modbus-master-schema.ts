@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { attributeReferenceSchema } from './attribute-reference.js'
 import { BIT_GROUPS, BIT_TYPES, MODBUS_GROUPS, MODBUS_ORDERS, MODBUS_TYPES, TYPE_WIDTH, addressRange } from './modbus-schema.js'
+import { serialDeviceIssue, serialSettingsShape } from './serial-schema.js'
 
 /**
  * The `modbus_master` adapter definition: the instance is a Modbus client that polls other
@@ -18,7 +19,7 @@ import { BIT_GROUPS, BIT_TYPES, MODBUS_GROUPS, MODBUS_ORDERS, MODBUS_TYPES, TYPE
  */
 
 /** How a master reaches its devices. @example MODBUS_MASTER_TRANSPORTS.includes('rtu_over_tcp') */
-export const MODBUS_MASTER_TRANSPORTS = ['tcp', 'rtu_over_tcp'] as const
+export const MODBUS_MASTER_TRANSPORTS = ['tcp', 'rtu_over_tcp', 'serial'] as const
 /** @example const t: ModbusMasterTransport = 'tcp' */
 export type ModbusMasterTransport = (typeof MODBUS_MASTER_TRANSPORTS)[number]
 
@@ -118,7 +119,9 @@ export const modbusMasterSchema = z
     slave_id: unitNumber.optional(),
     /** Another name of `slave_id`, as `modbus_slave` calls it. */
     unit_id: unitNumber.optional(),
+    /** `tcp`, `rtu_over_tcp`, or `serial`: RTU on the serial line of `device`, `baudrate`, `parity`, `stopbits`, `bytesize`. */
     transport: z.enum(MODBUS_MASTER_TRANSPORTS).default('tcp'),
+    ...serialSettingsShape,
     /** Seconds between polls of the inbound bindings (and checks of the outbound ones). */
     poll_interval: seconds('poll_interval', 0.01, 3600).default(1),
     /** Seconds to wait for a connection or an answer. */
@@ -131,6 +134,21 @@ export const modbusMasterSchema = z
     bindings: z.array(bindingSchema).default([]),
   })
   .superRefine((definition, ctx) => {
+    const serial = serialDeviceIssue(definition)
+    if (serial !== null) ctx.addIssue({ code: 'custom', ...serial })
+    if (definition.transport === 'serial') {
+      definition.bindings.forEach((binding, index) => {
+        for (const key of ['host', 'port'] as const) {
+          if (binding[key] !== undefined) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['bindings', index, key],
+              message: `${key} does not apply to transport serial: the line is the adapter's device`,
+            })
+          }
+        }
+      })
+    }
     if (definition.slave_id !== undefined && definition.unit_id !== undefined && definition.slave_id !== definition.unit_id) {
       ctx.addIssue({ code: 'custom', path: ['unit_id'], message: `unit_id ${definition.unit_id} differs from slave_id ${definition.slave_id}: give one` })
     }

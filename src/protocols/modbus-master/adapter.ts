@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { ValidationError } from '../../errors.js'
 import { addressRange } from '../../definition/modbus-schema.js'
 import { bindingWidth, type ModbusMasterBinding, type ModbusMasterDefinition } from '../../definition/modbus-master-schema.js'
+import { serialSettingsOf } from '../../definition/serial-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import { AdapterLifecycle, ThrottledWarning, readOnly, secondsProblem } from '../adapter-kit.js'
 import type { ModbusRequest, ModbusResponse } from '../modbus/codec.js'
@@ -119,13 +120,15 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
     this.#life = new AdapterLifecycle<true>(this.name)
     const links = new Map<string, ModbusLink>()
     const defaultUnit = d.slave_id ?? d.unit_id ?? 1
+    const serial = d.transport === 'serial' ? serialSettingsOf(d) : undefined
     this.#bindings = d.bindings.map((def, index) => {
       const host = def.host ?? d.host
       const port = def.port ?? d.port
-      const key = `${host} ${port}`
+      // On a serial line every binding is on the one line (multi-drop, by slave_id).
+      const key = serial ? serial.device : `${host} ${port}`
       let link = links.get(key)
       if (!link) {
-        link = new ModbusLink({ host, port, transport: d.transport, timeoutMs: d.timeout * 1000 })
+        link = new ModbusLink({ host, port, transport: d.transport, timeoutMs: d.timeout * 1000, ...(serial && { serial }) })
         links.set(key, link)
       }
       const [first] = addressRange(def.address)
@@ -420,6 +423,7 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
       port: d.port,
       slave_id: d.slave_id ?? d.unit_id ?? 1,
       transport: d.transport,
+      ...(d.transport === 'serial' && serialSettingsOf(d)),
       poll_interval: d.poll_interval,
       timeout: d.timeout,
       max_retries: d.max_retries,

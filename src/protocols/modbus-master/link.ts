@@ -2,15 +2,18 @@ import { Socket } from 'node:net'
 import { ConflictError } from '../../errors.js'
 import { MBAP_LENGTH, decodeResponse, encodeRequest, stampHeader, type ModbusRequest, type ModbusResponse } from '../modbus/codec.js'
 import { crcOk, rtuFrame } from '../modbus/rtu.js'
+import { characterTimeMs, openSerialLine, type SerialSettings } from '../serial/port.js'
 import type { ModbusMasterTransport } from '../../definition/modbus-master-schema.js'
 
 /**
- * One connection of a Modbus master to one device (host and port): Modbus TCP (MBAP frames) or
- * RTU over TCP (RTU frames with CRC-16 on a TCP stream, as a serial gateway passes them). Requests
- * go one at a time, each waiting at most `timeoutMs` for the connection and for its answer; a
- * request that gets no answer closes the connection (a late answer must not be taken for the next
- * request's), and the next request connects again. Frames are built and read with the Modbus
- * server's codec (src/protocols/modbus/codec.ts, rtu.ts).
+ * One connection of a Modbus master to one device (host and port) or one serial line: Modbus TCP
+ * (MBAP frames), RTU over TCP (RTU frames with CRC-16 on a TCP stream, as a serial gateway passes
+ * them), or RTU on a serial line (src/protocols/serial/port.ts), where a request waits for the
+ * 3.5-character silence after the previous frame. Requests go one at a time, each waiting at most
+ * `timeoutMs` for the connection and for its answer; a request that gets no answer closes a TCP
+ * connection (a late answer must not be taken for the next request's) and the next request
+ * connects again; on a serial line, which has no connection, what arrived is dropped instead.
+ * Frames are built and read with the Modbus server's codec (src/protocols/modbus/codec.ts, rtu.ts).
  *
  * @example
  * const link = new ModbusLink({ host: '127.0.0.1', port: 5020, transport: 'tcp', timeoutMs: 1000 })
@@ -21,31 +24,38 @@ export class ModbusLink {
   readonly host: string
   readonly port: number
   readonly transport: ModbusMasterTransport
+  readonly #serial: SerialSettings | null
   timeoutMs: number
 
-  #socket: Socket | null = null
-  #connecting: Promise<Socket> | null = null
+  #channel: Channel | null = null
+  #connecting: Promise<Channel> | null = null
+  /** A serial line being closed: it must be let go before it is opened again (it is locked while open). */
+  #closing: Promise<void> = Promise.resolve()
+  /** When the last byte went out or came in, for the serial line's silent interval. */
+  #lastTraffic = 0
   #buffer: Buffer = Buffer.alloc(0)
   #pending: Pending | null = null
   #queue: Promise<unknown> = Promise.resolve()
   #transactionId = 0
   #closed = false
 
-  constructor(opts: { host: string; port: number; transport: ModbusMasterTransport; timeoutMs: number }) {
+  constructor(opts: { host: string; port: number; transport: ModbusMasterTransport; timeoutMs: number; serial?: SerialSettings }) {
     this.host = opts.host
     this.port = opts.port
     this.transport = opts.transport
     this.timeoutMs = opts.timeoutMs
+    this.#serial = opts.serial ?? null
   }
 
-  /** `host:port`, for messages. */
+  /** `host:port`, or the serial device, for messages. */
   get address(): string {
+    if (this.#serial) return this.#serial.device
     return `${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`
   }
 
-  /** Whether a connection is open now. */
+  /** Whether a connection (or the serial line) is open now. */
   get connected(): boolean {
-    return this.#socket !== null
+    return this.#channel !== null
   }
 
   /**
@@ -61,10 +71,10 @@ export class ModbusLink {
 
   /** Closes the connection; requests after this connect again. */
   drop(): void {
-    const socket = this.#socket
-    this.#socket = null
+    const channel = this.#channel
+    this.#channel = null
     this.#buffer = Buffer.alloc(0)
-    socket?.destroy()
+    if (channel) this.#closing = channel.close()
     this.#pending?.fail(new Error(`connection to ${this.address} closed`))
   }
 
@@ -76,7 +86,8 @@ export class ModbusLink {
 
   async #send(unitId: number, request: ModbusRequest): Promise<ModbusResponse> {
     if (this.#closed) throw new ConflictError(`connection to ${this.address} closed`)
-    const socket = await this.#connect()
+    const channel = await this.#connect()
+    if (this.#serial) await this.#silence(this.#serial)
     this.#transactionId = (this.#transactionId + 1) & 0xffff
     const transactionId = this.#transactionId
     const adu = encodeRequest({ transactionId, unitId, request })
@@ -84,7 +95,9 @@ export class ModbusLink {
     return new Promise<ModbusResponse>((resolve, reject) => {
       const timer = setTimeout(() => {
         pending.fail(new Error(`no answer from ${this.address} (unit ${unitId}, function ${request.fc}) within ${this.timeoutMs / 1000} s`))
-        this.drop()
+        // A serial line stays open: what arrived of a late answer is dropped.
+        if (this.#serial) this.#buffer = Buffer.alloc(0)
+        else this.drop()
       }, this.timeoutMs)
       const pending: Pending = {
         transactionId,
@@ -101,13 +114,48 @@ export class ModbusLink {
         },
       }
       this.#pending = pending
-      socket.write(frame)
+      this.#buffer = Buffer.alloc(0)
+      this.#lastTraffic = Date.now()
+      channel.write(frame)
     })
   }
 
-  #connect(): Promise<Socket> {
-    if (this.#socket) return Promise.resolve(this.#socket)
-    this.#connecting ??= new Promise<Socket>((resolve, reject) => {
+  /** Waits until the line has been silent for 3.5 characters (at least 1.75 ms above 19200 baud), as RTU requires between frames. */
+  async #silence(settings: SerialSettings): Promise<void> {
+    const gap = settings.baudrate > 19_200 ? 1.75 : characterTimeMs(settings, 3.5)
+    const wait = this.#lastTraffic + Math.ceil(gap) - Date.now()
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+  }
+
+  #connect(): Promise<Channel> {
+    if (this.#channel) return Promise.resolve(this.#channel)
+    this.#connecting ??= (this.#serial ? this.#openSerial(this.#serial) : this.#openTcp()).finally(() => {
+      this.#connecting = null
+    })
+    return this.#connecting
+  }
+
+  async #openSerial(settings: SerialSettings): Promise<Channel> {
+    await this.#closing
+    const holder: { channel: Channel | null } = { channel: null }
+    let line
+    try {
+      line = await openSerialLine(settings, {
+        onData: (chunk) => holder.channel && this.#received(holder.channel, chunk),
+        onLost: (error) => holder.channel && this.#gone(holder.channel, `lost: ${error.message}`),
+      })
+    } catch (error) {
+      throw new ConflictError(`cannot open ${(error as Error).message}`)
+    }
+    const channel: Channel = { write: (data) => void line.write(data), close: () => line.close() }
+    holder.channel = channel
+    this.#channel = channel
+    this.#buffer = Buffer.alloc(0)
+    return channel
+  }
+
+  #openTcp(): Promise<Channel> {
+    return new Promise<Channel>((resolve, reject) => {
       const socket = new Socket()
       const timer = setTimeout(() => {
         socket.destroy()
@@ -121,30 +169,34 @@ export class ModbusLink {
         clearTimeout(timer)
         socket.removeAllListeners('error')
         socket.setNoDelay(true)
-        this.#attach(socket)
-        resolve(socket)
+        const channel: Channel = {
+          write: (data) => void socket.write(data),
+          close: () => {
+            socket.destroy()
+            return Promise.resolve()
+          },
+        }
+        this.#channel = channel
+        this.#buffer = Buffer.alloc(0)
+        socket.on('data', (chunk: Buffer) => this.#received(channel, chunk))
+        socket.on('error', (error) => this.#gone(channel, `failed: ${error.message}`))
+        socket.on('close', () => this.#gone(channel, 'closed by the device'))
+        resolve(channel)
       })
-    }).finally(() => {
-      this.#connecting = null
     })
-    return this.#connecting
   }
 
-  #attach(socket: Socket): void {
-    this.#socket = socket
-    this.#buffer = Buffer.alloc(0)
-    socket.on('data', (chunk: Buffer) => {
-      if (this.#socket !== socket) return
-      this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk])
-      this.#read()
-    })
-    const gone = (why: string) => {
-      if (this.#socket !== socket) return
-      this.#socket = null
-      this.#pending?.fail(new Error(`connection to ${this.address} ${why}`))
-    }
-    socket.on('error', (error) => gone(`failed: ${error.message}`))
-    socket.on('close', () => gone('closed by the device'))
+  #received(channel: Channel, chunk: Buffer): void {
+    if (this.#channel !== channel) return
+    this.#lastTraffic = Date.now()
+    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk])
+    this.#read()
+  }
+
+  #gone(channel: Channel, why: string): void {
+    if (this.#channel !== channel) return
+    this.#channel = null
+    this.#pending?.fail(new Error(`connection to ${this.address} ${why}`))
   }
 
   /** Takes every complete frame from the buffer; answers nobody waits for are dropped. */
@@ -169,6 +221,12 @@ export class ModbusLink {
       pending.done(answer)
     }
   }
+}
+
+/** An open connection or serial line. */
+interface Channel {
+  write(data: Buffer): void
+  close(): Promise<void>
 }
 
 interface Pending {
