@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
+import { serialDeviceIssue, serialSettingsShape } from './serial-schema.js'
 
 /**
  * The `ascii` adapter definition: what a model declares under `communication` to answer text
@@ -16,8 +17,13 @@ import { z } from 'zod'
  * definition.terminator // '\n'
  */
 
-/** Transports an adapter may listen on. @example ASCII_TRANSPORTS.includes('udp') // true */
-export const ASCII_TRANSPORTS = ['tcp', 'udp'] as const
+/**
+ * Transports an adapter may serve on: a TCP port, a UDP port, a serial line (`device` and its
+ * settings), or VXI-11 (ONC RPC with its port mapper, what VISA's `TCPIP::host::INSTR` speaks).
+ *
+ * @example ASCII_TRANSPORTS.includes('vxi11') // true
+ */
+export const ASCII_TRANSPORTS = ['tcp', 'udp', 'serial', 'vxi11'] as const
 /** @example const t: AsciiTransport = 'tcp' */
 export type AsciiTransport = (typeof ASCII_TRANSPORTS)[number]
 
@@ -35,6 +41,8 @@ export type AsciiTransport = (typeof ASCII_TRANSPORTS)[number]
  */
 export const ASCII_DEFAULTS = {
   first_port: 5025,
+  portmapper_port: 111,
+  device_name: 'inst0',
   max_line_length: 65_536,
   max_connections: 256,
   max_connections_per_address: 128,
@@ -211,6 +219,17 @@ export const asciiSchema = z
     /** Omitted: the first port from 5025 up that is free on the host. 0 lets the OS choose. */
     port: z.number().int().min(0).max(65535).optional(),
     transport: z.enum(ASCII_TRANSPORTS).default('tcp'),
+    /** Serial: the device and its settings (transport serial only). */
+    ...serialSettingsShape,
+    /** VXI-11: where the port mapper listens; omitted: 111 when this process may bind it, else none (docs/ascii-serial-vxi11.md). 0: a port the OS chooses. */
+    portmapper_port: z.number().int().min(0).max(65535).optional(),
+    /** VXI-11: the device name clients open (`TCPIP::host::inst0::INSTR`; `inst0` when the resource names none). */
+    device_name: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9_,.-]+$/, 'a device name such as inst0 or gpib0,5')
+      .default(ASCII_DEFAULTS.device_name),
     /** Ends every command line and every reply: "\n", "\r\n", "\r", ... */
     terminator: z
       .string()
@@ -252,6 +271,14 @@ export const asciiSchema = z
     bindings: z.array(bindingSchema).default([]),
   })
   .superRefine((definition, ctx) => {
+    const serial = serialDeviceIssue(definition)
+    if (serial !== null) ctx.addIssue({ code: 'custom', ...serial })
+    if (definition.transport === 'serial' && definition.port !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['port'], message: 'transport serial has no port: the device is the line' })
+    }
+    if (definition.transport !== 'vxi11' && definition.portmapper_port !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['portmapper_port'], message: `portmapper_port applies to transport vxi11, not ${definition.transport}` })
+    }
     if (definition.mappings !== undefined && definition.mapping !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['mapping'], message: "give 'mappings' or its other name 'mapping', not both" })
     }

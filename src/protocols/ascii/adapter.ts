@@ -2,6 +2,7 @@ import { BlockList } from 'node:net'
 import { AdapterLifecycle, readOnly, secondsProblem, ThrottledWarning } from '../adapter-kit.js'
 import type { Logger } from 'pino'
 import { asciiAttributeReferences } from '../../definition/ascii-schema.js'
+import { serialSettingsOf } from '../../definition/serial-schema.js'
 import type { AsciiDefinition } from '../../definition/ascii-schema.js'
 import type { ValidationError } from '../../errors.js'
 import { SERVER_VERSION } from '../../version.js'
@@ -11,6 +12,7 @@ import type { AsciiHub } from './hub.js'
 import { Instrument, SCPI_ERRORS } from './instrument.js'
 import type { InstrumentCounters } from './instrument.js'
 import { splitCommands } from './patterns.js'
+import { Vxi11Endpoint } from './vxi11.js'
 
 /**
  * The `ascii` adapter of one instance: an instrument that answers text commands (SCPI and the
@@ -133,8 +135,20 @@ export class AsciiAdapter implements ProtocolAdapter {
   start(): Promise<void> {
     return this.#life.start(async () => {
       const d = this.#definition
-      const endpoint = await this.#hub.open({ transport: d.transport, host: d.host, port: d.port, owner: this.name, handler: this.#handler })
-      this.#logger.info({ transport: d.transport, host: d.host, port: endpoint.port }, 'ascii instrument started')
+      const endpoint = await this.#hub.open({
+        transport: d.transport,
+        host: d.host,
+        port: d.port,
+        owner: this.name,
+        handler: this.#handler,
+        ...(d.transport === 'serial' ? { serial: serialSettingsOf(d) } : {}),
+        ...(d.transport === 'vxi11' ? { vxi11: { portmapperPort: d.portmapper_port, deviceName: d.device_name } } : {}),
+      })
+      const where =
+        d.transport === 'serial'
+          ? { device: d.device }
+          : { host: d.host, port: endpoint.port, ...(endpoint instanceof Vxi11Endpoint ? { portmapper_port: endpoint.portmapperPort } : {}) }
+      this.#logger.info({ transport: d.transport, ...where }, 'ascii instrument started')
       return endpoint
     })
   }
@@ -143,7 +157,13 @@ export class AsciiAdapter implements ProtocolAdapter {
   stop(): Promise<void> {
     return this.#life.stop(async (endpoint) => {
       await this.#hub.release(endpoint)
-      this.#logger.info({ transport: endpoint.transport, host: endpoint.host, port: endpoint.port }, 'ascii instrument stopped')
+      this.#logger.info(
+        {
+          transport: endpoint.transport,
+          ...(endpoint.transport === 'serial' ? { device: this.#definition.device } : { host: endpoint.host, port: endpoint.port }),
+        },
+        'ascii instrument stopped',
+      )
     })
   }
 
@@ -172,7 +192,7 @@ export class AsciiAdapter implements ProtocolAdapter {
     const c = this.#instrument.counters
     return {
       state: this.state,
-      port: this.#life.resource?.port ?? this.#definition.port ?? null,
+      port: this.#definition.transport === 'serial' ? null : (this.#life.resource?.port ?? this.#definition.port ?? null),
       transport: this.#definition.transport,
       requests: c.requests + this.#ignored,
       errors: c.errors,
@@ -193,6 +213,13 @@ export class AsciiAdapter implements ProtocolAdapter {
       host: d.host,
       port,
       transport: d.transport,
+      ...(d.transport === 'serial' ? serialSettingsOf(d) : {}),
+      ...(d.transport === 'vxi11'
+        ? {
+            portmapper_port: this.#life.resource instanceof Vxi11Endpoint ? this.#life.resource.portmapperPort : (d.portmapper_port ?? null),
+            device_name: d.device_name,
+          }
+        : {}),
       terminator: d.terminator,
       response_delay: d.response_delay,
       response_jitter: d.response_jitter,

@@ -6,6 +6,7 @@ import type { AddressInfo, BlockList, Server, Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { listenOnce } from '../adapter-kit.js'
 import { UDP_REPLY_FACTOR } from '../../definition/ascii-schema.js'
+import type { AsciiTransport } from '../../definition/ascii-schema.js'
 import type { LineResult } from './instrument.js'
 
 /**
@@ -74,15 +75,25 @@ export interface UdpRules {
  */
 export type DropKind = 'binary' | 'overlong' | 'refused' | 'idle' | 'evicted' | 'queue'
 
-/** One open endpoint. */
+/** A socket an endpoint listens on, for the server's list of listeners. */
+export interface EndpointListener {
+  transport: 'tcp' | 'udp'
+  port: number
+  /** e.g. 'VXI-11 port mapper'; omitted for the one socket of a TCP or UDP endpoint. */
+  role?: string
+}
+
+/** One open endpoint: a TCP listener, a UDP socket, a serial line (serial.ts) or a VXI-11 server (vxi11.ts). */
 export interface Endpoint {
-  readonly transport: 'tcp' | 'udp'
+  readonly transport: AsciiTransport
   readonly host: string
   readonly port: number
   /** Clients connected (TCP) or heard from (UDP). */
   readonly clients: number
   /** Datagrams waiting for their answers (UDP; 0 for TCP). */
   readonly waiting: number
+  /** The sockets it listens on, when not just one of `transport` on `port` (none for a serial line). */
+  listeners?(): EndpointListener[]
   listen(): Promise<number>
   close(): Promise<void>
 }

@@ -5,8 +5,12 @@ import { listenProblem } from '../adapter-kit.js'
 import type { HeldPort, PortHolder } from '../adapter.js'
 import type { AsciiTransport } from '../../definition/ascii-schema.js'
 import { ASCII_DEFAULTS } from '../../definition/ascii-schema.js'
+import type { SerialSettings } from '../../definition/serial-schema.js'
+import { SerialLineError } from '../serial/port.js'
 import { TcpEndpoint, UdpEndpoint } from './endpoint.js'
 import type { Endpoint, LineHandler } from './endpoint.js'
+import { SerialEndpoint } from './serial.js'
+import { Vxi11Endpoint } from './vxi11.js'
 
 /**
  * The `ascii` endpoints of one server, by transport, host and port. An instrument answers on a
@@ -30,6 +34,10 @@ export interface AsciiOpenOptions {
   /** Who holds the endpoint, named in conflicts (e.g. 'dmm.ascii'). */
   owner: string
   handler: LineHandler
+  /** Transport serial: the line. */
+  serial?: SerialSettings
+  /** Transport vxi11: the port mapper's port (undefined: 111 when allowed, else none) and the device name. */
+  vxi11?: { portmapperPort: number | undefined; deviceName: string }
 }
 
 /**
@@ -53,17 +61,22 @@ export class AsciiHub {
   }
 
   heldPorts(): HeldPort[] {
-    return [...this.#endpoints.values()].map(({ endpoint, owner }) => ({
-      transport: endpoint.transport,
-      host: endpoint.host,
-      port: endpoint.port,
-      holder: `text instrument adapter '${owner}'`,
-    }))
+    return [...this.#endpoints.values()].flatMap(({ endpoint, owner }) => {
+      const holder = `text instrument adapter '${owner}'`
+      if (endpoint.listeners !== undefined) {
+        return endpoint
+          .listeners()
+          .map((l) => ({ transport: l.transport, host: endpoint.host, port: l.port, holder: l.role ? `${holder} (${l.role})` : holder }))
+      }
+      return [{ transport: endpoint.transport === 'udp' ? ('udp' as const) : ('tcp' as const), host: endpoint.host, port: endpoint.port, holder }]
+    })
   }
 
   /** Opens an endpoint; resolves once clients can reach it. Throws ConflictError (409) when the port cannot be had. */
   async open(options: AsciiOpenOptions): Promise<Endpoint> {
     const { transport, host, port, owner, handler } = options
+    if (transport === 'serial') return this.#openSerial(options)
+    if (transport === 'vxi11') return this.#openVxi11(options)
     if (port === undefined) return this.#openFree(options)
     if (port !== 0) {
       const key = `${transport}:${host}:${port}`
@@ -91,7 +104,8 @@ export class AsciiHub {
 
   /** Closes an endpoint and frees its port. */
   async release(endpoint: Endpoint): Promise<void> {
-    const key = `${endpoint.transport}:${endpoint.host}:${endpoint.port}`
+    let key = `${endpoint.transport}:${endpoint.host}:${endpoint.port}`
+    for (const [k, held] of this.#endpoints) if (held.endpoint === endpoint) key = k
     if (this.#endpoints.get(key)?.endpoint === endpoint) this.#endpoints.delete(key)
     const closing = endpoint.close()
     this.#closing.set(key, closing)
@@ -132,8 +146,91 @@ export class AsciiHub {
     throw new ConflictError(`Cannot open an ascii endpoint: ${message}`, [{ path: 'port', message }])
   }
 
+  /** A serial line: one adapter per device (the device is locked while open, so another program cannot share it either). */
+  async #openSerial(options: AsciiOpenOptions): Promise<Endpoint> {
+    const settings = options.serial!
+    const key = `serial:${settings.device}`
+    const closing = this.#closing.get(key)
+    if (closing !== undefined) await closing
+    const holder = this.#endpoints.get(key)
+    if (holder !== undefined) {
+      const message = `serial device ${settings.device} is already served by adapter '${holder.owner}'`
+      throw new ConflictError(`Cannot open an ascii endpoint: ${message}`, [{ path: 'device', message }])
+    }
+    const endpoint = new SerialEndpoint({ settings, logger: this.#logger, handler: options.handler })
+    this.#endpoints.set(key, { endpoint, owner: options.owner })
+    try {
+      await endpoint.listen()
+      return endpoint
+    } catch (error) {
+      this.#endpoints.delete(key)
+      await endpoint.close().catch(() => undefined)
+      const message = error instanceof SerialLineError ? error.message : `serial device ${settings.device}: ${(error as Error).message}`
+      throw new ConflictError(`Cannot open an ascii endpoint: ${message}`, [{ path: 'device', message }])
+    }
+  }
+
+  /**
+   * A VXI-11 server: its core channel on `port` (omitted or 0: one the OS chooses) and its port
+   * mapper on `portmapper_port`. Omitted, the port mapper takes 111 when this process may bind it,
+   * and else runs without one (a warning says how clients reach it then).
+   */
+  async #openVxi11(options: AsciiOpenOptions): Promise<Endpoint> {
+    const { host, owner, handler } = options
+    const { portmapperPort, deviceName } = options.vxi11!
+    const mapper = portmapperPort ?? ASCII_DEFAULTS.portmapper_port
+    const key = `vxi11:${host}:${mapper}`
+    const closing = this.#closing.get(key)
+    if (closing !== undefined) await closing
+    const holder = mapper === 0 ? undefined : this.#endpoints.get(key)
+    if (holder !== undefined) {
+      const message = `the VXI-11 port mapper ${host}:${mapper} is already served by adapter '${holder.owner}': give this instrument another host (127.0.0.2, ...) or portmapper_port`
+      throw new ConflictError(`Cannot open an ascii endpoint: ${message}`, [{ path: 'host', message }])
+    }
+    const open = async (withMapper: number | null): Promise<Vxi11Endpoint> => {
+      const endpoint = new Vxi11Endpoint({ host, port: options.port ?? 0, portmapperPort: withMapper, deviceName, logger: this.#logger, handler })
+      try {
+        await endpoint.listen()
+        return endpoint
+      } catch (error) {
+        await endpoint.close()
+        throw error
+      }
+    }
+    let endpoint: Vxi11Endpoint
+    try {
+      endpoint = await open(mapper)
+    } catch (error) {
+      const which = (error as { vxi11Listener?: string }).vxi11Listener
+      const code = (error as NodeJS.ErrnoException).code
+      if (portmapperPort === undefined && which === 'portmapper' && (code === 'EACCES' || code === 'EADDRINUSE')) {
+        endpoint = await open(null).catch((again: unknown) => {
+          throw listenFailure('tcp', host, options.port ?? 0, again)
+        })
+        this.#logger.warn(
+          { adapter: owner, host, port: endpoint.port },
+          `VXI-11 instrument '${owner}' has no port mapper: port 111 on ${host} is ${code === 'EACCES' ? 'privileged' : 'in use'}; ` +
+            'VISA clients find the core channel through port 111 only: set portmapper_port, or see docs/ascii-serial-vxi11.md',
+        )
+      } else {
+        const port = which === 'portmapper' ? mapper : (options.port ?? 0)
+        throw listenFailure(
+          which === 'portmapper' ? 'VXI-11 port mapper' : 'VXI-11 core channel',
+          host,
+          port,
+          error,
+          undefined,
+          this.#portHolder?.('tcp', port),
+        )
+      }
+    }
+    const claim = `vxi11:${host}:${endpoint.portmapperPort ?? `none:${endpoint.port}`}`
+    this.#endpoints.set(claim, { endpoint, owner })
+    return endpoint
+  }
+
   /** Another host on which an endpoint of this hub holds the port, with its adapter. */
-  #servedOn(transport: AsciiTransport, host: string, port: number): string | undefined {
+  #servedOn(transport: AsciiTransport | string, host: string, port: number): string | undefined {
     for (const { endpoint, owner } of this.#endpoints.values()) {
       if (endpoint.transport === transport && endpoint.port === port && endpoint.host !== host) return `${endpoint.host} (adapter '${owner}')`
     }

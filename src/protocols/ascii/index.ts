@@ -1,6 +1,6 @@
 /**
  * Text-command instruments (SCPI and the like) for Mimic: value conversion, command patterns, the
- * interpreter, the TCP and UDP endpoints, the hub that hands out ports and the per-instance adapter.
+ * interpreter, the TCP, UDP, serial and VXI-11 endpoints, the hub that hands out ports and the per-instance adapter.
  *
  * @example
  * import { AsciiHub, AsciiAdapter, asciiSchema } from './protocols/ascii/index.js'
@@ -14,7 +14,9 @@ export type { CompiledPattern, PatternOptions } from './patterns.js'
 export { Instrument, SCPI_ERRORS, compileRules } from './instrument.js'
 export type { InstrumentCounters, InstrumentOptions, LineResult } from './instrument.js'
 export { TcpEndpoint, UdpEndpoint } from './endpoint.js'
-export type { DropKind, Endpoint, LineHandler, UdpRules } from './endpoint.js'
+export type { DropKind, Endpoint, EndpointListener, LineHandler, UdpRules } from './endpoint.js'
+export { SerialEndpoint } from './serial.js'
+export { Vxi11Endpoint } from './vxi11.js'
 export { AsciiHub } from './hub.js'
 export type { AsciiOpenOptions } from './hub.js'
 export { AsciiAdapter, checkAsciiValue } from './adapter.js'

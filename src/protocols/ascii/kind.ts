@@ -4,8 +4,8 @@ import { AsciiHub } from './hub.js'
 import { asciiSchema, type AsciiDefinition } from '../../definition/ascii-schema.js'
 
 /**
- * The `ascii` protocol kind: lab instruments answering text commands (SCPI and the like) over TCP
- * or UDP, one port per instrument, ports handed out by one hub per server.
+ * The `ascii` protocol kind: lab instruments answering text commands (SCPI and the like) over TCP,
+ * UDP, a serial line or VXI-11, one port (or line) per instrument, handed out by one hub per server.
  *
  * @example
  * const hub = asciiKind.createContext({ logger })
