@@ -107,7 +107,16 @@ finish() {
   if [ "$result" != PASS ] && [ -S "$RUN_DIR/h1/docker.sock" ]; then
     # What the shards said, for the reader of a failure.
     dk 1 service ps --no-trunc "${STACK}_shard" >&2 2>/dev/null || true
-    dk 1 service logs --tail 20 "${STACK}_shard" >&2 2>/dev/null || true
+    # Their logs less the one line per meter, and each shard container's last health checks (a
+    # task Swarm stopped as unhealthy shows it there).
+    dk 1 service logs "${STACK}_shard" 2>&1 | grep -v '"mqtt adapter st' | tail -n 40 >&2 || true
+    local i c
+    for i in "${HOSTS[@]}"; do
+      [ -S "$RUN_DIR/h$i/docker.sock" ] || continue
+      for c in $(dk "$i" ps -aq --filter "name=${STACK}_shard" 2>/dev/null); do
+        dk "$i" inspect --format "host $i {{.Name}} {{.State.Status}} exit {{.State.ExitCode}} health {{json .State.Health}}" "$c" >&2 2>/dev/null || true
+      done
+    done
   fi
   [ -S "$RUN_DIR/h1/docker.sock" ] && timeout 30 docker --host "$(sock 1)" stack rm "$STACK" >/dev/null 2>&1 || true
   teardown_swarm
@@ -413,12 +422,14 @@ wait_meters() {
   diff <(sort -u "$work/seen.txt") <(echo "$expected") >/dev/null || fail "$what: the topics seen are not meters/meter_0000..5999/power"
   step "PASS $what: all $METERS meters seen by a subscriber on host $sub_host ($((SECONDS - t0)) s)"
 }
-# mimic fleet, from a container on the stack's network, with tasks.shard as the shards.
+# mimic fleet, from a container on the stack's network, with tasks.shard as the shards. Each call
+# may take minutes here (a shard that loads or starts connects its 2,000 meters, three shards and
+# the broker on two busy cores), where the default --timeout is 30 s.
 fleet() {
   local host="$1"
   shift
   dk "$host" run --rm --network "${STACK}_fleet" --label mimic.test-swarm=client -e MIMIC_PRODUCT_KEY="$key" \
-    --entrypoint mimic "$mimic_image_built" fleet "$@" --shards http://tasks.shard:8000
+    --entrypoint mimic "$mimic_image_built" fleet "$@" --shards http://tasks.shard:8000 --timeout 300
 }
 
 wait_shards 1 'deploy'
