@@ -242,6 +242,14 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
     assert.ok(await whoIs(c, address))
   })
 
+  it('GET /health lists its UDP listener with its holder', async () => {
+    const health = (await t.api('GET', '/health')).body
+    const listener = health.listeners.find((l: { kind: string }) => l.kind === 'bacnet')
+    assert.equal(listener.transport, 'udp')
+    assert.equal(`127.0.0.1:${listener.port}`, address)
+    assert.match(listener.holder, /BACnet device 1234 of adapter 'panel_1\.bacnet'/)
+  })
+
   it('detached, it answers nothing; attached, it answers again', async () => {
     assert.equal((await t.call(node, 'detach')).status, 200)
     assert.equal(await whoIs(c, address), undefined)
@@ -287,6 +295,18 @@ describe("the reference product's BACnet models run unchanged and answer", () =>
       if (m.analog !== undefined) assert.equal(typeof (await value(c, address, ObjectType.ANALOG_INPUT, m.analog))[0], 'number')
       const binaryType = m.binary === 50 ? ObjectType.BINARY_VALUE : ObjectType.BINARY_INPUT
       assert.deepEqual(await value(c, address, binaryType, m.binary), [m.binary === 50 ? 1 : 0])
+      if (m.port === 47808) {
+        // Every property of every object is more than one APDU: this device does not segment.
+        const objects = (await value(c, address, ObjectType.DEVICE, m.device, P.OBJECT_LIST)) as Array<{ type: number; instance: number }>
+        assert.equal(objects.length, 38)
+        await assert.rejects(
+          c.readPropertyMultiple(
+            { address },
+            objects.map((objectId) => ({ objectId, properties: [{ id: P.ALL, index: ALL }] })),
+          ),
+          /BacnetAbort - Reason:4/,
+        )
+      }
       assert.equal((await t.call(`${SYS}/instances/${name}_1`, 'stop')).status, 200)
     })
   }

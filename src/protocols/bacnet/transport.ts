@@ -68,6 +68,9 @@ export class DeviceTransport extends EventEmitter {
   /** Sends `offset` bytes of `buffer` to `receiver` (`address:port`, or `address` for 47808). */
   send(buffer: Buffer, offset: number, receiver?: string): void {
     if (this.#closed || receiver === undefined) return
+    // The library encodes into a buffer of getMaxPayload() bytes and counts on past its end when an
+    // answer does not fit; this device does not segment, so the caller answers with an Abort.
+    if (offset > buffer.length) throw new RangeError(`an answer of ${offset} bytes does not fit one BACnet/IP datagram (${buffer.length})`)
     const at = receiver.lastIndexOf(':')
     const address = at > 0 && !receiver.endsWith(']') ? receiver.slice(0, at) : receiver
     const port = at > 0 ? Number(receiver.slice(at + 1)) : 47808
