@@ -220,6 +220,43 @@ describe('modbus_master polls Modbus devices', () => {
     assert.equal((await t.call(`${SYS}/instances/plc2`, 'stop')).status, 200)
   })
 
+  it('snapshot round trip: the instance and its master come back from a snapshot, STOPPED, and poll once prepared; a bad binding is a 422 with its path', async () => {
+    const port = await freePort()
+    const server = await device([port])
+    await server.set('h_r', 0, floatWords(6.5))
+    assert.equal((await t.api('PUT', `${SYS}/models`, { PlcSnap: plcModel({ port }) })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { plc_snap: 'PlcSnap' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/plc_snap`, 'prepare')).status, 200)
+    await eventually(async () => (await value('plc_snap', 'temperature')) === 6.5)
+    const before = await adapter('plc_snap')
+    const saved = await t.call(`${SYS}/snapshots`, 'save', { label: 'modbus-master' })
+    assert.equal(saved.status, 200, JSON.stringify(saved.body))
+    assert.equal((await t.api('DELETE', `${SYS}/instances/plc_snap`)).status, 200)
+    const load = await t.call(`${SYS}/snapshots`, 'load', { id: saved.body.result.id })
+    assert.equal(load.status, 200, JSON.stringify(load.body))
+    const loaded = await adapter('plc_snap')
+    assert.equal(loaded.state, 'STOPPED')
+    assert.equal(loaded.type, before.type)
+    assert.deepEqual(Object.keys(loaded.attr).sort(), Object.keys(before.attr).sort())
+    await server.set('h_r', 0, floatWords(7.5))
+    assert.equal((await t.call(`${SYS}/instances/plc_snap`, 'prepare')).status, 200)
+    await eventually(async () => (await value('plc_snap', 'temperature')) === 7.5)
+    assert.equal((await adapter('plc_snap')).state, 'CONNECTED')
+    assert.equal((await t.call(`${SYS}/instances/plc_snap`, 'stop')).status, 200)
+
+    const bad = plcModel({ port: 'eighty', bogus_key: 1 })
+    ;(bad.communication as Array<{ modbus_master: { bindings: Array<Record<string, unknown>> } }>)[0]!.modbus_master.bindings[1]!.direction = 'outbound'
+    const res = await t.api('PUT', `${SYS}/models`, { Bad: bad })
+    assert.equal(res.status, 422, JSON.stringify(res.body))
+    const paths = (res.body.error.details as Array<{ path: string }>).map((d) => d.path)
+    for (const end of ['bogus_key', 'port', 'bindings[1].direction']) {
+      assert.ok(
+        paths.some((p) => p.startsWith('communication') && p.endsWith(end)),
+        `${end} not in ${paths.join(', ')}`,
+      )
+    }
+  })
+
   it('rtu_over_tcp: polls pymodbus serving RTU frames over TCP', async () => {
     const port = await freePort()
     const server = await device([port], { rtu: true })
