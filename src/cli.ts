@@ -89,6 +89,12 @@ export async function runCli(argv: string[]): Promise<void> {
         'answer plain keep-alive tree requests straight from the socket; off serves every request through node:http [MIMIC_FAST_LANE] (default on)',
       ).choices(['on', 'off']),
     )
+    .addOption(
+      new Option(
+        '--fused <on|off>',
+        "step the instances of a model whose step is float function/set actions in one loop over the model's arrays; off steps every instance alone [MIMIC_FUSED, also 1/0] (default on)",
+      ).choices(['on', 'off']),
+    )
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent [MIMIC_LOG_LEVEL] (default info)')
     .option('--log-buffer <entries>', 'recent log records kept in memory for the logs nodes [MIMIC_LOG_BUFFER] (default 10000)')
     .addOption(
@@ -417,6 +423,9 @@ export async function runCli(argv: string[]): Promise<void> {
   withShards(fleet.command('list').description('the snapshots every shard has, and which shards lack the others')).action(async (opts) =>
     runFleet('list', opts),
   )
+
+  const { registerCaptureCommands } = await import('./capture/commands.js')
+  registerCaptureCommands(program)
 
   remote(program.command('mcp').description('an MCP server on stdin/stdout that lets an AI assistant build and drive simulations on a running server'))
     .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')

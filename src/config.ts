@@ -66,6 +66,10 @@ export const configSchema = z.strictObject({
   stepBatch: decimal(number().int().min(1).max(100_000)).default(100),
   bodyLimit: decimal(number().int().min(1024)).default(16 * 1024 * 1024),
   fastLane: z.enum(['on', 'off']).default('on'),
+  fused: z
+    .enum(['on', 'off', '1', '0'])
+    .default('on')
+    .transform((value) => value === 'on' || value === '1'),
   metrics: z.enum(['auth', 'open', 'off']).default('auth'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   logBuffer: decimal(number().int().min(1).max(10_000_000)).default(10_000),
@@ -124,6 +128,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   stepBatch: 'MIMIC_STEP_BATCH',
   bodyLimit: 'MIMIC_BODY_LIMIT',
   fastLane: 'MIMIC_FAST_LANE',
+  fused: 'MIMIC_FUSED',
   metrics: 'MIMIC_METRICS',
   logLevel: 'MIMIC_LOG_LEVEL',
   logBuffer: 'MIMIC_LOG_BUFFER',

@@ -141,6 +141,7 @@ export async function startMimic(config: Config, opts: StartOptions = {}): Promi
     snapshots,
     systemFile: config.system,
     stepBatch: config.stepBatch,
+    fusedStep: config.fused,
     strictProtocols: config.strictProtocols,
     shard: config.shard,
     crossShard: link && { link, prefix: config.natsPrefix, maxValueBytes: config.maxValueBytes },

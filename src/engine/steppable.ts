@@ -1,3 +1,5 @@
+import type { FusedRow } from './fused-steps.js'
+
 /**
  * What the engine needs from an instance to step it. The tree's Instance implements it; the
  * engine knows no tree classes, so it can be read (and tested) as the definition of a step alone.
@@ -23,7 +25,15 @@ export interface Steppable {
    * With `usesWorker` some expressions are evaluated by its Python worker: then it steps with
    * `stepAsync`, and `step` is never called.
    */
-  readonly behaviour?: { readonly usesWorker: boolean; step(time: number, dt: number): void; stepAsync(time: number, dt: number): Promise<void> } | undefined
+  readonly behaviour?:
+    | {
+        readonly usesWorker: boolean
+        step(time: number, dt: number): void
+        stepAsync(time: number, dt: number): Promise<void>
+        /** Its row in its model's struct of arrays, when its model steps in one loop (fused-steps.ts). */
+        readonly fused?: FusedRow | undefined
+      }
+    | undefined
   readonly attributes: {
     /** Where a value reported by its Python objects lands. */
     get(name: string): ValueTarget | undefined

@@ -1,4 +1,5 @@
 import type { MimicError } from '../errors.js'
+import { FusedSteps } from './fused-steps.js'
 import { finishInstanceStep, finishWorkerStep } from './instance-step.js'
 import type { KeptPlan } from './plan-cache.js'
 import type { Steppable } from './steppable.js'
@@ -78,14 +79,24 @@ async function finishSteps<I extends Steppable>(step: SystemStep<I>, live: reado
     failed.add(instance)
   }
   let withWorker: I[] | undefined
-  for (const instance of live) {
-    if (instance.behaviour?.usesWorker) {
-      ;(withWorker ??= []).push(instance)
-      continue
-    }
+  const alone = (instance: I): void => {
     const error = finishInstanceStep(instance, step.dt)
     if (error) fail(instance, error)
   }
+  const fused = fusedSteps(step.system)
+  for (const instance of live) {
+    const behaviour = instance.behaviour
+    if (behaviour?.usesWorker) {
+      ;(withWorker ??= []).push(instance)
+      continue
+    }
+    // Instances of a model that steps in one loop are gathered (fused-steps.ts); the loop runs
+    // before the next instance with behaviour of its own steps, so the order of steps holds.
+    if (fused.add(instance, step.dt)) continue
+    if (behaviour !== undefined) fused.flush(step.dt, alone)
+    alone(instance)
+  }
+  fused.flush(step.dt, alone)
   if (withWorker) {
     await Promise.all(
       withWorker.map(async (instance) => {
@@ -95,4 +106,13 @@ async function finishSteps<I extends Steppable>(step: SystemStep<I>, live: reado
     )
   }
   return failed.size === 0 ? live : live.filter((instance) => !failed.has(instance))
+}
+
+const gathered = new WeakMap<object, FusedSteps<Steppable>>()
+
+/** The gathering of a system's fused steps, kept from step to step (a system's steps never overlap). */
+function fusedSteps<I extends Steppable>(system: SteppedSystem<I>): FusedSteps<I> {
+  let fused = gathered.get(system)
+  if (fused === undefined) gathered.set(system, (fused = new FusedSteps<Steppable>()))
+  return fused as FusedSteps<I>
 }

@@ -6,6 +6,7 @@ import { cloneJson, plainJson } from '../values/number.js'
 import type { AttributeState } from '../snapshots/index.js'
 import { Component, noArguments, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
+import type { SoaColumn } from '../language/model/soa/store.js'
 import { NO_LOCK, type StructureLock } from '../tree/lock.js'
 import { attributeDocumentBody, attributeDocumentJson, attributePropertyJson } from '../values/attribute-document.js'
 import type { BodyValues } from '../values/request.js'
@@ -59,6 +60,12 @@ export class Attribute extends Component {
    */
   #number = 0.5
   #isNumber = false
+  /**
+   * With the fused step (language/model/soa/): the column of the model's struct of arrays that
+   * holds this float attribute's number, in row `#row`, in place of `#number`.
+   */
+  #column: SoaColumn | undefined
+  #row = 0
   #override: { value: unknown } | undefined
   /** A forced external value (`force`): what clients see until `release`, whatever the steps compute. */
   #forced: { value: unknown } | undefined
@@ -90,18 +97,41 @@ export class Attribute extends Component {
   }
 
   get internalValue(): unknown {
-    return this.#isNumber ? this.#number : this.#internal
+    if (!this.#isNumber) return this.#internal
+    const column = this.#column
+    return column === undefined ? this.#number : column.values[this.#row]
   }
 
   #store(value: unknown): void {
+    const column = this.#column
     if (typeof value === 'number' && this.valueType === 'float') {
-      this.#number = value
+      if (column === undefined) this.#number = value
+      else {
+        column.values[this.#row] = value
+        if (!this.#isNumber) column.store.countNotNumber(this.#row, -1)
+      }
       this.#isNumber = true
       this.#internal = undefined
     } else {
+      if (column !== undefined && this.#isNumber) column.store.countNotNumber(this.#row, 1)
       this.#internal = value
       this.#isNumber = false
     }
+  }
+
+  /**
+   * Keeps the number of this float attribute in `column` at `row` from now on (the fused step's
+   * struct of arrays), or again in the attribute itself with undefined (its instance is gone).
+   */
+  attachColumn(column: SoaColumn | undefined, row: number): void {
+    const value = this.internalValue
+    if (this.#column !== undefined && !this.#isNumber) this.#column.store.countNotNumber(this.#row, -1)
+    this.#column = column
+    this.#row = row
+    if (!this.#isNumber) {
+      if (column !== undefined) column.store.countNotNumber(row, 1)
+    } else if (column !== undefined) column.values[row] = value as number
+    else this.#number = value as number
   }
 
   get externalValue(): unknown {

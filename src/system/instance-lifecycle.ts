@@ -270,5 +270,6 @@ export class InstanceLifecycle {
     await instance.behaviour?.fire('on_destroy').catch((err: unknown) => instance.warn('an on_destroy hook failed', { err: (err as Error).message }))
     await instance.communication.stopAll()
     await instance.python.unload()
+    instance.behaviour?.dispose()
   }
 }

@@ -102,7 +102,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.communication = new Communication(this, opts.model, opts.services, this.parameters)
     this.importNode = parsed.import ? new ImportStatus(this) : undefined
     const behaviour = modelBehaviour(parsed)
-    this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this))
+    this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this), { fused: opts.services.fusedStep !== false })
     this.actionsNode = this.behaviour && this.behaviour.actionCount > 0 ? new ActionsNode(this, this.behaviour) : undefined
     this.scenariosNode = this.behaviour && this.behaviour.scenarios.length > 0 ? new ScenariosNode(this, this.behaviour, () => this.timer.time) : undefined
     this.logs = new Logs(this, { buffer: opts.services.logs, instance: opts.name })

@@ -26,6 +26,8 @@ export interface SystemServices {
   systemFile?: string | undefined
   /** Most steps of a `run` one message to a Python worker may carry (1: every step alone). */
   stepBatch?: number
+  /** `--fused off` (MIMIC_FUSED=0): every instance takes its own step, none its model's loop (engine/fused-steps.ts). */
+  fusedStep?: boolean
   /** `--shard I/N`: keep only the instances whose names hash to shard I of N (docs/scale-out.md). */
   shard?: Shard | undefined
   /** `--nats`: the link to the other shards, the subjects' first token(s) (`--nats-prefix`) and the largest value carried. */

@@ -18,6 +18,7 @@ import type { ActionPlan, ActionRuntime } from './actions/index.js'
 import { CompileContext, type BehaviourSource, type BindContext, type WorkerExpression } from './compile-context.js'
 import { bindGroups, compileConditions, compileList, runGroups, runSteps, type BranchPlan, type BranchRuntime } from './conditions.js'
 import { AttributeSlots, fuseActions, FusedRun, type FusedInstance } from './fused.js'
+import { BatchMember, FusedBatch } from './soa/batch.js'
 import { compileHooks, InstanceHooks, type HookEvent, type HookPlans } from './hooks.js'
 import { Pins, UndoLog, type BehaviourHost, type StepFrame } from './runtime.js'
 import { compileScenarios, HeldValues, ScenarioRuntime, type ScenarioPlan } from './scenarios.js'
@@ -55,6 +56,8 @@ export class ModelBehaviour {
   readonly groupSteps: ReadonlyArray<ReadonlyArray<ReadonlyArray<FusedRun | ActionPlan>>>
   /** How many actions are fused (each instance keeps an enabled flag for each). */
   readonly fused: number
+  /** The loop that steps many instances at once when the model qualifies (soa/batch.ts), made on first use. */
+  #batch: FusedBatch | null | undefined
 
   constructor(parts: {
     actions: ActionPlan[]
@@ -99,9 +102,18 @@ export class ModelBehaviour {
     )
   }
 
-  /** The behaviour of one instance. */
-  bind(host: BehaviourHost): InstanceBehaviour {
-    return new InstanceBehaviour(this, host)
+  /** The model's fused step (soa/batch.ts), or undefined when its step is not one loop's work. */
+  get batch(): FusedBatch | undefined {
+    if (this.#batch === undefined) this.#batch = FusedBatch.of(this) ?? null
+    return this.#batch ?? undefined
+  }
+
+  /**
+   * The behaviour of one instance. With `fused`, an instance of a model that qualifies keeps its
+   * float attributes in the model's struct of arrays and steps in its loop (soa/batch.ts).
+   */
+  bind(host: BehaviourHost, options: { fused?: boolean } = {}): InstanceBehaviour {
+    return new InstanceBehaviour(this, host, options.fused === true)
   }
 }
 
@@ -192,7 +204,10 @@ export class InstanceBehaviour {
   readonly usesWorker: boolean
   #stepping: Promise<void> | undefined
 
-  constructor(model: ModelBehaviour, host: BehaviourHost) {
+  /** Its row in the model's struct of arrays when it steps in the model's loop (soa/batch.ts). */
+  readonly fused: BatchMember | undefined
+
+  constructor(model: ModelBehaviour, host: BehaviourHost, fused = false) {
     this.#model = model
     this.#host = host
     this.usesWorker = model.usesWorker
@@ -220,6 +235,13 @@ export class InstanceBehaviour {
     const alone = this.#top.length === 1 && this.#top[0] instanceof FusedRun && model.groups.length === 0 && model.scenarios.length === 0
     const undo = alone && model.hooks.model.size === 0 && model.hooks.attributes.size === 0 ? null : this.#undo
     this.#fused = { attrs, mapped: attrs.map((a) => (a.mapped ? 1 : 0)), enabled, host, frame: this.#frame, undo }
+    const batch = fused ? model.batch : undefined
+    this.fused = batch && attrs.every((a) => a.attachColumn !== undefined) ? new BatchMember(batch, attrs, this.#fused.mapped, enabled) : undefined
+  }
+
+  /** The instance is gone: its row goes back to the model's struct of arrays, its attributes keep their values. */
+  dispose(): void {
+    this.fused?.release()
   }
 
   /** Every action of the instance (top level, then those of conditions), made on first use for the fused ones. */

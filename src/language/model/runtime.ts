@@ -6,6 +6,7 @@
 import { MimicError, type ErrorDetail } from '../../errors.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import { PyException } from '../expression/index.js'
+import type { SoaColumn } from './soa/store.js'
 
 /** An attribute as behaviour reads and writes it. */
 export interface HostAttribute {
@@ -29,6 +30,11 @@ export interface HostAttribute {
   mappingProblem(value: unknown): string | null
   /** Whether a protocol adapter publishes it (only then `mappingProblem` can find one). */
   readonly mapped: boolean
+  /**
+   * Keeps a float attribute's number in `column` at `row` (the fused step's struct of arrays,
+   * soa/store.ts), or in the attribute again with undefined. An attribute without it never joins.
+   */
+  attachColumn?(column: SoaColumn | undefined, row: number): void
 }
 
 /** The instance behaviour belongs to, as behaviour sees it. */

@@ -1,0 +1,79 @@
+/**
+ * A model's struct of arrays: one Float64Array per float attribute of the model, one row per
+ * instance. An instance bound to it keeps its float attributes' numbers here (the attribute reads
+ * and writes its cell: `SoaColumn.values[row]`), so a step of all its instances is one loop over
+ * rows (batch.ts), and a read over HTTP or a protocol sees the value the last step wrote, with
+ * nothing copied back.
+ *
+ * A float attribute may hold a value that is not a number (None from Python): then the attribute
+ * keeps it itself, and the row counts it in `notNumbers`; a row with any such attribute is stepped
+ * by its instance's own step, not by the loop.
+ *
+ * @example
+ * const store = new SoaStore(slots.types)
+ * const row = store.allocate()
+ * attribute.attachColumn(store.columns[slot], row)
+ */
+import type { AttributeType } from '../../../definition/model-schema.js'
+
+/** One float attribute of every instance of a model: `values[row]`. Replaced arrays keep the same column object. */
+export interface SoaColumn {
+  values: Float64Array
+  readonly store: SoaStore
+}
+
+const FIRST_CAPACITY = 64
+
+/** The struct of arrays of one model (see the module comment). */
+export class SoaStore {
+  /** By attribute slot: the column of a float attribute, undefined for the others. */
+  readonly columns: ReadonlyArray<SoaColumn | undefined>
+  /** Per row: how many of its float attributes hold something that is not a number now. */
+  notNumbers: Int32Array
+  #capacity = FIRST_CAPACITY
+  #next = 0
+  readonly #free: number[] = []
+
+  constructor(types: readonly AttributeType[]) {
+    this.columns = types.map((type) => (type === 'float' ? { values: new Float64Array(FIRST_CAPACITY), store: this } : undefined))
+    this.notNumbers = new Int32Array(FIRST_CAPACITY)
+  }
+
+  /** A row for a new instance (its cells hold 0 until its attributes are attached). */
+  allocate(): number {
+    const row = this.#free.pop() ?? this.#next++
+    if (row >= this.#capacity) this.#grow()
+    this.notNumbers[row] = 0
+    return row
+  }
+
+  /** One more (+1) or one fewer (-1) attribute of `row` that holds something that is not a number. */
+  countNotNumber(row: number, change: number): void {
+    this.notNumbers[row] = (this.notNumbers[row] as number) + change
+  }
+
+  /** Gives a row back (its instance is gone). */
+  release(row: number): void {
+    this.notNumbers[row] = 0
+    this.#free.push(row)
+  }
+
+  /** Rows in use. */
+  get rows(): number {
+    return this.#next - this.#free.length
+  }
+
+  #grow(): void {
+    const capacity = this.#capacity * 2
+    for (const column of this.columns) {
+      if (column === undefined) continue
+      const values = new Float64Array(capacity)
+      values.set(column.values)
+      column.values = values
+    }
+    const counts = new Int32Array(capacity)
+    counts.set(this.notNumbers)
+    this.notNumbers = counts
+    this.#capacity = capacity
+  }
+}
