@@ -180,6 +180,26 @@ describe('modbus_slave on a serial line (socat pty pairs)', () => {
     }
   })
 
+  it('a line whose device goes away shows line_error naming it, and the server goes on', async () => {
+    const gone = await ptyPair()
+    try {
+      assert.equal((await t.api('PUT', `${SYS}/models`, { Gone: model({ device: gone.a, unit_id: 1 }, 1) })).status, 200)
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { gone: 'Gone' })).status, 200)
+      assert.equal((await t.call(`${SYS}/instances/gone`, 'prepare')).status, 200)
+      assert.equal((await t.api('GET', node('gone'))).body.serial.line_error, undefined)
+      await gone.close()
+      const lost = await eventually(async () => (await t.api('GET', node('gone'))).body.serial.line_error as string | undefined, 10_000)
+      assert.match(lost, new RegExp(`serial device ${gone.a}`))
+      // The other line still answers.
+      const res = await run('/usr/bin/python3', [CLIENT, 'serial', pair.b, String(BAUD), 'N'], {
+        input: JSON.stringify([{ op: 'read_float', address: 0, unit: 1 }]),
+      })
+      assert.deepEqual(JSON.parse(res.stdout), [{ value: 10.25 }])
+    } finally {
+      await gone.close()
+    }
+  })
+
   it('a missing device or one another program holds is a clear error naming it; nothing crashes', async () => {
     const busy = await rawMaster(pair.b)
     try {

@@ -215,3 +215,37 @@ describe('transports and ports', () => {
     }
   })
 })
+
+describe('swap_bytes on udp and rtu_over_tcp', () => {
+  const hub = new ModbusHub({ logger: silentLogger })
+  const udp = adapterOf(hub, { transport: 'udp' })
+  const rtuAdapter = adapterOf(hub, { transport: 'rtu_over_tcp' })
+  before(async () => {
+    await udp.start()
+    await rtuAdapter.start()
+  })
+  after(async () => {
+    await udp.stop()
+    await rtuAdapter.stop()
+    await hub.close()
+  })
+
+  it('answers a register read with each register byte-swapped (1234 = 0x04d2 read as 0xd204), counted', async () => {
+    udp.set('faults', { swap_bytes: true })
+    rtuAdapter.set('faults', { swap_bytes: true })
+    try {
+      const datagram = await udpExchange(udp.info().port!, [READ(3)], 150)
+      assert.equal(datagram[0]!.data.toString('hex'), '000300000005010302d204')
+      const { chunks } = await rtuExchange(rtuAdapter.info().port!, [RTU_READ], 150)
+      const frame = Buffer.concat(chunks.map((c) => c.data))
+      // A swapped answer keeps a valid CRC: the client sees a good frame with the wrong value.
+      assert.equal(frame.toString('hex'), rtu('010302d204').toString('hex'))
+      assert.ok(crcOk(frame, 0, frame.length))
+      assert.equal((udp.stats() as Record<string, unknown>).fault_swaps, 1)
+      assert.equal((rtuAdapter.stats() as Record<string, unknown>).fault_swaps, 1)
+    } finally {
+      udp.set('faults', {})
+      rtuAdapter.set('faults', {})
+    }
+  })
+})
