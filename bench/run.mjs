@@ -33,10 +33,24 @@ import { asciiQuery } from './benchmarks/ascii-query.mjs'
 import { opcuaSubscription } from './benchmarks/opcua-subscription.mjs'
 import { mqttPublish } from './benchmarks/mqtt-publish.mjs'
 import { shards } from './benchmarks/shards.mjs'
+import { modbusTransports } from './benchmarks/modbus-transports.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** @type {import('./lib/benchmark.mjs').Benchmark[]} */
-const BENCHMARKS = [pythonStep, httpRoundTrip, modbusRead, snapshots, memory, modbusScale, declarativeStep, asciiQuery, opcuaSubscription, mqttPublish, shards]
+const BENCHMARKS = [
+  pythonStep,
+  httpRoundTrip,
+  modbusRead,
+  snapshots,
+  memory,
+  modbusScale,
+  declarativeStep,
+  asciiQuery,
+  opcuaSubscription,
+  mqttPublish,
+  shards,
+  modbusTransports,
+]
 const LIMIT_MS = { full: 90_000, smoke: 30_000 }
 
 const argv = process.argv.slice(2)

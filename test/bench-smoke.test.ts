@@ -27,7 +27,7 @@ function runBench(args: string[], timeoutMs: number): Promise<{ code: number | n
 }
 
 describe('benchmarks (smoke run)', () => {
-  // Eleven benchmarks of about 2-15 s each on a quiet machine (about 80 s in all); the limit leaves room for a busy one, below the runner's 240 s per file.
+  // Twelve benchmarks of about 2-15 s each on a quiet machine (about 85 s in all); the limit leaves room for a busy one, below the runner's 240 s per file.
   it('runs every benchmark with tiny sizes and writes a report with a section for each', { timeout: 235_000 }, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mimic-bench-smoke-'))
     try {
@@ -35,12 +35,12 @@ describe('benchmarks (smoke run)', () => {
       const { code, stdout, stderr } = await runBench(['--smoke', '--no-install', '--out', out], 225_000)
       assert.equal(code, 0, `bench/run.mjs --smoke failed:\n${stderr.slice(-4000)}`)
       assert.doesNotMatch(stdout, /FAILED/)
-      for (const id of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']) {
+      for (const id of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12']) {
         assert.match(stdout, new RegExp(`^${id} +\\| .+\\| smoke\\s*$`, 'm'), `no smoke row for benchmark ${id}:\n${stdout}`)
       }
       const report = await readFile(out, 'utf8')
       assert.match(report, /Smoke run/)
-      for (const id of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']) assert.match(report, new RegExp(`^## ${id}\\. `, 'm'))
+      for (const id of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12']) assert.match(report, new RegExp(`^## ${id}\\. `, 'm'))
       assert.match(report, /\| cores \| \d+ \|/)
     } finally {
       await rm(dir, { recursive: true, force: true })
