@@ -81,15 +81,27 @@ describe('ascii over VXI-11 (TCPIP::host::INSTR), with PyVISA', () => {
 })
 
 describe('ascii over VXI-11, port mapper on 111 in a network namespace, PyVISA unchanged', () => {
-  it('TCPIP::127.0.0.1::INSTR answers *IDN?, a measurement and a setting', async () => {
+  it('TCPIP::127.0.0.1::INSTR answers *IDN?, a measurement and a setting; an instrument without portmapper_port takes 111, or runs without one when 111 is held', async () => {
     const probe = spawnSync('unshare', ['-rn', 'true'])
     if (probe.status !== 0)
       throw new Error(`unshare -rn fails here (${String(probe.stderr).trim()}): the test needs user and network namespaces (util-linux unshare, iproute2 ip)`)
     const helper = join(import.meta.dirname, 'helpers', 'vxi11-netns.ts')
     const out = await run('unshare', ['-rn', 'sh', '-c', `ip link set lo up && exec "${process.execPath}" --import tsx "${helper}"`], 120_000)
-    const result = JSON.parse(out.trim().split('\n').pop()!) as { answers: PyvisaAnswers; setpoint: number; portmapper_port: number }
+    const result = JSON.parse(out.trim().split('\n').pop()!) as {
+      answers: PyvisaAnswers
+      setpoint: number
+      portmapper_port: number
+      defaults: Record<string, unknown>
+      warned: boolean
+    }
     assert.equal(result.portmapper_port, 111)
     checkAnswers(result.answers)
     assert.equal(result.setpoint, 4.5)
+    // No portmapper_port: 111 where this process may bind it, and no port mapper (with a warning) where another program holds it.
+    assert.deepEqual(result.defaults, {
+      free: { status: 200, state: 'RUNNING', portmapper_port: 111 },
+      held: { status: 200, state: 'RUNNING', portmapper_port: null },
+    })
+    assert.equal(result.warned, true)
   })
 })

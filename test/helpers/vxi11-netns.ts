@@ -1,8 +1,11 @@
 // Run by test/ascii-vxi11.test.ts inside a network namespace of its own (`unshare -rn`), where this
 // process may bind port 111 and no other program holds it: a real Mimic server serves a VXI-11
 // instrument with its port mapper on 111, and PyVISA (pyvisa-py, unchanged) opens
-// TCPIP::127.0.0.1::INSTR. Prints one JSON line: PyVISA's answers and the attribute written.
+// TCPIP::127.0.0.1::INSTR. Then an instrument that names no portmapper_port takes 111 (this
+// process may bind it here), and one whose 111 another program holds runs without a port mapper.
+// Prints one JSON line: PyVISA's answers, the attribute written and the port mappers taken.
 import { execFile } from 'node:child_process'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { instrumentModel } from './instrument-model.js'
 import { startTestServer } from './server.js'
@@ -22,7 +25,23 @@ try {
     ),
   )
   const setpoint = (await t.api('GET', `${SYS}/instances/dmm/attributes/setpoint`)).body.internal_value
-  process.stdout.write(JSON.stringify({ answers: JSON.parse(answers), setpoint, portmapper_port: node.portmapper_port }) + '\n')
+  // 127.0.0.2: nothing holds 111 there. 127.0.0.3: another program holds it.
+  const other = createServer()
+  await new Promise<void>((resolve) => other.listen(111, '127.0.0.3', resolve))
+  await t.api('PUT', `${SYS}/models`, {
+    Free: instrumentModel({ transport: 'vxi11', host: '127.0.0.2' }),
+    Held: instrumentModel({ transport: 'vxi11', host: '127.0.0.3' }),
+  })
+  await t.api('PUT', `${SYS}/instances`, { free: 'Free', held: 'Held' })
+  const defaults: Record<string, unknown> = {}
+  for (const name of ['free', 'held']) {
+    const started = await t.call(`${SYS}/instances/${name}`, 'prepare')
+    const doc = (await t.api('GET', `${SYS}/instances/${name}/communication/ascii`)).body
+    defaults[name] = { status: started.status, state: doc.state, portmapper_port: doc.portmapper_port }
+  }
+  await new Promise((resolve) => other.close(resolve))
+  const warned = t.logs.some((r) => String(r.msg).includes("VXI-11 instrument 'held.ascii' has no port mapper: port 111 on 127.0.0.3 is in use"))
+  process.stdout.write(JSON.stringify({ answers: JSON.parse(answers), setpoint, portmapper_port: node.portmapper_port, defaults, warned }) + '\n')
 } finally {
   await t.close()
 }
