@@ -48,6 +48,7 @@ const PANEL = {
             instance: 4,
             properties: { presentValue: { read: '#attr(setpoint)', write: '#attr(setpoint)' }, units: 'degreesCelsius' },
           },
+          room_temp_coarse: { type: 'analogInput', instance: 6, properties: { presentValue: { read: '#attr(temp)' }, covIncrement: 2.5 } },
           mode: {
             type: 'multiStateValue',
             instance: 5,
@@ -123,7 +124,7 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
     assert.deepEqual(await value(c, address, ObjectType.DEVICE, 1234, P.OBJECT_NAME), ['Test panel'])
     assert.deepEqual(await value(c, address, ObjectType.DEVICE, 1234, P.MODEL_NAME), ['mimic-test'])
     const list = await value(c, address, ObjectType.DEVICE, 1234, P.OBJECT_LIST)
-    assert.equal(list.length, 6)
+    assert.equal(list.length, 7)
     const [temp] = await value(c, address, ObjectType.ANALOG_INPUT, 1)
     assert.ok(Math.abs((temp as number) - 21.5) < 1e-6, String(temp))
     assert.deepEqual(await value(c, address, ObjectType.ANALOG_INPUT, 1, P.UNITS), [62])
@@ -210,6 +211,20 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
     const stats = (await t.api('GET', node)).body
     assert.ok(JSON.stringify(stats).includes('"notifications"'), JSON.stringify(stats))
     assert.equal(notes.length, 2)
+  })
+
+  it('an object with a covIncrement notifies once its value moved that far', async () => {
+    const notes: number[] = []
+    c.on('covNotifyUnconfirmed', (content: any) => {
+      if (content.payload.monitoredObjectId.instance === 6) notes.push(content.payload.values[0].value[0].value)
+    })
+    await c.subscribeCov({ address }, { type: ObjectType.ANALOG_INPUT, instance: 6 }, 8, false, false, 0)
+    await eventually(() => notes.length === 1)
+    // Each step adds 1.0: the first two stay within 2.5 of the value told, the third does not.
+    for (let i = 0; i < 3; i++) assert.equal((await t.call(`${SYS}/instances/panel_1`, 'run')).status, 200)
+    await eventually(() => notes.length === 2)
+    assert.ok(Math.abs(notes[1]! - (notes[0]! + 3)) < 1e-6, JSON.stringify(notes))
+    await c.subscribeCov({ address }, { type: ObjectType.ANALOG_INPUT, instance: 6 }, 8, true, false, 0)
   })
 
   it('faults answer BACnet Error, Reject, Abort or nothing, scoped by service; null returns to normal service', async () => {

@@ -55,6 +55,8 @@ interface Subscription {
   lifetime: number
   /** The values last notified, as JSON. */
   last: string
+  /** The presentValue last notified. */
+  lastValue?: unknown
 }
 
 /** At most this many subscriptions per device; a SubscribeCOV beyond is refused (resources, no-space-to-add-list-element). */
@@ -178,6 +180,9 @@ export class BacnetAdapter implements ProtocolAdapter {
         lifetime: s.lifetime,
       })),
       counters: { ...this.#counters },
+      // The reference product's runtime properties of its BACnet adapter, for expressions that read them.
+      running: this.state === 'RUNNING',
+      request_count: this.#requests,
     }
   }
 
@@ -226,7 +231,12 @@ export class BacnetAdapter implements ProtocolAdapter {
     }
     const text = JSON.stringify(values)
     if (!first && text === s.last) return
+    // An analog object with a covIncrement notifies once its value moved that far from the last one told.
+    const now = values[0]!.value[0]?.value
+    const increment = this.#device.covIncrement(s.objectId.type, s.objectId.instance)
+    if (!first && increment > 0 && typeof now === 'number' && typeof s.lastValue === 'number' && Math.abs(now - s.lastValue) < increment) return
     s.last = text
+    s.lastValue = now
     const remaining = s.expires === null ? 0 : Math.max(0, Math.round((s.expires - Date.now()) / 1000))
     const receiver = { address: s.address }
     this.#counters.notifications++

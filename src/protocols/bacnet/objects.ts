@@ -121,6 +121,7 @@ function constant(property: number, value: unknown, pvTag: number): BACNetAppDat
     if (typeof v === 'string') return { type: ApplicationTag.CHARACTER_STRING, value: v }
     if (typeof v === 'boolean') return { type: ApplicationTag.BOOLEAN, value: v }
     const n = Number(v)
+    if (property === P.COV_INCREMENT) return { type: ApplicationTag.REAL, value: n }
     if (property === P.RELINQUISH_DEFAULT) return pvTag === ApplicationTag.REAL ? { type: pvTag, value: n } : { type: pvTag, value: Math.round(n) }
     if (property === P.UNITS || property === P.POLARITY || property === P.RELIABILITY || property === P.EVENT_STATE) {
       return { type: ApplicationTag.ENUMERATED, value: n }
@@ -241,6 +242,12 @@ export class BacnetDevice {
       { property: { id: P.PRESENT_VALUE }, value: this.read(type, instance, P.PRESENT_VALUE, ARRAY_ALL) },
       { property: { id: P.STATUS_FLAGS }, value: [STATUS_FLAGS] },
     ]
+  }
+
+  /** An object's covIncrement (its constant property), or 0: every change is notified. */
+  covIncrement(type: number, instance: number): number {
+    const value = this.#objects.get(`${type}:${instance}`)?.constants.get(P.COV_INCREMENT)?.[0]?.value
+    return typeof value === 'number' && value > 0 ? value : 0
   }
 
   /** Whether an object supports COV (its presentValue is bound). */
