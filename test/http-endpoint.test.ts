@@ -58,6 +58,23 @@ describe('http_endpoint: the catalog models, served by a server without a produc
       assert.deepEqual(loaded.details, [], file)
       models[file.replace(/\.yaml$/, '')] = loaded.data
     }
+    models.Custom = {
+      attributes: { mode: { type: 'str', default: 'auto' }, n: { type: 'int', default: 5 }, enabled: { type: 'bool', default: false } },
+      communication: [
+        {
+          http_endpoint: {
+            port: 0,
+            endpoints: {
+              '/echo': {
+                alias: ['#attr(mode) = #param(mode)', '#attr(enabled) = #param(on)'],
+                response: { mode: '#attr(mode)', asked: '#param(mode)', version: 1.0, list: [1, '#attr(n)'], enabled: '#attr(enabled)' },
+              },
+              '/reset': { method: 'POST', alias: ['#attr(n) = 0'] },
+            },
+          },
+        },
+      ],
+    }
     const put = await t.api('PUT', `${SYS}/models`, models)
     assert.equal(put.status, 200, JSON.stringify(put.body))
     const [weatherPort, airPort] = [await freePort(), await freePort()]
@@ -67,9 +84,10 @@ describe('http_endpoint: the catalog models, served by a server without a produc
       weather: { type: 'weather_forecast__http', parameters: { http_port: weatherPort } },
       air: { type: 'air_quality_station__http', parameters: { http_port: airPort } },
       vision: 'vision_quality_station__http',
+      custom: 'Custom',
     })
     assert.equal(instances.status, 200, JSON.stringify(instances.body))
-    for (const name of ['weather', 'air', 'vision']) {
+    for (const name of ['weather', 'air', 'vision', 'custom']) {
       const prepared = await t.call(`${SYS}/instances/${name}`, 'prepare')
       assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
     }
@@ -179,6 +197,19 @@ describe('http_endpoint: the catalog models, served by a server without a produc
     assert.equal(after.status, 200)
     assert.equal(after.body.last_result, await attr('vision', 'last_result'))
     assert.equal(typeof after.body.ok_count, 'number')
+  })
+
+  it('query parameters are written converted (text to bool), #param answers the request, literal numbers stay numbers; no response is a 204', async () => {
+    const port = (await t.api('GET', `${SYS}/instances/custom/communication/http_endpoint`)).body.port as number
+    const echo = await curl('GET', `http://127.0.0.1:${port}/echo?mode=manual&on=true`)
+    assert.equal(echo.status, 200, JSON.stringify(echo.body))
+    assert.deepEqual(echo.body, { mode: 'manual', asked: 'manual', version: 1, list: [1, 5], enabled: true })
+    const reset = await curl('POST', `http://127.0.0.1:${port}/reset`)
+    assert.equal(reset.status, 204)
+    assert.equal(await attr('custom', 'n'), 0)
+    const bad = await curl('GET', `http://127.0.0.1:${port}/echo?on=maybe`)
+    assert.equal(bad.status, 422)
+    assert.match(bad.body.error.message, /"maybe" is not a bool for attribute 'enabled'/)
   })
 
   it('detach: the endpoint keeps its port and answers nothing until attach', async () => {

@@ -5,7 +5,7 @@ import { AdapterLifecycle, readOnly, secondsProblem } from '../adapter-kit.js'
 import type { AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { ValidationError } from '../../errors.js'
 import { MimicError } from '../../errors.js'
-import { plainJson } from '../../values/number.js'
+import { isMark, plainJson } from '../../values/number.js'
 import { parseAlias, pathParams, requestParam, responseAttribute } from '../../definition/http-endpoint-schema.js'
 import type { HttpAlias, HttpEndpointDefinition, HttpEndpointMethod, HttpEndpointRoute } from '../../definition/http-endpoint-schema.js'
 import type { HttpEndpointHub, HttpServer } from './hub.js'
@@ -141,7 +141,7 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
       port,
       response_delay: d.response_delay,
       endpoints: Object.fromEntries(
-        this.#routes.map((r) => [r.path, { method: r.method, alias: [...r.route.alias], response: structuredClone(r.route.response ?? null) }]),
+        this.#routes.map((r) => [r.path, { method: r.method, alias: [...r.route.alias], response: jsonValue(r.route.response ?? null) }]),
       ),
       counters,
     }
@@ -220,8 +220,7 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
       if (error instanceof RequestFault) {
         void reply.code(error.status).send(fault(error.status, error.event, error.type, error.message, error.details))
       } else if (error instanceof MimicError) {
-        const status = error.status >= 500 ? error.status : error.status
-        void reply.code(status).send(fault(status, error.event, error.name, error.message, error.details))
+        void reply.code(error.status).send(fault(error.status, error.event, error.name, error.message, error.details))
       } else {
         this.#logger.warn({ err: error }, 'http endpoint request failed')
         void reply.code(500).send(fault(500, 'internal', 'InternalError', (error as Error).message))
@@ -267,6 +266,8 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
   }
 
   #render(template: unknown, params: Map<string, string>, query: URLSearchParams, body: unknown): unknown {
+    // A number the model wrote (1.0 is kept as a float mark by the loader) is answered as a number.
+    if (isMark(template)) return jsonValue(template)
     if (typeof template === 'string') {
       const attribute = responseAttribute(template)
       if (attribute !== null) return jsonValue(this.#accessor.read(attribute))
