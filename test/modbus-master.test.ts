@@ -269,6 +269,28 @@ describe('modbus_master polls Modbus devices', () => {
     assert.equal((await t.api('PUT', `${SYS}/instances/plc_rtu/attributes/setpoint/attr/internal_value`, { value: -7.5 })).status, 200)
     await eventually(async () => wordsFloat(await server.get('h_r', 20, 2)) === -7.5)
     assert.equal((await adapter('plc_rtu')).attr.transport.value, 'rtu_over_tcp')
+    // Its trace holds each request and answer, as its devices saw them.
+    const tail = (await t.call(node('plc_rtu'), 'tail', { limit: 200 })).body.result as Array<Record<string, unknown>>
+    const read = tail.find((e) => e.operation === 'read' && e.function === 3 && e.address === 0)
+    assert.deepEqual(
+      { ...read, seq: 0, time: '', latency: 0 },
+      {
+        seq: 0,
+        time: '',
+        latency: 0,
+        operation: 'read',
+        direction: 'out',
+        device: `127.0.0.1:${port}`,
+        unit: 7,
+        function: 3,
+        address: 0,
+        count: 2,
+        values: floatWords(12.75),
+        ...(read?.attributes !== undefined && { attributes: read.attributes }),
+      },
+    )
+    const write = [...tail].reverse().find((e) => e.operation === 'write' && e.function === 16 && e.address === 20)
+    assert.deepEqual(write?.values, floatWords(-7.5))
     assert.equal((await t.call(`${SYS}/instances/plc_rtu`, 'stop')).status, 200)
   })
 

@@ -4,6 +4,7 @@ import { addressRange } from '../../definition/modbus-schema.js'
 import { bindingWidth, type ModbusMasterBinding, type ModbusMasterDefinition } from '../../definition/modbus-master-schema.js'
 import { serialSettingsOf } from '../../definition/serial-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
+import type { AdapterTrace, Exchange } from '../trace.js'
 import { AdapterLifecycle, ThrottledWarning, readOnly, secondsProblem } from '../adapter-kit.js'
 import type { ModbusRequest, ModbusResponse } from '../modbus/codec.js'
 import { checkValue, decodeWords, encodeWords, encodingSpec, type EncodingSpec } from '../modbus/encoding.js'
@@ -74,6 +75,8 @@ export interface ModbusMasterAdapterOptions {
   accessor: AttributeAccessor
   logger: Logger
   name?: string
+  /** The adapter's traffic trace: each request and its answer is recorded there. */
+  trace?: AdapterTrace | undefined
 }
 
 const SETTABLE = ['poll_interval', 'timeout', 'max_retries', 'retry_delay', 'max_failures'] as const
@@ -100,6 +103,7 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
   readonly #bindings: Binding[]
   readonly #devices: Device[]
   readonly #counters: ModbusMasterCounters = { polls: 0, requests: 0, errors: 0, writes: 0 }
+  readonly #traceRing: AdapterTrace | undefined
   #lastError: string | null = null
   #lastPoll: string | null = null
   #timer: NodeJS.Timeout | null = null
@@ -115,6 +119,7 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
     this.name = opts.name ?? 'modbus_master'
     this.#definition = { ...d, bindings: d.bindings.map((b) => ({ ...b })) }
     this.#accessor = opts.accessor
+    this.#traceRing = opts.trace
     this.#logger = opts.logger.child({ adapter: this.name })
     this.#warning = new ThrottledWarning(this.#logger)
     this.#life = new AdapterLifecycle<true>(this.name)
@@ -338,14 +343,42 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
       if (attempt > 0 && d.retry_delay > 0) await sleep(d.retry_delay * 1000)
       if (generation !== this.#generation) return null
       this.#counters.requests++
+      const started = performance.now()
       try {
-        return await binding.link.request(binding.unitId, request)
+        const answer = await binding.link.request(binding.unitId, request)
+        this.#trace(binding, request, started, answer)
+        return answer
       } catch (error) {
         if (generation !== this.#generation) return null
+        this.#trace(binding, request, started, (error as Error).message)
         this.#fail(`${binding.label}: ${(error as Error).message}`)
       }
     }
     return null
+  }
+
+  /** Records one request and its answer (or why there was none) in the adapter's trace (docs/traces.md). */
+  #trace(binding: Binding, request: ModbusRequest, started: number, answer: ModbusResponse | string): void {
+    const trace = this.#traceRing
+    if (!trace?.on) return
+    const exchange: Exchange = {
+      operation: request.fc <= 4 ? 'read' : 'write',
+      direction: 'out',
+      device: binding.link.address,
+      unit: binding.unitId,
+      function: request.fc,
+      address: binding.first,
+      count: binding.width,
+      latency: (performance.now() - started) / 1000,
+    }
+    if (request.fc === 5 || request.fc === 6) exchange.values = [typeof request.value === 'boolean' ? (request.value ? 1 : 0) : request.value]
+    else if (request.fc === 15) exchange.values = request.values.map((v) => (v ? 1 : 0))
+    else if (request.fc === 16) exchange.values = Array.from({ length: request.quantity }, (_, i) => request.data.readUInt16BE(i * 2))
+    if (typeof answer === 'string') exchange.error = answer
+    else if ('exception' in answer) exchange.exception = answer.exception
+    else if ('registers' in answer) exchange.values = answer.registers.slice(0, binding.width)
+    else if ('bits' in answer) exchange.values = answer.bits.slice(0, binding.width).map((b) => (b ? 1 : 0))
+    trace.record(exchange)
   }
 
   #fail(message: string): void {

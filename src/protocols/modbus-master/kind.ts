@@ -16,5 +16,5 @@ export const modbusMasterKind: ProtocolKind<ModbusMasterDefinition, ProtocolCont
   schema: modbusMasterSchema,
   createContext: () => ({ close: async () => {} }),
   valueProblem: checkBoundValue,
-  create: ({ settings, accessor, logger, name }) => new ModbusMasterAdapter({ definition: settings, accessor, logger, name }),
+  create: ({ settings, accessor, logger, name, trace }) => new ModbusMasterAdapter({ definition: settings, accessor, logger, name, trace }),
 }
