@@ -340,7 +340,12 @@ describe('modbus_master polls Modbus devices', () => {
     assert.equal((await t.call(`${SYS}/instances/meter`, 'prepare')).status, 200)
     const port = (await t.api('GET', `${SYS}/instances/meter/communication/modbus_slave`)).body.attr.port.value as number
     const controller = {
-      attributes: { measured: 0.0, limit: 5.0 },
+      attributes: { measured: 0.0, limit: 5.0, link_ok: false, answered: 0 },
+      // The reference product's runtime properties of the adapter, read by the model's actions.
+      actions: [
+        { function: '$out(link_ok)', call: '$attr(communication.modbus_master.connected)' },
+        { function: '$out(answered)', call: '$attr(communication.modbus_master.request_count)' },
+      ],
       communication: [
         {
           modbus_master: {
@@ -365,6 +370,9 @@ describe('modbus_master polls Modbus devices', () => {
     assert.equal((await t.api('PUT', `${SYS}/instances/controller/attributes/limit/attr/internal_value`, { value: 8.5 })).status, 200)
     await eventually(async () => (await value('meter', 'limit')) === 8.5)
     assert.equal((await adapter('controller')).state, 'CONNECTED')
+    assert.equal((await t.call(`${SYS}/instances/controller`, 'run')).status, 200)
+    assert.equal(await value('controller', 'link_ok'), true)
+    assert.ok(((await value('controller', 'answered')) as number) > 0)
     for (const i of ['controller', 'meter']) assert.equal((await t.call(`${SYS}/instances/${i}`, 'stop')).status, 200)
   })
 
