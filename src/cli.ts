@@ -424,6 +424,9 @@ export async function runCli(argv: string[]): Promise<void> {
     runFleet('list', opts),
   )
 
+  const { registerCaptureCommands } = await import('./capture/commands.js')
+  registerCaptureCommands(program)
+
   remote(program.command('mcp').description('an MCP server on stdin/stdout that lets an AI assistant build and drive simulations on a running server'))
     .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {

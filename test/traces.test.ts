@@ -152,7 +152,7 @@ print(json.dumps(r.registers))
     assert.ok(entries.every((e) => e.error === undefined && e.unit === 3 && typeof e.latency === 'number' && typeof e.time === 'string'))
     const writes = (await t.call(adapter, 'tail', { function: 16 })).body.result as unknown[]
     assert.equal(writes.length, 1)
-    const since = (await t.call(adapter, 'tail', { since: entries[0].seq })).body.result as Array<Record<string, any>>
+    const since = (await t.call(adapter, 'tail', { since: entries[0]!.seq })).body.result as Array<Record<string, any>>
     assert.deepEqual(
       since.map((e) => e.function),
       [3],
@@ -162,7 +162,7 @@ print(json.dumps(r.registers))
   it('an exception is in the trace with its name', async () => {
     const reply = await pymodbus(port, `r = c.read_holding_registers(100, 2, slave=3)\nprint(json.dumps(r.exception_code))`)
     assert.equal(reply, 2)
-    const [last] = (await t.call(adapter, 'tail', { limit: 1 })).body.result as Array<Record<string, any>>
+    const last = ((await t.call(adapter, 'tail', { limit: 1 })).body.result as Array<Record<string, any>>)[0]!
     assert.equal(last.function, 3)
     assert.equal(last.address, 100)
     assert.equal(last.exception, 2)

@@ -128,8 +128,8 @@ export function parseSeries(text: string, name: string, opts: { timeColumn: stri
     times[r] = t
     columns.forEach((column, c) => {
       let value = row.values[column]
-      // A JSONL row may leave a column out: it keeps its value from the row before.
-      if (value === undefined || value === '') {
+      // A JSONL row may leave a column out: it keeps its value from the row before. (An empty CSV cell is the empty text.)
+      if (value === undefined) {
         if (r === 0) throw new SeriesProblem(`the first row has no value for '${column}'`, row.line)
         value = values[c]![r - 1]
       }
