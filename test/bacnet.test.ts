@@ -25,8 +25,12 @@ const PANEL = {
     siren: { type: 'int', default: 0 },
     setpoint: { type: 'float', default: 19.0 },
     mode: { type: 'int', default: 2 },
+    served: { type: 'int', default: 0 },
   },
-  actions: [{ function: '$out(temp)', call: '$in(temp) + 1.0' }],
+  actions: [
+    { function: '$out(temp)', call: '$in(temp) + 1.0' },
+    { function: '$out(served)', call: '$attr(communication.bacnet.request_count)' },
+  ],
   scenarios: { bacnet_silent: { overrides: { 'communication.bacnet.faults': { no_response: true } } } },
   communication: [
     {
@@ -255,6 +259,13 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
     assert.equal(await whoIs(c, address), undefined)
     assert.equal((await t.call(scenario, 'stop')).status, 200)
     assert.ok(await whoIs(c, address))
+  })
+
+  it("the model's expressions read the adapter's request_count", async () => {
+    assert.equal((await t.call(`${SYS}/instances/panel_1`, 'run')).status, 200)
+    const stats = (await t.api('GET', node)).body
+    const served = await attr('served')
+    assert.ok(typeof served.external_value === 'number' && served.external_value > 10, JSON.stringify({ served, stats: stats.attr?.request_count }))
   })
 
   it('GET /health lists its UDP listener with its holder', async () => {
