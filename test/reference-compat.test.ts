@@ -380,11 +380,11 @@ describe('reference compatibility: --strict-protocols', () => {
   after(async () => t.close())
 
   it('refuses a model with an adapter of a protocol Mimic does not serve, naming where it is', async () => {
-    const put = await t.api('PUT', `${SYS}/models`, { panel: { attributes: { x: 0 }, communication: [{ knx_ip: { port: 3671 } }] } })
+    const put = await t.api('PUT', `${SYS}/models`, { panel: { attributes: { x: 0 }, communication: [{ matter: { port: 5540 } }] } })
     assert.equal(put.status, 422)
     assert.deepEqual(
       put.body.error.details.map((d: { path: string }) => d.path),
-      ['communication[0].knx_ip'],
+      ['communication[0].matter'],
     )
     assert.match(put.body.error.details[0].message, /--strict-protocols/)
     assert.equal((await t.api('PUT', `${SYS}/models`, { plain: { attributes: { x: 0 } } })).status, 200)

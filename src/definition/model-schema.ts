@@ -7,6 +7,7 @@ import { mqttSchema } from './mqtt-schema.js'
 import { opcuaAttributeReferences, opcuaServerSchema } from './opcua-schema.js'
 import { httpEndpointAttributeReferences, httpEndpointSchema } from './http-endpoint-schema.js'
 import { ocppAttributeReferences, ocppSchema } from './ocpp-schema.js'
+import { knxAttributeReferences, knxSchema } from './knx-schema.js'
 import { bacnetAttributeReferences, bacnetSchema } from './bacnet-schema.js'
 import { referencedAttribute } from './attribute-reference.js'
 import { ExactInt, FloatMark } from '../values/number.js'
@@ -76,6 +77,7 @@ export const ADAPTER_SCHEMAS = {
   http_endpoint: httpEndpointSchema,
   modbus_master: modbusMasterSchema,
   ocpp: ocppSchema,
+  knx_ip: knxSchema,
   bacnet: bacnetSchema,
 } as const
 /**
@@ -88,7 +90,7 @@ export const ADAPTER_SCHEMAS = {
  */
 export const UNSERVED_PROTOCOLS: ReadonlySet<string> = new Set(
   (
-    'ble coap_server dali knx_ip knx_ip_simulator lwm2m matter mbus mbus_server mqtt-ha ' +
+    'ble coap_server dali knx_ip_simulator lwm2m matter mbus mbus_server mqtt-ha ' +
     'profinet_server profinet_snap7_adapter redfish redfish_server snmp snmp_server'
   ).split(' '),
 )
@@ -118,6 +120,7 @@ const ADAPTER_REFERENCES: Partial<Record<string, (settings: unknown) => Array<{ 
   opcua_server: opcuaAttributeReferences,
   http_endpoint: httpEndpointAttributeReferences,
   ocpp: ocppAttributeReferences,
+  knx_ip: knxAttributeReferences,
   bacnet: bacnetAttributeReferences,
 }
 export type AdapterKind = keyof typeof ADAPTER_SCHEMAS

@@ -5,6 +5,7 @@ import { bacnetKind } from './bacnet/kind.js'
 import { httpEndpointKind } from './http-endpoint/kind.js'
 import { modbusMasterKind } from './modbus-master/kind.js'
 import { modbusSlaveKind } from './modbus/kind.js'
+import { knxKind } from './knx/kind.js'
 import { mqttKind } from './mqtt/kind.js'
 import { ocppKind } from './ocpp/kind.js'
 import { opcuaServerKind } from './opcua/kind.js'
@@ -31,7 +32,7 @@ export type {
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind, modbusMasterKind, ocppKind, httpEndpointKind, bacnetKind]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind, modbusMasterKind, ocppKind, httpEndpointKind, bacnetKind, knxKind]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {

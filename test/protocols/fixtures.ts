@@ -260,6 +260,10 @@ export const FIXTURES: Readonly<Record<string, readonly ProtocolFixture[]>> = {
   bacnet: [bacnet],
   http_endpoint: [httpEndpoint],
   ocpp: [ocpp],
+  // knx_ip is a client of a tunnelling server and holds no port of its own, so the listener-shaped
+  // cases (a port, a port clash) do not fit: test/knx.test.ts covers its life cycle, detach and
+  // attach, stats and a snapshot round trip against knxd.
+  knx_ip: [],
   // modbus_master is a client: it polls devices and holds no port of its own, so the
   // listener-shaped cases (a port, a port clash, a probe of its port) do not fit:
   // test/modbus-master.test.ts covers its life cycle, detach and attach, stats, bad settings and

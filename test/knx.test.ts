@@ -1,0 +1,162 @@
+// KNX IP against peers the project did not write: Debian's knxd as the KNXnet/IP tunnelling
+// server on loopback (its own bus, no routing, no multicast) and knxtool (knxd-tools) writing,
+// reading and listening to group addresses. The simulated device is the reference product's
+// library model lighting_zone__knx.yaml, unchanged. knx_ip is a client of a tunnelling server
+// and holds no port, so the shared conformance suite (listener-shaped) does not cover it: its
+// life cycle, detach/attach, stats and a snapshot round trip are here.
+import assert from 'node:assert/strict'
+import { readFile } from 'node:fs/promises'
+import { after, before, describe, it } from 'node:test'
+import { parse } from 'yaml'
+import { Knxd } from './helpers/knxd.js'
+import { eventually, startTestServer, type TestServer } from './helpers/server.js'
+
+const SYS = '/api/v3/system'
+const ZONE = `${SYS}/instances/zone`
+const ADAPTER = `${ZONE}/communication/knx_ip`
+const fixture = (name: string) => new URL(`fixtures/spx/${name}`, import.meta.url).pathname
+
+async function attribute(t: TestServer, name: string): Promise<unknown> {
+  const res = await t.api('GET', `${ZONE}/attributes/${name}`)
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  return res.body.internal_value
+}
+
+async function until(check: () => Promise<boolean> | boolean): Promise<void> {
+  await eventually(async () => ((await check()) ? true : undefined))
+}
+
+describe('knx_ip: the library lighting zone behind knxd, driven by knxtool', () => {
+  let t: TestServer
+  let knxd: Knxd
+  const doc = async () => (await t.api('GET', ADAPTER)).body
+
+  before(async () => {
+    knxd = await Knxd.start()
+    t = await startTestServer()
+    const model = parse(await readFile(fixture('lighting_zone__knx.yaml'), 'utf8'))
+    assert.equal((await t.api('PUT', `${SYS}/models`, { LightingZone: model })).status, 200)
+    const parameters = { knx_router_host: '127.0.0.1', knx_router_port: knxd.udpPort }
+    const put = await t.api('PUT', `${SYS}/instances`, { zone: { type: 'LightingZone', parameters } })
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+  })
+  after(async () => {
+    await t?.close()
+    await knxd?.close()
+  })
+
+  it('lifecycle: STOPPED until prepared, then a tunnel to knxd', async () => {
+    assert.equal((await doc()).state, 'STOPPED')
+    assert.equal((await t.call(ZONE, 'prepare')).status, 200)
+    await until(async () => (await doc()).connection === 'connected')
+    const d = await doc()
+    assert.equal(d.state, 'RUNNING')
+    assert.match(d.individual_address, /^0\.0\.\d+$/)
+    assert.equal(d.bindings.find((b: { name: string }) => b.name === 'daylight_sensor').codec, '9.004')
+  })
+
+  it('a group write from knxtool changes the attribute (bool, uint8 and string codecs)', async () => {
+    await knxd.tool('groupswrite', '1/1/14', '0')
+    await until(async () => (await attribute(t, 'k__occupancy_detected')) === 0)
+    await knxd.tool('groupwrite', '1/1/10', '50') // 0x50 = 80
+    await until(async () => (await attribute(t, 'k__circuit_a_target_percent')) === 80)
+    // "manual" as 8 bytes, zero padded.
+    await knxd.tool('groupwrite', '1/1/13', ...[...Buffer.from('cleaning')].map((b) => b.toString(16)))
+    await until(async () => (await attribute(t, 'k__scene_active')) === 'cleaning')
+  })
+
+  it('a group read from knxtool gets the attribute value (DPT 9.004, uint8)', async () => {
+    const listener = await knxd.listen()
+    try {
+      await knxd.tool('groupread', '1/1/15')
+      // 280 lux as DPT 9: 0.01 * 1750 * 2^4 = 280 -> 0x26 0xD6.
+      await until(() => listener.lines.some((l) => /Response from .* to 1\/1\/15: 26 D6/i.test(l))).catch((error: Error) => {
+        throw new Error(`${error.message}; knxtool heard:\n${listener.lines.join('\n')}`)
+      })
+      await knxd.tool('groupread', '1/1/10')
+      await until(() => listener.lines.some((l) => /Response from .* to 1\/1\/10: 41/i.test(l))) // 65 %
+    } finally {
+      listener.stop()
+    }
+  })
+
+  it('a bound attribute that changes is sent as a group write (on a poll, and after a step)', async () => {
+    const listener = await knxd.listen()
+    try {
+      assert.equal((await t.api('PUT', `${ZONE}/attributes`, { alarm_failure: 1 })).status, 200)
+      await until(() => listener.lines.some((l) => /Write from .* to 1\/1\/18: 01/i.test(l)))
+      // A step: the daylight follows the circuits and the occupancy (0 since the write above).
+      assert.equal((await t.call(ZONE, 'run')).status, 200)
+      const lux = (await attribute(t, 'k__daylight_lux')) as number
+      assert.notEqual(lux, 280)
+      await until(() => listener.lines.some((l) => /Write from .* to 1\/1\/15: [0-9A-F]{2} [0-9A-F]{2}/i.test(l)))
+      const hex = listener.lines
+        .filter((l) => /to 1\/1\/15:/.test(l))
+        .at(-1)!
+        .replace(/.*: /, '')
+        .split(' ')
+        .map((h) => parseInt(h, 16))
+      const raw = (hex[0]! << 8) | hex[1]!
+      const decoded = ((raw & 0x7ff) - (raw & 0x8000 ? 2048 : 0)) * 2 ** ((raw >> 11) & 0x0f) * 0.01
+      assert.ok(Math.abs(decoded - lux) <= 0.08 * 2 ** ((raw >> 11) & 0x0f), `${decoded} vs ${lux}`)
+    } finally {
+      listener.stop()
+    }
+  })
+
+  it('stats count telegrams; detach leaves the bus (writes are not taken), attach joins it again', async () => {
+    const before = await doc()
+    assert.ok(before.counters.telegrams_received >= 4 && before.counters.telegrams_sent >= 3, JSON.stringify(before.counters))
+    assert.ok(before.counters.reads_answered >= 2)
+    assert.equal((await t.call(ADAPTER, 'detach')).status, 200)
+    assert.equal((await doc()).state, 'DETACHED')
+    assert.equal((await doc()).connection, 'detached')
+    await knxd.tool('groupswrite', '1/1/14', '1')
+    await knxd.tool('groupwrite', '1/1/10', '20')
+    assert.equal(await attribute(t, 'k__occupancy_detected'), 0, 'a detached device takes no writes')
+    assert.equal((await t.call(ADAPTER, 'attach')).status, 200)
+    await until(async () => (await doc()).connection === 'connected')
+    await knxd.tool('groupswrite', '1/1/14', '1')
+    await until(async () => (await attribute(t, 'k__occupancy_detected')) === 1)
+    assert.equal((await t.call(ADAPTER, 'stop')).status, 200)
+    assert.equal((await t.call(ADAPTER, 'detach')).status, 409)
+    assert.equal((await t.call(ADAPTER, 'start')).status, 200)
+    await until(async () => (await doc()).connection === 'connected')
+  })
+
+  it('poll_interval is settable; a bad value and a read-only setting are refused', async () => {
+    assert.equal((await t.api('PATCH', ADAPTER, { poll_interval: 0.1 })).status, 200)
+    assert.equal((await doc()).poll_interval, 0.1)
+    assert.equal((await t.api('PATCH', ADAPTER, { poll_interval: -1 })).status, 422)
+    assert.equal((await t.api('PATCH', ADAPTER, { connect_timeout: 1 })).status, 422)
+  })
+
+  it('a tunnelling server that does not answer is retried, counted as no answer, and does not fail the adapter', async () => {
+    const silent = { knx_router_host: '127.0.0.1', knx_router_port: 9 }
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { lonely: { type: 'LightingZone', parameters: silent } })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/lonely`, 'prepare')).status, 200)
+    const node = `${SYS}/instances/lonely/communication/knx_ip`
+    await until(async () => (await t.api('GET', node)).body.counters.no_answer >= 1)
+    const d = (await t.api('GET', node)).body
+    assert.equal(d.state, 'RUNNING')
+    assert.equal(d.connection, 'reconnecting')
+    assert.match(d.last_error, /127\.0\.0\.1:9|ECONNREFUSED|no answer/)
+    assert.equal((await t.api('DELETE', `${SYS}/instances/lonely`)).status, 200)
+  })
+
+  it('snapshot round trip: the instance and its adapter come back, and join the bus once prepared', async () => {
+    const settings = await doc()
+    const saved = await t.call(`${SYS}/snapshots`, 'save', { label: 'knx' })
+    assert.equal(saved.status, 200, JSON.stringify(saved.body))
+    assert.equal((await t.api('DELETE', ZONE)).status, 200)
+    assert.equal((await t.call(`${SYS}/snapshots`, 'load', { id: saved.body.result.id })).status, 200)
+    assert.equal((await doc()).state, 'STOPPED')
+    assert.equal((await doc()).type, 'KnxDevice')
+    const loaded = await doc()
+    assert.deepEqual([loaded.router, loaded.bindings], [settings.router, settings.bindings])
+    assert.equal((await t.call(ZONE, 'prepare')).status, 200)
+    await until(async () => (await doc()).connection === 'connected')
+    await knxd.tool('groupswrite', '1/1/16', '1')
+    await until(async () => (await attribute(t, 'k__emergency_override')) === 1)
+  })
+})
