@@ -2,8 +2,10 @@
  * The load client of benchmark 12: FC3 reads of 2 holding registers of unit 1, closed loop, one
  * request in flight (a serial master has no other way, and UDP is measured alike), over a serial
  * line (the master's end of a pty pair, opened with serialport) or over UDP (node:dgram). It
- * checks each answer, records its latency and prints one JSON line when done. A request not
- * answered within 1 s counts as a failure and the next one is sent.
+ * checks each answer, records its latency and prints one JSON line when done. It starts once the
+ * server has answered a first request (within `readyMs`, 20 s by default: a peer may still be
+ * starting), so no probe is needed before it. A request not answered within 1 s after that counts
+ * as a failure and the next one is sent.
  *
  * Run: node bench/lib/modbus-transport-load-worker.mjs '{"transport":"serial","device":"/dev/pts/4","baudrate":115200,"warmupMs":150,"durationMs":700}'
  *      node bench/lib/modbus-transport-load-worker.mjs '{"transport":"udp","port":5020,"warmupMs":150,"durationMs":700}'
@@ -26,8 +28,17 @@ const problems = []
 let sentAt = 0
 let timer = null
 
+let ready = false
+let onReady = () => {}
+
 function answered(ok, what) {
   clearTimeout(timer)
+  if (!ready) {
+    // Before the first answer, silence is a server still starting, not a failure.
+    if (what === 'no answer within 1 s') return
+    ready = true
+    onReady()
+  }
   if (!ok) {
     failures++
     if (problems.length < 5) problems.push(what)
@@ -92,6 +103,19 @@ if (spec.transport === 'serial') {
 }
 
 send()
+const readyMs = spec.readyMs ?? 20_000
+const answeredInTime = await new Promise((resolve) => {
+  // Unref'd: once the server answered, this timer must not keep the process alive.
+  setTimeout(() => resolve(ready), readyMs).unref()
+  onReady = () => resolve(true)
+})
+if (!answeredInTime) {
+  stopped = true
+  clearTimeout(timer)
+  await close()
+  console.log(JSON.stringify({ responses: 0, rate: 0, p50Ms: null, p99Ms: null, failures: 1, problems: [`no answer within ${readyMs} ms`] }))
+  process.exit(0)
+}
 await new Promise((r) => setTimeout(r, spec.warmupMs))
 measuring = true
 const began = performance.now()
