@@ -108,12 +108,12 @@ export class Attribute extends Component {
       if (column === undefined) this.#number = value
       else {
         column.values[this.#row] = value
-        if (!this.#isNumber) column.store.countNotNumber(this.#row, -1)
+        if (!this.#isNumber) column.store.countHold(this.#row, -1)
       }
       this.#isNumber = true
       this.#internal = undefined
     } else {
-      if (column !== undefined && this.#isNumber) column.store.countNotNumber(this.#row, 1)
+      if (column !== undefined && this.#isNumber) column.store.countHold(this.#row, 1)
       this.#internal = value
       this.#isNumber = false
     }
@@ -125,11 +125,11 @@ export class Attribute extends Component {
    */
   attachColumn(column: SoaColumn | undefined, row: number): void {
     const value = this.internalValue
-    if (this.#column !== undefined && !this.#isNumber) this.#column.store.countNotNumber(this.#row, -1)
+    if (this.#column !== undefined && !this.#isNumber) this.#column.store.countHold(this.#row, -1)
     this.#column = column
     this.#row = row
     if (!this.#isNumber) {
-      if (column !== undefined) column.store.countNotNumber(row, 1)
+      if (column !== undefined) column.store.countHold(row, 1)
     } else if (column !== undefined) column.values[row] = value as number
     else this.#number = value as number
   }
@@ -230,7 +230,7 @@ export class Attribute extends Component {
   /** Sets (or ends, with undefined) the presentation override from declarative behaviour. */
   setPresented(value: { value: unknown } | undefined): void {
     this.#override = value
-    if (value) this.#container.overridden.add(this)
+    if (value) this.#container.noteOverride(this)
   }
 
   /** Why a protocol mapping cannot carry `value` for this attribute, or null. */
@@ -267,7 +267,7 @@ export class Attribute extends Component {
     const problem = this.valueProblem(value)
     if (problem) throw this.#invalid('external_value', problem)
     this.#override = { value: cloneJson(value) }
-    this.#container.overridden.add(this)
+    this.#container.noteOverride(this)
     void this.#owner.attributeSet?.(this.name, 'external')?.catch(() => {})
   }
 
@@ -365,8 +365,11 @@ export class Attributes extends KeyedContainer<Attribute> {
     return 'values'
   }
   readonly #owner: AttributeOwner
-  /** Attributes presenting an override until the next run (most steps have none to clear). */
-  readonly overridden = new Set<Attribute>()
+  /**
+   * Attributes presenting an override until the next run; undefined when none does, as in most
+   * steps: then a step's check is one field, not a Set's size (10,000 instances a step).
+   */
+  #overridden: Set<Attribute> | undefined
   /** Names the model declares: the attributes an instance cannot lose. */
   readonly #declared: ReadonlySet<string>
   #revision = 0
@@ -418,10 +421,16 @@ export class Attributes extends KeyedContainer<Attribute> {
   }
 
   /** Ends every presentation override: what a run does. */
+  /** Notes that `attr` presents an override until the next step. */
+  noteOverride(attr: Attribute): void {
+    ;(this.#overridden ??= new Set()).add(attr)
+  }
+
   clearOverrides(): void {
-    if (this.overridden.size === 0) return
-    for (const attr of this.overridden) attr.clearOverride()
-    this.overridden.clear()
+    const overridden = this.#overridden
+    if (overridden === undefined) return
+    this.#overridden = undefined
+    for (const attr of overridden) attr.clearOverride()
   }
 
   /** Attributes have no properties of their own: a `count` would read like an attribute. */
@@ -560,7 +569,7 @@ export class Attributes extends KeyedContainer<Attribute> {
         )
       }
       this.items.delete(name)
-      this.overridden.delete(attr)
+      this.#overridden?.delete(attr)
       this.#revision++
     })
   }

@@ -239,6 +239,8 @@ export class InstanceBehaviour {
     this.fused = batch && attrs.every((a) => a.attachColumn !== undefined) ? new BatchMember(batch, attrs, this.#fused.mapped, enabled) : undefined
   }
 
+  readonly #flagsChanged = (): void => this.fused?.flagsChanged()
+
   /** The instance is gone: its row goes back to the model's struct of arrays, its attributes keep their values. */
   dispose(): void {
     this.fused?.release()
@@ -260,7 +262,7 @@ export class InstanceBehaviour {
   /** A fused action seen alone: its enabled flag, and a run of it by itself. */
   #fusedAction(run: FusedRun, plan: ActionPlan, flag: number): ActionRuntime {
     const fused = this.#fused
-    return flagView(plan, fused.enabled, flag, () => {
+    return flagView(plan, fused.enabled, flag, this.#flagsChanged, () => {
       const only = fused.enabled.map((_x, i) => (i === flag ? 1 : 0))
       run.run(fused.attrs, fused.mapped, only, fused.host, fused.frame, this.#undo)
     })
@@ -493,7 +495,7 @@ export class InstanceBehaviour {
   #stateViews(): ActionRuntime[] {
     if (this.#actions !== undefined) return [...this.#actions]
     const flags = this.#fused.enabled
-    return this.#every((_run, plan, flag) => flagView(plan, flags, flag))
+    return this.#every((_run, plan, flag) => flagView(plan, flags, flag, this.#flagsChanged))
   }
 
   #take(actions: Record<string, unknown>, scenarios: Record<string, unknown>, held: unknown[], path: string): ErrorDetail[] {
@@ -505,8 +507,11 @@ export class InstanceBehaviour {
   }
 }
 
-/** A fused action's enabled flag as an action; `run` runs it alone (nothing by default: a snapshot's view). */
-function flagView(plan: ActionPlan, flags: number[], flag: number, run: () => void = () => {}): ActionRuntime {
+/**
+ * A fused action's enabled flag as an action; `run` runs it alone (nothing by default: a
+ * snapshot's view); `changed` hears of a flag set (the fused step's row, soa/batch.ts).
+ */
+function flagView(plan: ActionPlan, flags: number[], flag: number, changed: () => void, run: () => void = () => {}): ActionRuntime {
   return {
     plan,
     get enabled() {
@@ -514,6 +519,7 @@ function flagView(plan: ActionPlan, flags: number[], flag: number, run: () => vo
     },
     set enabled(on: boolean) {
       flags[flag] = on ? 1 : 0
+      changed()
     },
     run,
     reset: () => {},

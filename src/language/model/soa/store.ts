@@ -6,7 +6,7 @@
  * nothing copied back.
  *
  * A float attribute may hold a value that is not a number (None from Python): then the attribute
- * keeps it itself, and the row counts it in `notNumbers`; a row with any such attribute is stepped
+ * keeps it itself, and the row counts it in `holds`; a row with any such attribute is stepped
  * by its instance's own step, not by the loop.
  *
  * @example
@@ -28,33 +28,36 @@ const FIRST_CAPACITY = 64
 export class SoaStore {
   /** By attribute slot: the column of a float attribute, undefined for the others. */
   readonly columns: ReadonlyArray<SoaColumn | undefined>
-  /** Per row: how many of its float attributes hold something that is not a number now. */
-  notNumbers: Int32Array
+  /**
+   * Per row: how many reasons it has to step alone now: each float attribute holding something
+   * that is not a number, and its member's own (batch.ts BatchMember). 0: the loop takes it.
+   */
+  holds: Int32Array
   #capacity = FIRST_CAPACITY
   #next = 0
   readonly #free: number[] = []
 
   constructor(types: readonly AttributeType[]) {
     this.columns = types.map((type) => (type === 'float' ? { values: new Float64Array(FIRST_CAPACITY), store: this } : undefined))
-    this.notNumbers = new Int32Array(FIRST_CAPACITY)
+    this.holds = new Int32Array(FIRST_CAPACITY)
   }
 
   /** A row for a new instance (its cells hold 0 until its attributes are attached). */
   allocate(): number {
     const row = this.#free.pop() ?? this.#next++
     if (row >= this.#capacity) this.#grow()
-    this.notNumbers[row] = 0
+    this.holds[row] = 0
     return row
   }
 
-  /** One more (+1) or one fewer (-1) attribute of `row` that holds something that is not a number. */
-  countNotNumber(row: number, change: number): void {
-    this.notNumbers[row] = (this.notNumbers[row] as number) + change
+  /** One more (+1) or one fewer (-1) reason for `row` to step alone. */
+  countHold(row: number, change: number): void {
+    this.holds[row] = (this.holds[row] as number) + change
   }
 
   /** Gives a row back (its instance is gone). */
   release(row: number): void {
-    this.notNumbers[row] = 0
+    this.holds[row] = 0
     this.#free.push(row)
   }
 
@@ -72,8 +75,8 @@ export class SoaStore {
       column.values = values
     }
     const counts = new Int32Array(capacity)
-    counts.set(this.notNumbers)
-    this.notNumbers = counts
+    counts.set(this.holds)
+    this.holds = counts
     this.#capacity = capacity
   }
 }
