@@ -160,3 +160,80 @@ describe('knx_ip: the library lighting zone behind knxd, driven by knxtool', () 
     await until(async () => (await attribute(t, 'k__emergency_override')) === 1)
   })
 })
+
+describe("knx_ip: the library's other KNX models run unchanged and answer knxd", () => {
+  let t: TestServer
+  let knxd: Knxd
+  const MODELS = [
+    ['RoomController', 'room_controller__knx.yaml', 'room'],
+    ['SwitchActuator', 'abb_sa_s12_16_5_1__knx.yaml', 'switches'],
+    ['BlindActuator', 'abb_jra_s4_230_5_1__knx.yaml', 'blinds'],
+    ['PresenceDetector', 'theronda_p360__knx.yaml', 'presence'],
+  ] as const
+  const value = async (instance: string, name: string) => (await t.api('GET', `${SYS}/instances/${instance}/attributes/${name}`)).body.internal_value
+
+  before(async () => {
+    knxd = await Knxd.start()
+    t = await startTestServer()
+    for (const [model, file, instance] of MODELS) {
+      const put = await t.api('PUT', `${SYS}/models`, { [model]: parse(await readFile(fixture(file), 'utf8')) })
+      assert.equal(put.status, 200, `${file}: ${JSON.stringify(put.body)}`)
+      const parameters = { knx_router_host: '127.0.0.1', knx_router_port: knxd.udpPort }
+      assert.equal((await t.api('PUT', `${SYS}/instances`, { [instance]: { type: model, parameters } })).status, 200)
+      assert.equal((await t.call(`${SYS}/instances/${instance}`, 'prepare')).status, 200)
+      const node = `${SYS}/instances/${instance}/communication/knx_ip`
+      await until(async () => (await t.api('GET', node)).body.connection === 'connected')
+    }
+  })
+  after(async () => {
+    await t?.close()
+    await knxd?.close()
+  })
+
+  it('room controller: a DPT 9.001 setpoint is taken, the room temperature is read', async () => {
+    const listener = await knxd.listen()
+    try {
+      await knxd.tool('groupwrite', '2/0/2', '0C', '1A') // 21.0 degC
+      await until(async () => (await value('room', 'k__room_command_c')) === 21)
+      await knxd.tool('groupread', '2/0/1')
+      await until(() => listener.lines.some((l) => /Response from .* to 2\/0\/1: 0C 65/i.test(l))) // 22.5 degC
+    } finally {
+      listener.stop()
+    }
+  })
+
+  it('switch actuator: a channel command is taken and its state is sent back', async () => {
+    const listener = await knxd.listen()
+    try {
+      await knxd.tool('groupswrite', '1/3/1', '1')
+      await until(async () => (await value('switches', 'k__ch01')) === 1)
+      await until(() => listener.lines.some((l) => /Write from .* to 1\/4\/1: 01/i.test(l)))
+    } finally {
+      listener.stop()
+    }
+  })
+
+  it('blind actuator: a uint8 position command is taken, the position state is read', async () => {
+    const listener = await knxd.listen()
+    try {
+      await knxd.tool('groupwrite', '2/3/1', '80')
+      await until(async () => (await value('blinds', 'c1_position_set_raw_cmd')) === 128)
+      await knxd.tool('groupread', '2/4/1')
+      await until(() => listener.lines.some((l) => /Response from .* to 2\/4\/1: 1A/i.test(l))) // 26
+    } finally {
+      listener.stop()
+    }
+  })
+
+  it('presence detector: a DPT 7 time delay is taken, the DPT 9.004 brightness is read', async () => {
+    const listener = await knxd.listen()
+    try {
+      await knxd.tool('groupwrite', '3/2/4', '03', '84') // 900 s
+      await until(async () => (await value('presence', 'obj27_lighting_time_delay_in_s')) === 900)
+      await knxd.tool('groupread', '3/0/10')
+      await until(() => listener.lines.some((l) => /Response from .* to 3\/0\/10: 26 D6/i.test(l))) // 280 lux
+    } finally {
+      listener.stop()
+    }
+  })
+})
