@@ -286,7 +286,8 @@ export class ModbusSlaveAdapter implements ProtocolAdapter {
    * adapter.stats() // { state: 'RUNNING', port: 5020, requests: 3, errors: 0 }
    */
   stats(): AdapterStats & { port: number | null } {
-    const stats = { state: this.state, port: this.#life.resource?.port ?? this.#definition.port ?? null, requests: this.#requests, errors: this.#errors }
+    const port = this.#definition.transport === 'serial' ? null : (this.#life.resource?.port ?? this.#definition.port ?? null)
+    const stats = { state: this.state, port, requests: this.#requests, errors: this.#errors }
     // An adapter never given faults keeps its stats (sampled for every stream client) lean.
     if (!this.#faultsEverSet) return stats
     return { ...stats, active_faults: this.#faults === null ? '' : this.#faults.active.join(','), faults_version: this.#faultsVersion, ...this.#faultCounts }
