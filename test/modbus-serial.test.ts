@@ -4,7 +4,9 @@ import { run } from './unit/modbus/helpers.js'
 import { eventually, startTestServer, type TestServer } from './helpers/server.js'
 import { ptyPair, requirePeer, type PtyPair } from './helpers/pty.js'
 import { crc16 } from '../src/protocols/modbus/rtu.js'
-import { openSerialLine, type SerialLine } from '../src/protocols/serial/port.js'
+import { characterTimeMs, openSerialLine, type SerialLine } from '../src/protocols/serial/port.js'
+import { frameSilenceMs } from '../src/protocols/modbus/serial-listener.js'
+import { modbusSlaveSchema } from '../src/definition/modbus-schema.js'
 
 // modbus_slave with transport serial, through the running server, on pseudo-terminal pairs made
 // by socat: mbpoll (libmodbus) and pymodbus' serial client are the independent masters; a raw
@@ -48,6 +50,33 @@ async function rawMaster(device: string): Promise<{ line: SerialLine; received: 
   const line = await openSerialLine({ device, baudrate: BAUD, parity: 'even', stopbits: 1, bytesize: 8 }, { onData: (c) => chunks.push(c) })
   return { line, received: () => Buffer.concat(chunks) }
 }
+
+describe('serial settings', () => {
+  it('a frame ends after 3.5 characters of silence, 1.75 ms above 19200 baud', () => {
+    // 8E1: start, 8 data, parity, stop = 11 bits; 3.5 x 11 / 9600 s.
+    assert.equal(frameSilenceMs({ baudrate: 9600, bytesize: 8, parity: 'even', stopbits: 1 }), (3.5 * 11 * 1000) / 9600)
+    assert.equal(frameSilenceMs({ baudrate: 19200, bytesize: 8, parity: 'none', stopbits: 1 }), (3.5 * 10 * 1000) / 19200)
+    assert.equal(frameSilenceMs({ baudrate: 115200, bytesize: 8, parity: 'none', stopbits: 2 }), 1.75)
+    assert.equal(characterTimeMs({ baudrate: 1200, bytesize: 7, parity: 'odd', stopbits: 2 }), (11 * 1000) / 1200)
+  })
+
+  it('the schema: defaults, a device required for serial, serial keys refused elsewhere, each by its path', () => {
+    const mapping = { t: { address: 0, group: 'h_r', type: 'uint_16' } }
+    const ok = modbusSlaveSchema.parse({ transport: 'serial', device: '/dev/ttyUSB0', mapping })
+    assert.equal(ok.device, '/dev/ttyUSB0')
+    assert.equal(ok.baudrate, undefined, 'the defaults are filled when the line opens (serialSettingsOf)')
+    const problems = (value: Record<string, unknown>): string[] => {
+      const result = modbusSlaveSchema.safeParse({ ...value, mapping })
+      return result.success ? [] : result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`)
+    }
+    assert.deepEqual(problems({ transport: 'serial' }), ['device: transport serial needs a device, e.g. /dev/ttyUSB0'])
+    assert.deepEqual(problems({ transport: 'tcp', baudrate: 9600 }), ['baudrate: baudrate applies to transport serial, not tcp'])
+    assert.deepEqual(problems({ transport: 'serial', device: '/dev/ttyS0', port: 502 }), [
+      'port: port applies to tcp, udp and rtu_over_tcp; a serial line has a device',
+    ])
+    assert.equal(problems({ transport: 'serial', device: '/dev/ttyS0', parity: 'mark', stopbits: 3, bytesize: 6 }).length, 3)
+  })
+})
 
 describe('modbus_slave on a serial line (socat pty pairs)', () => {
   let t: TestServer
