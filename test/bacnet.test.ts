@@ -243,6 +243,12 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
     await assert.rejects(read(), /BacnetAbort - Reason:9/)
     await set({ abort: { reason: 4 } })
     await assert.rejects(read(), /BacnetAbort - Reason:4/)
+    // Late answers: one within the client's APDU timeout arrives, one beyond it does not.
+    await set({ response_delay: 0.2 })
+    assert.equal((await read()).values.length, 1)
+    await set({ response_delay: { seconds: 5, services: ['readProperty'] } })
+    await assert.rejects(read(), /ERR_TIMEOUT/)
+    assert.ok((await t.api('GET', node)).body.counters.delayed >= 2)
     await set({ no_response: { services: ['whoIs'] } })
     assert.equal(await whoIs(c, address), undefined)
     assert.ok((await read()).values.length === 1)

@@ -85,12 +85,19 @@ const faultScope = {
  * The faults in force (the adapter's settable `faults`): each key optional; `{}` or null is normal
  * service. `error` answers a BACnet Error (class and code numbers, default device/operational-problem),
  * `reject` a Reject (reason, default 0 other), `abort` an Abort (reason, default 0 other),
- * `no_response` nothing at all; the first that applies wins in that order after `no_response`.
+ * `no_response` nothing at all; the first that applies wins in that order after `no_response`;
+ * `response_delay` (seconds, or `{seconds, jitter}`) makes every answer, a fault's included, leave late.
  *
  * @example
  * bacnetFaultsSchema.parse({ error: { class: 2, code: 31 }, no_response: { services: ['whoIs'] } })
  */
 export const bacnetFaultsObjectSchema = z.strictObject({
+  response_delay: z
+    .union([
+      z.number().min(0).max(3600),
+      z.strictObject({ seconds: z.number().min(0).max(3600), jitter: z.number().min(0).max(3600).default(0), ...faultScope }),
+    ])
+    .optional(),
   no_response: z.union([z.literal(true), z.strictObject({ ...faultScope })]).optional(),
   error: z
     .strictObject({ class: z.number().int().min(0).max(65535).default(0), code: z.number().int().min(0).max(65535).default(25), ...faultScope })

@@ -80,7 +80,7 @@ export class BacnetAdapter implements ProtocolAdapter {
   readonly #warning: ThrottledWarning
   #faults: BacnetFaults
   readonly #subscriptions = new Map<string, Subscription>()
-  #counters = { who_is: 0, reads: 0, writes: 0, subscribes: 0, notifications: 0, error_replies: 0, fault_replies: 0, dropped: 0 }
+  #counters = { who_is: 0, reads: 0, writes: 0, subscribes: 0, notifications: 0, error_replies: 0, fault_replies: 0, delayed: 0, dropped: 0 }
   #requests = 0
 
   constructor(options: BacnetAdapterOptions) {
@@ -277,6 +277,29 @@ export class BacnetAdapter implements ProtocolAdapter {
     }
     const confirmed = service !== 'whoIs' && content.invokeId !== undefined
     const running = this.#life.resource
+    const rd = f.response_delay
+    const delay = rd === undefined ? 0 : typeof rd === 'number' || applies(rd) ? delaySeconds(rd) : 0
+    if (delay > 0) {
+      this.#counters.delayed++
+      // The answer (a fault's included) leaves late; a stop meanwhile closes the socket and it is not sent.
+      setTimeout(() => this.#reply(service, content, sender, confirmed, running, applies, answer), delay * 1000).unref()
+      return
+    }
+    this.#reply(service, content, sender, confirmed, running, applies, answer)
+  }
+
+  /** Answers a request: the Error, Reject or Abort of a fault in force, else `answer`'s, else the Error it threw. */
+  #reply(
+    service: Service,
+    content: { invokeId?: number; service?: number },
+    sender: Receiver,
+    confirmed: boolean,
+    running: Running | null,
+    applies: (scope: { services?: string[] | undefined; objects?: string[] | undefined } | true | undefined) => boolean,
+    answer: () => void | Promise<void>,
+  ): void {
+    if (this.#life.resource !== running) return
+    const f = this.#faults
     if (confirmed && running !== null) {
       const invokeId = content.invokeId!
       const serviceChoice = content.service ?? 0
@@ -438,6 +461,12 @@ export class BacnetAdapter implements ProtocolAdapter {
   #deviceInstance(id: { type: number; instance: number }): number {
     return id.type === ObjectType.DEVICE && id.instance === 4194303 ? this.#device.instance : id.instance
   }
+}
+
+/** The seconds of a `response_delay` fault: its own, plus a random part of its jitter. */
+function delaySeconds(delay: number | { seconds: number; jitter: number; services?: string[] | undefined; objects?: string[] | undefined }): number {
+  if (typeof delay === 'number') return delay
+  return delay.seconds + Math.random() * delay.jitter
 }
 
 /** The name of an object type number (`analogInput`), for faults scoped to objects. */
