@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { get as httpGet, type IncomingMessage } from 'node:http'
+import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'yaml'
 import { SseParser, type SseEvent } from '../ui/src/sse-parser.ts'
@@ -178,6 +179,53 @@ print(json.dumps(r.registers))
     assert.equal((await t.api('PUT', `${adapter}/attr/trace_size`, { value: 1 })).status, 200)
     assert.equal((await t.api('GET', adapter)).body.trace_size, 1)
     assert.equal(((await t.call(adapter, 'tail')).body.result as unknown[]).length, 1)
+  })
+
+  it('a text instrument: each command and its answer is in the trace; a setting command is a protocol.write event', async () => {
+    const defined = await t.api('PUT', `${SYS}/models`, {
+      Supply: {
+        attributes: { setpoint: 0.0 },
+        communication: [
+          {
+            ascii: {
+              host: '127.0.0.1',
+              port: 0,
+              mappings: { 'VOLT {value}': { '#attr(setpoint)': 'value' }, 'VOLT?': '#attr(setpoint)' },
+            },
+          },
+        ],
+      },
+    })
+    assert.equal(defined.status, 200, JSON.stringify(defined.body))
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { psu: 'Supply' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/psu`, 'prepare')).status, 200)
+    const ascii = `${SYS}/instances/psu/communication/ascii`
+    const asciiPort = (await t.api('GET', ascii)).body.port as number
+    const events = await WriteEvents.open(t.url)
+    try {
+      const written = events.next()
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(asciiPort, '127.0.0.1', () => socket.write('VOLT 12.5\nVOLT?\n'))
+        socket.setEncoding('utf8')
+        socket.on('data', (text: string) => (socket.destroy(), resolve(text.trim())))
+        socket.on('error', reject)
+      })
+      assert.equal(answer, '12.5')
+      const event = await written
+      assert.equal(event.instance, 'psu')
+      assert.equal(event.command, 'VOLT 12.5')
+      assert.deepEqual(event.attributes, { setpoint: 12.5 })
+    } finally {
+      events.close()
+    }
+    const entries = (await t.call(ascii, 'tail')).body.result as Array<Record<string, any>>
+    assert.deepEqual(
+      entries.map((e) => [e.operation, e.command, e.answer]),
+      [
+        ['command', 'VOLT 12.5', null],
+        ['command', 'VOLT?', '12.5'],
+      ],
+    )
   })
 
   it('/metrics has the adapter latency histogram', async () => {

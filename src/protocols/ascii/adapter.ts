@@ -13,6 +13,7 @@ import { Instrument, SCPI_ERRORS } from './instrument.js'
 import type { InstrumentCounters } from './instrument.js'
 import { splitCommands } from './patterns.js'
 import { Vxi11Endpoint } from './vxi11.js'
+import { traceText, type AdapterTrace } from '../trace.js'
 
 /**
  * The `ascii` adapter of one instance: an instrument that answers text commands (SCPI and the
@@ -36,6 +37,8 @@ export interface AsciiAdapterOptions {
   /** Shown in log lines, e.g. 'dmm.ascii'. */
   name?: string
   subject?: AdapterSubject
+  /** Where each command and its answer is recorded (docs/traces.md). */
+  trace?: AdapterTrace | undefined
 }
 
 /** One line and its reply, as the adapter node shows the latest ones. */
@@ -75,9 +78,11 @@ export class AsciiAdapter implements ProtocolAdapter {
   /** Clients closed by the idle timeout, closed to make room, answers too large for their sender, datagrams beyond the queue. */
   #limits = { idle_closed: 0, evicted: 0, oversized: 0, udp_dropped: 0, udp_waiting: 0 }
   #recent: AsciiExchange[] = []
+  readonly #trace: AdapterTrace | undefined
   readonly #warnings = new Map<DropKind | 'oversized', ThrottledWarning>()
 
   constructor(options: AsciiAdapterOptions) {
+    this.#trace = options.trace
     this.#hub = options.hub
     this.#definition = { ...options.definition }
     this.name = options.name ?? 'ascii'
@@ -277,9 +282,18 @@ export class AsciiAdapter implements ProtocolAdapter {
     const exchange: AsciiExchange = { at: new Date().toISOString(), client, command: text.trim(), reply: null }
     if (this.#recent.length >= RECENT) this.#recent.shift()
     this.#recent.push(exchange)
-    if (result instanceof Promise) return result.then((reply) => ((exchange.reply = reply), reply))
+    if (result instanceof Promise) return result.then((reply) => ((exchange.reply = reply), this.#traced(exchange), reply))
     exchange.reply = result
+    this.#traced(exchange)
     return result
+  }
+
+  /** Records a command and its answer in the trace (docs/traces.md); the attributes it set join it. */
+  #traced(exchange: AsciiExchange): void {
+    const trace = this.#trace
+    if (trace === undefined) return
+    const answer = exchange.reply === null ? null : traceText(exchange.reply)
+    trace.record({ operation: 'command', direction: 'in', client: exchange.client, command: traceText(exchange.command), answer })
   }
 
   /** Logs at warn level at most once a second for each kind (a flood of bad clients would flood the log), else debug. */

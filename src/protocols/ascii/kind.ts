@@ -18,5 +18,6 @@ export const asciiKind: ProtocolKind<AsciiDefinition, AsciiHub> = {
   schema: asciiSchema,
   createContext: ({ logger, portHolder }) => new AsciiHub({ logger, portHolder }),
   valueProblem: checkAsciiValue,
-  create: ({ settings, accessor, logger, name, context, subject }) => new AsciiAdapter({ hub: context, definition: settings, accessor, logger, name, subject }),
+  create: ({ settings, accessor, logger, name, context, subject, trace }) =>
+    new AsciiAdapter({ hub: context, definition: settings, accessor, logger, name, subject, trace }),
 }

@@ -8,6 +8,7 @@ import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } f
 import type { AdapterRegistration } from './broker-guard.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
 import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadResult } from './payload.js'
+import { traceText, type AdapterTrace } from '../trace.js'
 
 /**
  * How long `stop` waits for the broker to take the goodbye (DISCONNECT, and the acknowledgements
@@ -52,6 +53,8 @@ export interface MqttAdapterOptions {
   brokers: EmbeddedBrokers
   name?: string
   instance?: string
+  /** Where each message published and received is recorded (docs/traces.md). */
+  trace?: AdapterTrace | undefined
 }
 
 /** The state of the link to the broker. */
@@ -120,8 +123,10 @@ export class MqttAdapter implements ProtocolAdapter {
   readonly #warning: ThrottledWarning
   #lastError: string | null = null
   #counters = { published: 0, deferred: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
+  readonly #trace: AdapterTrace | undefined
 
   constructor(options: MqttAdapterOptions) {
+    this.#trace = options.trace
     this.name = options.name ?? 'mqtt'
     this.#instance = options.instance ?? this.name.split('.')[0]!
     this.#definition = forInstance(structuredClone(options.definition), this.#instance)
@@ -501,6 +506,8 @@ export class MqttAdapter implements ProtocolAdapter {
     const payload = formatPayload(b.binding, value, { instance: this.#instance, topic: b.topic }, type)
     b.lastPayload = payload
     this.#counters.published++
+    if (this.#trace?.on === true)
+      this.#trace.record({ operation: 'publish', direction: 'out', topic: b.topic, size: Buffer.byteLength(payload), payload: traceText(payload) })
     client.publish(b.topic, payload, { qos: b.binding.qos, retain: b.binding.retain }, (error) => {
       if (error && this.#running) this.#fail('mqtt publish failed', error, { binding: b.name })
     })
@@ -518,19 +525,24 @@ export class MqttAdapter implements ProtocolAdapter {
     // Several bindings may read one message (one topic, each its value out of the payload): every
     // value is checked before any is written, so a message is applied whole or not at all.
     const writes: Array<{ b: LiveBinding; value: unknown }> = []
+    const entry = { operation: 'message', direction: 'in' as const, topic, size: raw.length, payload: traceText(payload) }
     for (const b of readers) {
       const checked = this.#check(b, payload)
-      if ('problem' in checked) return this.#refuse(b, topic, payload, checked.problem)
+      if ('problem' in checked) return (this.#trace?.record({ ...entry, error: checked.problem }), this.#refuse(b, topic, payload, checked.problem))
       writes.push({ b, value: checked.value })
     }
+    const pendings: Array<Promise<void>> = []
     for (const { b, value } of writes) {
       try {
         const pending = this.#accessor.write(b.binding.attribute, value)
-        if (pending instanceof Promise) pending.catch((error: unknown) => this.#refuse(b, topic, payload, (error as Error).message))
+        if (pending instanceof Promise) pendings.push(pending.catch((error: unknown) => this.#refuse(b, topic, payload, (error as Error).message)))
       } catch (error) {
         this.#refuse(b, topic, payload, (error as Error).message)
       }
     }
+    // Recorded once the writes are taken, so that the attributes they set are the entry's (and its protocol.write event's).
+    const trace = this.#trace
+    if (trace !== undefined) void Promise.all(pendings).then(() => trace.record(entry))
   }
 
   /** The value `payload` gives the binding's attribute, or why it cannot be written there. */

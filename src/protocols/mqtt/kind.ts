@@ -19,6 +19,6 @@ export const mqttKind: ProtocolKind<MqttDefinition, EmbeddedBrokers> = {
   createContext: ({ logger, portHolder, security }) => new EmbeddedBrokers({ logger, portHolder, security }),
   checkSecurity: ({ mqttUsersFile }) => void (mqttUsersFile === undefined ? undefined : readMqttUsers(mqttUsersFile)),
   valueProblem: checkPublishedValue,
-  create: ({ settings, accessor, logger, name, instance, context }) =>
-    new MqttAdapter({ definition: settings, accessor, logger, name, instance, brokers: context }),
+  create: ({ settings, accessor, logger, name, instance, context, trace }) =>
+    new MqttAdapter({ definition: settings, accessor, logger, name, instance, brokers: context, trace }),
 }
