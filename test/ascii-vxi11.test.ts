@@ -30,6 +30,8 @@ function checkAnswers(answers: PyvisaAnswers): void {
   assert.equal(answers.voltage, 12.5)
   assert.equal(Number(answers.setpoint), 4.5)
   assert.match(answers.error, /^-113,"Undefined header/)
+  assert.equal(answers.stb_waiting! & 0x10, 0x10, 'MAV while an answer waits')
+  assert.equal(answers.stb_cleared, 0, 'nothing waits after a device clear')
 }
 
 describe('ascii over VXI-11 (TCPIP::host::INSTR), with PyVISA', () => {

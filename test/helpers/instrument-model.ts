@@ -23,4 +23,7 @@ export interface PyvisaAnswers {
   voltage: number
   setpoint: string
   error: string
+  /** VXI-11 only: the status byte while an answer waits, and after a device clear. */
+  stb_waiting?: number
+  stb_cleared?: number
 }

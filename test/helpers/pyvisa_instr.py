@@ -2,7 +2,8 @@
 on a bench would, over a serial line (ASRL/dev/pts/N::INSTR) or VXI-11 (TCPIP::host::INSTR):
 python3 pyvisa_instr.py <resource> [pmap=<port>] [baud=<rate>]. A port mapper port other than 111
 is set the only way pyvisa-py allows: its rpc module's PMAP_PORT (docs/ascii-serial-vxi11.md).
-Prints one JSON object: the identity, a measurement, a setting read back and the error queue."""
+Prints one JSON object: the identity, a measurement, a setting read back and the error queue
+(and over VXI-11 the status byte before and after a device clear)."""
 import json
 import sys
 
@@ -27,6 +28,12 @@ inst.write("SOUR:VOLT 4.5")
 out["setpoint"] = inst.query("SOUR:VOLT?")
 inst.write("NOPE")
 out["error"] = inst.query("SYST:ERR?")
+if resource.startswith("TCPIP") and resource.endswith("::INSTR"):
+    # VXI-11: the status byte has MAV (bit 4) while an answer waits, and a device clear drops it.
+    inst.write("MEAS:VOLT?")
+    out["stb_waiting"] = inst.read_stb()
+    inst.clear()
+    out["stb_cleared"] = inst.read_stb()
 inst.close()
 rm.close()
 print(json.dumps(out))

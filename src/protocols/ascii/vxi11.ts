@@ -433,10 +433,13 @@ export class Vxi11Endpoint implements Endpoint {
         return reply(ACCEPT.success, (w) => w.uint(ERR.none).uint(REASON_REQCNT).opaque(first.subarray(0, size)))
       }
       case PROC.device_readstb: {
-        const link = links.has(r.uint()) ? true : false
-        // Bit 4 (MAV): an answer waits to be read.
-        const stb = [...links].some((id) => (this.#links.get(id)?.output.length ?? 0) > 0) ? 0x10 : 0
-        return reply(ACCEPT.success, (w) => w.uint(link ? ERR.none : ERR.invalidLink).uint(stb))
+        const id = r.uint()
+        const link = links.has(id) ? this.#links.get(id) : undefined
+        if (link === undefined) return reply(ACCEPT.success, (w) => w.uint(ERR.invalidLink).uint(0))
+        // The lines written so far are run first, so that MAV (bit 4: an answer waits to be read) is current.
+        await link.chain
+        const stb = link.output.length > 0 ? 0x10 : 0
+        return reply(ACCEPT.success, (w) => w.uint(ERR.none).uint(stb))
       }
       case PROC.device_clear: {
         const id = r.uint()
