@@ -106,7 +106,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--mcp-allow-write', 'let MCP clients at /mcp change the system (define models, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .option(
       '--strict-protocols',
-      'refuse (422) a model whose communication declares a protocol Mimic does not serve (knx_ip, bacnet, ...) instead of running it without [MIMIC_STRICT_PROTOCOLS]',
+      'refuse (422) a model whose communication declares a protocol Mimic does not serve (matter, ble, lwm2m, ...) instead of running it without [MIMIC_STRICT_PROTOCOLS]',
     )
     .option(
       '--shard <i/n>',

@@ -159,7 +159,7 @@ export class Models extends KeyedContainer<Model> {
 
   /**
    * With `--strict-protocols`, each protocol of the model that Mimic does not serve, as a problem
-   * at its path (`communication[1].knx_ip`); without it, none (the model runs without them).
+   * at its path (`communication[1].matter`); without it, none (the model runs without them).
    */
   strictProtocolProblems(parsed: ParsedModelDefinition): ErrorDetail[] {
     if (!this.#system.services.strictProtocols) return []
