@@ -9,7 +9,6 @@
  * @example
  * const result = await modbusTransports.run(ctx)
  */
-import { spawn } from 'node:child_process'
 import { startMimicProcess } from '../lib/mimic-process.mjs'
 import { freePort } from '../lib/ports.mjs'
 import { runProcess, startProcess } from '../lib/processes.mjs'
@@ -18,18 +17,21 @@ import { median, rate, sig } from '../lib/stats.mjs'
 const BAUD = 115200
 const MAPPING = { temperature: { address: [0, 1], group: 'h_r', type: 'float' } }
 
-/** A pty pair from socat: resolves with both devices and a stop function. */
+/**
+ * A pty pair from socat: resolves with both devices and a stop function. Started through
+ * startProcess, so that a run stopped early kills it with the other processes (killAll).
+ */
 function ptyPair() {
+  const started = startProcess('socat', ['-d', '-d', 'pty,raw,echo=0', 'pty,raw,echo=0'], { name: 'socat' })
   return new Promise((resolve, reject) => {
-    const child = spawn('socat', ['-d', '-d', 'pty,raw,echo=0', 'pty,raw,echo=0'], { stdio: ['ignore', 'ignore', 'pipe'] })
-    let text = ''
-    child.stderr.setEncoding('utf8').on('data', (chunk) => {
-      text += chunk
+    const check = () => {
+      const text = started.stderr()
       const devices = [...text.matchAll(/PTY is (\S+)/g)].map((m) => m[1])
-      if (devices.length >= 2 && /starting data transfer loop/.test(text)) resolve({ a: devices[0], b: devices[1], stop: () => child.kill('SIGTERM') })
-    })
-    child.once('error', (error) => reject(new Error(`socat (Debian socat) could not start: ${error.message}`)))
-    child.once('exit', (code) => reject(new Error(`socat ended (${code}): ${text}`)))
+      if (devices.length >= 2 && /starting data transfer loop/.test(text)) resolve({ a: devices[0], b: devices[1], stop: () => started.stop() })
+    }
+    // startProcess gathers stderr on its own listener, added first: by the time this one runs, the text is in.
+    started.child.stderr.on('data', check)
+    started.exited.then(({ code }) => reject(new Error(`socat (Debian socat) ended (${code}) before making two terminals: ${started.stderr()}`)))
   })
 }
 
