@@ -163,8 +163,10 @@ export class OcppAdapter implements ProtocolAdapter {
         for (const c of this.#clients) dropSocket(c)
         this.#clients.clear()
         await link.rpc.close({ force: true }).catch(() => undefined)
-        await new Promise<void>((resolve) => link.http.close(() => resolve()))
+        // Plain HTTP connections kept alive would hold close() up: they go first.
+        const closed = new Promise<void>((resolve) => link.http.close(() => resolve()))
         link.http.closeAllConnections()
+        await closed
       }
       this.#logger.info('ocpp adapter stopped')
     })
