@@ -137,6 +137,15 @@ describe('opcua_server adapter with a client in another process: browse, read, w
     const int32 = await client.ok({ op: 'write', nodeId: 'ns=1;s=boiler_1.sp', dataType: 'Int32', value: 70 })
     assert.equal(int32.status, 'BadTypeMismatch')
     assert.equal((await attribute('boiler_1', 'setpoint')).internal_value, 65.5)
+    // The adapter's traffic trace (docs/traces.md): the write with its node, status and what it set.
+    const traced = (await t.call(`${SYS}/instances/boiler_1/communication/opcua_server`, 'tail', { operation: 'write', limit: 3 })).body.result as Array<
+      Record<string, any>
+    >
+    assert.deepEqual(
+      traced.map((e) => [String(e.node).endsWith('boiler_1.sp'), e.status, e.attributes]),
+      // The writes of a wrong type node-opcua refuses itself, before they reach the adapter.
+      [[true, 'Good', { setpoint: 65.5 }]],
+    )
     const after = await counters()
     assert.deepEqual(
       [after.writes! - before.writes!, after.refused! - before.refused!, after.errors! - before.errors!],

@@ -13,6 +13,7 @@ import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } f
 import { DATA_TYPE_IDS, defaultDataType, fromVariantValue, toVariantValue } from './data-types.js'
 import { ANONYMOUS_ROLE, AUTHENTICATED_ROLE } from './servers.js'
 import type { EndpointLease, OpcuaServers } from './servers.js'
+import type { AdapterTrace } from '../trace.js'
 
 /**
  * The `opcua_server` adapter of one instance: a folder under Objects on a (possibly shared) OPC UA
@@ -38,6 +39,8 @@ export interface OpcuaServerAdapterOptions {
   servers: OpcuaServers
   name?: string
   instance?: string
+  /** Where each read and write of a variable is recorded (docs/traces.md). */
+  trace?: AdapterTrace | undefined
 }
 
 /** What one variable carries. */
@@ -89,11 +92,13 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
   #counters = { reads: 0, writes: 0, calls: 0, refused: 0, errors: 0 }
+  readonly #trace: AdapterTrace | undefined
   /** Variables that monitored items watch by exception, looked at every sampling_interval while there are any. */
   readonly #watched = new Set<BoundVariable>()
   #scan: NodeJS.Timeout | undefined
 
   constructor(options: OpcuaServerAdapterOptions) {
+    this.#trace = options.trace
     this.name = options.name ?? 'opcua_server'
     this.#instance = options.instance ?? this.name.split('.')[0]!
     this.#definition = structuredClone(options.definition)
@@ -317,8 +322,8 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       userAccessLevel: writable ? 'CurrentRead | CurrentWrite' : 'CurrentRead',
       ...(this.#roles ? { rolePermissions: this.#roles } : {}),
       value: {
-        get: () => this.#read(bound),
-        set: writable ? (variant: Variant) => this.#write(bound, variant) : null,
+        get: () => this.#traced(bound, 'read', this.#read(bound)),
+        set: writable ? (variant: Variant) => this.#write(bound, variant).then((status) => this.#traced(bound, 'write', status)) : null,
       },
     })
     // node-opcua refuses a value of another built-in type (a String for a Double) with
@@ -480,6 +485,23 @@ export class OpcuaServerAdapter implements ProtocolAdapter {
       return this.#status(status, { attribute: attr, reason: (error as Error).message })
     }
     return StatusCodes.Good
+  }
+
+  /** Records a read or write of a variable in the trace (docs/traces.md): its node, the operation and the status answered. */
+  #traced<T extends Variant | StatusCode>(bound: BoundVariable, operation: 'read' | 'write', result: T): T {
+    const trace = this.#trace
+    // Reads only while the ring keeps entries; writes always (their protocol.write events).
+    if (trace === undefined || (operation === 'read' && !trace.on)) return result
+    const status = result instanceof Variant ? 'Good' : (result as StatusCode).name
+    trace.record({
+      operation,
+      direction: 'in',
+      node: bound.nodeId,
+      attribute: bound.binding.attribute,
+      status,
+      ...(status === 'Good' ? {} : { error: status }),
+    })
+    return result
   }
 
   #status(status: StatusCode, fields: Record<string, unknown>): StatusCode {

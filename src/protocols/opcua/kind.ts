@@ -17,6 +17,6 @@ export const opcuaServerKind: ProtocolKind<OpcuaServerDefinition, OpcuaServers> 
   schema: opcuaServerSchema,
   createContext: ({ logger, portHolder, security }) => new OpcuaServers({ logger, portHolder, security }),
   valueProblem: checkServedValue,
-  create: ({ settings, accessor, logger, name, instance, context }) =>
-    new OpcuaServerAdapter({ definition: settings, accessor, logger, name, instance, servers: context }),
+  create: ({ settings, accessor, logger, name, instance, context, trace }) =>
+    new OpcuaServerAdapter({ definition: settings, accessor, logger, name, instance, servers: context, trace }),
 }
