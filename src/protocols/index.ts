@@ -32,7 +32,17 @@ export type {
  * protocolKind('modbus_tcp')?.name // 'modbus_slave'
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind has its own settings and context types
-const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [modbusSlaveKind, asciiKind, mqttKind, opcuaServerKind, modbusMasterKind, ocppKind, httpEndpointKind, bacnetKind, knxKind]
+const KINDS: ReadonlyArray<ProtocolKind<any, any>> = [
+  modbusSlaveKind,
+  asciiKind,
+  mqttKind,
+  opcuaServerKind,
+  modbusMasterKind,
+  ocppKind,
+  httpEndpointKind,
+  bacnetKind,
+  knxKind,
+]
 
 const BY_NAME = new Map<string, ProtocolKind>()
 for (const kind of KINDS) {
