@@ -19,7 +19,8 @@ const { instanceMap } = await import('../lib/models.mjs')
 const { meterModel } = await import('../benchmarks/declarative-step.mjs')
 const [instances = 10_000, steps = 100] = process.argv.slice(2).map(Number)
 const dir = mkdtempSync(join(tmpdir(), 'mimic-declarative-step-'))
-const config = parseConfig({ port: 0, extensions: [`${root}bench/fixtures`], snapshotsDir: join(dir, 'snapshots') }, {})
+// The environment reaches the server's settings (MIMIC_FUSED=0 steps every instance alone).
+const config = parseConfig({ port: 0, extensions: [`${root}bench/fixtures`], snapshotsDir: join(dir, 'snapshots') }, process.env)
 const server = await startMimic(config, { logger: pino({ level: 'silent' }) })
 try {
   const { system } = server

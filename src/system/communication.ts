@@ -67,6 +67,11 @@ export class Communication extends Component {
     for (const node of this.#adapters.values()) if (node.adapter.afterStep !== undefined) this.#afterStep.push(node.adapter)
   }
 
+  /** Whether an adapter wants to hear of each step (the list is made once, with the adapters). */
+  get hearsSteps(): boolean {
+    return this.#afterStep.length > 0
+  }
+
   /** Tells the adapters that want it that a step of the instance is done. */
   afterStep(): void {
     const adapters = this.#afterStep

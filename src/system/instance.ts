@@ -100,6 +100,8 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       onChange: () => this.lifecycle.pollingChanged(),
     })
     this.communication = new Communication(this, opts.model, opts.services, this.parameters)
+    const communication = this.communication
+    this.afterStep = communication.hearsSteps ? () => communication.afterStep() : undefined
     this.importNode = parsed.import ? new ImportStatus(this) : undefined
     const behaviour = modelBehaviour(parsed)
     this.behaviour = behaviour.empty ? undefined : behaviour.bind(new InstanceHost(this), { fused: opts.services.fusedStep !== false })
@@ -236,10 +238,12 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.lifecycle.stepFailed(err)
   }
 
-  /** After each step: the protocol adapters that hand each step's values to clients hear of it. */
-  afterStep(): void {
-    this.communication.afterStep()
-  }
+  /**
+   * After each step: the protocol adapters that hand each step's values to clients hear of it.
+   * Undefined when none wants to (most instances): the engine's loop over 10,000 instances then
+   * reads one field of each instead of making two calls (bench/ANALYSIS.md, benchmark 7).
+   */
+  readonly afterStep: (() => void) | undefined
 
   async writeBound(attr: string, value: unknown): Promise<void> {
     await this.python.write(attr, value)
