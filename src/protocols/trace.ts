@@ -132,7 +132,8 @@ export class AdapterTrace {
   readonly adapter: string
   readonly kind: string
   readonly #journal: TrafficJournal
-  #ring: TraceEntry[] = []
+  /** Kept as recorded, with the time in milliseconds (`at`); `tail` gives the ISO 8601 text (formatting it for every exchange cost more than the rest of a record). */
+  #ring: Stored[] = []
   #size: number
   #seq = 0
   /** Attribute writes since the last recorded exchange (see `attributeWritten`). */
@@ -145,7 +146,11 @@ export class AdapterTrace {
     this.kind = opts.kind
     this.#journal = opts.journal
     this.#size = opts.size ?? DEFAULT_TRACE_SIZE
+    this.#labels = Object.freeze({ instance: this.instance, adapter: this.adapter, kind: this.kind })
   }
+
+  /** The adapter's labels in /metrics, made once. */
+  readonly #labels: Readonly<{ instance: string; adapter: string; kind: string }>
 
   /** How many exchanges the ring keeps; 0 turns tracing off (writes still reach the event stream). */
   get size(): number {
@@ -174,17 +179,20 @@ export class AdapterTrace {
    * exchange that wrote any is also a `protocol.write` event.
    */
   record(exchange: Exchange): void {
-    const entry = { seq: ++this.#seq, time: new Date().toISOString(), ...exchange } as TraceEntry
+    // The exchange object itself is kept (each adapter makes a fresh one), without a copy.
+    const entry = exchange as Stored
+    entry.seq = ++this.#seq
+    entry.at = Date.now()
     if (this.#pending !== null) {
       entry.attributes = this.#pending
       this.#pending = null
     }
-    if (typeof exchange.latency === 'number') this.#journal.onLatency?.({ instance: this.instance, adapter: this.adapter, kind: this.kind }, exchange.latency)
+    if (typeof exchange.latency === 'number') this.#journal.onLatency?.(this.#labels, exchange.latency)
     if (this.#size > 0) {
       this.#ring.push(entry)
       if (this.#ring.length > this.#size) this.#ring.shift()
     }
-    if (entry.attributes !== undefined) this.#journal.publish({ ...entry, instance: this.instance, adapter: this.adapter, kind: this.kind })
+    if (entry.attributes !== undefined) this.#journal.publish({ ...shown(entry), instance: this.instance, adapter: this.adapter, kind: this.kind })
   }
 
   /**
@@ -209,9 +217,10 @@ export class AdapterTrace {
     const matches: TraceEntry[] = []
     const needle = query.contains?.toLowerCase()
     for (let i = this.#ring.length - 1; i >= 0 && matches.length < query.limit; i--) {
-      const e = this.#ring[i]!
-      if (query.afterSeq !== undefined && e.seq <= query.afterSeq) break
-      if (query.sinceMs !== undefined && Date.parse(e.time) < query.sinceMs) break
+      const stored = this.#ring[i]!
+      if (query.afterSeq !== undefined && stored.seq <= query.afterSeq) break
+      if (query.sinceMs !== undefined && stored.at < query.sinceMs) break
+      const e = shown(stored)
       if (query.operation !== undefined && e.operation !== query.operation) continue
       if (query.function !== undefined && e.function !== query.function) continue
       if (query.direction !== undefined && e.direction !== query.direction) continue
@@ -227,6 +236,19 @@ export class AdapterTrace {
     this.#ring = []
     return n
   }
+}
+
+/** An exchange as the ring keeps it: the time in milliseconds. */
+interface Stored extends Exchange {
+  seq: number
+  at: number
+  attributes?: Record<string, unknown>
+}
+
+/** An entry as `tail` and the event stream give it: `seq`, then `time` as ISO 8601 text, then the rest. */
+function shown(stored: Stored): TraceEntry {
+  const { seq, at, ...rest } = stored
+  return { seq, time: new Date(at).toISOString(), ...rest } as TraceEntry
 }
 
 /** Why `size` is not a trace size, or null. */
