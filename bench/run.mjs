@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `npm run bench`: runs the benchmarks of issue 7 against their peers, prints a table and
- * rewrites bench/RESULTS.md.
+ * rewrites bench/RESULTS.md (a run of some benchmarks keeps the others' results in it).
  *
  *   node bench/run.mjs                 every benchmark, full sizes, installs missing peers
  *   node bench/run.mjs modbus http     only these (keys or numbers, see bench/README.md)
@@ -143,7 +143,9 @@ if (out) {
   const analysisFile = join(ROOT, 'bench/ANALYSIS.md')
   const analysis = existsSync(analysisFile) ? await readFile(analysisFile, 'utf8') : ''
   const command = `node bench/run.mjs ${argv.join(' ')}`.trim()
-  await writeFile(out, renderReport({ sections, environment, command, started, smoke, analysis }))
+  // A run of some benchmarks keeps the others' results from the file it replaces.
+  const previous = selected.length < BENCHMARKS.length && existsSync(out) ? await readFile(out, 'utf8') : undefined
+  await writeFile(out, renderReport({ sections, environment, command, started, smoke, analysis, previous }))
   log(`wrote ${out}`)
 }
 if (failed) {
