@@ -5,7 +5,8 @@ import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'yaml'
 import { serveProcess, type ServerProcess } from './helpers/process.js'
-import { startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
+import { FIXTURES } from './protocols/fixtures.js'
+import { eventually, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 // GET /metrics: what a Prometheus scraping Mimic sees after a client used it, checked by
 // Prometheus' own promtool when the machine has it (CI installs Debian's prometheus).
@@ -113,6 +114,58 @@ describe('GET /metrics', () => {
     assert.ok((sample(text, 'process_cpu_seconds_total') ?? 0) > 0)
     assert.ok(sample(text, 'nodejs_eventloop_lag_seconds') !== undefined)
 
+    if (existsSync(PROMTOOL) || process.env.CI) {
+      const check = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' })
+      assert.equal(check.status, 0, `promtool check metrics:\n${check.stdout}${check.stderr}`)
+    }
+  })
+})
+
+describe('GET /metrics with every served protocol in use', () => {
+  // One instance per case of the protocols' conformance suite (test/protocols/fixtures.ts), each
+  // read once by a real client of its protocol: the scrape must still satisfy promtool and show
+  // every adapter's requests.
+  const cases = Object.values(FIXTURES).flat()
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer()
+    const models = Object.fromEntries(
+      cases.map((fixture, i) => [`Dev${i}`, { attributes: { level: { default: 7, type: 'int' } }, communication: [{ [fixture.kind]: fixture.settings(0) }] }]),
+    )
+    assert.equal((await t.api('PUT', `${SYS}/models`, models)).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, Object.fromEntries(cases.map((_, i) => [`dev_${i}`, `Dev${i}`])))).status, 200)
+    const prepared = await t.call(SYS, 'prepare')
+    assert.equal(prepared.status, 200, JSON.stringify(prepared.body))
+  })
+  after(async () => {
+    for (const fixture of cases) await fixture.close?.()
+    await t?.close()
+  })
+
+  it(`promtool accepts the scrape after a modbus_master and ${cases.length} adapters of ${Object.values(FIXTURES).filter((f) => f.length).length} kinds answered a client`, async () => {
+    await t.call(SYS, 'run', { steps: 3 })
+    for (const [i, fixture] of cases.entries()) {
+      const instance = `dev_${i}`
+      const node = (await t.api('GET', `${SYS}/instances/${instance}/communication/${fixture.kind}`)).body as Record<string, any>
+      assert.equal(await fixture.probe({ t, instance, port: node.port as number, node }), 7, `${fixture.label} read through its protocol`)
+    }
+    // And a modbus_master (a client, so no fixture of its own there) polling the first Modbus device.
+    const device = cases.findIndex((fixture) => fixture.kind === 'modbus_slave')
+    const port = (await t.api('GET', `${SYS}/instances/dev_${device}/communication/modbus_slave`)).body.port as number
+    const master = { host: '127.0.0.1', port, poll_interval: 0.1, bindings: [{ area: 'h_r', address: 0, codec: 'uint_16', attribute: 'mirrored' }] }
+    const Master = { attributes: { mirrored: { default: 0, type: 'int' } }, communication: [{ modbus_master: master }] }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Master })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { master: 'Master' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/master`, 'start')).status, 200)
+    await eventually(async () => (await t.api('GET', `${SYS}/instances/master/attributes/mirrored`)).body.internal_value === 7, 10_000)
+
+    const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).text()
+    assert.ok((sample(text, 'mimic_adapter_requests_total{instance="master",adapter="modbus_master",kind="modbus_master"}') ?? 0) >= 1)
+    for (const [i, fixture] of cases.entries())
+      assert.ok(
+        (sample(text, `mimic_adapter_requests_total{instance="dev_${i}",adapter="${fixture.kind}",kind="${fixture.kind}"}`) ?? 0) >= 1,
+        `${fixture.label} counted in mimic_adapter_requests_total`,
+      )
     if (existsSync(PROMTOOL) || process.env.CI) {
       const check = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' })
       assert.equal(check.status, 0, `promtool check metrics:\n${check.stdout}${check.stderr}`)
