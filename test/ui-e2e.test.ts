@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -205,6 +206,18 @@ test(
     await adapter.locator('.badge', { hasText: 'DETACHED' }).waitFor()
     await adapter.locator('[data-action=attach]').click()
     await adapter.locator('.badge', { hasText: 'RUNNING' }).waitFor()
+    // A client's read shows in the adapter's trace (docs/traces.md): an FC3 read of registers 0-1.
+    const node = await fetch(`${url}/api/v3/system/instances/tank_sensor/communication/modbus_slave`, { headers: { authorization: `Bearer ${KEY}` } })
+    const { port } = (await node.json()) as { port: number }
+    const socket = connect(port, '127.0.0.1')
+    await new Promise<Buffer>((done) => {
+      socket.once('data', done)
+      socket.write(Buffer.from([0, 1, 0, 0, 0, 6, 1, 3, 0, 0, 0, 2]))
+    })
+    socket.destroy()
+    const traced = adapter.locator('[data-trace] tbody tr', { hasText: 'holding_registers' })
+    await traced.waitFor()
+    assert.match((await traced.first().textContent()) ?? '', /read.*address=0.*count=2/)
 
     // Snapshots: save with label and notes.
     await page.click('.sidebar a[href="#/snapshots"]')
