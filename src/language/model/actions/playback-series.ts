@@ -15,6 +15,7 @@
  */
 import { realpathSync, statSync } from 'node:fs'
 import path from 'node:path'
+import { csvLine } from '../../../definition/csv-line.js'
 
 /** Largest series file read. */
 export const MAX_SERIES_BYTES = 64 * 1024 * 1024
@@ -170,7 +171,12 @@ function csvRows(text: string): Row[] {
     const line = i + 1
     const textLine = raw.endsWith('\r') ? raw.slice(0, -1) : raw
     if (textLine.trim() === '' || textLine.startsWith('#')) return
-    const cells = csvCells(textLine, line)
+    let cells: string[]
+    try {
+      cells = csvLine(textLine)
+    } catch (err) {
+      throw new SeriesProblem((err as Error).message, line)
+    }
     if (header === undefined) {
       header = cells.map((c) => c.trim())
       headerLine = line
@@ -201,42 +207,6 @@ function csvValue(cell: string): unknown {
   if (text === 'true' || text === 'True') return true
   if (text === 'false' || text === 'False') return false
   return cell
-}
-
-/** The cells of one CSV line (RFC 4180 quoting, `""` inside quotes; a quoted value may not span lines). */
-function csvCells(text: string, line: number): string[] {
-  const cells: string[] = []
-  let i = 0
-  for (;;) {
-    if (text[i] === '"') {
-      let value = ''
-      i++
-      for (;;) {
-        const q = text.indexOf('"', i)
-        if (q < 0) throw new SeriesProblem('a quoted value is not closed on its line', line)
-        value += text.slice(i, q)
-        if (text[q + 1] === '"') {
-          value += '"'
-          i = q + 2
-          continue
-        }
-        i = q + 1
-        break
-      }
-      cells.push(value)
-      if (i >= text.length) return cells
-      if (text[i] !== ',') throw new SeriesProblem(`a quoted value must be followed by a comma (column ${cells.length})`, line)
-      i++
-    } else {
-      const comma = text.indexOf(',', i)
-      if (comma < 0) {
-        cells.push(text.slice(i))
-        return cells
-      }
-      cells.push(text.slice(i, comma))
-      i = comma + 1
-    }
-  }
 }
 
 function jsonlRows(text: string): Row[] {
