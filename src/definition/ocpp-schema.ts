@@ -35,7 +35,8 @@ export type OcppBinding = z.output<typeof ocppBindingSchema>
 
 const serverSchema = z
   .object({
-    host: z.string().min(1).default('0.0.0.0'),
+    // Loopback unless the model says otherwise, as every listener of Mimic (docs/security.md).
+    host: z.string().min(1).default('127.0.0.1'),
     port: z.number().int().min(0).max(65_535).default(9000),
     path: z
       .string()

@@ -54,6 +54,10 @@ type Link = { role: 'charge_point' } | { role: 'central_system'; http: Server; r
 /** What the connection to the peer is doing. */
 type Connection = 'down' | 'connecting' | 'connected' | 'reconnecting' | 'detached' | 'listening'
 
+/** Charge points a central system holds at once; one more is refused with HTTP 503 (counted as `refused`). */
+const MAX_CHARGE_POINTS = 1024
+/** The largest WebSocket message a central system takes (OCPP 1.6J messages are a few KiB). */
+const MAX_MESSAGE_BYTES = 1024 * 1024
 /** The longest wait between a charge point's connection attempts, in ms. */
 const MAX_BACKOFF_MS = 60_000
 
@@ -119,7 +123,7 @@ export class OcppAdapter implements ProtocolAdapter {
   readonly #lastStatus = new Map<string, string>()
   readonly #configuration = new Map<string, string>()
   #lastError: string | null = null
-  readonly #counters = { calls_sent: 0, calls_received: 0, call_errors: 0, connects: 0, errors: 0 }
+  readonly #counters = { calls_sent: 0, calls_received: 0, call_errors: 0, connects: 0, refused: 0, errors: 0 }
 
   constructor(options: OcppAdapterOptions) {
     this.name = options.name ?? 'ocpp'
@@ -211,6 +215,7 @@ export class OcppAdapter implements ProtocolAdapter {
       calls_received: c.calls_received,
       call_errors: c.call_errors,
       connects: c.connects,
+      refused: c.refused,
       boot_status: this.#bootStatus,
       transaction_id: this.#transactionId,
     }
@@ -387,12 +392,23 @@ export class OcppAdapter implements ProtocolAdapter {
 
   async #listen(): Promise<Link> {
     const d = this.#definition
-    const server = d.server ?? { host: '0.0.0.0', port: 9000, path: '/ocpp', subprotocol: undefined }
+    const server = d.server ?? { host: '127.0.0.1', port: 9000, path: '/ocpp', subprotocol: undefined }
     const subprotocol = server.subprotocol ?? d.subprotocol
-    const rpc = new RPCServer({ protocols: [subprotocol], strictMode: false, callTimeoutMs: d.call_timeout * 1000, respondWithDetailedErrors: false })
+    const rpc = new RPCServer({
+      protocols: [subprotocol],
+      strictMode: false,
+      callTimeoutMs: d.call_timeout * 1000,
+      respondWithDetailedErrors: false,
+      // OCPP 1.6J messages are small: a larger frame closes the socket instead of filling memory.
+      wssOptions: { maxPayload: MAX_MESSAGE_BYTES },
+    })
     const path = server.path.replace(/\/+$/, '')
     rpc.auth((accept, reject, handshake) => {
       if (this.#life.detached) return reject(503, 'Service Unavailable')
+      if (this.#clients.size >= MAX_CHARGE_POINTS) {
+        this.#counters.refused++
+        return reject(503, 'Service Unavailable')
+      }
       if (handshake.endpoint.replace(/\/+$/, '') !== path) return reject(404, 'Not Found')
       accept({}, subprotocol)
     })
@@ -430,12 +446,19 @@ export class OcppAdapter implements ProtocolAdapter {
     this.#clients.add(client)
     this.#counters.connects++
     client.handle(this.#handler(client) as never)
-    client.on('close', () => this.#clients.delete(client))
+    // A charge point's repeated calls end with its connection, so reconnecting peers add none.
+    const timers: NodeJS.Timeout[] = []
+    client.on('close', () => {
+      this.#clients.delete(client)
+      for (const timer of timers) {
+        clearInterval(timer)
+        this.#timers.delete(timer)
+      }
+    })
     for (const { name, binding } of this.#bindings) {
       if (binding.direction !== 'outbound' || binding.frame_type !== 'call') continue
       void this.#send(binding.action, binding.payload, name, client)
-      if ((binding.interval ?? 0) > 0)
-        this.#every(binding.interval!, () => this.#clients.has(client) && void this.#send(binding.action, binding.payload, name, client))
+      if ((binding.interval ?? 0) > 0) timers.push(this.#every(binding.interval!, () => void this.#send(binding.action, binding.payload, name, client)))
     }
   }
 
@@ -580,10 +603,11 @@ export class OcppAdapter implements ProtocolAdapter {
     }
   }
 
-  #every(seconds: number, run: () => void, once = false): void {
+  #every(seconds: number, run: () => void, once = false): NodeJS.Timeout {
     const timer = once ? setTimeout(run, seconds * 1000) : setInterval(run, seconds * 1000)
     timer.unref()
     this.#timers.add(timer)
+    return timer
   }
 
   #clearTimers(): void {
