@@ -31,6 +31,8 @@ export type HttpEndpointMethod = (typeof HTTP_ENDPOINT_METHODS)[number]
 
 /** Bytes a request body may have (a JSON document of a few settings in practice). @example HTTP_ENDPOINT_BODY_LIMIT // 1048576 */
 export const HTTP_ENDPOINT_BODY_LIMIT = 1024 * 1024
+/** Connections an endpoint's server holds at once. @example HTTP_ENDPOINT_MAX_CONNECTIONS // 256 */
+export const HTTP_ENDPOINT_MAX_CONNECTIONS = 256
 
 const NAME = '[A-Za-z_][A-Za-z0-9_-]*'
 /** An attribute of the instance, as a response or an alias names it: `#attr(x)`, `#out(x)`, `$in(x)`, ... */

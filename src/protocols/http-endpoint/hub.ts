@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { ConflictError } from '../../errors.js'
-import { HTTP_ENDPOINT_BODY_LIMIT } from '../../definition/http-endpoint-schema.js'
+import { HTTP_ENDPOINT_BODY_LIMIT, HTTP_ENDPOINT_MAX_CONNECTIONS } from '../../definition/http-endpoint-schema.js'
 import { listenProblem } from '../adapter-kit.js'
 import type { HeldPort, PortHolder } from '../adapter.js'
 
@@ -81,6 +81,8 @@ export class HttpEndpointHub {
       throw new ConflictError(`Cannot open an http_endpoint: ${message}`, [{ path: 'port', message }])
     }
     const app = Fastify({ logger: false, bodyLimit: HTTP_ENDPOINT_BODY_LIMIT, forceCloseConnections: true, return503OnClosing: true })
+    // Clients beyond this many open connections are turned away by the socket (node:http's limit).
+    app.server.maxConnections = HTTP_ENDPOINT_MAX_CONNECTIONS
     options.setup(app)
     try {
       await app.listen({ host, port, listenTextResolver: () => '' })
