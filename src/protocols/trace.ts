@@ -13,10 +13,10 @@
  * trace.tail({ args: [], kwargs: { limit: 10, function: 16 } }) // [{ seq: 1, time: '...', operation: 'write', ... }]
  */
 import { z } from 'zod'
-import { issueMessage } from '../definition/zod-issue.js'
-import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { ValidationError, summarize } from '../errors.js'
 import { parseSince } from '../logs/index.js'
 import type { CallArgs } from '../tree/component.js'
+import { methodArguments } from '../tree/method-arguments.js'
 
 /** Exchanges an adapter's ring keeps unless its `trace_size` is set. */
 export const DEFAULT_TRACE_SIZE = 200
@@ -268,25 +268,10 @@ export function traceText(text: string): string {
 }
 
 function parseTraceTail(call: CallArgs): TailQuery {
-  const details: ErrorDetail[] = []
-  const kwargs: Record<string, unknown> = { ...call.kwargs }
-  if (call.args.length > TAIL_ARGS.length) details.push({ path: 'args', message: `tail takes at most ${TAIL_ARGS.length} arguments (${TAIL_ARGS.join(', ')})` })
-  call.args.slice(0, TAIL_ARGS.length).forEach((value, i) => {
-    const name = TAIL_ARGS[i]!
-    if (Object.hasOwn(kwargs, name)) details.push({ path: `kwargs.${name}`, message: 'given both by position and by name' })
-    kwargs[name] = value
-  })
-  const parsed = tailSchema.safeParse(kwargs)
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const message = issue.code === 'unrecognized_keys' ? `unknown argument (tail takes ${TAIL_ARGS.join(', ')})` : issueMessage(issue)
-      const keys = issue.code === 'unrecognized_keys' ? issue.keys : [issue.path.join('.')]
-      for (const key of keys) details.push({ path: `kwargs.${key}`, message })
-    }
-  }
+  const { data, details } = methodArguments('tail', call, TAIL_ARGS, tailSchema)
   const query: TailQuery = { limit: DEFAULT_TRACE_SIZE }
-  if (parsed.success) {
-    const d = parsed.data
+  if (data) {
+    const d = data
     if (d.limit != null) query.limit = d.limit
     if (d.operation != null) query.operation = d.operation
     if (d.function != null) query.function = d.function

@@ -1,8 +1,8 @@
-import { issueMessage } from '../definition/zod-issue.js'
 import { z } from 'zod'
-import { ValidationError, summarize, type ErrorDetail } from '../errors.js'
+import { ValidationError, summarize } from '../errors.js'
 import { LOG_LEVELS, parseSince, type LogBuffer, type LogEntry, type LogQuery } from '../logs/index.js'
 import { Component, noArguments, type CallArgs, type MethodHandler } from '../tree/component.js'
+import { methodArguments } from '../tree/method-arguments.js'
 
 /** Most entries one `tail` call returns. */
 export const MAX_TAIL_LIMIT = 100_000
@@ -80,25 +80,10 @@ export class Logs extends Component {
  * a 422 listing every bad one otherwise.
  */
 export function parseTail(call: CallArgs): LogQuery {
-  const details: ErrorDetail[] = []
-  const kwargs: Record<string, unknown> = { ...call.kwargs }
-  if (call.args.length > TAIL_ARGS.length) details.push({ path: 'args', message: `tail takes at most ${TAIL_ARGS.length} arguments (${TAIL_ARGS.join(', ')})` })
-  call.args.slice(0, TAIL_ARGS.length).forEach((value, i) => {
-    const name = TAIL_ARGS[i]!
-    if (Object.hasOwn(kwargs, name)) details.push({ path: `kwargs.${name}`, message: 'given both by position and by name' })
-    kwargs[name] = value
-  })
-  const parsed = tailSchema.safeParse(kwargs)
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const message = issue.code === 'unrecognized_keys' ? `unknown argument (tail takes ${TAIL_ARGS.join(', ')})` : issueMessage(issue)
-      const keys = issue.code === 'unrecognized_keys' ? issue.keys : [issue.path.join('.')]
-      for (const key of keys) details.push({ path: `kwargs.${key}`, message })
-    }
-  }
+  const { data, details } = methodArguments('tail', call, TAIL_ARGS, tailSchema)
   const query: LogQuery = { limit: DEFAULT_TAIL_LIMIT }
-  if (parsed.success) {
-    const { limit, level, since, contains } = parsed.data
+  if (data) {
+    const { limit, level, since, contains } = data
     if (limit != null) query.limit = limit
     if (level != null) query.minLevel = level
     if (contains != null && contains !== '') query.contains = contains
