@@ -136,13 +136,7 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
         link = new ModbusLink({ host, port, transport: d.transport, timeoutMs: d.timeout * 1000, ...(serial && { serial }) })
         links.set(key, link)
       }
-      const [first] = addressRange(def.address)
-      const width = bindingWidth(def)
-      const bits = def.area === 'c_o' || def.area === 'd_i'
-      const spec =
-        def.codec === 'raw' || bits
-          ? null
-          : encodingSpec({ address: [first, first + width - 1], type: def.codec, byte_order: def.byte_order, word_order: def.word_order, scale: def.scale })
+      const { first, width, spec } = bindingLayout(def)
       return {
         def,
         attribute: def.attribute,
@@ -513,6 +507,22 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
   }
 }
 
+/** Where a binding's value sits and how its registers encode it (null spec: raw words or bits). */
+function bindingLayout(def: ModbusMasterDefinition['bindings'][number]): {
+  first: number
+  width: number
+  spec: ReturnType<typeof encodingSpec> | null
+} {
+  const [first] = addressRange(def.address)
+  const width = bindingWidth(def)
+  const bits = def.area === 'c_o' || def.area === 'd_i'
+  const spec =
+    def.codec === 'raw' || bits
+      ? null
+      : encodingSpec({ address: [first, first + width - 1], type: def.codec, byte_order: def.byte_order, word_order: def.word_order, scale: def.scale })
+  return { first, width, spec }
+}
+
 /**
  * Why an outbound binding cannot write `value`, or null.
  *
@@ -522,13 +532,7 @@ export class ModbusMasterAdapter implements ProtocolAdapter {
 export function checkBoundValue(definition: ModbusMasterDefinition, attr: string, value: unknown): string | null {
   for (const [index, def] of definition.bindings.entries()) {
     if (def.attribute !== attr || def.direction === 'inbound') continue
-    const [first] = addressRange(def.address)
-    const width = bindingWidth(def)
-    const bits = def.area === 'c_o' || def.area === 'd_i'
-    const spec =
-      def.codec === 'raw' || bits
-        ? null
-        : encodingSpec({ address: [first, first + width - 1], type: def.codec, byte_order: def.byte_order, word_order: def.word_order, scale: def.scale })
+    const { first, width, spec } = bindingLayout(def)
     const problem = bindingValueProblem({ def, width, spec }, value)
     if (problem !== null) return `binding ${def.name ?? index} (${def.area} ${first}): ${problem}`
   }
