@@ -52,6 +52,13 @@ export class ExactInt {
   }
 }
 
+/**
+ * A Python value as the codec holds it (None, bool, int, float, str, list, dict): JSON's values,
+ * with an integral float inside a list, dict or `any` value a `FloatMark` and an int past 2**53
+ * an `ExactInt`. What a snapshot's attribute values are, parsed by `parseJsonTyped`.
+ */
+export type PythonValue = null | boolean | number | string | FloatMark | ExactInt | PythonValue[] | { [key: string]: PythonValue }
+
 /** A number held with its Python type where the JSON around it has none. */
 export type NumberMark = FloatMark | ExactInt
 

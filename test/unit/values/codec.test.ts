@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { describe, it } from 'node:test'
-import { mayHoldFloats, parseJsonKeepingFloats } from '../../../src/values/decode.js'
+import { mayHoldFloats, parseJsonKeepingFloats, parseJsonTyped } from '../../../src/values/decode.js'
 import { typed, typedJson, valueJson, walkTypedJson } from '../../../src/values/encode.js'
 import { ExactInt, FloatMark, cloneJson, isMark, plainJson, unmarked } from '../../../src/values/number.js'
 import { bodyFor, markedOf, parseValueText } from '../../../src/values/request.js'
@@ -83,6 +83,49 @@ describe('the value codec against python3', () => {
     assert.deepEqual(plainJson(parseJsonKeepingFloats('{"a": 1.0, "a": 2.5}')), { a: 2.5 })
     assert.throws(() => parseJsonKeepingFloats('{"a": 1, "a": 2}', 'refuse'), /Duplicate key 'a'/)
     assert.deepEqual(parseJsonKeepingFloats('{"a": 1, "a": 1}', 'refuse'), { a: 1 })
+  })
+})
+
+describe('parseJsonTyped, the parse of large texts (snapshot files)', () => {
+  const tricky = [
+    ...TEXTS,
+    '{"s":"a \\"quoted\\" 2.0 and \\\\","t":1.0,"__proto__":2.0,"x":{"1":3.0,"0":[4.0,12345678901234567890]}}',
+    '2.0',
+    '"2.0"',
+    '[{"a":[[[1e3]]]}, -0.0, 1.5]',
+  ]
+
+  it('reads what parseJsonKeepingFloats reads, marks and strings alike', () => {
+    for (const text of tricky) {
+      assert.equal(typedJson(parseJsonTyped(text)), typedJson(parseJsonKeepingFloats(text)), text)
+      assert.deepEqual(ourTypes(parseJsonTyped(text)), ourTypes(parseJsonKeepingFloats(text)), text)
+    }
+    const value = parseJsonTyped('{"__proto__": 2.0}') as Record<string, unknown>
+    assert.ok(Object.hasOwn(value, '__proto__') && value['__proto__'] instanceof FloatMark, 'a key named __proto__ stays a key')
+  })
+
+  it("refuses what JSON.parse refuses, with JSON.parse's message for the text as given", () => {
+    for (const bad of ['{1.0: 2}', '[1.0, 2.0', '[01.0]', '[1.]', '{"a": 2.0 "b"}', '[2.0, 12345678901234567890,']) {
+      let expected = ''
+      try {
+        JSON.parse(bad)
+      } catch (err) {
+        expected = (err as Error).message
+      }
+      assert.throws(
+        () => parseJsonTyped(bad),
+        (err: Error) => err instanceof SyntaxError && err.message === expected,
+        bad,
+      )
+    }
+  })
+
+  it('reads text nested deeper than a recursive parser could', () => {
+    const depth = 50_000
+    const value = parseJsonTyped(`${'['.repeat(depth)}2.0${']'.repeat(depth)}`)
+    let inner: unknown = value
+    for (let i = 0; i < depth; i++) inner = (inner as unknown[])[0]
+    assert.ok(inner instanceof FloatMark)
   })
 })
 
