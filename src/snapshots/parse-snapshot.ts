@@ -4,46 +4,84 @@
  * (`definition.instances.3`), so a user can fix a hand-edited file without guessing.
  */
 import { issueMessage } from '../definition/zod-issue.js'
-import { mayHoldFloats, parseJsonKeepingFloats } from '../values/decode.js'
-import { mayNeedFloatMarks, withSystemModelFloats } from '../values/definitions.js'
+import { parseJsonTyped } from '../values/decode.js'
+import { withSystemModelFloats } from '../values/definitions.js'
+import { plainJson } from '../values/number.js'
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { declaredVersion, migrate, type RawSnapshotFile } from './migrate.js'
 import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFile } from './schema.js'
 import { isRecord } from '../definition/is-record.js'
 
 /**
- * The JSON of a snapshot file, parsed as JSON.parse does, but where a number has no declared
- * type: the values of list, dict and `any` attributes, in model defaults and in the saved state
- * alike, and the numbers of the models' behaviour (`withModelFloats`). There an integral float
- * written `2.0` stays a float (src/values/number.ts). A file whose models have no such number and whose
- * state adds no attribute to an instance, the common case, is parsed once by JSON.parse;
- * otherwise the text is parsed a second time keeping floats, and those values are taken from it.
- * Throws JSON.parse's SyntaxError.
+ * The JSON of a snapshot file, parsed once (`parseJsonTyped`), with Python's numbers kept where
+ * they are values: every saved attribute value (`internal`, `external`), and in the definition
+ * where no type says what a number is (`withSystemModelFloats`: list, dict and `any` defaults,
+ * the models' behaviour, an instance's `parameters`). An integral float written `2.0` is a
+ * `FloatMark` there and an int past 2**53 an `ExactInt` (src/values/number.ts); everything else
+ * (the header, timers, polling, a behaviour's state, what a schema checks) holds plain numbers,
+ * as JSON.parse reads them. Throws JSON.parse's SyntaxError.
  *
  * @example
- * parseSnapshotJson(text).state.instances.m1.attributes.xs.internal // [FloatMark(2), 3]
+ * parseSnapshotJson(text).state.instances.m1.attributes.xs.internal // [FloatMark(2), ExactInt('12345678901234567890')]
  */
 export function parseSnapshotJson(text: string): unknown {
-  const raw: unknown = JSON.parse(text)
-  if (!isRecord(raw) || !mayHoldFloats(text) || !(mayNeedFloatMarks(raw['definition']) || text.includes('"added"'))) return raw
-  const marked = parseJsonKeepingFloats(text) as Record<string, unknown>
-  withSystemModelFloats(raw['definition'], marked['definition'])
-  const state = raw['state']
-  const markedState = marked['state']
-  if (!isRecord(state) || !isRecord(markedState) || !isRecord(state['instances']) || !isRecord(markedState['instances'])) return raw
-  const theirs = markedState['instances']
-  // Every saved attribute value: each attribute keeps the marks only where its type needs them.
-  for (const [name, instance] of Object.entries(state['instances'])) {
-    const other = theirs[name]
-    if (!isRecord(instance) || !isRecord(other) || !isRecord(instance['attributes']) || !isRecord(other['attributes'])) continue
-    const markedAttributes = other['attributes']
-    for (const [attr, entry] of Object.entries(instance['attributes'])) {
-      const given = markedAttributes[attr]
-      if (!isRecord(entry) || !isRecord(given)) continue
-      for (const side of ['internal', 'external']) if (Object.hasOwn(entry, side)) entry[side] = given[side]
+  return typedSnapshot(parseJsonTyped(text))
+}
+
+/**
+ * A snapshot file parsed keeping every number's type, with the marks taken out of everything
+ * that is not a value (changed in place: the parse made it for this call alone).
+ */
+function typedSnapshot(file: unknown): unknown {
+  if (!isRecord(file)) return plainJson(file)
+  for (const key of Object.keys(file)) {
+    const value = file[key]
+    if (key === 'state') typedState(value, file)
+    else if (key === 'definition') {
+      const plain = plainJson(value)
+      if (plain !== value) setKey(file, key, withSystemModelFloats(plain, value))
+    } else plainOnly(file, key)
+  }
+  return file
+}
+
+/** A state section: plain, but for the values of every instance's attributes. */
+function typedState(state: unknown, file: Record<string, unknown>): void {
+  if (!isRecord(state)) return plainOnly(file, 'state')
+  for (const key of Object.keys(state)) if (key !== 'instances') plainOnly(state, key)
+  const instances = state['instances']
+  if (!isRecord(instances)) return plainOnly(state, 'instances')
+  for (const name of Object.keys(instances)) {
+    const instance = instances[name]
+    if (!isRecord(instance)) {
+      plainOnly(instances, name)
+      continue
+    }
+    for (const key of Object.keys(instance)) if (key !== 'attributes') plainOnly(instance, key)
+    const attributes = instance['attributes']
+    if (!isRecord(attributes)) {
+      plainOnly(instance, 'attributes')
+      continue
+    }
+    for (const attr of Object.keys(attributes)) {
+      const entry = attributes[attr]
+      if (!isRecord(entry)) plainOnly(attributes, attr)
+      else for (const key of Object.keys(entry)) if (key !== 'internal' && key !== 'external') plainOnly(entry, key)
     }
   }
-  return raw
+}
+
+/** `record[key]` without marks. */
+function plainOnly(record: Record<string, unknown>, key: string): void {
+  const value = record[key]
+  if (value === null || typeof value !== 'object') return
+  const plain = plainJson(value)
+  if (plain !== value) setKey(record, key, plain)
+}
+
+/** Defined, not assigned: a key named __proto__ stays a key (and is refused by the schema with its path). */
+function setKey(record: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true })
 }
 
 /**
@@ -64,7 +102,17 @@ export interface ParsedSnapshot {
  * const { file } = parseSnapshot(await readFile(p, 'utf8'), p)
  */
 export function parseSnapshot(text: string, source: string): ParsedSnapshot {
-  const raw = parseObject(text, source)
+  return checkSnapshot(decodeSnapshot(text, source), source)
+}
+
+/**
+ * Checks a snapshot file parsed by `decodeSnapshot` and brings it to the current schema version
+ * (changing it in place). `source` names the file in messages.
+ *
+ * @example
+ * const { file } = checkSnapshot(decodeSnapshot(text, p), p)
+ */
+export function checkSnapshot(raw: RawSnapshotFile, source: string): ParsedSnapshot {
   const storedVersion = declaredVersion(raw)
   const migrated = migrate(raw, `Snapshot ${source}`)
   checkStateVersion(migrated.state, `Snapshot ${source}`)
@@ -98,19 +146,32 @@ function checkStateVersion(state: unknown, source: string): void {
  * @example
  * peekHeader('{"id": "a", "schema_version": 9}') // { id: 'a', schema_version: 9, ... }
  */
-export function peekHeader(text: string): {
-  id: string | null
-  created_at: string | null
-  label: string
-  notes: string
-  schema_version: number | null
-} {
+export function peekHeader(text: string): SnapshotHeader {
   let raw: unknown
   try {
     raw = JSON.parse(text)
   } catch {
     raw = undefined
   }
+  return headerOf(raw)
+}
+
+/** The header fields a file declares; null and "" for what it lacks. */
+export interface SnapshotHeader {
+  id: string | null
+  created_at: string | null
+  label: string
+  notes: string
+  schema_version: number | null
+}
+
+/**
+ * `peekHeader` of a file already parsed (`decodeSnapshot`'s value, or undefined when it was not JSON).
+ *
+ * @example
+ * headerOf({ id: 'a', schema_version: 2 }).id // 'a'
+ */
+export function headerOf(raw: unknown): SnapshotHeader {
   const obj = isRecord(raw) ? raw : {}
   const str = (key: string): string | null => (typeof obj[key] === 'string' ? (obj[key] as string) : null)
   const version = obj['schema_version']
@@ -139,7 +200,14 @@ export function looksLikeSnapshot(text: string): boolean {
   }
 }
 
-function parseObject(text: string, source: string): RawSnapshotFile {
+/**
+ * The text of a snapshot file parsed once, as a JSON object (`parseSnapshotJson`); a 422 that
+ * names the file and the line and column where the text is not JSON, or that it is no object.
+ *
+ * @example
+ * const raw = decodeSnapshot(text, '/srv/snapshots/a.json')
+ */
+export function decodeSnapshot(text: string, source: string): RawSnapshotFile {
   let raw: unknown
   try {
     raw = parseSnapshotJson(text)

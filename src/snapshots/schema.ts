@@ -8,6 +8,7 @@
 import { z } from 'zod'
 import type { ErrorDetail } from '../errors.js'
 import { isRecord } from '../definition/is-record.js'
+import type { PythonValue } from '../values/number.js'
 
 /**
  * The newest schema_version this build reads (and writes, for a snapshot with runtime state).
@@ -73,8 +74,9 @@ export interface PollingState {
  * const level: AttributeState = { internal: 25.0, external: 30.0 }
  */
 export interface AttributeState {
-  internal: unknown
-  external?: unknown
+  /** Python-typed (src/values/number.ts): `2.0` inside a list, dict or `any` value is a `FloatMark`, an int past 2**53 an `ExactInt`. */
+  internal: PythonValue
+  external?: PythonValue
   added?: boolean
   type?: string
 }

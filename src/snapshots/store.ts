@@ -22,7 +22,17 @@ import { typedJson } from '../values/encode.js'
 import { ConflictError, ForbiddenError, NotFoundError, summarize, ValidationError, type ErrorDetail } from '../errors.js'
 import { writeFileAtomic } from './atomic-write.js'
 import { errnoCode, toMimicError } from './fs-error.js'
-import { looksLikeSnapshot, parseSnapshot, parseSnapshotJson, peekHeader, type ParsedSnapshot } from './parse-snapshot.js'
+import {
+  checkSnapshot,
+  decodeSnapshot,
+  headerOf,
+  looksLikeSnapshot,
+  parseSnapshot,
+  parseSnapshotJson,
+  peekHeader,
+  type ParsedSnapshot,
+} from './parse-snapshot.js'
+import type { RawSnapshotFile } from './migrate.js'
 import { canonicalPath, checkName, checkPathText, checkSnapshotId, isWithin, resolveInside } from './safe-path.js'
 import { readRegularFile } from './read-regular.js'
 import { scanJsonFiles } from './scan.js'
@@ -228,7 +238,9 @@ export class SnapshotStore implements SnapshotBackend {
       }
       const found = await this.#locateById(selection.id)
       if (found === undefined) throw await this.#notFound(selection.id)
-      return toRecord(parseSnapshot(found.text, found.path), found.path)
+      // The file was parsed once, to find it; a file that is not JSON says why here.
+      if (found.decoded instanceof ValidationError) throw found.decoded
+      return toRecord(checkSnapshot(found.decoded, found.path), found.path)
     }
     const path = await resolveInside(selection.path, { base: this.#dir, roots: this.#roots, field: 'path' })
     return toRecord(parseSnapshot(await readText(path), path), path)
@@ -276,7 +288,7 @@ export class SnapshotStore implements SnapshotBackend {
     if (path === '') {
       const found = await this.#locateById(id)
       if (found === undefined && entry === undefined) throw await this.#notFound(id)
-      if (found !== undefined && peekHeader(found.text).id === id) path = found.path
+      if (found !== undefined && idOf(found.decoded) === id) path = found.path
       else if (entry === undefined && found !== undefined) {
         throw new ConflictError(`Refusing to delete ${found.path}: it is not a Mimic snapshot`, [
           { path: 'id', message: `${found.path} is not a Mimic snapshot` },
@@ -435,26 +447,30 @@ export class SnapshotStore implements SnapshotBackend {
   /**
    * The file under the snapshots directory whose content has this id: `<dir>/<id>.json` first,
    * then every file. A `<dir>/<id>.json` that is unreadable as a snapshot is returned only when
-   * no file matches, so reading it reports why it is broken instead of "not found".
+   * no file matches, so reading it reports why it is broken instead of "not found". Each file
+   * looked at is parsed once, and the one found is answered parsed.
    */
-  async #locateById(id: string): Promise<{ path: string; text: string } | undefined> {
+  async #locateById(id: string): Promise<Located | undefined> {
     const root = await canonicalPath(this.#dir)
     let direct = ''
-    let brokenDirect: { path: string; text: string } | undefined
+    let brokenDirect: Located | undefined
     if (!/[/\\]/.test(id) && id !== '.' && id !== '..') {
       direct = join(root, `${id}.json`)
       const text = await this.#readDirect(id, direct)
       if (text !== undefined) {
-        const declared = peekHeader(text).id
-        if (declared === id) return { path: direct, text }
-        if (declared === null) brokenDirect = { path: direct, text }
+        const decoded = decodeFile(text, direct)
+        const declared = idOf(decoded)
+        if (declared === id) return { path: direct, decoded }
+        if (declared === null) brokenDirect = { path: direct, decoded }
       }
     }
     const { files } = await scanJsonFiles(root)
     for (const path of files) {
       if (path === direct) continue
       const text = await readRegularFile(path).catch(() => undefined)
-      if (text !== undefined && peekHeader(text).id === id) return { path, text }
+      if (text === undefined) continue
+      const decoded = decodeFile(text, path)
+      if (idOf(decoded) === id) return { path, decoded }
     }
     return brokenDirect
   }
@@ -492,6 +508,26 @@ export class SnapshotStore implements SnapshotBackend {
       [{ path: 'id', message: `no snapshot file with this id under ${root}` }],
     )
   }
+}
+
+/** A snapshot file found by its id: parsed once (`decodeSnapshot`), or why it could not be. */
+interface Located {
+  path: string
+  decoded: RawSnapshotFile | ValidationError
+}
+
+function decodeFile(text: string, path: string): RawSnapshotFile | ValidationError {
+  try {
+    return decodeSnapshot(text, path)
+  } catch (err) {
+    if (err instanceof ValidationError) return err
+    throw err
+  }
+}
+
+/** The id a parsed file declares, or null. */
+function idOf(decoded: RawSnapshotFile | ValidationError): string | null {
+  return headerOf(decoded instanceof ValidationError ? undefined : decoded).id
 }
 
 export function checkDefinition(definition: unknown): void {

@@ -110,7 +110,9 @@ export function withSystemModelFloats(definition: unknown, marked: unknown): unk
  * Gives the instances of a definition parsed plainly (a map `{"<instance>": entry}`, or the list
  * of single-entry maps a system definition holds) the integral floats of `marked` in their
  * `parameters`: `parameters: {gain: 2.0}` stays a float for a meta parameter of no scalar type
- * (`resolveParameters` reads a typed one plainly). Changes `instances` in place.
+ * (`resolveParameters` reads a typed one plainly); and those inside the lists and dicts of their
+ * `init_parameters` (`xs: [2.0, 2]` starts a list attribute with a float and an int). Changes
+ * `instances` in place.
  *
  * @example
  * withInstanceFloats([{ a: { type: 'm', parameters: { g: 2 } } }], [{ a: { type: 'm', parameters: { g: new FloatMark(2) } } }]) // g: FloatMark(2)
@@ -123,8 +125,17 @@ export function withInstanceFloats(instances: unknown, marked: unknown): void {
   if (!isRecord(instances) || !isRecord(marked)) return
   for (const [name, entry] of Object.entries(instances)) {
     const theirs = marked[name]
-    if (!isRecord(entry) || !isRecord(entry.parameters) || !isRecord(theirs) || !isRecord(theirs.parameters)) continue
-    for (const key of Object.keys(entry.parameters)) if (holdsMark(theirs.parameters[key])) entry.parameters[key] = theirs.parameters[key]
+    if (!isRecord(entry) || !isRecord(theirs)) continue
+    if (isRecord(entry.parameters) && isRecord(theirs.parameters))
+      for (const key of Object.keys(entry.parameters)) if (holdsMark(theirs.parameters[key])) entry.parameters[key] = theirs.parameters[key]
+    // A start value keeps the marks inside a list or dict, where its attribute's type cannot tell
+    // 2.0 from 2; a number alone is read as its attribute's type says (2.0 into an `int` stays 2).
+    if (isRecord(entry.init_parameters) && isRecord(theirs.init_parameters))
+      for (const key of Object.keys(entry.init_parameters)) {
+        const given = theirs.init_parameters[key]
+        if (given !== null && typeof given === 'object' && !(given instanceof FloatMark || given instanceof ExactInt) && holdsMark(given))
+          entry.init_parameters[key] = given
+      }
   }
 }
 
@@ -132,41 +143,6 @@ function holdsMark(value: unknown): boolean {
   if (value instanceof FloatMark || value instanceof ExactInt) return true
   if (value === null || typeof value !== 'object') return false
   return (Array.isArray(value) ? value : Object.values(value)).some(holdsMark)
-}
-
-/**
- * Whether a system definition (`{models: {...}}`) has a number that `withModelFloats` may need
- * to mark: a list, dict or `any` attribute, or a whole number in a behaviour section, in the
- * hooks of an attribute or in a meta parameter's default; or one that `withInstanceFloats` may
- * need to mark, a whole number in an instance's `parameters`. Only then can a number of its text need
- * `parseJsonKeepingFloats`.
- */
-export function mayNeedFloatMarks(definition: unknown): boolean {
-  if (!isRecord(definition)) return false
-  const instances = Array.isArray(definition.instances)
-    ? definition.instances.flatMap((e) => (isRecord(e) ? Object.values(e) : []))
-    : isRecord(definition.instances)
-      ? Object.values(definition.instances)
-      : []
-  if (instances.some((entry) => isRecord(entry) && holdsWholeNumber(entry.parameters))) return true
-  if (!isRecord(definition.models)) return false
-  return Object.values(definition.models).some((model) => {
-    if (!isRecord(model)) return false
-    if (BEHAVIOUR_SECTIONS.some((section) => holdsWholeNumber(model[section])) || holdsWholeNumber(model.meta_parameters)) return true
-    return (
-      isRecord(model.attributes) &&
-      Object.values(model.attributes).some(
-        (value) => CONTAINERS.has(attributeType(value)) || (isAttributeSpec(value) && holdsWholeNumber((value as Record<string, unknown>).hooks)),
-      )
-    )
-  })
-}
-
-/** Whether a JSON value holds a whole number anywhere (what a `2.0` in its text parses to). */
-function holdsWholeNumber(value: unknown): boolean {
-  if (typeof value === 'number') return Number.isInteger(value)
-  if (value === null || typeof value !== 'object') return false
-  return (Array.isArray(value) ? value : Object.values(value)).some(holdsWholeNumber)
 }
 
 const CONTAINERS: ReadonlySet<AttributeType> = new Set(['list', 'dict', 'any'])
