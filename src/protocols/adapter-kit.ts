@@ -88,12 +88,19 @@ export class AdapterLifecycle<Resource> {
     return this.#detached ? 'DETACHED' : 'RUNNING'
   }
 
-  /** Opens the resource unless held already; the adapter then answers (not detached). */
-  start(open: () => Promise<Resource>): Promise<void> {
+  /**
+   * Opens the resource unless held already; the adapter then answers (not detached). `settle`,
+   * when given, runs once the resource is held, inside the same step (a stop asked for meanwhile
+   * waits for it): for a resource held at once whose first outcome is awaited (a client's first
+   * connection attempt), during which the adapter already runs.
+   */
+  start(open: () => Promise<Resource>, settle?: (resource: Resource) => Promise<void>): Promise<void> {
     return this.#steps.run(async () => {
       if (this.#resource !== null) return
-      this.#resource = await open()
+      const resource = await open()
+      this.#resource = resource
       this.#detached = false
+      await settle?.(resource)
     })
   }
 

@@ -1,7 +1,7 @@
-import { readOnly, secondsProblem, SerialSteps, ThrottledWarning } from '../adapter-kit.js'
+import { AdapterLifecycle, readOnly, secondsProblem, ThrottledWarning } from '../adapter-kit.js'
 import { connect, type IClientOptions, type MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
-import { ConflictError, type ValidationError } from '../../errors.js'
+import type { ValidationError } from '../../errors.js'
 import { MQTT_EMBEDDED, fullTopic, type MqttBinding, type MqttDefinition } from '../../definition/mqtt-schema.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
@@ -78,6 +78,13 @@ interface LiveBinding {
   lastPayload: string | undefined
 }
 
+/** What a started adapter holds: its client, the lease of the embedded broker, and what takes the adapter's listeners off the client. */
+interface MqttLink {
+  client: MqttClient
+  lease: BrokerLease | null
+  unlisten: () => void
+}
+
 /**
  * The definition with `{{instance}}` replaced by the instance's name in `topic_prefix`, the
  * bindings' topics, `client_id` and the will and birth messages, so one model serves many
@@ -106,19 +113,14 @@ export class MqttAdapter implements ProtocolAdapter {
   readonly #brokers: EmbeddedBrokers
   readonly #instance: string
   readonly #bindings: LiveBinding[]
-  #client: MqttClient | null = null
-  /** Takes the adapter's listeners off the client, before it is let go. */
-  #unlisten: (() => void) | null = null
-  #lease: BrokerLease | null = null
+  /** Start, stop, detach and attach one after the other, the link held while started (adapter-kit.ts). */
+  readonly #life: AdapterLifecycle<MqttLink>
   #host = ''
   #port: number | null = null
-  #running = false
-  #detached = false
   #connection: MqttConnection = 'down'
   #backoffMs: number
   #retryTimer: NodeJS.Timeout | null = null
   #scanTimer: NodeJS.Timeout | null = null
-  readonly #steps = new SerialSteps()
   /** Warnings a client can cause, at most one a second. */
   readonly #warning: ThrottledWarning
   #lastError: string | null = null
@@ -134,6 +136,7 @@ export class MqttAdapter implements ProtocolAdapter {
     this.#logger = options.logger.child({ adapter: this.name })
     this.#warning = new ThrottledWarning(this.#logger)
     this.#brokers = options.brokers
+    this.#life = new AdapterLifecycle(this.name)
     this.#backoffMs = this.#definition.reconnect_period * 1000
     this.#bindings = this.#definition.bindings.map((binding) => ({
       binding,
@@ -151,8 +154,7 @@ export class MqttAdapter implements ProtocolAdapter {
   }
 
   get state(): AdapterState {
-    if (!this.#running) return 'STOPPED'
-    return this.#detached ? 'DETACHED' : 'RUNNING'
+    return this.#life.state
   }
 
   /** The link to the broker (see the module comment). */
@@ -167,24 +169,22 @@ export class MqttAdapter implements ProtocolAdapter {
    * the embedded broker cannot open its port. Idempotent.
    */
   start(): Promise<void> {
-    return this.#steps.run(async () => {
-      if (this.#running) return
+    let firstOutcome: Promise<void> = Promise.resolve()
+    const open = async (): Promise<MqttLink> => {
       const d = this.#definition
+      let lease: BrokerLease | null = null
       if (d.broker === MQTT_EMBEDDED) {
-        this.#lease = await this.#brokers.acquire(d.port, this.#registration())
-        this.#host = this.#lease.host
-        this.#port = this.#lease.port
+        lease = await this.#brokers.acquire(d.port, this.#registration())
+        this.#host = lease.host
+        this.#port = lease.port
       } else {
         this.#host = d.broker
         this.#port = d.port ?? (d.tls ? 8883 : 1883)
       }
-      this.#running = true
-      this.#detached = false
       this.#backoffMs = d.reconnect_period * 1000
       this.#connection = 'connecting'
-      const client = connect(this.#clientOptions())
-      this.#client = client
-      const firstOutcome = new Promise<void>((resolve) => {
+      const client = connect(this.#clientOptions(lease))
+      firstOutcome = new Promise<void>((resolve) => {
         const timer = setTimeout(done, d.connect_timeout * 1000)
         function done() {
           clearTimeout(timer)
@@ -195,9 +195,13 @@ export class MqttAdapter implements ProtocolAdapter {
         client.on('connect', done)
         client.on('close', done)
       })
-      this.#unlisten = this.#listen(client)
+      const unlisten = this.#listen(client)
       this.#scanTimer = setInterval(() => this.#scan(), d.scan_interval * 1000)
       this.#scanTimer.unref()
+      return { client, lease, unlisten }
+    }
+    // The adapter runs from the moment its client exists (events of the first attempt count).
+    return this.#life.start(open, async () => {
       await firstOutcome
       this.#logger.info({ broker: `${this.#host}:${this.#port}`, connection: this.#connection }, 'mqtt adapter started')
     })
@@ -205,21 +209,13 @@ export class MqttAdapter implements ProtocolAdapter {
 
   /** Says goodbye to the broker (so no last will is sent) and releases the embedded broker. Idempotent. */
   stop(): Promise<void> {
-    return this.#steps.run(async () => {
-      if (!this.#running) return
-      this.#running = false
-      this.#detached = false
+    return this.#life.stop(async ({ client, lease, unlisten }) => {
       this.#clearTimers()
-      const client = this.#client
       // No event of the old client may reach the adapter once it is let go (a late `connect`
       // would subscribe on a client that is gone).
-      this.#unlisten?.()
-      this.#unlisten = null
-      this.#client = null
+      unlisten()
       this.#connection = 'down'
-      if (client) await closeClient(client, this.#logger)
-      const lease = this.#lease
-      this.#lease = null
+      await closeClient(client, this.#logger)
       await lease?.release()
       this.#logger.info('mqtt adapter stopped')
     })
@@ -230,27 +226,27 @@ export class MqttAdapter implements ProtocolAdapter {
    * down: the broker notices, publishes the last will, and subscribers stop hearing from it.
    */
   detach(): void {
-    if (!this.#running) throw new ConflictError(`Adapter '${this.name}' is stopped: start it before detaching`)
-    if (this.#detached) return
-    this.#detached = true
+    const wasDetached = this.#life.detached
+    this.#life.detach() // ConflictError while stopped
+    if (wasDetached) return
     this.#connection = 'detached'
     if (this.#retryTimer) clearTimeout(this.#retryTimer)
     this.#retryTimer = null
-    this.#client?.stream?.destroy()
+    this.#life.resource?.client.stream?.destroy()
   }
 
   /** Connects again after detach. */
   attach(): void {
-    if (!this.#running) throw new ConflictError(`Adapter '${this.name}' is stopped: start it instead of attaching`)
-    if (!this.#detached) return
-    this.#detached = false
+    const wasDetached = this.#life.detached
+    this.#life.attach() // ConflictError while stopped
+    if (!wasDetached) return
     this.#backoffMs = this.#definition.reconnect_period * 1000
     this.#reconnect()
   }
 
   stats(): AdapterStats {
     const c = this.#counters
-    const broker = this.#lease?.stats()
+    const broker = this.#life.resource?.lease?.stats()
     return {
       state: this.state,
       requests: c.published + c.received,
@@ -303,7 +299,7 @@ export class MqttAdapter implements ProtocolAdapter {
       last_error: this.#lastError,
       counters: { ...this.#counters },
       // The access counters of the embedded broker this adapter uses (shared by its adapters).
-      embedded_broker: this.#lease?.stats() ?? null,
+      embedded_broker: this.#life.resource?.lease?.stats() ?? null,
     }
   }
 
@@ -349,7 +345,7 @@ export class MqttAdapter implements ProtocolAdapter {
 
   /** Takes the client's events, each checked to come from the adapter's current client; returns what takes them off. */
   #listen(client: MqttClient): () => void {
-    const current = () => this.#client === client && this.#running
+    const current = () => this.#life.resource?.client === client
     const onConnect = () => current() && this.#connected(client)
     const onClose = () => current() && this.#closed()
     const onError = (error: Error) => current() && this.#linkError(error)
@@ -368,10 +364,10 @@ export class MqttAdapter implements ProtocolAdapter {
     }
   }
 
-  #clientOptions(): IClientOptions {
+  #clientOptions(lease: BrokerLease | null): IClientOptions {
     const d = this.#definition
     // The embedded broker knows the adapter by the credentials of its lease, whatever the model says.
-    const credentials = this.#lease?.credentials
+    const credentials = lease?.credentials
     const toMessage = (m: NonNullable<MqttDefinition['will']>) => ({ topic: m.topic, payload: Buffer.from(m.payload), qos: m.qos, retain: m.retain })
     return {
       host: this.#host,
@@ -411,7 +407,7 @@ export class MqttAdapter implements ProtocolAdapter {
   }
 
   #closed(): void {
-    if (!this.#running || this.#detached) return
+    if (this.#life.state !== 'RUNNING') return
     if (this.#connection === 'connected') this.#logger.warn({ broker: `${this.#host}:${this.#port}` }, 'mqtt broker connection lost: reconnecting')
     this.#connection = 'reconnecting'
     if (this.#retryTimer) return
@@ -419,7 +415,7 @@ export class MqttAdapter implements ProtocolAdapter {
     this.#backoffMs = Math.min(this.#backoffMs * 2, this.#definition.reconnect_max * 1000)
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = null
-      if (!this.#running || this.#detached) return
+      if (this.#life.state !== 'RUNNING') return
       this.#counters.reconnects++
       this.#reconnect()
     }, delay)
@@ -427,7 +423,7 @@ export class MqttAdapter implements ProtocolAdapter {
   }
 
   #reconnect(): void {
-    const client = this.#client
+    const client = this.#life.resource?.client
     if (!client) return
     if (this.#connection !== 'reconnecting') this.#connection = 'connecting'
     // The stores go along, so QoS 1 and 2 messages still unacknowledged are sent again.
@@ -441,7 +437,7 @@ export class MqttAdapter implements ProtocolAdapter {
   }
 
   #scan(): void {
-    if (this.#connection !== 'connected' || this.#detached) return
+    if (this.#connection !== 'connected' || this.#life.detached) return
     const now = Date.now()
     // A periodic publication goes out at the scan nearest its time and the next is due a period
     // after that time, not after the scan: so an interval keeps its rate whatever the scans'
@@ -450,7 +446,7 @@ export class MqttAdapter implements ProtocolAdapter {
     // A link that cannot take more (the broker reads slower than the adapter publishes) makes
     // publications wait, still due, instead of piling up in the server: the latest value of each
     // goes out once the link drains, as after an outage.
-    const backedUp = this.#client?.stream?.writableNeedDrain === true
+    const backedUp = this.#life.resource?.client.stream?.writableNeedDrain === true
     for (const b of this.#bindings) {
       if (!b.publishes) continue
       const dueAt = b.nextDue
@@ -472,8 +468,8 @@ export class MqttAdapter implements ProtocolAdapter {
    * Periodic publications keep to their schedule (#scan).
    */
   afterStep(): void {
-    if (this.#connection !== 'connected' || this.#detached) return
-    const backedUp = this.#client?.stream?.writableNeedDrain === true
+    if (this.#connection !== 'connected' || this.#life.detached) return
+    const backedUp = this.#life.resource?.client.stream?.writableNeedDrain === true
     for (const b of this.#bindings) {
       if (!b.publishes || !b.binding.on_change || valueKey(this.#read(b)) === b.lastKey) continue
       if (backedUp) this.#counters.deferred++
@@ -490,7 +486,7 @@ export class MqttAdapter implements ProtocolAdapter {
   }
 
   #publish(b: LiveBinding): void {
-    const client = this.#client
+    const client = this.#life.resource?.client
     if (!client) return
     const value = this.#read(b)
     const key = valueKey(value)
@@ -509,12 +505,12 @@ export class MqttAdapter implements ProtocolAdapter {
     if (this.#trace?.on === true)
       this.#trace.record({ operation: 'publish', direction: 'out', topic: b.topic, size: Buffer.byteLength(payload), payload: traceText(payload) })
     client.publish(b.topic, payload, { qos: b.binding.qos, retain: b.binding.retain }, (error) => {
-      if (error && this.#running) this.#fail('mqtt publish failed', error, { binding: b.name })
+      if (error && this.#life.resource !== null) this.#fail('mqtt publish failed', error, { binding: b.name })
     })
   }
 
   #message(topic: string, raw: Buffer): void {
-    if (this.#detached) return
+    if (this.#life.detached) return
     const payload = raw.toString('utf8')
     // A `both` binding hears its own publication back: that is not a write.
     const readers = this.#bindings.filter(
