@@ -55,6 +55,18 @@ module.exports = {
       },
     },
     {
+      name: 'protocol-code-loaded-lazily',
+      severity: 'error',
+      comment:
+        "A protocol's code (and its library: node-opcua alone is 1.6 s of CPU) loads only when a definition names the kind (src/protocols/lazy-kind.ts): outside its folder only its kind.ts is imported, and kind.ts imports the rest of the folder dynamically or for types. The MCP server's Modbus client uses the wire codec, which needs no library.",
+      from: { path: '^src/', pathNot: '^src/protocols/[^/]+/(?!kind\\.ts$)' },
+      to: {
+        path: '^src/protocols/[^/]+/',
+        pathNot: ['^src/protocols/[^/]+/kind\\.ts$', '^src/protocols/mqtt/users-file\\.ts$', '^src/protocols/modbus/(codec|encoding|schema)\\.ts$'],
+        dependencyTypesNot: ['dynamic-import', 'type-only', 'type-import'],
+      },
+    },
+    {
       name: 'definition-and-tree-at-the-bottom',
       severity: 'error',
       from: { path: '^src/(definition|tree)/' },

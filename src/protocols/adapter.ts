@@ -190,12 +190,31 @@ export interface ProtocolSecurity {
 
 /**
  * A protocol kind: how a model names it under `communication`, the schema of its settings and
- * the factory of its adapters.
+ * the factory of its adapters. A kind's protocol code (its library: node-opcua alone costs about
+ * 1.6 s of CPU to load) is loaded by `load()`, only when a definition names the kind: the
+ * registry's `loadProtocolKinds` runs before a definition's defaults are checked against its
+ * mappings and before its adapters are made, so a server loads only the protocols its models use.
+ * `valueProblem`, `createContext` and `create` need the loaded code (see lazy-kind.ts).
  *
  * @example
- * const kind: ProtocolKind = { name: 'modbus_slave', aliases: ['modbus_tcp'], nodeType: 'ModbusSlave', schema, createContext, create }
+ * const kind = lazyKind({ name: 'modbus_slave', aliases: ['modbus_tcp'], nodeType: 'ModbusSlave', schema }, async () => runtime)
+ * await kind.load()
+ * kind.create({ settings, accessor, logger, name: 'meter.modbus_slave', context: kind.createContext({ logger }) })
  */
-export interface ProtocolKind<Settings = unknown, Context extends ProtocolContext = ProtocolContext> {
+export interface ProtocolKind<Settings = unknown, Context extends ProtocolContext = ProtocolContext> extends KindDeclaration<Settings> {
+  /** Loads the kind's protocol code, once per process (later calls share the first). */
+  load(): Promise<void>
+  /** Whether its protocol code is loaded. */
+  readonly loaded: boolean
+  /** The shared context of this kind, made once per server. */
+  createContext(opts: ContextOptions): Context
+  /** Why `value` cannot be published for `attr` under `settings`, or null: lets a model's defaults be checked before any adapter exists. */
+  valueProblem(settings: Settings, attr: string, value: unknown): string | null
+  create(opts: AdapterCreateOptions<Settings, Context>): ProtocolAdapter
+}
+
+/** What a kind says of itself without its protocol code: names, node type, settings schema, access checks. */
+export interface KindDeclaration<Settings = unknown> {
   /** The canonical name, also the key of the first adapter node of this kind. */
   readonly name: string
   /** Other names a model may use; the adapter is keyed under `name`. */
@@ -204,14 +223,12 @@ export interface ProtocolKind<Settings = unknown, Context extends ProtocolContex
   readonly nodeType: string
   /** The settings' schema (it lives under src/definition/, so that models validate without protocol code). */
   readonly schema: z.ZodType<Settings>
-  /** The shared context of this kind, made once per server. */
-  createContext(opts: ContextOptions): Context
   /**
    * Checks the server's access settings this kind reads (a users file, say) when the server
    * starts, so that a bad one stops the start instead of the first adapter that needs it.
    */
   checkSecurity?(security: ProtocolSecurity): void
-  /** Why `value` cannot be published for `attr` under `settings`, or null: lets a model's defaults be checked before any adapter exists. */
-  valueProblem(settings: Settings, attr: string, value: unknown): string | null
-  create(opts: AdapterCreateOptions<Settings, Context>): ProtocolAdapter
 }
+
+/** The part of a kind that needs its protocol code, as its `load` gives it (lazy-kind.ts). */
+export type KindRuntime<Settings, Context extends ProtocolContext> = Pick<ProtocolKind<Settings, Context>, 'createContext' | 'valueProblem' | 'create'>

@@ -13,6 +13,8 @@ import { TrafficJournal } from './trace.js'
 
 export type {
   AdapterCreateOptions,
+  KindDeclaration,
+  KindRuntime,
   AdapterState,
   AdapterStats,
   AdapterSubject,
@@ -68,6 +70,24 @@ export function protocolKind(name: string): ProtocolKind | undefined {
  */
 export function protocolKinds(): readonly ProtocolKind[] {
   return KINDS
+}
+
+/**
+ * Loads the protocol code of the kinds named (by name or alias; other names are ignored), each
+ * once per process. Runs before a definition's defaults are checked against its mappings and
+ * before its adapters are made (lazy-kind.ts): a server whose models use only Modbus never loads
+ * node-opcua.
+ *
+ * @example
+ * await loadProtocolKinds(['modbus_tcp', 'opcua_server'])
+ */
+export async function loadProtocolKinds(names: Iterable<string>): Promise<void> {
+  const kinds = new Set<ProtocolKind>()
+  for (const name of names) {
+    const kind = BY_NAME.get(name)
+    if (kind) kinds.add(kind)
+  }
+  await Promise.all([...kinds].map((kind) => kind.load()))
 }
 
 /**

@@ -181,6 +181,26 @@ export function communicationEntries(communication: Record<string, unknown> | Ar
   return Array.isArray(communication) ? communication : [communication]
 }
 
+/**
+ * The protocol names (`modbus_tcp`, `opcua_server`, ...) the `communication` of each definition
+ * uses, read leniently: the definitions may not be validated yet (anything not shaped like
+ * `communication` gives no name), so that their kinds' code can be loaded before they are checked.
+ *
+ * @example
+ * protocolNames([{ communication: [{ modbus_tcp: { port: 502 } }] }]) // Set { 'modbus_tcp' }
+ */
+export function protocolNames(definitions: Iterable<unknown>): Set<string> {
+  const names = new Set<string>()
+  for (const definition of definitions) {
+    if (!isRecord(definition)) continue
+    const communication = definition.communication
+    if (!isRecord(communication) && !Array.isArray(communication)) continue
+    for (const entry of communicationEntries(communication as Record<string, unknown>))
+      if (isRecord(entry)) for (const name of Object.keys(entry)) names.add(name)
+  }
+  return names
+}
+
 /** The reserved attribute of every instance, its time: adapters publish it read-only (`#attr(__timer)`). */
 const TIMER = '__timer'
 

@@ -1,3 +1,5 @@
+import { loadProtocolKinds } from '../protocols/index.js'
+import { protocolNames } from './communication.js'
 import { ConflictError, ValidationError, validationFailure, type ErrorDetail } from '../errors.js'
 import { nameProblem } from '../definition/names.js'
 import { attributeDeclarations, unservedProtocols, type ParsedModelDefinition } from '../definition/model-schema.js'
@@ -80,7 +82,7 @@ export class Models extends KeyedContainer<Model> {
 
   override async put(body: Record<string, unknown>): Promise<void> {
     await this.#system.exclusive(async () => {
-      const parsed = this.check(body)
+      const parsed = await this.check(body)
       await this.apply(parsed)
     })
   }
@@ -92,8 +94,10 @@ export class Models extends KeyedContainer<Model> {
    * every problem of every model. A body of one model has paths inside it; with `at` (a root
    * PUT's `models`), every path starts with `at` and the model's name.
    */
-  check(body: Record<string, unknown>, at?: string): Map<string, { raw: unknown; parsed: ParsedModelDefinition }> {
+  async check(body: Record<string, unknown>, at?: string): Promise<Map<string, { raw: unknown; parsed: ParsedModelDefinition }>> {
     const names = Object.keys(body)
+    // The defaults are checked against each mapping by the protocol's own code (mapping-check.ts).
+    await loadProtocolKinds(protocolNames(Object.values(body)))
     const single = names.length === 1 && at === undefined
     const problems = new Map<string, ErrorDetail[]>()
     const parsed = new Map<string, { raw: unknown; parsed: ParsedModelDefinition }>()

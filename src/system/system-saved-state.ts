@@ -80,7 +80,7 @@ async function replaceWithState(
   keepBackup = true,
   at = '',
 ): Promise<{ models: number; instances: number; connections: number }> {
-  const result = validatedDefinition(system, definition, subject, at)
+  const result = await validatedDefinition(system, definition, subject, at)
   const problems: ErrorDetail[] = []
   const names = new Set(result.system.instances.map((i) => i.name))
   for (const name of Object.keys(state.instances)) {

@@ -6,6 +6,8 @@
  * system-saved-state.ts, with the same checks.
  */
 
+import { loadProtocolKinds } from '../protocols/index.js'
+import { protocolNames } from './communication.js'
 import { resolve } from 'node:path'
 import { ConflictError, NotFoundError, ValidationError, summarize, type ErrorDetail } from '../errors.js'
 import { asSystemDefinition, checkDefinitionText, definitionFormat, locate, parseDefinitionText, readDefinitionText } from '../definition/load-file.js'
@@ -46,7 +48,7 @@ export async function putStructure(system: System, body: Record<string, unknown>
     checkNamesExist(system, models, instances, connections)
     // Every part is checked against the system as it will be before anything is written: a
     // 422 (or 404) leaves the system as it was.
-    const parsed = models ? system.models.check(models, 'models') : undefined
+    const parsed = models ? await system.models.check(models, 'models') : undefined
     const modelOf = (name: string): ParsedModelDefinition | undefined => parsed?.get(name)?.parsed ?? system.models.get(name)?.parsed
     const checked = instances ? system.instances.check(instances, modelOf) : undefined
     const details = (checked?.details ?? []).map((d) => ({ ...d, path: joinPath('instances', d.path) }))
@@ -146,7 +148,7 @@ export async function replaceStructure(
   subject = 'System definition',
   at = '',
 ): Promise<{ models: number; instances: number; connections: number }> {
-  const result = validatedDefinition(system, definition, subject, at)
+  const result = await validatedDefinition(system, definition, subject, at)
   await system.lifecycle.halt()
   await system.instances.clear()
   system.connections.clear()
@@ -173,13 +175,20 @@ export function ownInstances<T extends { name: string }>(system: System, instanc
  * A system definition validated, or a 422 listing every problem (nothing changes), each path
  * prefixed with `at`, where the definition sits in its document.
  */
-export function validatedDefinition(system: System, definition: unknown, subject: string, at = ''): Extract<ReturnType<typeof validateSystem>, { ok: true }> {
+export async function validatedDefinition(
+  system: System,
+  definition: unknown,
+  subject: string,
+  at = '',
+): Promise<Extract<ReturnType<typeof validateSystem>, { ok: true }>> {
   const result = validateSystem(definition, system.behaviourProblems)
   const placed = (details: ErrorDetail[]): ErrorDetail[] => (at ? details.map((d) => ({ ...d, path: joinPath(at, d.path) })) : details)
   if (!result.ok) {
     const details = placed(result.details)
     throw new ValidationError(summarize(subject, details), details)
   }
+  // The defaults are checked against each mapping by the protocol's own code (mapping-check.ts).
+  await loadProtocolKinds(protocolNames([...result.system.models.values()].map((m) => m.parsed)))
   const unmappable = placed(
     [...result.system.models].flatMap(([name, model]) =>
       [...mappedDefaultProblems(model.parsed), ...system.models.strictProtocolProblems(model.parsed)].map((d) => ({ ...d, path: `models.${name}.${d.path}` })),

@@ -1,6 +1,5 @@
-import type { ProtocolKind } from '../adapter.js'
-import { ModbusSlaveAdapter, checkMappedValue } from './adapter.js'
-import { ModbusHub } from './hub.js'
+import { lazyKind } from '../lazy-kind.js'
+import type { ModbusHub } from './hub.js'
 import { modbusSlaveSchema, type ModbusSlaveDefinition } from './schema.js'
 
 /**
@@ -8,16 +7,19 @@ import { modbusSlaveSchema, type ModbusSlaveDefinition } from './schema.js'
  * listeners through one hub per server.
  *
  * @example
+ * await modbusSlaveKind.load()
  * const hub = modbusSlaveKind.createContext({ logger })
  * const adapter = modbusSlaveKind.create({ settings, accessor, logger, name: 'meter.modbus_slave', context: hub })
  */
-export const modbusSlaveKind: ProtocolKind<ModbusSlaveDefinition, ModbusHub> = {
-  name: 'modbus_slave',
-  aliases: ['modbus_tcp'],
-  nodeType: 'ModbusSlave',
-  schema: modbusSlaveSchema,
-  createContext: ({ logger, portHolder }) => new ModbusHub({ logger, portHolder }),
-  valueProblem: checkMappedValue,
-  create: ({ settings, accessor, logger, name, context, trace }) =>
-    new ModbusSlaveAdapter({ hub: context, definition: settings, accessor, logger, name, trace }),
-}
+export const modbusSlaveKind = lazyKind<ModbusSlaveDefinition, ModbusHub>(
+  { name: 'modbus_slave', aliases: ['modbus_tcp'], nodeType: 'ModbusSlave', schema: modbusSlaveSchema },
+  async () => {
+    const [{ ModbusSlaveAdapter, checkMappedValue }, { ModbusHub }] = await Promise.all([import('./adapter.js'), import('./hub.js')])
+    return {
+      createContext: ({ logger, portHolder }) => new ModbusHub({ logger, portHolder }),
+      valueProblem: checkMappedValue,
+      create: ({ settings, accessor, logger, name, context, trace }) =>
+        new ModbusSlaveAdapter({ hub: context, definition: settings, accessor, logger, name, trace }),
+    }
+  },
+)

@@ -1,23 +1,22 @@
-import type { ProtocolKind } from '../adapter.js'
+import { lazyKind } from '../lazy-kind.js'
 import { ocppSchema, type OcppDefinition } from '../../definition/ocpp-schema.js'
-import { OcppAdapter } from './adapter.js'
-import { OcppContext } from './context.js'
+import type { OcppContext } from './context.js'
 
 /**
  * The `ocpp` protocol kind: OCPP 1.6J over WebSocket, as a charge point or a central system.
  * The context records the central systems' ports.
  *
  * @example
+ * await ocppKind.load()
  * const context = ocppKind.createContext({ logger })
  * const adapter = ocppKind.create({ settings, accessor, logger, name: 'evse.ocpp', instance: 'evse', context })
  */
-export const ocppKind: ProtocolKind<OcppDefinition, OcppContext> = {
-  name: 'ocpp',
-  aliases: [],
-  nodeType: 'OcppAdapter',
-  schema: ocppSchema,
-  createContext: ({ portHolder }) => new OcppContext({ portHolder }),
-  valueProblem: () => null,
-  create: ({ settings, accessor, logger, name, instance, context, subject }) =>
-    new OcppAdapter({ definition: settings, accessor, logger, name, instance, context, model: subject?.model }),
-}
+export const ocppKind = lazyKind<OcppDefinition, OcppContext>({ name: 'ocpp', aliases: [], nodeType: 'OcppAdapter', schema: ocppSchema }, async () => {
+  const [{ OcppAdapter }, { OcppContext }] = await Promise.all([import('./adapter.js'), import('./context.js')])
+  return {
+    createContext: ({ portHolder }) => new OcppContext({ portHolder }),
+    valueProblem: () => null,
+    create: ({ settings, accessor, logger, name, instance, context, subject }) =>
+      new OcppAdapter({ definition: settings, accessor, logger, name, instance, context, model: subject?.model }),
+  }
+})
