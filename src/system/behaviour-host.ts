@@ -27,8 +27,8 @@ export interface HostInstance extends Component {
  */
 export class InstanceHost implements BehaviourHost {
   readonly #instance: HostInstance
-  /** Paths into adapters Mimic does not serve that were skipped (each is said once). */
-  readonly #skipped = new Set<string>()
+  /** Paths into adapters Mimic does not serve that were skipped (each is said once); made on the first. */
+  #skipped: Set<string> | undefined
 
   constructor(instance: HostInstance) {
     this.#instance = instance
@@ -137,8 +137,9 @@ export class InstanceHost implements BehaviourHost {
     const adapter = /^communication\.([^.]+)/.exec(path)?.[1]
     const kind = adapter === undefined ? undefined : this.#instance.communication.unservedKind(adapter)
     if (kind === undefined) return false
-    if (!this.#skipped.has(path)) {
-      this.#skipped.add(path)
+    const skipped = (this.#skipped ??= new Set())
+    if (!skipped.has(path)) {
+      skipped.add(path)
       this.#instance.warn(`'${path}' is on the ${kind} adapter, which Mimic does not serve: skipped`, { path, protocol: kind })
     }
     return true

@@ -19,6 +19,10 @@ import type { BodyValues } from '../values/request.js'
 
 export type { InstanceState } from './instance-lifecycle.js'
 
+/** The model's attribute declarations, with the start values given for this instance. */
+function startValues(parsed: Model['parsed'], initValues: Record<string, unknown> | undefined): ReturnType<typeof attributeDeclarations> {
+  return attributeDeclarations(parsed).map((d) => (initValues && Object.hasOwn(initValues, d.name) ? { ...d, default: initValues[d.name] } : d))
+}
 /**
  * A running copy of a model: the tree's shape under it (attributes, timer, polling, protocol
  * adapters, actions, scenarios, logs, its `import` status) and the routing of calls to it. What
@@ -82,13 +86,14 @@ export class Instance extends Component implements AttributeOwner, Steppable {
     this.lifecycle = new InstanceLifecycle(this, opts.services)
     this.python = new InstancePython(this, opts.services, opts.refused)
     const parsed = opts.model.parsed
-    const declarations = attributeDeclarations(parsed).map((d) =>
-      opts.initValues && Object.hasOwn(opts.initValues, d.name) ? { ...d, default: opts.initValues[d.name] } : d,
-    )
+    const declarations = startValues(parsed, opts.initValues)
+    // No closure here captures `opts` (the closures of a constructor share one context): one that
+    // did kept the options and their start values alive for the life of the instance (0.16 KiB).
+    const wiredBy = opts.wiredBy
     this.attributes = new Attributes(this, declarations, {
       time: () => this.timer.time,
       lock: opts.lock,
-      wiredBy: (attribute) => opts.wiredBy(this.name, attribute),
+      wiredBy: (attribute) => wiredBy(this.name, attribute),
     })
     const polling = parsed.polling ?? {}
     this.timer = new Timer(this, polling.interval ?? 1.0, parsed.timer)

@@ -187,6 +187,9 @@ export class Instances extends KeyedContainer<Instance> {
     })
   }
 
+  /** The connections that wire an attribute of an instance: one function for every instance. */
+  readonly #wiredBy = (instance: string, attribute: string): string[] => this.#system.connections.wiring(instance, attribute)
+
   /** Creates an instance of an existing model (the caller checked both names and the setup). */
   add(name: string, model: string, setup?: InstanceSetup): Instance {
     const instance = new Instance({
@@ -196,7 +199,7 @@ export class Instances extends KeyedContainer<Instance> {
       services: this.#system.services,
       refused: this.#system.refused,
       lock: this.#system.lock,
-      wiredBy: (instance, attribute) => this.#system.connections.wiring(instance, attribute),
+      wiredBy: this.#wiredBy,
       given: setup?.given,
       parameters: setup?.parameters,
       initValues: setup?.initValues,
@@ -217,7 +220,7 @@ export class Instances extends KeyedContainer<Instance> {
       services: this.#system.services,
       refused: this.#system.refused,
       lock: this.#system.lock,
-      wiredBy: (instance, attribute) => this.#system.connections.wiring(instance, attribute),
+      wiredBy: this.#wiredBy,
       given: setup?.given,
       parameters: setup?.parameters,
       initValues: setup?.initValues,

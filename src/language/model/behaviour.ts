@@ -170,6 +170,12 @@ export function behaviourProblems(problems: ErrorDetail[]): ValidationError {
   return new ValidationError(summarize('Model behaviour', problems), problems)
 }
 
+/** Flags of attributes none of which a protocol maps, one array per length for every instance (never written). */
+const UNMAPPED: number[][] = []
+function unmapped(length: number): readonly number[] {
+  return (UNMAPPED[length] ??= new Array<number>(length).fill(0))
+}
+
 /**
  * The behaviour of one instance: its actions bound to the instance's attributes, with their own
  * state (PID integrals, noise generators), its scenarios and hooks, and whether its held actions
@@ -234,12 +240,11 @@ export class InstanceBehaviour {
     const attrs = model.fused > 0 ? model.slots.of(host) : []
     const alone = this.#top.length === 1 && this.#top[0] instanceof FusedRun && model.groups.length === 0 && model.scenarios.length === 0
     const undo = alone && model.hooks.model.size === 0 && model.hooks.attributes.size === 0 ? null : this.#undo
-    this.#fused = { attrs, mapped: attrs.map((a) => (a.mapped ? 1 : 0)), enabled, host, frame: this.#frame, undo }
+    const mapped = attrs.map((a) => (a.mapped ? 1 : 0))
+    this.#fused = { attrs, mapped: mapped.includes(1) ? mapped : unmapped(mapped.length), enabled, host, frame: this.#frame, undo }
     const batch = fused ? model.batch : undefined
     this.fused = batch && attrs.every((a) => a.attachColumn !== undefined) ? new BatchMember(batch, attrs, this.#fused.mapped, enabled) : undefined
   }
-
-  readonly #flagsChanged = (): void => this.fused?.flagsChanged()
 
   /** The instance is gone: its row goes back to the model's struct of arrays, its attributes keep their values. */
   dispose(): void {
@@ -262,10 +267,16 @@ export class InstanceBehaviour {
   /** A fused action seen alone: its enabled flag, and a run of it by itself. */
   #fusedAction(run: FusedRun, plan: ActionPlan, flag: number): ActionRuntime {
     const fused = this.#fused
-    return flagView(plan, fused.enabled, flag, this.#flagsChanged, () => {
-      const only = fused.enabled.map((_x, i) => (i === flag ? 1 : 0))
-      run.run(fused.attrs, fused.mapped, only, fused.host, fused.frame, this.#undo)
-    })
+    return flagView(
+      plan,
+      fused.enabled,
+      flag,
+      () => this.fused?.flagsChanged(),
+      () => {
+        const only = fused.enabled.map((_x, i) => (i === flag ? 1 : 0))
+        run.run(fused.attrs, fused.mapped, only, fused.host, fused.frame, this.#undo)
+      },
+    )
   }
 
   /** The number of actions (top level and of conditions). */
@@ -495,7 +506,7 @@ export class InstanceBehaviour {
   #stateViews(): ActionRuntime[] {
     if (this.#actions !== undefined) return [...this.#actions]
     const flags = this.#fused.enabled
-    return this.#every((_run, plan, flag) => flagView(plan, flags, flag, this.#flagsChanged))
+    return this.#every((_run, plan, flag) => flagView(plan, flags, flag, () => this.fused?.flagsChanged()))
   }
 
   #take(actions: Record<string, unknown>, scenarios: Record<string, unknown>, held: unknown[], path: string): ErrorDetail[] {
