@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from mimic_sdk.component import ComponentContext
 from mimic_sdk.errors import WorkerError, describe, user_traceback
@@ -88,7 +88,7 @@ class Instance:
 
     __slots__ = (
         "name", "objects", "methods", "bindings", "getters", "last", "context", "modules", "components", "declarative",
-        "slot", "expressions", "signatures",
+        "slot", "expressions", "signatures", "bare_calls",
     )
 
     def __init__(self, name: str, context: ComponentContext):
@@ -113,6 +113,8 @@ class Instance:
         self.expressions: List[Any] = []
         #: model method -> its signature, None when Python cannot tell it (see Runner.call)
         self.signatures: Dict[str, Optional[inspect.Signature]] = {}
+        #: model methods known to take a call without arguments (the usual ``run``): not bound again
+        self.bare_calls: Set[str] = set()
 
     @property
     def order(self) -> List[str]:

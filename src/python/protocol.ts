@@ -86,18 +86,15 @@ export function requestText(id: number, op: Operation, fields: object): string {
  */
 export function encodeFrames(texts: string[]): Buffer {
   let total = 0
-  const lengths = texts.map((text) => {
-    const length = Buffer.byteLength(text, 'utf8')
-    total += 4 + length
-    return length
-  })
+  for (const text of texts) total += 4 + Buffer.byteLength(text, 'utf8')
   const frames = Buffer.allocUnsafe(total)
   let at = 0
-  texts.forEach((text, i) => {
-    frames.writeUInt32BE(lengths[i]!, at)
-    frames.write(text, at + 4, 'utf8')
-    at += 4 + lengths[i]!
-  })
+  for (const text of texts) {
+    // The text is written first and its length, known then, in front of it.
+    const length = frames.write(text, at + 4, 'utf8')
+    frames.writeUInt32BE(length, at)
+    at += 4 + length
+  }
   return frames
 }
 
@@ -139,6 +136,21 @@ function nestedMarks(values: unknown): unknown {
   return isRecord(values) ? Object.fromEntries(Object.entries(values).map(([name, value]) => [name, value instanceof FloatMark ? value.value : value])) : values
 }
 
+/** The message of the frame body at `bytes[start, end)`: a JSON object, its values' floats kept. */
+function decodeMessage(bytes: Buffer, start: number, end: number): WireMessage {
+  let message: unknown
+  try {
+    const text = bytes.toString('utf8', start, end)
+    message = mayHoldFloats(text) ? keepingValueFloats(text) : JSON.parse(text)
+  } catch (err) {
+    throw new InternalError(`Python worker sent a frame that is not JSON: ${(err as Error).message}`)
+  }
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+    throw new InternalError('Python worker sent a frame that is not a JSON object')
+  }
+  return message as WireMessage
+}
+
 /**
  * Reassembles frames from stream chunks of any size (partial headers, partial bodies, several
  * frames in one chunk) without copying more than once per frame.
@@ -159,35 +171,43 @@ export class FrameDecoder {
 
   /** Adds a chunk and returns every message completed by it, in order. */
   push(chunk: Buffer): WireMessage[] {
-    this.#chunks.push(chunk)
-    this.#buffered += chunk.length
     const messages: WireMessage[] = []
+    // Most chunks hold whole frames (the worker writes a batch of answers at once): read them in
+    // place, without a Buffer view per header and per body, and keep only a partial frame's bytes.
+    let at = 0
+    if (this.#buffered === 0 && this.#need < 0) {
+      while (chunk.length - at >= 4) {
+        const length = this.#checked(chunk.readUInt32BE(at))
+        if (chunk.length - at - 4 < length) break
+        messages.push(decodeMessage(chunk, at + 4, at + 4 + length))
+        at += 4 + length
+      }
+      if (at === chunk.length) return messages
+    }
+    const rest = at === 0 ? chunk : chunk.subarray(at)
+    this.#chunks.push(rest)
+    this.#buffered += rest.length
     for (;;) {
       if (this.#need < 0) {
         if (this.#buffered < 4) break
-        this.#need = this.#take(4).readUInt32BE(0)
-        if (this.#need > this.#limit) {
-          throw new InternalError(
-            `Python worker sent a frame of ${this.#need} bytes, more than the ${this.#limit} it may (from --max-value-bytes, MIMIC_MAX_VALUE_BYTES)`,
-          )
-        }
+        this.#need = this.#checked(this.#take(4).readUInt32BE(0))
       }
       if (this.#buffered < this.#need) break
       const body = this.#take(this.#need)
       this.#need = -1
-      let message: unknown
-      try {
-        const text = body.toString('utf8')
-        message = mayHoldFloats(text) ? keepingValueFloats(text) : JSON.parse(text)
-      } catch (err) {
-        throw new InternalError(`Python worker sent a frame that is not JSON: ${(err as Error).message}`)
-      }
-      if (message === null || typeof message !== 'object' || Array.isArray(message)) {
-        throw new InternalError('Python worker sent a frame that is not a JSON object')
-      }
-      messages.push(message as WireMessage)
+      messages.push(decodeMessage(body, 0, body.length))
     }
     return messages
+  }
+
+  /** A frame's length, refused when over the limit. */
+  #checked(length: number): number {
+    if (length > this.#limit) {
+      throw new InternalError(
+        `Python worker sent a frame of ${length} bytes, more than the ${this.#limit} it may (from --max-value-bytes, MIMIC_MAX_VALUE_BYTES)`,
+      )
+    }
+    return length
   }
 
   #take(n: number): Buffer {

@@ -115,6 +115,8 @@ export class PythonWorker {
   #nextId = 1
   #timeoutMs: number
   #watchdog: NodeJS.Timeout | undefined
+  /** When the worker last made progress: answered a request, or got one while idle (Date.now()). */
+  #progressAt = 0
   #helloTimer: NodeJS.Timeout | undefined
   #killed: WorkerExit | undefined
   #reported = false
@@ -202,6 +204,8 @@ export class PythonWorker {
     if (gone) return Promise.reject(new WorkerGoneError(gone.reason, [{ path: about.path, message: gone.reason }]))
     const id = this.#nextId++
     return new Promise<Answer<Op>>((resolve, reject) => {
+      // The watchdog's time runs from the first request of a busy spell, then from each answer.
+      if (this.#pending.size === 0) this.#progressAt = Date.now()
       this.#pending.set(id, { resolve, reject, label: about.label, path: about.path })
       // Requests issued in the same turn of the event loop (the HTTP calls read from every ready
       // socket, the workers of a step) leave in one pipe write: every write wakes the worker,
@@ -243,16 +247,22 @@ export class PythonWorker {
     clearTimeout(timer)
   }
 
-  #arm(): void {
-    clearTimeout(this.#watchdog)
-    this.#watchdog = setTimeout(() => this.#onTimeout(), this.#timeoutMs)
+  /**
+   * Starts the watchdog: it fires `timeoutMs` after the last progress (`#progressAt`). An answer
+   * only moves `#progressAt`; the timer, when it fires early, waits for the rest. Re-arming a
+   * timer on every answer cost a timer list update per call (a few % of a `run` over HTTP).
+   */
+  #arm(delayMs = this.#timeoutMs): void {
+    this.#watchdog = setTimeout(this.#onTimeout, delayMs)
     this.#watchdog.unref()
   }
 
-  #onTimeout(): void {
+  #onTimeout = (): void => {
     this.#watchdog = undefined
     const oldest = this.#pending.values().next().value as Pending | undefined
     if (!oldest || !this.alive) return
+    const waited = Date.now() - this.#progressAt
+    if (waited < this.#timeoutMs) return this.#arm(this.#timeoutMs - waited)
     const reason = `Python worker ${this.id} (pid ${this.pid}) did not finish ${oldest.label} within ` + `${this.#timeoutMs} ms and was killed`
     this.#killed = { reason, timedOut: true }
     this.#child.kill('SIGKILL')
@@ -276,16 +286,14 @@ export class PythonWorker {
       this.kill(`Python worker ${this.id} (pid ${this.pid}) broke the protocol: ${(err as Error).message}`)
       return
     }
+    const now = Date.now()
     for (const message of messages) {
       if (typeof message.id === 'number') {
         const pending = this.#pending.get(message.id)
         if (!pending) continue
         this.#pending.delete(message.id)
-        if (this.#pending.size > 0) this.#arm()
-        else {
-          clearTimeout(this.#watchdog)
-          this.#watchdog = undefined
-        }
+        // The watchdog stays armed when none is pending: it then ends when it fires.
+        this.#progressAt = now
         // The worker answers in the shape protocol.json gives the request's operation.
         pending.resolve(message as never)
       } else if (message.op === 'log') {

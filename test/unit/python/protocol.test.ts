@@ -16,6 +16,18 @@ describe('frames', () => {
     assert.deepEqual(new FrameDecoder().push(bytes), messages)
   })
 
+  it('reads whole frames in place and keeps a partial one for the next chunk, cut anywhere', () => {
+    const messages = Array.from({ length: 6 }, (_, i) => ({ id: i, ok: true, result: null, values: { t: 20.5 + i, name: 'grüße ✓'.repeat(i) } }))
+    const bytes = Buffer.concat(messages.map(encodeFrame))
+    // Two cuts: chunks of whole frames and a frame's head, its body or its header split between them.
+    for (let a = 0; a < bytes.length; a += 7)
+      for (let b = a; b <= bytes.length; b += 13) {
+        const decoder = new FrameDecoder()
+        const decoded = [...decoder.push(bytes.subarray(0, a)), ...decoder.push(bytes.subarray(a, b)), ...decoder.push(bytes.subarray(b))]
+        assert.deepEqual(decoded, messages, `cut at ${a} and ${b}`)
+      }
+  })
+
   it('frames requests with their id and op first, several in one buffer, as encodeFrame would one by one', () => {
     const requests: Array<[Operation, Record<string, unknown>]> = [
       ['call', { instance: 'sensor', method: 'run', kwargs: { note: 'grüße ✓' } }],
