@@ -9,10 +9,16 @@ import { busy } from './view.ts'
 /** What the panel reads from the adapter node once (and its latest exchanges when it has them). */
 interface AdapterDocument {
   type?: string
-  host?: string
+  host?: string | null
   port?: number | null
   unit_id?: number
   transport?: string
+  /** A serial line's settings (`modbus_slave`, `ascii` on `transport: serial`). */
+  serial?: { device?: string }
+  device?: string
+  /** An OCPP adapter's role: a `charge_point` is a client of its central system. */
+  role?: string
+  endpoint?: string | null
   recent?: Array<{ at: string; client: string; command: string; reply: string | null }>
   /** Entries the adapter's traffic trace keeps (docs/traces.md); its `tail` is shown when there is no `recent`. */
   trace_size?: number
@@ -21,6 +27,26 @@ interface AdapterDocument {
 }
 
 /** Stream entries shown in their own places rather than as protocol counters. */
+/** Adapter node types that are clients of a server elsewhere: they hold no port of their own. */
+const CLIENT_TYPES = new Set(['MqttClient', 'ModbusMaster', 'KnxDevice'])
+
+/**
+ * What the Port row shows for an adapter that holds no port of its own: the serial line it
+ * answers on, or the server it is a client of (an MQTT broker, a polled Modbus device, a KNX
+ * tunnelling server, an OCPP central system). Undefined for a listener.
+ *
+ * @example
+ * servedWhere({ type: 'ModbusSlave', transport: 'serial', serial: { device: '/dev/ttyUSB0' } }) // { term: 'Line', text: '/dev/ttyUSB0' }
+ * servedWhere({ type: 'KnxDevice', host: '127.0.0.1', port: 3671 }) // { term: 'Server', text: '127.0.0.1:3671' }
+ */
+export function servedWhere(doc: AdapterDocument): { term: string; text: string } | undefined {
+  if (doc.transport === 'serial') return { term: 'Line', text: doc.serial?.device ?? doc.device ?? 'serial line' }
+  const client = CLIENT_TYPES.has(doc.type ?? '') || (doc.type === 'OcppAdapter' && doc.role === 'charge_point')
+  if (!client) return undefined
+  if (doc.endpoint) return { term: 'Server', text: doc.endpoint }
+  return { term: 'Server', text: doc.host && doc.port != null ? `${doc.host}:${doc.port}` : 'not set' }
+}
+
 const SHOWN_APART = new Set(['name', 'state', 'port', 'requests', 'errors', 'known', 'transport', 'active_faults', 'faults_version'])
 /** One entry of an adapter's traffic trace, as `tail` gives it (docs/traces.md). */
 interface TraceEntry {
@@ -56,6 +82,9 @@ export class AdapterPanel {
   readonly #badge: HTMLElement
   readonly #kind: HTMLElement
   readonly #port: HTMLElement
+  readonly #portTerm: HTMLElement
+  /** What the Port row shows for an adapter without a port of its own (servedWhere), once its document is read. */
+  #servedAt: string | undefined
   readonly #host: HTMLElement
   readonly #unitTerm: HTMLElement
   readonly #unit: HTMLElement
@@ -90,6 +119,7 @@ export class AdapterPanel {
     this.#kind = h('div', { class: 'muted small' }, 'Protocol adapter')
     this.#host = h('dd', {}, '–')
     this.#port = h('dd', { class: 'num' }, '–')
+    this.#portTerm = h('dt', {}, 'Port')
     this.#unitTerm = h('dt', { hidden: true }, 'Unit id')
     this.#unit = h('dd', { class: 'num', hidden: true }, '–')
     this.#requests = h('dd', { class: 'num', 'data-counter': 'requests' }, '0')
@@ -99,7 +129,7 @@ export class AdapterPanel {
       { class: 'facts' },
       h('dt', {}, 'Host'),
       this.#host,
-      h('dt', {}, 'Port'),
+      this.#portTerm,
       this.#port,
       this.#unitTerm,
       this.#unit,
@@ -139,7 +169,12 @@ export class AdapterPanel {
           this.#unit.hidden = false
           setText(this.#unit, String(doc.unit_id))
         }
-        if (!adapter.known) setText(this.#port, doc.port == null ? 'not listening' : String(doc.port))
+        const where = servedWhere(doc)
+        if (where) {
+          setText(this.#portTerm, where.term)
+          this.#servedAt = where.text
+          setText(this.#port, where.text)
+        } else if (!adapter.known) setText(this.#port, doc.port == null ? 'not listening' : String(doc.port))
         const faults = doc.attr?.faults?.value
         if (faults !== null && typeof faults === 'object' && !Array.isArray(faults)) {
           const counters = (doc.attr?.counters?.value ?? {}) as Record<string, unknown>
@@ -167,7 +202,7 @@ export class AdapterPanel {
     this.#lastStats = adapter.stats
     this.#faults?.update(adapter.stats)
     updateBadge(this.#badge, adapter.state)
-    setText(this.#port, adapter.port === null ? 'not listening' : String(adapter.port))
+    setText(this.#port, this.#servedAt ?? (adapter.port === null ? 'not listening' : String(adapter.port)))
     setText(this.#requests, String(adapter.requests))
     setText(this.#errors, String(adapter.errors))
     this.#errors.classList.toggle('warn', adapter.errors > 0)
