@@ -151,6 +151,7 @@ try {
       const sum = (list, key) => list.reduce((a, u) => a + u[key], 0)
       ;(results[s.name] ??= []).push({
         rate: r.rate,
+        requests: r.requests,
         p50: r.p50Ms,
         serverUs: ((after.cpu - before[i].server.cpu) / r.requests) * 1e6,
         serverSysUs: ((after.sys - before[i].server.sys) / r.requests) * 1e6,
@@ -176,6 +177,7 @@ try {
       `${s.name} | ${Math.round(m('rate'))} | ${ofBare.toFixed(3)} | ${m('serverUs').toFixed(1)} (${m('serverSysUs').toFixed(1)}) | ${m('workerUs').toFixed(1)} | ${m('switches').toFixed(2)} (${m('preempted').toFixed(2)}) | ${m('workerSwitches').toFixed(2)}`,
     )
   }
+  console.log(`requests measured: ${servers.map((s) => `${s.name} ${results[s.name].reduce((a, r) => a + r.requests, 0)}`).join(', ')}`)
   const mimics = servers.filter((s) => s.name !== 'node:http')
   if (mimics.length > 1) {
     const first = results[mimics[0].name]
