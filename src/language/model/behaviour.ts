@@ -243,7 +243,17 @@ export class InstanceBehaviour {
     const mapped = attrs.map((a) => (a.mapped ? 1 : 0))
     this.#fused = { attrs, mapped: mapped.includes(1) ? mapped : unmapped(mapped.length), enabled, host, frame: this.#frame, undo }
     const batch = fused ? model.batch : undefined
-    this.fused = batch && attrs.every((a) => a.attachColumn !== undefined) ? new BatchMember(batch, attrs, this.#fused.mapped, enabled) : undefined
+    this.fused =
+      batch && attrs.every((a) => a.attachColumn !== undefined)
+        ? new BatchMember(batch, attrs, this.#fused.mapped, enabled, this.scenarios.length > 0 ? () => this.#scenarioInPlay() : undefined)
+        : undefined
+  }
+
+  /** Whether one of its scenarios has a part in the next step (then it steps alone, not in its model's loop). */
+  #scenarioInPlay(): boolean {
+    const scenarios = this.scenarios
+    for (let i = 0; i < scenarios.length; i++) if ((scenarios[i] as ScenarioRuntime).inPlay) return true
+    return false
   }
 
   /** The instance is gone: its row goes back to the model's struct of arrays, its attributes keep their values. */

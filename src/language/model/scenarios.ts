@@ -311,6 +311,11 @@ export class ScenarioRuntime {
     return this.#runs
   }
 
+  /** Whether it has a part in the instance's next step: active, or its period may start it. */
+  get inPlay(): boolean {
+    return this.#state === 'active' || this.#nextStart !== undefined
+  }
+
   get elapsed(): number {
     return this.#elapsed
   }

@@ -5,8 +5,8 @@
 // (every instance its own step, the reference). After every step both hold the same value in
 // every attribute of every instance (Object.is: -0, NaN and int/float kind included), the same
 // state and the same fault. Instances the loop must leave to their own step are mixed in: an
-// attribute holding None, an action disabled on one instance, a forced attribute, and models the
-// loop cannot take at all. Seeded; MIMIC_FUSED_SEED=<n> replays a run.
+// attribute holding None, an action disabled on one instance, a forced attribute, an active
+// scenario (per instance: its siblings stay in the loop), and models the loop cannot take at all. Seeded; MIMIC_FUSED_SEED=<n> replays a run.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { AttributeType } from '../../../src/definition/model-schema.js'
@@ -24,6 +24,7 @@ const SYS = '/api/v3/system'
 interface ModelSpec {
   attributes: Record<string, { type: string; default: number }>
   actions: Array<Record<string, unknown>>
+  scenarios?: Record<string, Record<string, unknown>>
 }
 
 /** A random model: float attributes x0.., sometimes an int one (the loop then leaves the model alone), function and set actions. */
@@ -43,6 +44,15 @@ function randomModel(rand: () => number): ModelSpec {
       ? { name: `a${j}`, set: `$out(${pick(floats)})`, value: pick([1.5, -0.25, 2.0]) }
       : { name: `a${j}`, function: `$out(${pick(floats)})`, call: next() },
   )
+  // A scenario sometimes (the loop takes such a model; an instance whose scenario is in play steps alone).
+  if (rand() < 0.4) {
+    const scenario = {
+      duration: 3,
+      overrides: { [`$out(${pick(floats)})`]: pick([7.5, -1.0]) },
+      actions: [{ function: `$out(${pick(floats)})`, call: next() }],
+    }
+    return { attributes, actions, scenarios: { surge: scenario } }
+  }
   return { attributes, actions }
 }
 
@@ -120,6 +130,7 @@ describe('the fused step gives what every instance stepping alone gives', () => 
         if (i === 1) instance.attributes.get('x0')?.setCached(null) // None, as a Python object reports it
         if (i === 2 && instance.behaviour?.action('a0')) (instance.behaviour.action('a0') as { enabled: boolean }).enabled = false
         if (i === 3) instance.attributes.get('x1')?.force(42.5)
+        if (i === 4) await instance.behaviour?.scenario('surge')?.start(instance.timer.time)
       }
     }
     const items = all(fused)
@@ -131,6 +142,13 @@ describe('the fused step gives what every instance stepping alone gives', () => 
     )
     assert.ok(inLoop > items.length / 4, `only ${inLoop} of ${items.length} instances step in a loop: the test would not test it`)
     assert.ok(alongside > 0)
+    // Per instance: an instance whose scenario is active steps alone, its siblings in the loop.
+    const withScenario = items.filter((i) => i.behaviour?.fused && i.behaviour.scenario('surge')?.state === 'active')
+    assert.ok(withScenario.length > 0, 'no looped model has a scenario: the test would not test it')
+    for (const instance of withScenario) {
+      assert.equal(instance.behaviour?.fused?.ready(), false)
+      assert.equal(items.find((i) => i.name === `${instance.model.name}_0`)?.behaviour?.fused?.ready(), true)
+    }
     assert.equal(all(alone).filter((i) => i.behaviour?.fused).length, 0)
 
     assert.deepEqual(differences(snapshot(fused), snapshot(alone)), [])
@@ -141,6 +159,14 @@ describe('the fused step gives what every instance stepping alone gives', () => 
       ]
       assert.equal(a.status, b.status)
       assert.deepEqual(differences(snapshot(fused), snapshot(alone)).slice(0, 10), [], `after step ${step + 1}`)
+    }
+    // The scenarios ran their 3 s and ended: those instances are back in their model's loop (but
+    // those a fault stopped, whose time stands still).
+    const ended = withScenario.filter((i) => i.lastError === null)
+    assert.ok(ended.length > 0)
+    for (const instance of ended) {
+      assert.equal(instance.behaviour?.scenario('surge')?.state, 'finished')
+      assert.equal(instance.behaviour?.fused?.ready(), true, instance.name)
     }
     // A run of several steps goes through the same loop.
     await fused.api('POST', `${SYS}/method/run`, { kwargs: { steps: 5 } })

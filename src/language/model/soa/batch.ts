@@ -13,8 +13,12 @@
  * results are stored when its last action is done) and the loop answers its index; the engine steps that instance alone (which raises the same fault, or
  * writes what the conversion gives) and goes on with the next row.
  *
+ * Per instance too: an instance with a scenario in play (active, or waiting for its period to come
+ * round: it may start in this step) steps alone, its siblings in the loop.
+ *
  * A model qualifies (`batchable`) when its step is that one run and nothing else (no conditions,
- * scenarios, hooks or held actions: they write elsewhere or pin values), every action writes the
+ * `on_run` hooks or held actions: they write elsewhere or pin values; scenarios are decided per
+ * instance, above, and the other hooks run outside steps), every action writes the
  * internal value of a float attribute, and every reference reads a float attribute's internal
  * value or the instance's time or dt (no parameters, lookups or closures).
  *
@@ -65,7 +69,8 @@ export class FusedBatch {
   static of(model: BatchSource): FusedBatch | undefined {
     const [run, ...rest] = model.steps
     if (!(run instanceof FusedRun) || rest.length > 0 || model.usesWorker) return undefined
-    if (model.groups.length > 0 || model.scenarios.length > 0 || model.hooks.model.size > 0 || model.hooks.attributes.size > 0) return undefined
+    // on_run is the only hook a step fires (behaviour.ts).
+    if (model.groups.length > 0 || model.hooks.model.has('on_run')) return undefined
     if (run.first !== 0 || !run.plans.every((plan) => qualifies(plan.fusion as Fusion, model.slots))) return undefined
     return new FusedBatch(run, model.slots)
   }
@@ -191,15 +196,18 @@ export class BatchMember {
   readonly row: number
   readonly #attrs: readonly HostAttribute[]
   readonly #enabled: readonly number[]
+  /** Whether a scenario of the instance is in play now (then it steps alone); undefined when its model has none. */
+  readonly #inPlay: (() => boolean) | undefined
   /** Whether its enabled flags differ from the model's now (counted in the store's `holds`). */
   #flagsDiffer = false
   #released = false
 
-  constructor(batch: FusedBatch, attrs: readonly HostAttribute[], mapped: readonly number[], enabled: readonly number[]) {
+  constructor(batch: FusedBatch, attrs: readonly HostAttribute[], mapped: readonly number[], enabled: readonly number[], inPlay?: () => boolean) {
     this.stepper = batch
     this.row = batch.store.allocate()
     this.#attrs = attrs
     this.#enabled = enabled
+    this.#inPlay = inPlay
     // A protocol maps an attribute the loop writes: the mapping must check each value.
     if (batch.written.some((s) => mapped[s] === 1)) batch.store.countHold(this.row, 1)
     this.flagsChanged()
@@ -212,10 +220,12 @@ export class BatchMember {
 
   /**
    * Whether the loop may step the instance now; else it takes its own step. Every reason not to is
-   * counted in one array the loop's model keeps (one load here, for 10,000 instances a step).
+   * counted in one array the loop's model keeps (one load here, for 10,000 instances a step), but
+   * its scenarios, which are asked (a scenario starts and ends inside steps, by its own timer).
    */
   ready(): boolean {
-    return this.stepper.store.holds[this.row] === 0 && !this.#released
+    const inPlay = this.#inPlay
+    return this.stepper.store.holds[this.row] === 0 && !this.#released && (inPlay === undefined || !inPlay())
   }
 
   /** An action was enabled or disabled on this instance (or its state restored): the loop runs the model's flags only. */
