@@ -6,7 +6,8 @@
 // every attribute of every instance (Object.is: -0, NaN and int/float kind included), the same
 // state and the same fault. Instances the loop must leave to their own step are mixed in: an
 // attribute holding None, an action disabled on one instance, a forced attribute, an active
-// scenario (per instance: its siblings stay in the loop), and models the loop cannot take at all. Seeded; MIMIC_FUSED_SEED=<n> replays a run.
+// scenario (per instance: its siblings stay in the loop), on_set hooks that run the actions again
+// on a client's write, and models the loop cannot take at all. Seeded; MIMIC_FUSED_SEED=<n> replays a run.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { AttributeType } from '../../../src/definition/model-schema.js'
@@ -25,6 +26,7 @@ interface ModelSpec {
   attributes: Record<string, { type: string; default: number }>
   actions: Array<Record<string, unknown>>
   scenarios?: Record<string, Record<string, unknown>>
+  hooks?: Record<string, unknown[]>
 }
 
 /** A random model: float attributes x0.., sometimes an int one (the loop then leaves the model alone), function and set actions. */
@@ -44,6 +46,7 @@ function randomModel(rand: () => number): ModelSpec {
       ? { name: `a${j}`, set: `$out(${pick(floats)})`, value: pick([1.5, -0.25, 2.0]) }
       : { name: `a${j}`, function: `$out(${pick(floats)})`, call: next() },
   )
+  const spec: ModelSpec = { attributes, actions }
   // A scenario sometimes (the loop takes such a model; an instance whose scenario is in play steps alone).
   if (rand() < 0.4) {
     const scenario = {
@@ -51,9 +54,11 @@ function randomModel(rand: () => number): ModelSpec {
       overrides: { [`$out(${pick(floats)})`]: pick([7.5, -1.0]) },
       actions: [{ function: `$out(${pick(floats)})`, call: next() }],
     }
-    return { attributes, actions, scenarios: { surge: scenario } }
+    spec.scenarios = { surge: scenario }
   }
-  return { attributes, actions }
+  // A hook sometimes: a client's write runs the actions again, outside a step (the loop takes such a model too).
+  if (rand() < 0.3) spec.hooks = { on_set: ['refresh_model'] }
+  return spec
 }
 
 function all(server: TestServer): Instance[] {
@@ -133,6 +138,19 @@ describe('the fused step gives what every instance stepping alone gives', () => 
         if (i === 4) await instance.behaviour?.scenario('surge')?.start(instance.timer.time)
       }
     }
+    /** A client's write to x0 of every sixth instance (on_set hooks run the actions again), the same on both servers. */
+    const write = async (value: number): Promise<void> => {
+      for (const server of [fused, alone]) {
+        for (const instance of all(server)) {
+          if (Number(instance.name.split('_')[1]) === 5)
+            await instance.attributes
+              .get('x0')
+              ?.setInternal(value)
+              .catch(() => {})
+        }
+      }
+    }
+    await write(0.75)
     const items = all(fused)
     const inLoop = items.filter((i) => i.behaviour?.fused?.ready()).length
     const alongside = items.filter((i) => i.behaviour?.fused !== undefined && !i.behaviour.fused.ready()).length
@@ -145,6 +163,8 @@ describe('the fused step gives what every instance stepping alone gives', () => 
     // Per instance: an instance whose scenario is active steps alone, its siblings in the loop.
     const withScenario = items.filter((i) => i.behaviour?.fused && i.behaviour.scenario('surge')?.state === 'active')
     assert.ok(withScenario.length > 0, 'no looped model has a scenario: the test would not test it')
+    const hooked = Object.values(models).filter((spec) => spec.hooks !== undefined && looped(spec)).length
+    assert.ok(hooked > 0, 'no looped model has a hook: the test would not test it')
     for (const instance of withScenario) {
       assert.equal(instance.behaviour?.fused?.ready(), false)
       assert.equal(items.find((i) => i.name === `${instance.model.name}_0`)?.behaviour?.fused?.ready(), true)
@@ -159,6 +179,10 @@ describe('the fused step gives what every instance stepping alone gives', () => 
       ]
       assert.equal(a.status, b.status)
       assert.deepEqual(differences(snapshot(fused), snapshot(alone)).slice(0, 10), [], `after step ${step + 1}`)
+      if (step === 5) {
+        await write(-1.5)
+        assert.deepEqual(differences(snapshot(fused), snapshot(alone)).slice(0, 10), [], 'after a write with on_set hooks')
+      }
     }
     // The scenarios ran their 3 s and ended: those instances are back in their model's loop (but
     // those a fault stopped, whose time stands still).
