@@ -1,4 +1,8 @@
 // test/api-tree.test.ts again, with the fast lane off (lane-off.ts).
-import { withFastLaneOff } from './lane-off.js'
+import { describe } from 'node:test'
+import { FAST_LANE_OFF, fastLaneOff } from './lane-off.js'
 
-withFastLaneOff(() => import('../api-tree.test.js'))
+describe(
+  FAST_LANE_OFF,
+  fastLaneOff(() => import('../api-tree.test.js')),
+)

@@ -1,4 +1,8 @@
 // test/events.test.ts again, with the fast lane off (lane-off.ts).
-import { withFastLaneOff } from './lane-off.js'
+import { describe } from 'node:test'
+import { FAST_LANE_OFF, fastLaneOff } from './lane-off.js'
 
-withFastLaneOff(() => import('../events.test.js'))
+describe(
+  FAST_LANE_OFF,
+  fastLaneOff(() => import('../events.test.js')),
+)

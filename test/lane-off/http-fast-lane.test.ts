@@ -1,4 +1,8 @@
 // test/http-fast-lane.test.ts again, with the fast lane off (lane-off.ts).
-import { withFastLaneOff } from './lane-off.js'
+import { describe } from 'node:test'
+import { FAST_LANE_OFF, fastLaneOff } from './lane-off.js'
 
-withFastLaneOff(() => import('../http-fast-lane.test.js'))
+describe(
+  FAST_LANE_OFF,
+  fastLaneOff(() => import('../http-fast-lane.test.js')),
+)
