@@ -1,7 +1,7 @@
 // Expressions run on the server's thread and in its heap: one that would build a value of
 // gigabytes or compute for minutes fails its instance's step with a fault that names the
 // instance, the action and the expression, and the server, its other instances and /health go
-// on. A real `mimic serve` process (run from the sources), so its memory can be read from /proc
+// on. A real `mimic serve` process, so its memory can be read from /proc
 // and a hang or a crash is the process's own; and a snapshot of such a model, saved while it
 // runs, loads at boot with `--load-snapshot` without hanging the server.
 import assert from 'node:assert/strict'
@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { TEST_KEY } from './helpers/server.js'
 
-const CLI = new URL('../src/cli.ts', import.meta.url).pathname
+const BIN = new URL('../bin/mimic.js', import.meta.url).pathname
 const SYS = '/api/v3/system'
 
 /** Each hostile expression, and what its fault must say. */
@@ -77,21 +77,16 @@ interface Served {
   stop(): Promise<void>
 }
 
-/** `mimic serve` from the sources (no build needed), as a child process whose memory can be read. */
+/**
+ * `mimic serve`, the compiled command (`npm test` builds first), as a child process whose memory
+ * can be read. Not from the sources through tsx: that start took twice the CPU (3.2 s against 1.6 s
+ * here), three times in this file.
+ */
 function serve(args: string[]): Promise<Served> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '-e',
-      `import('${CLI}').then((m) => m.runCli(process.argv.slice(0, 1).concat(['x'], ${JSON.stringify(['serve', '--port', '0', ...args])})))`,
-    ],
-    {
-      env: { ...process.env, MIMIC_PRODUCT_KEY: TEST_KEY, MIMIC_PYTHON_WORKERS: '1', MIMIC_START: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
+    env: { ...process.env, MIMIC_PRODUCT_KEY: TEST_KEY, MIMIC_PYTHON_WORKERS: '1', MIMIC_START: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
   return new Promise((resolve, reject) => {
