@@ -95,14 +95,17 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
     endpoint = `http://127.0.0.1:${port}`
     const system = join(dir, 'fleet.yaml')
     await writeFile(system, SYSTEM)
-    for (const i of [1, 2, 3]) {
-      shards.push(
-        await serveProcess(
-          ['--system', system, '--shard', `${i}/3`, '--snapshots-store', `s3://${BUCKET}/fleet`, '--snapshots-dir', join(dir, `snaps-${i}`)],
-          s3Env(endpoint),
+    // The three shards start at once (each mostly waits for its own start-up).
+    shards.push(
+      ...(await Promise.all(
+        [1, 2, 3].map((i) =>
+          serveProcess(
+            ['--system', system, '--shard', `${i}/3`, '--snapshots-store', `s3://${BUCKET}/fleet`, '--snapshots-dir', join(dir, `snaps-${i}`)],
+            s3Env(endpoint),
+          ),
         ),
-      )
-    }
+      )),
+    )
     urls = shards.map((s) => s.url)
   })
 
@@ -113,7 +116,12 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
   })
 
   it('status: every shard with its I/N and instances, the total is the whole fleet', async () => {
-    const { run, report } = await fleetJson(['status', '--shards', ...urls])
+    // The JSON and the text reports are asked for at once: each is a `mimic` process that mostly waits.
+    const [{ run, report }, text] = await Promise.all([
+      fleetJson(['status', '--shards', ...urls]),
+      // The same as text, with the shards from MIMIC_SHARDS (comma-separated).
+      mimic(['fleet', 'status'], { MIMIC_SHARDS: urls.join(',') }),
+    ])
     assert.equal(run.code, 0, run.stderr)
     assert.equal(report.ok, true)
     assert.deepEqual(
@@ -128,8 +136,6 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
     assert.equal(new Set(all).size, COUNT)
     for (const s of report.shards) assert.equal(s.health, 'ok')
 
-    // The same as text, with the shards from MIMIC_SHARDS (comma-separated).
-    const text = await mimic(['fleet', 'status'], { MIMIC_SHARDS: urls.join(',') })
     assert.equal(text.code, 0, text.stderr)
     assert.match(text.stdout, /^SHARD\s+URL\s+HEALTH\s+INSTANCES\s+STATE\s+STEPS$/m)
     for (const [i, url] of urls.entries()) assert.match(text.stdout, new RegExp(`^${i + 1}/3\\s+${url}\\s+ok\\s+\\d+`, 'm'))
@@ -198,7 +204,8 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
 
     // Change every shard: each loses its instances.
     const before = await Promise.all(shards.map(instanceNames))
-    for (const [i, s] of shards.entries()) for (const name of before[i]!) assert.equal((await s.api('DELETE', `${SYS}/instances/${name}`)).status, 200)
+    const deleted = await Promise.all(shards.flatMap((s, i) => before[i]!.map(async (name) => (await s.api('DELETE', `${SYS}/instances/${name}`)).status)))
+    assert.deepEqual(deleted, Array(COUNT).fill(200))
     const emptied = await fleetJson(['status', '--shards', ...urls])
     assert.equal(emptied.report.total.instances, 0)
 
@@ -219,11 +226,10 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
 
   it('list names the shards that lack a snapshot; load of it is refused and loads nothing', async () => {
     await shards[0]!.call(`${SYS}/snapshots`, 'save', { id: 'only-one' })
-    const listed = await fleetJson(['list', '--shards', ...urls])
+    const [listed, text] = await Promise.all([fleetJson(['list', '--shards', ...urls]), mimic(['fleet', 'list', '--shards', ...urls])])
     const partial = listed.report.partial.find((s: any) => s.id === 'only-one')
     assert.deepEqual(partial.shards, ['1/3'])
     assert.deepEqual(partial.missing, ['2/3', '3/3'])
-    const text = await mimic(['fleet', 'list', '--shards', ...urls])
     assert.match(text.stdout, /^only-one\s.*only on 1\/3; missing on 2\/3, 3\/3/m)
 
     const before = await instanceNames(shards[0]!)
@@ -236,17 +242,21 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
   })
 
   it('a missing shard and an unreachable one are reported, the others still are, and nothing is saved', async () => {
-    const missing = await mimic(['fleet', 'status', '--shards', urls[0]!, urls[2]!])
+    // The reads that change nothing run at once, each a `mimic` process of its own.
+    const nowhere = `http://127.0.0.1:${await freePort()}`
+    const [missing, doubled, unreachable, none] = await Promise.all([
+      mimic(['fleet', 'status', '--shards', urls[0]!, urls[2]!]),
+      fleetJson(['status', '--shards', urls[0]!, urls[1]!, urls[2]!, `http://localhost:${new URL(urls[1]!).port}`]),
+      mimic(['fleet', 'status', '--shards', urls[0]!, nowhere, urls[1]!, urls[2]!]),
+      mimic(['fleet', 'status'], { MIMIC_SHARDS: '' }),
+    ])
     assert.equal(missing.code, 1)
     assert.match(missing.stderr, /shard 2 of 3 is missing/)
     assert.match(missing.stdout, /^total\s+2 of 3 shards answering/m)
 
-    const doubled = await fleetJson(['status', '--shards', urls[0]!, urls[1]!, urls[2]!, `http://localhost:${new URL(urls[1]!).port}`])
     assert.equal(doubled.run.code, 1)
     assert.equal(doubled.report.coverage.duplicated[0].shard, 2)
 
-    const nowhere = `http://127.0.0.1:${await freePort()}`
-    const unreachable = await mimic(['fleet', 'status', '--shards', urls[0]!, nowhere, urls[1]!, urls[2]!])
     assert.equal(unreachable.code, 1)
     assert.match(unreachable.stderr, new RegExp(`error: ${nowhere}: `))
     for (const [i, url] of urls.entries()) assert.match(unreachable.stdout, new RegExp(`^${i + 1}/3\\s+${url}\\s+ok`, 'm'))
@@ -261,7 +271,6 @@ describe('mimic fleet: three shards, snapshots in S3', () => {
       false,
     )
 
-    const none = await mimic(['fleet', 'status'], { MIMIC_SHARDS: '' })
     assert.equal(none.code, 1)
     assert.match(none.stderr, /no shards given/)
   })

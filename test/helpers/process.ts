@@ -34,7 +34,7 @@ export function serveProcess(args: string[], env: Record<string, string> = {}): 
   let started = false
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 30_000)
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000)
     const onData = (chunk: Buffer): void => {
       out += chunk
       const m = /Mimic listening on (http:\/\/[^"\s]+)/.exec(out)
