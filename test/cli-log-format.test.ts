@@ -24,7 +24,7 @@ async function serveOnce(args: string[], env: Record<string, string> = {}): Prom
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve))
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`server did not start:\n${stdout}${stderr}`)), 30_000)
+      const timer = setTimeout(() => reject(new Error(`server did not start:\n${stdout}${stderr}`)), 60_000)
       child.stdout.on('data', (chunk: Buffer) => {
         stdout += chunk
         const m = /Mimic listening on (http:\/\/[^"\s]+)/.exec(stdout)
@@ -61,7 +61,9 @@ function assertStructuredTail(tail: Array<Record<string, unknown>>): void {
   assert.ok(tail.some((entry) => entry.level === 'warn' && entry.status === 404))
 }
 
-describe('mimic serve --log-format', () => {
+// The tests are independent (each server its own process on port 0), so they run at once: most of
+// their time is spent starting and stopping `mimic serve`.
+describe('mimic serve --log-format', { concurrency: true }, () => {
   it('pretty prints lines for people: a clock time, the level, the message and the fields; the logs node keeps structured records', async () => {
     const { stdout, tail } = await serveOnce(['--log-format', 'pretty'])
     for (const line of lines(stdout)) assert.throws(() => JSON.parse(line) as unknown, SyntaxError, `not JSON: ${line}`)
@@ -75,12 +77,14 @@ describe('mimic serve --log-format', () => {
   })
 
   it('json, and MIMIC_LOG_FORMAT=pretty, choose the format as the flag does', async () => {
-    const json = await serveOnce(['--log-format', 'json'], { MIMIC_LOG_FORMAT: 'pretty' })
+    const [json, pretty] = await Promise.all([
+      serveOnce(['--log-format', 'json'], { MIMIC_LOG_FORMAT: 'pretty' }),
+      serveOnce([], { MIMIC_LOG_FORMAT: 'pretty' }),
+    ])
     const records = lines(json.stdout).map((line) => JSON.parse(line) as Record<string, unknown>)
     assert.ok(records.some((r) => typeof r.msg === 'string' && r.msg.startsWith('Mimic listening on') && typeof r.time === 'number'))
     assertStructuredTail(json.tail)
 
-    const pretty = await serveOnce([], { MIMIC_LOG_FORMAT: 'pretty' })
     assert.match(pretty.stdout, /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: Mimic listening on /m)
   })
 
