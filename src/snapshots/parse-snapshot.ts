@@ -4,7 +4,7 @@
  * (`definition.instances.3`), so a user can fix a hand-edited file without guessing.
  */
 import { issueMessage } from '../definition/zod-issue.js'
-import { parseJsonTyped } from '../values/decode.js'
+import { parseJsonSlotted, putMarksBack, type SlottedJson } from '../values/decode.js'
 import { withSystemModelFloats } from '../values/definitions.js'
 import { plainJson } from '../values/number.js'
 import { summarize, ValidationError, type ErrorDetail } from '../errors.js'
@@ -13,7 +13,7 @@ import { snapshotFileSchema, STATE_VERSION, stateShapeProblems, type SnapshotFil
 import { isRecord } from '../definition/is-record.js'
 
 /**
- * The JSON of a snapshot file, parsed once (`parseJsonTyped`), with Python's numbers kept where
+ * The JSON of a snapshot file, parsed once (`parseJsonSlotted`), with Python's numbers kept where
  * they are values: every saved attribute value (`internal`, `external`), and in the definition
  * where no type says what a number is (`withSystemModelFloats`: list, dict and `any` defaults,
  * the models' behaviour, an instance's `parameters`). An integral float written `2.0` is a
@@ -25,63 +25,73 @@ import { isRecord } from '../definition/is-record.js'
  * parseSnapshotJson(text).state.instances.m1.attributes.xs.internal // [FloatMark(2), ExactInt('12345678901234567890')]
  */
 export function parseSnapshotJson(text: string): unknown {
-  return typedSnapshot(parseJsonTyped(text))
-}
-
-/**
- * A snapshot file parsed keeping every number's type, with the marks taken out of everything
- * that is not a value (changed in place: the parse made it for this call alone).
- */
-function typedSnapshot(file: unknown): unknown {
-  if (!isRecord(file)) return plainJson(file)
-  for (const key of Object.keys(file)) {
-    const value = file[key]
-    if (key === 'state') typedState(value, file)
+  const slotted = parseJsonSlotted(text)
+  const { value, marks } = slotted
+  if (marks.length === 0 || !isRecord(value)) return putMarksBack(value, slotted, false)
+  // One walk puts each number back as its place wants it: a mark in a value, a number elsewhere.
+  const left = { count: marks.length }
+  for (const key of Object.keys(value)) {
+    const part = value[key]
+    if (key === 'state' && isRecord(part)) typedState(part, slotted, left)
     else if (key === 'definition') {
-      const plain = plainJson(value)
-      if (plain !== value) setKey(file, key, withSystemModelFloats(plain, value))
-    } else plainOnly(file, key)
+      const marked = putMarksBack(part, slotted, true, left)
+      const plain = plainJson(marked)
+      setKey(value, key, plain === marked ? marked : withSystemModelFloats(plain, marked))
+    } else setKey(value, key, putMarksBack(part, slotted, false, left))
   }
-  return file
+  return value
 }
 
-/** A state section: plain, but for the values of every instance's attributes. */
-function typedState(state: unknown, file: Record<string, unknown>): void {
-  if (!isRecord(state)) return plainOnly(file, 'state')
-  for (const key of Object.keys(state)) if (key !== 'instances') plainOnly(state, key)
+/** A state section: numbers plain, but for the values of every instance's attributes. */
+function typedState(state: Record<string, unknown>, slotted: SlottedJson, left: { count: number }): void {
+  const plain = (record: Record<string, unknown>, key: string): void => {
+    const part = record[key]
+    if (typeof part === 'string' || (part !== null && typeof part === 'object')) setKey(record, key, putMarksBack(part, slotted, false, left))
+  }
+  for (const key of Object.keys(state)) if (key !== 'instances') plain(state, key)
   const instances = state['instances']
-  if (!isRecord(instances)) return plainOnly(state, 'instances')
-  for (const name of Object.keys(instances)) {
+  if (!isRecord(instances)) return plain(state, 'instances')
+  for (const name in instances) {
+    if (left.count === 0) return
     const instance = instances[name]
     if (!isRecord(instance)) {
-      plainOnly(instances, name)
+      plain(instances, name)
       continue
     }
-    for (const key of Object.keys(instance)) if (key !== 'attributes') plainOnly(instance, key)
-    const attributes = instance['attributes']
-    if (!isRecord(attributes)) {
-      plainOnly(instance, 'attributes')
-      continue
-    }
-    for (const attr of Object.keys(attributes)) {
-      const entry = attributes[attr]
-      if (!isRecord(entry)) plainOnly(attributes, attr)
-      else for (const key of Object.keys(entry)) if (key !== 'internal' && key !== 'external') plainOnly(entry, key)
+    for (const key in instance) {
+      const attributes = instance[key]
+      if (key !== 'attributes' || !isRecord(attributes)) {
+        plain(instance, key)
+        continue
+      }
+      for (const attr in attributes) {
+        const entry = attributes[attr]
+        if (!isRecord(entry)) {
+          plain(attributes, attr)
+          continue
+        }
+        // Its values, read by name; its other keys hold no number (`added`, `type`), or are
+        // unknown and refused by name.
+        const internal = entry['internal']
+        if (typeof internal === 'string' || (internal !== null && typeof internal === 'object')) {
+          const put = putMarksBack(internal, slotted, true, left)
+          if (put !== internal) entry['internal'] = put
+        }
+        const external = entry['external']
+        if (typeof external === 'string' || (external !== null && typeof external === 'object')) {
+          const put = putMarksBack(external, slotted, true, left)
+          if (put !== external) entry['external'] = put
+        }
+      }
     }
   }
 }
 
-/** `record[key]` without marks. */
-function plainOnly(record: Record<string, unknown>, key: string): void {
-  const value = record[key]
-  if (value === null || typeof value !== 'object') return
-  const plain = plainJson(value)
-  if (plain !== value) setKey(record, key, plain)
-}
-
-/** Defined, not assigned: a key named __proto__ stays a key (and is refused by the schema with its path). */
+/** `record[key] = value`, but a key named __proto__ is defined, not assigned: it stays a key (and is refused by the schema with its path). */
 function setKey(record: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true })
+  if (record[key] === value) return
+  if (key === '__proto__') Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true })
+  else record[key] = value
 }
 
 /**

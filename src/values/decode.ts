@@ -79,11 +79,34 @@ const REFUSE = { parseNumber }
  * parseJsonTyped('{"t": 20.0, "xs": [2.0, 12345678901234567890]}') // { t: FloatMark(20), xs: [FloatMark(2), ExactInt('12345678901234567890')] }
  */
 export function parseJsonTyped(text: string): unknown {
-  if (!mayHoldFloats(text)) return JSON.parse(text)
-  // A string of the text that looks like a placeholder would be taken for one: never in
-  // practice (the prefix is random per process), and then the slower parser reads it.
-  if (text.includes(SLOT)) return parseLossless(text, null, LAST_WINS)
+  const slotted = parseJsonSlotted(text)
+  return slotted.marks.length === 0 ? slotted.value : putMarksBack(slotted.value, slotted, true)
+}
+
+/** What `parseJsonSlotted` answers: the value, the marks its placeholders stand for, and their prefix. */
+export interface SlottedJson {
+  value: unknown
+  marks: NumberMark[]
+  slot: string
+}
+
+/**
+ * JSON text parsed by JSON.parse, each number it cannot keep (`2.0`, an int past 2**53) a
+ * placeholder string whose mark `marks` holds: for a reader that walks the value anyway and
+ * puts each mark back as its place wants it (`putMarksBack`). Without such a number, `marks` is
+ * empty and the value is JSON.parse's. Throws JSON.parse's SyntaxError for `text`.
+ *
+ * @example
+ * const slotted = parseJsonSlotted(text)
+ * putMarksBack(slotted.value, slotted, true) // what parseJsonTyped(text) answers
+ */
+export function parseJsonSlotted(text: string): SlottedJson {
   const marks: NumberMark[] = []
+  if (!mayHoldFloats(text)) return { value: JSON.parse(text), marks, slot: SLOT }
+  // A string of the text that starts like a placeholder would be taken for one: the prefix is
+  // random per process, and made anew for a text that holds it anyway.
+  let slot = SLOT
+  while (text.includes(slot)) slot = newSlot()
   let out = ''
   let from = 0
   const n = text.length
@@ -112,23 +135,25 @@ export function parseJsonTyped(text: string): unknown {
     if (!JSON_NUMBER.test(token) || nextIsColon(text, i + 1)) continue
     const mark = parseNumber(token)
     if (typeof mark === 'number') continue
-    out += `${text.slice(from, start)}"${SLOT}${marks.push(mark as NumberMark) - 1}"`
+    out += `${text.slice(from, start)}"${slot}${marks.push(mark as NumberMark) - 1}"`
     from = i + 1
   }
-  if (marks.length === 0) return JSON.parse(text)
-  let value: unknown
+  if (marks.length === 0) return { value: JSON.parse(text), marks, slot }
   try {
-    value = JSON.parse(out + text.slice(from))
+    return { value: JSON.parse(out + text.slice(from)), marks, slot }
   } catch (err) {
     // The error of the text as given, its positions not moved by the placeholders.
     JSON.parse(text)
     throw err
   }
-  return putMarksBack(value, marks)
 }
 
 /** The placeholder of a mark in the text given to JSON.parse: this prefix and the mark's index. */
-const SLOT = `~number~${randomBytes(9).toString('base64url')}~`
+const SLOT = newSlot()
+
+function newSlot(): string {
+  return `~number~${randomBytes(9).toString('base64url')}~`
+}
 
 /** A JSON number, whole: what the scan may replace. */
 const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
@@ -149,38 +174,61 @@ function nextIsColon(text: string, at: number): boolean {
   return false
 }
 
-/** The value with each placeholder string replaced by its mark; walked without recursion, and only until every mark is back. */
-function putMarksBack(value: unknown, marks: NumberMark[]): unknown {
-  const markOf = (item: string): NumberMark | undefined => (item.startsWith(SLOT) ? marks[Number(item.slice(SLOT.length))] : undefined)
-  if (typeof value === 'string') return markOf(value) ?? value
-  let left = marks.length
-  const stack: object[] = value !== null && typeof value === 'object' ? [value] : []
-  while (stack.length > 0 && left > 0) {
+/**
+ * `value`, a part of what `parseJsonSlotted` answered, with each placeholder replaced by its mark
+ * (`asMarks`) or by the mark's number, in place; walked without recursion, in the order of the
+ * text, and only until every mark not yet put back (`left.count`, shared by the walks of one
+ * value's parts) is back. Answers the value (a placeholder alone is answered as its mark or number).
+ *
+ * @example
+ * putMarksBack(slotted.value.state, slotted, false, left) // the state's numbers plain
+ */
+export function putMarksBack(value: unknown, slotted: SlottedJson, asMarks: boolean, left = { count: slotted.marks.length }): unknown {
+  // Called for each value of a snapshot's state: a number or a bool costs one test.
+  if (typeof value === 'string') return markBack(value, slotted, asMarks, left) ?? value
+  if (value === null || typeof value !== 'object' || left.count === 0) return value
+  const back = (item: string): unknown => markBack(item, slotted, asMarks, left)
+  const stack: object[] = [value]
+  while (stack.length > 0 && left.count > 0) {
     const node = stack.pop()!
+    const from = stack.length
     if (Array.isArray(node)) {
       for (let i = 0; i < node.length; i++) {
         const item: unknown = node[i]
         if (typeof item === 'string') {
-          const mark = markOf(item)
-          if (mark !== undefined) {
-            node[i] = mark
-            left--
-          }
+          const put = back(item)
+          if (put !== undefined) node[i] = put
         } else if (item !== null && typeof item === 'object') stack.push(item)
       }
-      continue
+    } else {
+      const record = node as Record<string, unknown>
+      // for-in: a parsed object's own keys, without the array Object.keys would make for each.
+      for (const key in record) {
+        const item = record[key]
+        if (typeof item === 'string') {
+          const put = back(item)
+          // A key named __proto__ is defined, not assigned, so it stays a key.
+          if (put === undefined) continue
+          if (key === '__proto__') Object.defineProperty(record, key, { value: put, enumerable: true, writable: true, configurable: true })
+          else record[key] = put
+        } else if (item !== null && typeof item === 'object') stack.push(item)
+      }
     }
-    const record = node as Record<string, unknown>
-    for (const key of Object.keys(record)) {
-      const item = record[key]
-      if (typeof item === 'string') {
-        const mark = markOf(item)
-        if (mark === undefined) continue
-        // Defined, not assigned: a key named __proto__ stays a key.
-        Object.defineProperty(record, key, { value: mark, enumerable: true, writable: true, configurable: true })
-        left--
-      } else if (item !== null && typeof item === 'object') stack.push(item)
+    // The children in the order of the text: the first is walked first.
+    for (let i = from, j = stack.length - 1; i < j; i++, j--) {
+      const swap = stack[i]!
+      stack[i] = stack[j]!
+      stack[j] = swap
     }
   }
   return value
+}
+
+/** The mark (or its number) a placeholder stands for, counted off `left`; undefined for any other string. */
+function markBack(item: string, { marks, slot }: SlottedJson, asMarks: boolean, left: { count: number }): unknown {
+  if (item.charCodeAt(0) !== 126 || !item.startsWith(slot)) return undefined
+  const mark = marks[Number(item.slice(slot.length))]
+  if (mark === undefined) return undefined
+  left.count--
+  return asMarks ? mark : mark.value
 }
