@@ -105,6 +105,9 @@ describe('GET /metrics', () => {
     assert.ok((sample(text, 'mimic_http_requests_total{route="/api/v3/system/*",method="GET",status="200"}') ?? 0) >= 4)
     assert.ok((sample(text, 'mimic_http_requests_total{route="/api/v3/system/*",method="GET",status="404"}') ?? 0) >= 1)
     assert.ok((sample(text, 'mimic_http_request_duration_seconds_count{route="/api/v3/system/*",method="GET"}') ?? 0) >= 5)
+    // A method call is answered after a promise: counted and timed when its answer is made.
+    assert.ok((sample(text, 'mimic_http_requests_total{route="/api/v3/system/*",method="POST",status="200"}') ?? 0) >= 2, 'prepare and run')
+    assert.ok((sample(text, 'mimic_http_request_duration_seconds_count{route="/api/v3/system/*",method="POST"}') ?? 0) >= 2)
     const meter = 'instance="meter_1",adapter="modbus_slave",kind="modbus_slave"'
     assert.equal(sample(text, `mimic_adapter_requests_total{${meter}}`), 6)
     assert.equal(sample(text, `mimic_adapter_faults_injected_total{${meter},fault="exceptions"}`), 3)

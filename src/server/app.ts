@@ -7,7 +7,7 @@ import { API_VERSION, SERVER_VERSION } from '../version.js'
 import { bearerCheck } from './auth.js'
 import { BrowserGuard } from './browser-guard.js'
 import { capConnections } from './connection-cap.js'
-import { attachFastLane, treeLaneHandler, type FastLane, type LaneHandler, type LaneResponse } from './fast-lane/index.js'
+import { attachFastLane, treeLaneHandler, type FastLane } from './fast-lane/index.js'
 import { buildFault, correlationIdOf, faultFor, logFault } from './faults.js'
 import { MAX_LOGGED_CHARS, RefusalLog } from './refusal-log.js'
 import { parseJsonBody } from './json-body.js'
@@ -170,8 +170,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   let lane: FastLane | undefined
   if (opts.fastLane) {
-    const handler = treeLaneHandler({ system: opts.system, authorized, guard, logger: refusals })
-    lane = attachFastLane(app.server, observe ? observedLane(handler, observe) : handler, {
+    const handler = treeLaneHandler({
+      system: opts.system,
+      authorized,
+      guard,
+      logger: refusals,
+      ...(observe ? { observe: (method: string, status: number, seconds: number) => observe(TREE_ROUTE, method, status, seconds) } : {}),
+    })
+    lane = attachFastLane(app.server, handler, {
       bodyLimit: opts.bodyLimit,
       logger: opts.logger,
     })
@@ -233,17 +239,3 @@ function closeSilentConnections(app: FastifyInstance): void {
 
 /** The tree route's pattern, as fastify names it for the requests it serves itself. */
 const TREE_ROUTE = '/api/v3/system/*'
-
-/** The fast lane's handler, timing and counting each answer it gives as the onResponse hook does for node:http. */
-function observedLane(handler: LaneHandler, observe: NonNullable<AppOptions['observeHttp']>): LaneHandler {
-  return (req) => {
-    const began = performance.now()
-    const answer = handler(req)
-    if (answer === undefined) return undefined
-    const done = (res: LaneResponse): LaneResponse => {
-      observe(TREE_ROUTE, req.method, res.status, (performance.now() - began) / 1000)
-      return res
-    }
-    return answer instanceof Promise ? answer.then(done) : done(answer)
-  }
-}
