@@ -7,7 +7,8 @@ import type { AttributeType } from '../../definition/model-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import type { AdapterRegistration } from './broker-guard.js'
 import type { BrokerLease, EmbeddedBrokers } from './embedded-brokers.js'
-import { PayloadReader, formatPayload, publishProblem, topicMatches, type ReadResult } from './payload.js'
+import { PayloadFormat, PayloadReader, publishProblem, topicMatches, type ReadResult } from './payload.js'
+import { MAX_REMAINING_LENGTH, PublishBatch, writesDirectly } from './publish-batch.js'
 import { traceText, type AdapterTrace } from '../trace.js'
 
 /**
@@ -66,11 +67,16 @@ interface LiveBinding {
   name: string
   /** The full topic (prefix + topic). */
   topic: string
+  /** The topic as UTF-8 bytes, for publications written directly (publish-batch.ts). */
+  topicBytes: Buffer
   publishes: boolean
   subscribes: boolean
   /** Milliseconds between publications; 0: none but on change and on connect. */
   periodMs: number
   reader: PayloadReader
+  /** Makes the payloads it publishes (its template split once). */
+  payloads: PayloadFormat
+  /** The value last published, as a key (on_change bindings only: the others never compare it). */
   lastKey: string | undefined
   /** When the next periodic publication is due (epoch ms). */
   nextDue: number
@@ -126,6 +132,8 @@ export class MqttAdapter implements ProtocolAdapter {
   #lastError: string | null = null
   #counters = { published: 0, deferred: 0, received: 0, refused: 0, reconnects: 0, errors: 0 }
   readonly #trace: AdapterTrace | undefined
+  /** QoS 0 publications of the current turn, written together at its end (#flush). */
+  readonly #batch = new PublishBatch()
 
   constructor(options: MqttAdapterOptions) {
     this.#trace = options.trace
@@ -138,18 +146,23 @@ export class MqttAdapter implements ProtocolAdapter {
     this.#brokers = options.brokers
     this.#life = new AdapterLifecycle(this.name)
     this.#backoffMs = this.#definition.reconnect_period * 1000
-    this.#bindings = this.#definition.bindings.map((binding) => ({
-      binding,
-      name: binding.name ?? binding.attribute,
-      topic: fullTopic(this.#definition.topic_prefix, binding.topic),
-      publishes: binding.direction !== 'subscribe',
-      subscribes: binding.direction !== 'publish',
-      periodMs: 0,
-      reader: PayloadReader.for(binding),
-      lastKey: undefined,
-      nextDue: 0,
-      lastPayload: undefined,
-    }))
+    this.#bindings = this.#definition.bindings.map((binding) => {
+      const topic = fullTopic(this.#definition.topic_prefix, binding.topic)
+      return {
+        binding,
+        name: binding.name ?? binding.attribute,
+        topic,
+        topicBytes: Buffer.from(topic),
+        publishes: binding.direction !== 'subscribe',
+        subscribes: binding.direction !== 'publish',
+        periodMs: 0,
+        reader: PayloadReader.for(binding),
+        payloads: PayloadFormat.for(binding, { instance: this.#instance, topic }),
+        lastKey: undefined,
+        nextDue: 0,
+        lastPayload: undefined,
+      }
+    })
     this.#updatePeriods()
   }
 
@@ -404,6 +417,7 @@ export class MqttAdapter implements ProtocolAdapter {
     if (birth)
       client.publish(birth.topic, birth.payload, { qos: birth.qos, retain: birth.retain }, (error) => error && this.#fail('mqtt birth message failed', error))
     for (const b of this.#bindings) if (b.publishes) this.#publish(b)
+    this.#flush()
   }
 
   #closed(): void {
@@ -460,6 +474,7 @@ export class MqttAdapter implements ProtocolAdapter {
       // Behind by a period or more (a stalled process): start the schedule again from now.
       if (due && now - dueAt < b.periodMs) b.nextDue = dueAt + b.periodMs
     }
+    this.#flush()
   }
 
   /**
@@ -475,6 +490,7 @@ export class MqttAdapter implements ProtocolAdapter {
       if (backedUp) this.#counters.deferred++
       else this.#publish(b)
     }
+    this.#flush()
   }
 
   #read(b: LiveBinding): unknown {
@@ -485,12 +501,12 @@ export class MqttAdapter implements ProtocolAdapter {
     }
   }
 
+  /** Publishes one binding's value: a QoS 0 one joins the turn's batch (#flush writes it), others go through MQTT.js. */
   #publish(b: LiveBinding): void {
     const client = this.#life.resource?.client
     if (!client) return
     const value = this.#read(b)
-    const key = valueKey(value)
-    b.lastKey = key
+    if (b.binding.on_change) b.lastKey = valueKey(value)
     b.nextDue = Date.now() + b.periodMs
     const problem = publishProblem(value)
     if (problem !== null) {
@@ -499,14 +515,27 @@ export class MqttAdapter implements ProtocolAdapter {
       return
     }
     const type = this.#accessor.describe?.(b.binding.attribute)?.type as AttributeType | undefined
-    const payload = formatPayload(b.binding, value, { instance: this.#instance, topic: b.topic }, type)
+    const payload = b.payloads.format(value, type)
+    const size = Buffer.byteLength(payload)
     b.lastPayload = payload
     this.#counters.published++
-    if (this.#trace?.on === true)
-      this.#trace.record({ operation: 'publish', direction: 'out', topic: b.topic, size: Buffer.byteLength(payload), payload: traceText(payload) })
+    if (this.#trace?.on === true) this.#trace.record({ operation: 'publish', direction: 'out', topic: b.topic, size, payload: traceText(payload) })
+    if (b.binding.qos === 0 && b.topicBytes.length <= 0xffff && 2 + b.topicBytes.length + size <= MAX_REMAINING_LENGTH && writesDirectly(client)) {
+      this.#batch.add(b.topicBytes, payload, size, b.binding.retain)
+      return
+    }
+    this.#flush() // what waits goes first, so that publications keep their order
     client.publish(b.topic, payload, { qos: b.binding.qos, retain: b.binding.retain }, (error) => {
       if (error && this.#life.resource !== null) this.#fail('mqtt publish failed', error, { binding: b.name })
     })
+  }
+
+  /** Writes the turn's QoS 0 publications to the client's socket as one buffer (publish-batch.ts). */
+  #flush(): void {
+    if (this.#batch.size === 0) return
+    const stream = this.#life.resource?.client.stream
+    if (stream) this.#batch.writeTo(stream as NodeJS.WritableStream)
+    else this.#batch.clear()
   }
 
   #message(topic: string, raw: Buffer): void {
