@@ -8,6 +8,7 @@
  *   node bench/run.mjs --smoke         tiny sizes, about 30 s, no verdicts, RESULTS.md left alone
  *   --no-install                       never call apt-get (peers that are missing are skipped)
  *   --out FILE                         write the report elsewhere (with --smoke: write one at all)
+ *   --server DIR                       start the server of another built checkout (bench/before-after.mjs)
  *   --profile                          benchmarks 1 and 2 also record a V8 CPU profile of the server and
  *                                      cProfile files of the Python workers in bench/profiles/
  *
@@ -59,7 +60,9 @@ const install = !argv.includes('--no-install') && !smoke
 const outIndex = argv.indexOf('--out')
 const out = outIndex >= 0 ? argv[outIndex + 1] : smoke ? undefined : join(ROOT, 'bench/RESULTS.md')
 const profile = argv.includes('--profile') ? join(ROOT, 'bench/profiles') : undefined
-const wanted = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--out')
+const serverIndex = argv.indexOf('--server')
+if (serverIndex >= 0) process.env.MIMIC_BENCH_SERVER_ROOT = argv[serverIndex + 1]
+const wanted = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--out' && argv[i - 1] !== '--server')
 const unknown = wanted.filter((w) => !BENCHMARKS.some((b) => b.key === w || b.id === w))
 if (unknown.length) {
   console.error(`unknown benchmark ${unknown.join(', ')}; choose from ${BENCHMARKS.map((b) => `${b.id}/${b.key}`).join(', ')}`)

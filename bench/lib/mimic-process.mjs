@@ -15,6 +15,12 @@ import { startProcess, waitFor } from './processes.mjs'
 
 export const PRODUCT_KEY = 'bench-product-key'
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+/**
+ * The checkout whose server the benchmarks start: this one, or another built checkout named by
+ * MIMIC_BENCH_SERVER_ROOT (`bench/run.mjs --server DIR`; bench/before-after.mjs runs the same
+ * benchmarks against the code before and after a change).
+ */
+const SERVER_ROOT = process.env.MIMIC_BENCH_SERVER_ROOT ? resolve(process.env.MIMIC_BENCH_SERVER_ROOT) : ROOT
 
 /**
  * A running Mimic process.
@@ -41,7 +47,7 @@ export async function startMimicProcess(options) {
   await mkdir(snapshots, { recursive: true })
   const args = [
     ...(options.nodeArgs ?? []),
-    join(ROOT, 'bin/mimic.js'),
+    join(SERVER_ROOT, 'bin/mimic.js'),
     'serve',
     '--port',
     String(port),
