@@ -22,7 +22,7 @@ export interface PoolCounts {
  * requests, errors and injected faults, the Python workers, and the process (CPU, memory, event
  * loop lag, under their usual names). Counters the system already keeps (steps, adapter stats,
  * worker counts) are read when scraped, so stepping and serving pay nothing for them; the HTTP
- * and step timings are observed as they happen.
+ * and step timings are observed as they happen (the HTTP ones into an HttpTally, read at scrape).
  *
  * @example
  * const metrics = new ServerMetrics(system, () => pool?.stats())
