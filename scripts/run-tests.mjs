@@ -84,6 +84,9 @@ const run = spawnSync(
   [
     '--import',
     'tsx',
+    // Test files' reports written synchronously, so that --test-force-exit drops none (test-stdout.mjs).
+    '--import',
+    join(root, 'scripts/test-stdout.mjs'),
     '--test',
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
