@@ -1,9 +1,9 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { ConfigError, parseConfig, readBooleanSetting } from './config.js'
-import { loadDefinitionFile } from './definition/load-file.js'
 import { isRecord } from './definition/is-record.js'
 import { MimicApiError, type AdapterHandle, type JsonObject, type ScenarioInfo } from './client/index.js'
-import { MimicError, ValidationError } from './errors.js'
+// The configuration's and the definitions' schemas (zod, yaml: about 0.4 s of CPU) are imported by
+// the commands that use them, so that a client command (`mimic instances list`) starts without.
+import { ConfigError, MimicError, ValidationError } from './errors.js'
 import { SERVER_VERSION } from './version.js'
 
 /**
@@ -120,6 +120,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .action(async (flags: Record<string, unknown>, command: Command) => {
       // Commander defaults a negated flag to true; unless --no-start was given, MIMIC_START decides.
       if (command.getOptionValueSource('start') !== 'cli') delete flags.start
+      const { parseConfig } = await import('./config.js')
       const config = parseConfig(flags)
       const { startMimic } = await import('./mimic.js')
       const server = await startMimic(config)
@@ -166,6 +167,8 @@ export async function runCli(argv: string[]): Promise<void> {
     .action(async (paths: string[], flags: { extensions?: string[]; actionModules?: string[] }) => {
       const { behaviourChecker } = await import('./language/model/index.js')
       const { actionImportPolicy } = await import('./python/action-modules.js')
+      const { parseConfig } = await import('./config.js')
+      const { loadDefinitionFile } = await import('./definition/load-file.js')
       // As serve reads them, so that a file valid for the server is valid here; nothing else of
       // the environment (a key file, say) matters to an offline check.
       const { extensions, actionModules } = parseConfig(
@@ -431,6 +434,7 @@ export async function runCli(argv: string[]): Promise<void> {
     .option('--mcp-allow-write', 'allow tools that change the simulation (define models, create instances, run, write values) [MIMIC_MCP_ALLOW_WRITE]')
     .action(async (opts: { url: string; productKey?: string; mcpAllowWrite?: boolean }) => {
       const { runStdioMcp } = await import('./mcp/index.js')
+      const { readBooleanSetting } = await import('./config.js')
       const allowWrite = opts.mcpAllowWrite ?? readBooleanSetting('mcpAllowWrite') ?? false
       await runStdioMcp({ url: opts.url, productKey: opts.productKey, allowWrite })
     })

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os'
 import { delimiter, resolve } from 'node:path'
 import { z } from 'zod'
 import { parseShard } from './system/shard.js'
+import { ConfigError } from './errors.js'
 
 /**
  * A number written in decimal (`8000`, `0.5`): flags and variables arrive as text, and zod's
@@ -140,8 +141,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   natsPrefix: 'MIMIC_NATS_PREFIX',
 }
 
-/** A configuration problem, reported by the CLI before anything starts. */
-export class ConfigError extends Error {}
+export { ConfigError }
 
 /** The options that are on or off. */
 export type BooleanSetting = 'insecure' | 'snapshotOnShutdown' | 'start' | 'mcpAllowWrite' | 'strictProtocols' | 's3ForcePathStyle'

@@ -199,3 +199,10 @@ function listProblems(details: ErrorDetail[], write: (text: string) => string): 
 function oneLine(text: string): string {
   return text.includes('\n') ? text.replace(/\s*\n\s*/g, ' ') : text
 }
+
+/**
+ * A configuration problem (src/config.ts), reported by the CLI before anything starts. Lives here,
+ * beside the other errors, so that the CLI tells it apart without loading the configuration's
+ * schemas.
+ */
+export class ConfigError extends Error {}
