@@ -123,7 +123,7 @@ function summaryRows(report) {
     const cells = line.split('|').map((c) => c.trim())
     if (cells.length < 5 || !/^\d+$/.test(cells[1] ?? '')) continue
     const text = cells[3] ?? ''
-    const m = /(-?[\d,]*\.?\d+)\s*(M instance-steps\/s|\/s|ms|us|s\b|KiB|MiB|%)?/.exec(text)
+    const m = /(-?[\d,]*\.?\d+)\s*(M instance-steps\/s|M instance-steps per CPU-second|\/s|ms|us|s\b|KiB|MiB|%)?/.exec(text)
     rows.push({ id: cells[1], case: cells[2], text, value: m ? Number(m[1].replaceAll(',', '')) : undefined, unit: m?.[2] ?? '' })
   }
   return rows
@@ -131,7 +131,7 @@ function summaryRows(report) {
 
 /** Whether a larger figure in `unit` is better: rates are, times, sizes and CPU shares are not. */
 function better(unit) {
-  return unit.endsWith('/s') ? 'higher' : 'lower'
+  return unit.endsWith('/s') || unit.includes(' per ') ? 'higher' : 'lower'
 }
 
 function fmt(n) {
