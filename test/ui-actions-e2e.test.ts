@@ -43,13 +43,12 @@ instances:
 
 let rig: DashboardRig
 let page: Page
-let url: string
 let pageErrors: string[]
 
 before(async () => {
   if (missing) return
   rig = await startDashboard({ key: KEY, system: SYSTEM, prefix: 'mimic-ui-actions-' })
-  ;({ page, url, pageErrors } = rig)
+  ;({ page, pageErrors } = rig)
 })
 
 after(async () => {
@@ -72,12 +71,8 @@ test(
   'the actions panel lists an instance’s actions and switches one off and on',
   { skip: missing ? `${CHROMIUM} not installed` : false, timeout: 60_000 },
   async () => {
-    await page.goto(`${url}/ui`)
-    await page.fill('input[name=product-key]', KEY)
-    await page.click('[data-action=login]')
-    await page.locator('.overview-view').waitFor()
-    await page.click('.sidebar a[href="#/instance/m1"]')
-    const view = page.locator('[data-instance=m1]')
+    await rig.signIn()
+    const view = await rig.openInstance('m1')
     const panel = view.locator('.actions-panel')
     await panel.and(page.locator('[data-loaded=listed]')).waitFor()
     const rows = panel.locator('tbody tr')

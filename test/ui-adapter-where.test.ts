@@ -3,7 +3,6 @@
 // port of its own, shows the device it polls as its server, not "Port: not listening".
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import type { Page } from 'playwright-core'
 import { CHROMIUM, chromiumMissing, startDashboard, type DashboardRig } from './helpers/dashboard.js'
 import { freePort } from './helpers/ports.js'
 
@@ -11,8 +10,6 @@ const KEY = 'ui-where-key'
 const missing = chromiumMissing()
 
 let rig: DashboardRig
-let page: Page
-let url: string
 let port: number
 
 before(async () => {
@@ -45,7 +42,6 @@ instances:
   - plc: Plc
 `
   rig = await startDashboard({ key: KEY, system, prefix: 'mimic-ui-where-' })
-  ;({ page, url } = rig)
 })
 
 after(async () => {
@@ -53,13 +49,8 @@ after(async () => {
 })
 
 test('a listener shows its port, a client shows the server it talks to', { skip: missing ? `${CHROMIUM} not installed` : false, timeout: 60_000 }, async () => {
-  await page.goto(`${url}/ui`)
-  await page.fill('input[name=product-key]', KEY)
-  await page.click('[data-action=login]')
-  await page.locator('.overview-view').waitFor()
-
-  await page.click('.sidebar a[href="#/instance/device"]')
-  const device = page.locator('[data-instance=device]')
+  await rig.signIn()
+  const device = await rig.openInstance('device')
   await device.locator('[data-method=prepare]').click()
   const slave = device.locator('[data-adapter=modbus_slave]')
   await slave.locator('.badge', { hasText: 'RUNNING' }).waitFor()
@@ -69,8 +60,7 @@ test('a listener shows its port, a client shows the server it talks to', { skip:
     .first()
     .waitFor()
 
-  await page.click('.sidebar a[href="#/instance/plc"]')
-  const plc = page.locator('[data-instance=plc]')
+  const plc = await rig.openInstance('plc')
   await plc.locator('[data-method=prepare]').click()
   const master = plc.locator('[data-adapter=modbus_master]')
   await master.locator('.badge', { hasText: 'CONNECTED' }).waitFor()

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict'
 import { join, resolve } from 'node:path'
 import { after, before, test } from 'node:test'
-import type { Page } from 'playwright-core'
 import { CHROMIUM, chromiumMissing, startDashboard, type DashboardRig } from './helpers/dashboard.js'
 import { LineClient } from './helpers/line-client.js'
 
@@ -13,14 +12,11 @@ const ROOT = resolve(import.meta.dirname, '..')
 const missing = chromiumMissing()
 
 let rig: DashboardRig
-let page: Page
-let url: string
 
 before(async () => {
   if (missing) return
   const system = { file: join(ROOT, 'examples/instruments/system.yaml'), extensions: [join(ROOT, 'examples/instruments/extensions')] }
   rig = await startDashboard({ key: KEY, system, prefix: 'mimic-ui-ascii-' })
-  ;({ page, url } = rig)
 })
 
 after(async () => {
@@ -31,12 +27,8 @@ test(
   'the adapter panel of a text instrument shows its counters and latest exchanges',
   { skip: missing ? `${CHROMIUM} not installed` : false, timeout: 60_000 },
   async () => {
-    await page.goto(`${url}/ui`)
-    await page.fill('input[name=product-key]', KEY)
-    await page.click('[data-action=login]')
-    await page.locator('.overview-view').waitFor()
-    await page.click('.sidebar a[href="#/instance/psu"]')
-    const view = page.locator('[data-instance=psu]')
+    await rig.signIn()
+    const view = await rig.openInstance('psu')
     await view.locator('[data-method=prepare]').click()
     const panel = view.locator('[data-adapter=ascii]')
     await panel.locator('.badge', { hasText: 'RUNNING' }).waitFor()

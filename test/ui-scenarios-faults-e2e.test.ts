@@ -45,13 +45,12 @@ instances:
 
 let rig: DashboardRig
 let page: Page
-let url: string
 let pageErrors: string[]
 
 before(async () => {
   if (missing) return
   rig = await startDashboard({ key: KEY, system: SYSTEM, prefix: 'mimic-ui-scenarios-' })
-  ;({ page, url, pageErrors } = rig)
+  ;({ page, pageErrors } = rig)
 })
 
 after(async () => {
@@ -93,12 +92,8 @@ test(
     await api('POST', '/instances/p1/polling/method/disable', { kwargs: {} })
     await api('POST', '/instances/p1/method/prepare', { kwargs: {} })
     const port = (await api('GET', '/instances/p1/communication/modbus_slave')).port as number
-    await page.goto(`${url}/ui`)
-    await page.fill('input[name=product-key]', KEY)
-    await page.click('[data-action=login]')
-    await page.locator('.overview-view').waitFor()
-    await page.click('.sidebar a[href="#/instance/p1"]')
-    const view = page.locator('[data-instance=p1]')
+    await rig.signIn()
+    const view = await rig.openInstance('p1')
     const panel = view.locator('.scenarios-panel')
     await panel.and(page.locator('[data-loaded=listed]')).waitFor()
 

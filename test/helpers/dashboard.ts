@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import { parseConfig } from '../../src/config.js'
 import { startMimic, type MimicServer } from '../../src/mimic.js'
 import { buildApp } from '../../src/server/app.js'
@@ -35,6 +35,10 @@ export interface DashboardRig {
   pageErrors: string[]
   /** A request to the HTTP API the way any script would send it; asserts a 200 and answers the document. */
   api(method: string, path: string, body?: unknown): Promise<Record<string, any>>
+  /** Opens the dashboard and signs in with the rig's product key, as a user does; resolves on the overview. */
+  signIn(): Promise<void>
+  /** Follows the sidebar's link to an instance; answers its view. */
+  openInstance(name: string): Promise<Locator>
   close(): Promise<void>
 }
 
@@ -105,7 +109,19 @@ export async function startDashboard(opts: {
       assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(doc)}`)
       return doc
     }
-    return { url, mimic, page, pageErrors, api, close }
+    const signIn = async (): Promise<void> => {
+      await page.goto(`${url}/ui`)
+      await page.fill('input[name=product-key]', opts.key)
+      await page.click('[data-action=login]')
+      await page.locator('.overview-view').waitFor()
+    }
+    const openInstance = async (name: string): Promise<Locator> => {
+      await page.click(`.sidebar a[href="#/instance/${name}"]`)
+      const view = page.locator(`[data-instance=${name}]`)
+      await view.waitFor()
+      return view
+    }
+    return { url, mimic, page, pageErrors, api, signIn, openInstance, close }
   } catch (err) {
     await close()
     throw err
