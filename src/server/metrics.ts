@@ -215,10 +215,13 @@ class HttpTally {
 class TalliedHistogram extends Histogram<'route' | 'method'> {
   // Not a class field: the base constructor calls reset() before a field would be defined.
   declare private tally: HttpTally | undefined
+  /** Its name and help as configured (prom-client's typings do not show the instance's own). */
+  declare private described: { name: string; help: string }
 
   constructor(tally: HttpTally, configuration: ConstructorParameters<typeof Histogram<'route' | 'method'>>[0]) {
     super(configuration)
     this.tally = tally
+    this.described = { name: configuration.name, help: configuration.help }
   }
 
   /** What the registry writes (prom-client calls this rather than get() when it exists). */
@@ -227,7 +230,7 @@ class TalliedHistogram extends Histogram<'route' | 'method'> {
   }
 
   override async get(): Promise<Awaited<ReturnType<Histogram<'route' | 'method'>['get']>>> {
-    const name = 'mimic_http_request_duration_seconds'
+    const { name, help } = this.described
     const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = []
     for (const { labels, buckets, count, sum } of this.tally?.series() ?? []) {
       let below = 0
@@ -239,7 +242,7 @@ class TalliedHistogram extends Histogram<'route' | 'method'> {
       values.push({ labels: { ...labels }, value: sum, metricName: `${name}_sum` })
       values.push({ labels: { ...labels }, value: count, metricName: `${name}_count` })
     }
-    const data = { name, help: 'Time from a request to its answer, by route and method', type: 'histogram', values, aggregator: 'sum' }
+    const data = { name, help, type: 'histogram', values, aggregator: 'sum' }
     return data as unknown as Awaited<ReturnType<Histogram<'route' | 'method'>['get']>>
   }
 
