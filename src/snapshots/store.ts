@@ -447,8 +447,8 @@ export class SnapshotStore implements SnapshotBackend {
   /**
    * The file under the snapshots directory whose content has this id: `<dir>/<id>.json` first,
    * then every file. A `<dir>/<id>.json` that is unreadable as a snapshot is returned only when
-   * no file matches, so reading it reports why it is broken instead of "not found". Each file
-   * looked at is parsed once, and the one found is answered parsed.
+   * no file matches, so reading it reports why it is broken instead of "not found". The one found
+   * is answered parsed; `<dir>/<id>.json` is parsed once, another file read for its id once more.
    */
   async #locateById(id: string): Promise<Located | undefined> {
     const root = await canonicalPath(this.#dir)
@@ -468,9 +468,9 @@ export class SnapshotStore implements SnapshotBackend {
     for (const path of files) {
       if (path === direct) continue
       const text = await readRegularFile(path).catch(() => undefined)
-      if (text === undefined) continue
-      const decoded = decodeFile(text, path)
-      if (idOf(decoded) === id) return { path, decoded }
+      // Only the file that matches is decoded (typed numbers, one walk); the others are only
+      // read for their id, by the plain JSON.parse of peekHeader.
+      if (text !== undefined && peekHeader(text).id === id) return { path, decoded: decodeFile(text, path) }
     }
     return brokenDirect
   }
