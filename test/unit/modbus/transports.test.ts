@@ -182,13 +182,26 @@ describe('modbus_slave over rtu_over_tcp', () => {
 describe('transports and ports', () => {
   it('a udp and a tcp listener of one port number are different sockets; tcp and rtu_over_tcp cannot share one', async () => {
     const hub = new ModbusHub({ logger: silentLogger })
-    const udp = adapterOf(hub, { transport: 'udp' }, 1)
-    await udp.start()
-    const port = udp.info().port!
-    const tcp = adapterOf(hub, { transport: 'tcp', port }, 2)
+    // The OS picks a free UDP port; another program (a test file running beside this one) may
+    // hold the same number for TCP. That is not what this test is about: take another pair.
+    let udp: ModbusSlaveAdapter | undefined
+    let tcp: ModbusSlaveAdapter | undefined
+    let port = 0
+    for (let attempt = 1; tcp === undefined; attempt++) {
+      udp = adapterOf(hub, { transport: 'udp' }, 1)
+      await udp.start()
+      port = udp.info().port!
+      const candidate = adapterOf(hub, { transport: 'tcp', port }, 2)
+      try {
+        await candidate.start()
+        tcp = candidate
+      } catch (error) {
+        await udp.stop()
+        if (attempt === 5 || !(error instanceof ConflictError) || !/another program/.test(error.message)) throw error
+      }
+    }
     const rtuAdapter = adapterOf(hub, { transport: 'rtu_over_tcp', port, unit_id: 2 }, 3)
     try {
-      await tcp.start()
       assert.deepEqual(
         hub
           .listeners()
@@ -210,7 +223,7 @@ describe('transports and ports', () => {
       const answer = await udpExchange(port, [READ(1)], 150)
       assert.equal(answer[0]!.data.toString('hex'), '000100000005010302' + '0001')
     } finally {
-      await Promise.all([udp.stop(), tcp.stop(), rtuAdapter.stop()])
+      await Promise.all([udp!.stop(), tcp.stop(), rtuAdapter.stop()])
       await hub.close()
     }
   })
