@@ -304,20 +304,22 @@ describe('PythonPool: load, call, set', () => {
 
   it('a flood of prints does not stall the worker or the server', async () => {
     await fx.load(pool, 'flooder', SENSOR_IMPORT)
-    const started = Date.now()
+    // The event loop keeps turning while the flood is read: a 10 ms ticker runs again and again
+    // before the call answers. A loop held by the output until the end would let it run once at
+    // most. No bound on time: a loaded machine slows the flood and the ticker alike.
     let ticks = 0
     const ticker = setInterval(() => ticks++, 10)
+    let ticksBeforeAnswer: number
     try {
       assert.equal((await pool.call('flooder', 'flood')).result, 100000)
+      ticksBeforeAnswer = ticks
     } finally {
       clearInterval(ticker)
     }
-    const elapsed = Date.now() - started
-    assert.ok(elapsed < 8000, `flood call took ${elapsed} ms`)
-    assert.ok(ticks > elapsed / 100, 'the event loop kept running')
+    assert.ok(ticksBeforeAnswer >= 5, `the event loop turned ${ticksBeforeAnswer} times during the flood`)
     // The log's last word on the flood: how much it dropped.
     const flooded = () => fx.records.filter((r) => r.instance === 'flooder' && r.stream === 'stdout')
-    await eventually(() => flooded().some((r) => /characters of output dropped/.test(r.msg)), 3000, 10)
+    await eventually(() => flooded().some((r) => /characters of output dropped/.test(r.msg)), 15_000, 10)
     const lines = flooded()
     assert.ok(lines.length > 100 && lines.length < 60000, `${lines.length} lines logged`)
     assert.ok(lines.some((r) => /characters of output dropped/.test(r.msg)))
