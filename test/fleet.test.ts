@@ -220,6 +220,28 @@ print(json.dumps({"made": made, "paths": paths}))
     assert.equal((await names(t)).length, before)
     assert.equal((await t.api('GET', `${SYS}/instances/dev_0`)).status, 404)
   })
+
+  // Last of this server's tests: the 20,000 devices it leaves would slow the listings of the others.
+  it('a large generate lets other requests through: a read meanwhile sees the fleet half made', async () => {
+    const count = 20_000
+    let answered = false
+    const generating = t.call(`${SYS}/instances`, 'generate', { template: 'device', count, name: 'bulk_{i:05}' }).finally(() => (answered = true))
+    // Each round reads the first and the last instance of the fleet. The first made and the last
+    // not yet, with the generate still unanswered: the server answered in the middle of it.
+    let midway = 0
+    let rounds = 0
+    while (!answered) {
+      rounds++
+      const first = (await t.api('GET', `${SYS}/instances/bulk_00000`)).status
+      const last = (await t.api('GET', `${SYS}/instances/bulk_${count - 1}`)).status
+      if (first === 200 && last === 404 && !answered) midway++
+    }
+    const res = await generating
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    assert.equal(res.body.result.created, count)
+    assert.ok(midway > 0, `no read in ${rounds} rounds was answered while the fleet was being made`)
+    assert.equal((await t.api('GET', `${SYS}/instances/bulk_${count - 1}`)).status, 200)
+  })
 })
 
 describe('generate_instances over MCP', () => {

@@ -13,6 +13,10 @@ import type { BodyValues } from '../values/request.js'
 
 /** Most names a `generate` answer lists (`first`, `last` and `created` tell the rest). */
 const GENERATE_NAMES_SHOWN = 100
+/** A `generate` making instances gives way to other requests after this long (ms) of making them. */
+const GENERATE_SLICE_MS = 20
+/** A long `generate` logs how far it is at most this often (ms). */
+const GENERATE_PROGRESS_MS = 2000
 
 /** How an instance was given: its parameters and attribute start values, resolved, and as written. */
 export interface InstanceSetup {
@@ -160,6 +164,13 @@ export class Instances extends KeyedContainer<Instance> {
       if (problems.length) throw new ValidationError(`${summarize('generate', problems)}: nothing was created`, problems)
       const names: string[] = []
       let skipped = 0
+      // Made in slices: the system's lock is held throughout (no step, load or other change runs
+      // meanwhile), but every GENERATE_SLICE_MS the event loop turns, so that reads, /health and
+      // signals are answered while a fleet of 100,000 is made. The instances made so far are
+      // visible to those reads; a long generate logs its progress.
+      const started = performance.now()
+      let sliceStart = started
+      let reported = started
       for (const e of expanded.entries) {
         if (!this.#system.owns(e.name)) {
           skipped++
@@ -171,6 +182,16 @@ export class Instances extends KeyedContainer<Instance> {
             : undefined
         this.add(e.name, fleet.template, { given, parameters: e.parameters, initValues: e.initValues })
         names.push(e.name)
+        if (performance.now() - sliceStart < GENERATE_SLICE_MS) continue
+        await new Promise((resolve) => setImmediate(resolve))
+        sliceStart = performance.now()
+        if (sliceStart - reported >= GENERATE_PROGRESS_MS) {
+          reported = sliceStart
+          this.#system.services.logger.info(
+            { template: fleet.template, created: names.length, of: expanded.entries.length },
+            `generating instances of '${fleet.template}': ${names.length} of ${expanded.entries.length} made`,
+          )
+        }
       }
       this.#system.services.logger.info(
         { template: fleet.template, created: names.length, ...(this.#system.shard ? { skipped, shard: this.#system.shardText } : {}) },
