@@ -10,6 +10,7 @@ import { ExactInt, FloatMark, cloneJson, isMark, plainJson, unmarked } from '../
 import { bodyFor, markedOf, parseValueText } from '../../../src/values/request.js'
 import { parseJsonBody } from '../../../src/server/json-body.js'
 import { typeProblem, inferType } from '../../../src/definition/model-schema.js'
+import { generator, type Random } from '../../helpers/seeded-random.js'
 
 /** What python3 makes of each JSON text: the type name of every number in it, and json.dumps of it. */
 function python(texts: string[]): Array<{ types: string[]; dumped: string }> {
@@ -86,7 +87,20 @@ describe('the value codec against python3', () => {
   })
 })
 
-describe('parseJsonTyped, the parse of large texts (snapshot files)', () => {
+/** A JSON text of numbers Python tells apart, strings with quotes, escapes and number-like text, and nesting. */
+function randomJson(random: Random, depth = 0): string {
+  const numbers = ['2.0', '-0.0', '1e3', '2.5E-2', '12345678901234567890', '-9007199254740993', '7', '0', '21.05', '1.000', '3.10', '1234567890123456']
+  const strings = ['"2.0"', '"a \\"quoted\\" 1.0"', '"back\\\\"', '"~number~"', '"\\u0032.0"', '""']
+  const kind = random.int(depth > 3 ? 2 : 4)
+  if (kind === 0) return random.pick(numbers)
+  if (kind === 1) return random.pick([...strings, 'true', 'null'])
+  const n = random.int(4)
+  const ws = (): string => random.pick(['', ' ', '\n  '])
+  if (kind === 2) return `[${Array.from({ length: n }, () => ws() + randomJson(random, depth + 1)).join(',')}]`
+  return `{${Array.from({ length: n }, (_, i) => `${ws()}"k${i}"${ws()}:${ws()}${randomJson(random, depth + 1)}`).join(',')}}`
+}
+
+describe('parseJsonTyped, the parse of every entry but definition files', () => {
   const tricky = [
     ...TEXTS,
     '{"s":"a \\"quoted\\" 2.0 and \\\\","t":1.0,"__proto__":2.0,"x":{"1":3.0,"0":[4.0,12345678901234567890]}}',
@@ -95,10 +109,15 @@ describe('parseJsonTyped, the parse of large texts (snapshot files)', () => {
     '[{"a":[[[1e3]]]}, -0.0, 1.5]',
   ]
 
-  it('reads what parseJsonKeepingFloats reads, marks and strings alike', () => {
-    for (const text of tricky) {
-      assert.equal(typedJson(parseJsonTyped(text)), typedJson(parseJsonKeepingFloats(text)), text)
-      assert.deepEqual(ourTypes(parseJsonTyped(text)), ourTypes(parseJsonKeepingFloats(text)), text)
+  it('reads what lossless-json reads (the refusing parse of definition files), marks and strings alike', () => {
+    const random = generator(39)
+    const texts = [...tricky, ...Array.from({ length: 3000 }, () => randomJson(random))]
+    for (const text of texts) {
+      // No text here has a key twice, so the refusing parse reads each one whole.
+      const lossless = parseJsonKeepingFloats(text, 'refuse')
+      assert.equal(typedJson(parseJsonTyped(text)), typedJson(lossless), text)
+      assert.deepEqual(ourTypes(parseJsonTyped(text)), ourTypes(lossless), text)
+      assert.equal(typedJson(parseJsonKeepingFloats(text)), typedJson(lossless), text)
     }
     const value = parseJsonTyped('{"__proto__": 2.0}') as Record<string, unknown>
     assert.ok(Object.hasOwn(value, '__proto__') && value['__proto__'] instanceof FloatMark, 'a key named __proto__ stays a key')
