@@ -100,7 +100,7 @@ function randomJson(random: Random, depth = 0): string {
   return `{${Array.from({ length: n }, (_, i) => `${ws()}"k${i}"${ws()}:${ws()}${randomJson(random, depth + 1)}`).join(',')}}`
 }
 
-describe('parseJsonTyped, the parse of every entry but definition files', () => {
+describe('parseJsonTyped, the parse of large texts (snapshot files)', () => {
   const tricky = [
     ...TEXTS,
     '{"s":"a \\"quoted\\" 2.0 and \\\\","t":1.0,"__proto__":2.0,"x":{"1":3.0,"0":[4.0,12345678901234567890]}}',
