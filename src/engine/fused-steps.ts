@@ -1,21 +1,28 @@
 /**
  * The fused step on the engine's side: instances whose model steps in one loop over a struct of
- * arrays (language/model/soa/) are gathered by model, their times and dts put in arrays, and
- * stepped by one call per model instead of one step each. The per-instance step
- * (instance-step.ts) stays the reference: an instance the loop cannot take is stepped by it, in
- * place, and gives the same values (test/unit/language/fused-differential.test.ts).
+ * arrays (language/model/soa/) are stepped by one call per model instead of one step each. The
+ * per-instance step (instance-step.ts) stays the reference: an instance the loop cannot take is
+ * stepped by it, in place, and gives the same values (test/unit/language/fused-differential.test.ts).
  *
- * Instances step in the system's order: gathered instances are stepped before any other instance
- * with declarative behaviour takes its step (that one may read their values through a lookup),
- * so what each step sees is what it would see stepping one instance after the other.
+ * Instances step in the system's order: the loops of the instances gathered so far run before any
+ * other instance with declarative behaviour takes its step (that one may read their values through
+ * a lookup), so what each step sees is what it would see stepping one instance after the other.
+ *
+ * That order is a plan kept from step to step: which instances go into which model's loop (their
+ * rows), which step alone, where the loops run. It is made again only when the step's instances
+ * are not the ones it was made for (one joined, left, stopped or was filtered out) or when a model's
+ * rows changed (`FusedStepper.version`: a row joined or left, or started or stopped being ready:
+ * a None value, an action enabled on one instance, a scenario in play, a mapping), so a step of
+ * 10,000 instances of one model does not gather them again. A change inside a step (one instance's
+ * step makes another one's row not ready) is seen when that model's loop is about to run: its rows
+ * are then asked one by one for that step.
  *
  * Switched off with `--fused off` (MIMIC_FUSED=0): then no instance has a row, and every instance
  * takes its own step.
  *
  * @example
  * const fused = new FusedSteps<Instance>()
- * if (!fused.add(instance, dt)) stepAlone(instance)
- * fused.flush(dt, stepAlone)
+ * const withWorker = fused.run(stepped, dt, stepAlone) // the others have taken their step
  */
 import type { Steppable } from './steppable.js'
 
@@ -23,6 +30,8 @@ import type { Steppable } from './steppable.js'
 export interface FusedStepper {
   /** Steps rows[from] to rows[n - 1]; answers n, or the index of the row whose instance must step alone. */
   step(rows: Int32Array, times: Float64Array, dts: Float64Array, from: number, n: number): number
+  /** Changes whenever a row joins or leaves, or starts or stops being ready. */
+  readonly version: number
 }
 
 /** An instance's row in its model's struct of arrays. */
@@ -33,85 +42,185 @@ export interface FusedRow {
   ready(): boolean
 }
 
-/** The instances of one model gathered for one loop; its arrays are kept from step to step. */
-interface Group {
+type Overrides = { clearOverrides(): void }
+
+/** The instances of one model that one loop of the plan steps, kept with the plan. */
+class Batch<I extends Steppable> {
   readonly stepper: FusedStepper
-  size: number
-  rows: Int32Array
-  times: Float64Array
-  dts: Float64Array
-  instances: Steppable[]
+  /** The stepper's version the plan was made at. */
+  version: number
+  readonly instances: I[] = []
+  rows = new Int32Array(0)
+  times = new Float64Array(0)
+  dts = new Float64Array(0)
+  /**
+   * Attribute containers of its instances that present an override (`external_value`): it ends
+   * before the loop runs, as an instance's own step ends it first. Every container right after
+   * the plan is made; then those that report one (`onOverride`), so that a step touches no other.
+   */
+  dirty: Overrides[] = []
+  readonly noteOverride = (attributes: Overrides): void => {
+    this.dirty.push(attributes)
+  }
+
+  constructor(stepper: FusedStepper) {
+    this.stepper = stepper
+    this.version = stepper.version
+  }
+
+  seal(): void {
+    const n = this.instances.length
+    this.rows = new Int32Array(n)
+    this.times = new Float64Array(n)
+    this.dts = new Float64Array(n)
+    this.instances.forEach((instance, k) => {
+      this.rows[k] = (instance.behaviour?.fused as FusedRow).row
+      instance.attributes.onOverride = this.noteOverride
+    })
+    this.dirty = this.instances.map((instance) => instance.attributes)
+  }
 }
 
-/** The gathered instances of one engine, by model. */
+/** A plan's entry: an instance that steps alone, or the loops that run at that point. */
+type Entry<I extends Steppable> = I | Array<Batch<I>>
+
+/** The fused steps of one system (a system's steps never overlap). */
 export class FusedSteps<I extends Steppable> {
-  readonly #groups = new Map<FusedStepper, Group>()
-  #pending = 0
-
-  /** Takes `instance` into its model's next loop when it has a row that is ready; false: step it alone. */
-  add(instance: I, dt: number | undefined): boolean {
-    const member = instance.behaviour?.fused
-    if (member === undefined || !member.ready()) return false
-    let group = this.#groups.get(member.stepper)
-    if (group === undefined) {
-      group = { stepper: member.stepper, size: 0, rows: new Int32Array(64), times: new Float64Array(64), dts: new Float64Array(64), instances: [] }
-      this.#groups.set(member.stepper, group)
-    }
-    const k = group.size++
-    if (k === group.rows.length) grow(group)
-    // What the instance's own step does first (instance-step.ts): last step's presentation overrides end.
-    instance.attributes.clearOverrides()
-    group.rows[k] = member.row
-    group.times[k] = instance.timer.time
-    group.dts[k] = dt ?? instance.timer.dt
-    group.instances[k] = instance
-    this.#pending++
-    return true
-  }
-
-  /** Whether instances wait for their loop. */
-  get pending(): boolean {
-    return this.#pending > 0
-  }
+  /** The instances the plan was made for, in order. */
+  #live: readonly I[] = []
+  #plan: Array<Entry<I>> = []
+  /** Instances whose step awaits their Python worker (system-step.ts steps them after the others). */
+  #workers: I[] = []
+  #batches: Array<Batch<I>> = []
+  /** Each stepper of an instance in the plan, with its version then (in a loop or not). */
+  #watched: Array<[FusedStepper, number]> = []
+  #stale = true
 
   /**
-   * Steps every gathered instance: one loop per model; an instance the loop leaves is stepped by
-   * `alone` (its own step, which reports its fault). Each instance's time moves on after its step.
+   * One step of `live` (the system's order): each instance in its model's loop or alone (`alone`:
+   * its own step, which reports its fault). Answers the instances whose step awaits their Python
+   * worker, which it leaves to the caller.
    */
-  flush(dt: number | undefined, alone: (instance: I) => void): void {
-    if (this.#pending === 0) return
-    this.#pending = 0
-    for (const group of this.#groups.values()) {
-      const n = group.size
-      if (n === 0) {
-        // A model none of whose instances stepped this time (redefined, or its instances deleted).
-        this.#groups.delete(group.stepper)
+  run(live: readonly I[], dt: number | undefined, alone: (instance: I) => void): readonly I[] {
+    if (this.#changed(live)) this.#make(live)
+    const plan = this.#plan
+    for (let e = 0; e < plan.length; e++) {
+      const entry = plan[e] as Entry<I>
+      if (Array.isArray(entry)) for (let b = 0; b < entry.length; b++) this.#runBatch(entry[b] as Batch<I>, dt, alone)
+      else alone(entry)
+    }
+    return this.#workers
+  }
+
+  #changed(live: readonly I[]): boolean {
+    if (this.#stale) return true
+    for (const [stepper, version] of this.#watched) if (stepper.version !== version) return true
+    const kept = this.#live
+    if (kept.length !== live.length) return true
+    for (let i = 0; i < live.length; i++) if (kept[i] !== live[i]) return true
+    return false
+  }
+
+  /** Makes the plan for `live` (see the module comment). */
+  #make(live: readonly I[]): void {
+    for (const batch of this.#batches) for (const instance of batch.instances) instance.attributes.onOverride = undefined
+    const plan: Array<Entry<I>> = []
+    const batches: Array<Batch<I>> = []
+    const workers: I[] = []
+    const watched = new Map<FusedStepper, number>()
+    let open = new Map<FusedStepper, Batch<I>>()
+    for (const instance of live) {
+      const behaviour = instance.behaviour
+      if (behaviour?.usesWorker) {
+        workers.push(instance)
         continue
       }
-      group.size = 0
-      const { instances } = group
-      let from = 0
-      while (from < n) {
-        const next = group.stepper.step(group.rows, group.times, group.dts, from, n)
-        for (let k = from; k < next; k++) (instances[k] as I).timer.advance(dt)
-        if (next < n) alone(instances[next] as I)
-        from = next + 1
+      const member = behaviour?.fused
+      if (member !== undefined) watched.set(member.stepper, member.stepper.version)
+      if (member !== undefined && member.ready()) {
+        let batch = open.get(member.stepper)
+        if (batch === undefined) open.set(member.stepper, (batch = new Batch<I>(member.stepper)))
+        batch.instances.push(instance)
+        continue
       }
-      // Instances are not kept from one step to the next (one may be deleted in between).
-      instances.length = 0
+      // Another instance with behaviour of its own: the loops gathered so far run first.
+      if (behaviour !== undefined && open.size > 0) {
+        plan.push([...open.values()])
+        batches.push(...open.values())
+        open = new Map()
+      }
+      plan.push(instance)
+    }
+    if (open.size > 0) {
+      plan.push([...open.values()])
+      batches.push(...open.values())
+    }
+    for (const batch of batches) batch.seal()
+    this.#live = [...live]
+    this.#plan = plan
+    this.#workers = workers
+    this.#batches = batches
+    this.#watched = [...watched]
+    this.#stale = false
+  }
+
+  #runBatch(batch: Batch<I>, dt: number | undefined, alone: (instance: I) => void): void {
+    const { instances, stepper } = batch
+    // What the instance's own step does first (instance-step.ts): last step's presentation overrides end.
+    const dirty = batch.dirty
+    if (dirty.length > 0) {
+      batch.dirty = []
+      for (const attributes of dirty) attributes.clearOverrides()
+    }
+    if (stepper.version !== batch.version) {
+      // A row changed inside this step: each instance is asked (and the plan is made again next step).
+      this.#stale = true
+      this.#runChecked(batch, dt, alone)
+      return
+    }
+    const n = instances.length
+    const { rows, times, dts } = batch
+    for (let k = 0; k < n; k++) {
+      const timer = (instances[k] as I).timer
+      times[k] = timer.time
+      dts[k] = dt ?? timer.dt
+    }
+    this.#loop(batch, rows, n, dt, alone)
+  }
+
+  /** Rows[0..n-1] of `batch` in its loop; a row the loop leaves steps alone. */
+  #loop(batch: Batch<I>, rows: Int32Array, n: number, dt: number | undefined, alone: (instance: I) => void): void {
+    const { instances, times, dts } = batch
+    let from = 0
+    while (from < n) {
+      const next = batch.stepper.step(rows, times, dts, from, n)
+      for (let k = from; k < next; k++) (instances[k] as I).timer.advance(dt)
+      if (next < n) alone(instances[next] as I)
+      from = next + 1
     }
   }
-}
 
-function grow(group: Group): void {
-  const size = group.rows.length * 2
-  const rows = new Int32Array(size)
-  rows.set(group.rows)
-  const times = new Float64Array(size)
-  times.set(group.times)
-  const dts = new Float64Array(size)
-  dts.set(group.dts)
-  group.rows = rows
-  group.times = times
-  group.dts = dts
+  /** The batch with each row asked whether it is ready: in the system's order, those that are not step alone. */
+  #runChecked(batch: Batch<I>, dt: number | undefined, alone: (instance: I) => void): void {
+    const { instances } = batch
+    const ready: I[] = []
+    const flush = (): void => {
+      if (ready.length === 0) return
+      const part = new Batch<I>(batch.stepper)
+      part.instances.push(...ready)
+      part.rows = Int32Array.from(ready, (instance) => (instance.behaviour?.fused as FusedRow).row)
+      part.times = Float64Array.from(ready, (instance) => instance.timer.time)
+      part.dts = Float64Array.from(ready, (instance) => dt ?? instance.timer.dt)
+      this.#loop(part, part.rows, ready.length, dt, alone)
+      ready.length = 0
+    }
+    for (const instance of instances) {
+      if (instance.behaviour?.fused?.ready()) ready.push(instance)
+      else {
+        flush()
+        alone(instance)
+      }
+    }
+    flush()
+  }
 }

@@ -39,6 +39,8 @@ export interface Steppable {
     get(name: string): ValueTarget | undefined
     /** Ends every presentation override (`external_value`): what a step does. */
     clearOverrides(): void
+    /** Hears of the first override since the last `clearOverrides` (set while the instance steps in its model's loop). */
+    onOverride?: ((attributes: { clearOverrides(): void }) => void) | undefined
   }
   /** What its Python `run` sees: its time, the step's dt and, for a MimicComponent, its declarative values. */
   stepContext(dt?: number): StepContext

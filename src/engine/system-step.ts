@@ -78,26 +78,14 @@ async function finishSteps<I extends Steppable>(step: SystemStep<I>, live: reado
     step.failed(instance, error, left)
     failed.add(instance)
   }
-  let withWorker: I[] | undefined
   const alone = (instance: I): void => {
     const error = finishInstanceStep(instance, step.dt)
     if (error) fail(instance, error)
   }
-  const fused = fusedSteps(step.system)
-  for (const instance of live) {
-    const behaviour = instance.behaviour
-    if (behaviour?.usesWorker) {
-      ;(withWorker ??= []).push(instance)
-      continue
-    }
-    // Instances of a model that steps in one loop are gathered (fused-steps.ts); the loop runs
-    // before the next instance with behaviour of its own steps, so the order of steps holds.
-    if (fused.add(instance, step.dt)) continue
-    if (behaviour !== undefined) fused.flush(step.dt, alone)
-    alone(instance)
-  }
-  fused.flush(step.dt, alone)
-  if (withWorker) {
+  // Instances of a model that steps in one loop take it (fused-steps.ts); the loop runs before
+  // the next instance with behaviour of its own steps, so the order of steps holds.
+  const withWorker = fusedSteps(step.system).run(live, step.dt, alone)
+  if (withWorker.length > 0) {
     await Promise.all(
       withWorker.map(async (instance) => {
         const error = await finishWorkerStep(instance, step.dt)

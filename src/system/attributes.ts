@@ -433,8 +433,15 @@ export class Attributes extends KeyedContainer<Attribute> {
   /** Ends every presentation override: what a run does. */
   /** Notes that `attr` presents an override until the next step. */
   noteOverride(attr: Attribute): void {
-    ;(this.#overridden ??= new Set()).add(attr)
+    if (this.#overridden === undefined) {
+      this.#overridden = new Set()
+      this.onOverride?.(this)
+    }
+    this.#overridden.add(attr)
   }
+
+  /** Hears of the first override since the last `clearOverrides` (engine/fused-steps.ts sets it while the instance steps in its model's loop). */
+  onOverride: ((attributes: { clearOverrides(): void }) => void) | undefined = undefined
 
   clearOverrides(): void {
     const overridden = this.#overridden

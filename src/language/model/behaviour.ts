@@ -247,6 +247,7 @@ export class InstanceBehaviour {
       batch && attrs.every((a) => a.attachColumn !== undefined)
         ? new BatchMember(batch, attrs, this.#fused.mapped, enabled, this.scenarios.length > 0 ? () => this.#scenarioInPlay() : undefined)
         : undefined
+    if (this.fused !== undefined) for (const scenario of this.scenarios) scenario.playChanged = () => this.fused?.playChanged()
   }
 
   /** Whether one of its scenarios has a part in the next step (then it steps alone, not in its model's loop). */

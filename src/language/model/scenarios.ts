@@ -311,6 +311,9 @@ export class ScenarioRuntime {
     return this.#runs
   }
 
+  /** Hears of every change of `inPlay` (an instance in its model's loop steps alone while it is in play: soa/batch.ts). */
+  playChanged: (() => void) | undefined = undefined
+
   /** Whether it has a part in the instance's next step: active, or its period may start it. */
   get inPlay(): boolean {
     return this.#state === 'active' || this.#nextStart !== undefined
@@ -338,6 +341,7 @@ export class ScenarioRuntime {
       period !== undefined && (runLimit === undefined || this.#runs < runLimit)
         ? time + period + (jitter > 0 ? (this.#random.random() * 2 - 1) * jitter : 0)
         : undefined
+    this.playChanged?.()
     for (const w of this.#writes) this.#held.take(heldKey(w), this, w.value, w.side === 'external' ? w.attr.presented : w.attr.internalValue)
     this.#hold()
     const host = this.#host
@@ -370,6 +374,7 @@ export class ScenarioRuntime {
   #end(): Promise<void> {
     const more = this.#nextStart !== undefined
     this.#state = more ? 'idle' : 'finished'
+    this.playChanged?.()
     for (const w of this.#writes) {
       const back = this.#held.release(heldKey(w), this)
       if (!back.write) continue
@@ -437,6 +442,7 @@ export class ScenarioRuntime {
     this.#runs = 0
     this.#elapsed = 0
     this.#nextStart = undefined
+    this.playChanged?.()
     for (const a of this.#actions) a.reset()
     this.#random.seed(textSeed(`${this.#host.name}/scenarios/${this.plan.name}`))
   }
@@ -488,6 +494,7 @@ export class ScenarioRuntime {
     this.#startedAt = startedAt
     this.#elapsed = elapsed
     this.#nextStart = nextStart ?? undefined
+    this.playChanged?.()
     if (read.has('random')) this.#random.setState(random.getState())
     this.#takenPaths = paths as string[]
     this.#resume = status === 'active'

@@ -151,6 +151,23 @@ describe('the fused step gives what every instance stepping alone gives', () => 
       }
     }
     await write(0.75)
+    /**
+     * Between steps, on both servers, changes that take an instance out of its model's loop or
+     * back (the loop's plan is kept from step to step and made again on each): a presentation
+     * override on instance 6 (it ends with the next step), None in x0 of instance 7 and a number
+     * again later, a scenario started on instance 6.
+     */
+    const between = async (step: number): Promise<void> => {
+      for (const server of [fused, alone]) {
+        for (const instance of all(server)) {
+          const i = Number(instance.name.split('_')[1])
+          if (i === 6 && (step === 2 || step === 3)) instance.attributes.get('x1')?.setExternal(9.5 + step)
+          if (i === 7 && step === 3) instance.attributes.get('x0')?.setCached(null)
+          if (i === 7 && step === 8) instance.attributes.get('x0')?.setCached(2.5)
+          if (i === 6 && step === 7) await instance.behaviour?.scenario('surge')?.start(instance.timer.time)
+        }
+      }
+    }
     const items = all(fused)
     const inLoop = items.filter((i) => i.behaviour?.fused?.ready()).length
     const alongside = items.filter((i) => i.behaviour?.fused !== undefined && !i.behaviour.fused.ready()).length
@@ -173,6 +190,13 @@ describe('the fused step gives what every instance stepping alone gives', () => 
 
     assert.deepEqual(differences(snapshot(fused), snapshot(alone)), [])
     for (let step = 0; step < STEPS; step++) {
+      await between(step)
+      assert.deepEqual(differences(snapshot(fused), snapshot(alone)).slice(0, 10), [], `before step ${step + 1}`)
+      if (step === 3 || step === 8) {
+        const seventh = items.filter((i) => i.behaviour?.fused && i.name.endsWith('_7') && i.lastError === null)
+        assert.ok(seventh.length > 0)
+        for (const instance of seventh) assert.equal(instance.behaviour?.fused?.ready(), step === 8, instance.name)
+      }
       const [a, b] = [
         await fused.api('POST', `${SYS}/method/run`, { kwargs: { steps: 1 } }),
         await alone.api('POST', `${SYS}/method/run`, { kwargs: { steps: 1 } }),

@@ -75,6 +75,11 @@ export class FusedBatch {
     return new FusedBatch(run, model.slots)
   }
 
+  /** Changes whenever a row joins or leaves, or starts or stops being ready (engine/fused-steps.ts). */
+  get version(): number {
+    return this.store.version
+  }
+
   /** Steps rows[from] to rows[n - 1]; answers n, or the index of the row its instance must step alone. */
   step(rows: Int32Array, times: Float64Array, dts: Float64Array, from: number, n: number): number {
     return this.#fn(rows, times, dts, from, n)
@@ -198,6 +203,8 @@ export class BatchMember {
   readonly #enabled: readonly number[]
   /** Whether a scenario of the instance is in play now (then it steps alone); undefined when its model has none. */
   readonly #inPlay: (() => boolean) | undefined
+  /** Whether a scenario was in play when last told (`playChanged`; counted in the store's `holds`). */
+  #playing = false
   /** Whether its enabled flags differ from the model's now (counted in the store's `holds`). */
   #flagsDiffer = false
   #released = false
@@ -211,6 +218,7 @@ export class BatchMember {
     // A protocol maps an attribute the loop writes: the mapping must check each value.
     if (batch.written.some((s) => mapped[s] === 1)) batch.store.countHold(this.row, 1)
     this.flagsChanged()
+    this.playChanged()
     const columns = batch.store.columns
     attrs.forEach((attr, slot) => {
       const column = columns[slot]
@@ -220,12 +228,20 @@ export class BatchMember {
 
   /**
    * Whether the loop may step the instance now; else it takes its own step. Every reason not to is
-   * counted in one array the loop's model keeps (one load here, for 10,000 instances a step), but
-   * its scenarios, which are asked (a scenario starts and ends inside steps, by its own timer).
+   * counted in one array the loop's model keeps, and each change of them changes the store's
+   * `version`, so that the engine asks again only then (engine/fused-steps.ts).
    */
   ready(): boolean {
+    return this.stepper.store.holds[this.row] === 0 && !this.#released
+  }
+
+  /** A scenario of the instance may have started or stopped being in play (scenarios.ts tells of every change). */
+  playChanged(): void {
     const inPlay = this.#inPlay
-    return this.stepper.store.holds[this.row] === 0 && !this.#released && (inPlay === undefined || !inPlay())
+    if (this.#released || inPlay === undefined) return
+    const playing = inPlay()
+    if (playing !== this.#playing) this.stepper.store.countHold(this.row, playing ? 1 : -1)
+    this.#playing = playing
   }
 
   /** An action was enabled or disabled on this instance (or its state restored): the loop runs the model's flags only. */

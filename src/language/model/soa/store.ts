@@ -33,6 +33,8 @@ export class SoaStore {
    * that is not a number, and its member's own (batch.ts BatchMember). 0: the loop takes it.
    */
   holds: Int32Array
+  /** Changes whenever a row is allocated or released or its `holds` change (engine/fused-steps.ts makes its plan again). */
+  version = 0
   #capacity = FIRST_CAPACITY
   #next = 0
   readonly #free: number[] = []
@@ -47,18 +49,21 @@ export class SoaStore {
     const row = this.#free.pop() ?? this.#next++
     if (row >= this.#capacity) this.#grow()
     this.holds[row] = 0
+    this.version++
     return row
   }
 
   /** One more (+1) or one fewer (-1) reason for `row` to step alone. */
   countHold(row: number, change: number): void {
     this.holds[row] = (this.holds[row] as number) + change
+    this.version++
   }
 
   /** Gives a row back (its instance is gone). */
   release(row: number): void {
     this.holds[row] = 0
     this.#free.push(row)
+    this.version++
   }
 
   /** Rows in use. */
