@@ -5,13 +5,16 @@
 // and holds no port, so the shared conformance suite (listener-shaped) does not cover it: its
 // life cycle, detach/attach, stats and a snapshot round trip are here.
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'yaml'
 import { Knxd } from './helpers/knxd.js'
-import { eventually, startTestServer, type TestServer } from './helpers/server.js'
+import { eventually, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
+const PROMTOOL = '/usr/bin/promtool'
 const ZONE = `${SYS}/instances/zone`
 const ADAPTER = `${ZONE}/communication/knx_ip`
 const fixture = (name: string) => new URL(`fixtures/spx/${name}`, import.meta.url).pathname
@@ -122,6 +125,22 @@ describe('knx_ip: the library lighting zone behind knxd, driven by knxtool', () 
     assert.equal((await t.call(ADAPTER, 'detach')).status, 409)
     assert.equal((await t.call(ADAPTER, 'start')).status, 200)
     await until(async () => (await doc()).connection === 'connected')
+  })
+
+  it("/metrics counts its telegrams as the adapter's requests, and promtool accepts the scrape", async () => {
+    const counters = (await doc()).counters
+    const scrape = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${TEST_KEY}` } })
+    assert.equal(scrape.status, 200)
+    const text = await scrape.text()
+    const series = 'mimic_adapter_requests_total{instance="zone",adapter="knx_ip",kind="knx_ip"}'
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `))
+    assert.ok(line !== undefined, `no ${series} in the scrape`)
+    assert.ok(Number(line.slice(series.length + 1)) >= counters.telegrams_received + counters.telegrams_sent, `${line} for ${JSON.stringify(counters)}`)
+    // CI installs Debian's prometheus for its promtool (test/metrics.test.ts checks the other kinds).
+    if (existsSync(PROMTOOL) || process.env.CI) {
+      const check = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' })
+      assert.equal(check.status, 0, `promtool check metrics:\n${check.stdout}${check.stderr}`)
+    }
   })
 
   it('poll_interval is settable; a bad value and a read-only setting are refused', async () => {
