@@ -28,8 +28,13 @@ import type { Steppable } from './steppable.js'
 
 /** A model's loop over its rows (language/model/soa/batch.ts). */
 export interface FusedStepper {
-  /** Steps rows[from] to rows[n - 1]; answers n, or the index of the row whose instance must step alone. */
-  step(rows: Int32Array, times: Float64Array, dts: Float64Array, from: number, n: number): number
+  /**
+   * Steps rows[from] to rows[n - 1], each at its instance's time and dt (or `dt` for every row,
+   * NaN: each its own), and moves each one's time on by it: the timer of an instance with a row
+   * keeps its time and dt in the model's arrays. Answers n, or the index of the row whose
+   * instance must step alone (its time unmoved).
+   */
+  step(rows: Int32Array, from: number, n: number, dt: number): number
   /** Changes whenever a row joins or leaves, or starts or stops being ready. */
   readonly version: number
 }
@@ -51,8 +56,6 @@ class Batch<I extends Steppable> {
   version: number
   readonly instances: I[] = []
   rows = new Int32Array(0)
-  times = new Float64Array(0)
-  dts = new Float64Array(0)
   /**
    * Attribute containers of its instances that present an override (`external_value`): it ends
    * before the loop runs, as an instance's own step ends it first. Every container right after
@@ -71,8 +74,6 @@ class Batch<I extends Steppable> {
   seal(): void {
     const n = this.instances.length
     this.rows = new Int32Array(n)
-    this.times = new Float64Array(n)
-    this.dts = new Float64Array(n)
     this.instances.forEach((instance, k) => {
       this.rows[k] = (instance.behaviour?.fused as FusedRow).row
       instance.attributes.onOverride = this.noteOverride
@@ -178,23 +179,17 @@ export class FusedSteps<I extends Steppable> {
       this.#runChecked(batch, dt, alone)
       return
     }
-    const n = instances.length
-    const { rows, times, dts } = batch
-    for (let k = 0; k < n; k++) {
-      const timer = (instances[k] as I).timer
-      times[k] = timer.time
-      dts[k] = dt ?? timer.dt
-    }
-    this.#loop(batch, rows, n, dt, alone)
+    this.#loop(batch, batch.rows, instances.length, dt, alone)
   }
 
   /** Rows[0..n-1] of `batch` in its loop; a row the loop leaves steps alone. */
   #loop(batch: Batch<I>, rows: Int32Array, n: number, dt: number | undefined, alone: (instance: I) => void): void {
-    const { instances, times, dts } = batch
+    const { instances, stepper } = batch
+    const each = dt ?? NaN
     let from = 0
     while (from < n) {
-      const next = batch.stepper.step(rows, times, dts, from, n)
-      for (let k = from; k < next; k++) (instances[k] as I).timer.advance(dt)
+      // The loop moves each row's time on too: nothing is done per instance here.
+      const next = stepper.step(rows, from, n, each)
       if (next < n) alone(instances[next] as I)
       from = next + 1
     }
@@ -209,8 +204,6 @@ export class FusedSteps<I extends Steppable> {
       const part = new Batch<I>(batch.stepper)
       part.instances.push(...ready)
       part.rows = Int32Array.from(ready, (instance) => (instance.behaviour?.fused as FusedRow).row)
-      part.times = Float64Array.from(ready, (instance) => instance.timer.time)
-      part.dts = Float64Array.from(ready, (instance) => dt ?? instance.timer.dt)
       this.#loop(part, part.rows, ready.length, dt, alone)
       ready.length = 0
     }

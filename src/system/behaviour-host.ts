@@ -1,6 +1,7 @@
 import { plainJson } from '../values/number.js'
 import { NotFoundError, ValidationError } from '../errors.js'
 import type { ActionRuntime, BehaviourHost, HostAttribute, InstanceBehaviour, ScenarioRuntime } from '../language/model/index.js'
+import type { TimeCells } from '../language/model/soa/store.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import type { Attribute } from './attributes.js'
 import { UnsupportedAdapterNode } from './communication.js'
@@ -10,7 +11,7 @@ import { floatDocumentJson, floatPropertyJson } from '../values/float-properties
 export interface HostInstance extends Component {
   readonly attributes: { get(name: string): Attribute | undefined }
   readonly parameters: Readonly<Record<string, unknown>>
-  readonly timer: { pin(time: number): void; readonly time: number; readonly dt: number }
+  readonly timer: { pin(time: number): void; readonly time: number; readonly dt: number; attachCells(cells: TimeCells | undefined): void }
   warn(message: string, context: Record<string, unknown>): void
   evaluateInWorker(index: number, values: string): Promise<string>
   readonly communication: { unservedKind(name: string): string | undefined }
@@ -70,6 +71,10 @@ export class InstanceHost implements BehaviourHost {
 
   pinTime(time: number): void {
     this.#instance.timer.pin(time)
+  }
+
+  attachTime(cells: TimeCells | undefined): void {
+    this.#instance.timer.attachCells(cells)
   }
 
   async callPath(path: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown> {

@@ -1,5 +1,6 @@
 import { ValidationError } from '../errors.js'
 import type { TimerSettings } from '../definition/model-schema.js'
+import type { TimeCells } from '../language/model/soa/store.js'
 import type { TimerState } from '../snapshots/index.js'
 import { Component, noArguments, type MethodHandler } from '../tree/component.js'
 import { floatDocumentJson, floatPropertyJson } from '../values/float-properties.js'
@@ -26,6 +27,14 @@ export class Timer extends Component {
   readonly #settings: TimerSettings
   /** With `real_time`: the wall-clock milliseconds at which simulated time was `initial_time`. */
   #wallStart: number | undefined
+  /**
+   * While its instance steps in its model's loop (language/model/soa/): its time and dt live in
+   * the model's arrays, which the loop advances; `time`, `dt` and everything here read and write
+   * them there.
+   */
+  #cells: TimeCells | undefined
+  /** Whether it keeps its row out of the loop now (`cells.hold`): pinned, or settings the loop does not follow. */
+  #holding = false
 
   constructor(parent: Component, dt = 1.0, settings: TimerSettings = {}) {
     super('timer', parent)
@@ -35,12 +44,59 @@ export class Timer extends Component {
     this.#time = settings.initial_time ?? 0
   }
 
+  get #now(): number {
+    const cells = this.#cells
+    return cells === undefined ? this.#time : (cells.time.values[cells.row] as number)
+  }
+
+  set #now(time: number) {
+    const cells = this.#cells
+    if (cells === undefined) this.#time = time
+    else cells.time.values[cells.row] = time
+  }
+
+  get #step(): number {
+    const cells = this.#cells
+    return cells === undefined ? this.#dt : (cells.dt.values[cells.row] as number)
+  }
+
+  set #step(dt: number) {
+    const cells = this.#cells
+    if (cells === undefined) this.#dt = dt
+    else cells.dt.values[cells.row] = dt
+  }
+
+  /**
+   * Keeps its time and dt in `cells` (its instance joins its model's loop, which advances them
+   * as `advance` would: time + dt), or in itself again with undefined. A pinned timer, or one whose
+   * settings the loop does not follow, holds its row out of the loop (its instance steps alone).
+   */
+  attachCells(cells: TimeCells | undefined): void {
+    const time = this.#now
+    const dt = this.#step
+    this.#cells = cells
+    this.#holding = false
+    this.#now = time
+    this.#step = dt
+    this.#hold()
+  }
+
+  /** Holds the row out of the loop while the loop cannot advance it as `advance` would. */
+  #hold(): void {
+    const cells = this.#cells
+    if (cells === undefined) return
+    const s = this.#settings
+    const holding = this.#pinned || Boolean(s.real_time) || s.max_duration !== undefined || s.resolution !== undefined || s.decimal_places !== undefined
+    if (holding !== this.#holding) cells.hold(holding ? 1 : -1)
+    this.#holding = holding
+  }
+
   get time(): number {
-    return this.#time
+    return this.#now
   }
 
   get dt(): number {
-    return this.#dt
+    return this.#step
   }
 
   get pinned(): boolean {
@@ -48,15 +104,15 @@ export class Timer extends Component {
   }
 
   /** Moves time on after a step (unless pinned); `dt` overrides the timer's own step once. */
-  advance(dt = this.#dt): void {
+  advance(dt = this.#step): void {
     if (this.#pinned) return
     const s = this.#settings
     const initial = s.initial_time ?? 0
     let time: number
     if (s.real_time) {
-      this.#wallStart ??= performance.now() - (this.#time - initial) * 1000
+      this.#wallStart ??= performance.now() - (this.#now - initial) * 1000
       time = initial + (performance.now() - this.#wallStart) / 1000
-    } else time = this.#time + dt
+    } else time = this.#now + dt
     if (s.max_duration !== undefined && time - initial > s.max_duration) {
       // auto_reset starts the time over, as reset() would: the step after the one that reached
       // max_duration is at initial_time, so every cycle has the same steps.
@@ -65,7 +121,7 @@ export class Timer extends Component {
         this.#wallStart = undefined
       } else time = initial + s.max_duration
     }
-    this.#time = this.#quantize(time)
+    this.#now = this.#quantize(time)
   }
 
   /** `resolution` (a multiple of it) and `decimal_places`, so 0.1 + 0.2 steps read 0.3. */
@@ -81,7 +137,7 @@ export class Timer extends Component {
   }
 
   override properties(): Record<string, unknown> {
-    const props: Record<string, unknown> = { time: this.#time, dt: this.#dt, pinned: this.#pinned }
+    const props: Record<string, unknown> = { time: this.#now, dt: this.#step, pinned: this.#pinned }
     const s = this.#settings
     if (s.initial_time !== undefined) props.initial_time = s.initial_time
     if (s.max_duration !== undefined) props.max_duration = s.max_duration
@@ -112,34 +168,40 @@ export class Timer extends Component {
     const problem = this.propertyProblem(name, value)
     if (problem) throw new ValidationError(`Timer '${name}': ${problem}`, [{ path: name, message: problem }])
     if (name === 'time') this.pin(value as number)
-    else if (name === 'dt') this.#dt = value as number
-    else this.#pinned = value as boolean
+    else if (name === 'dt') this.#step = value as number
+    else {
+      this.#pinned = value as boolean
+      this.#hold()
+    }
   }
 
   /** Sets the time and pins it there (a write of `time`, or of `__timer` by an action). */
   pin(time: number): void {
-    this.#time = time
+    this.#now = time
     this.#pinned = true
+    this.#hold()
   }
 
   /** Its time, step and whether it is pinned (for a snapshot with state). */
   saveState(): TimerState {
-    return { time: this.#time, dt: this.#dt, pinned: this.#pinned }
+    return { time: this.#now, dt: this.#step, pinned: this.#pinned }
   }
 
   /** Takes back what `saveState` gave (checked by the snapshot's schema); wall-clock time starts over from it. */
   restoreState(state: TimerState): void {
-    this.#time = state.time
-    this.#dt = state.dt
+    this.#now = state.time
+    this.#step = state.dt
     this.#pinned = state.pinned
+    this.#hold()
     this.#wallStart = undefined
   }
 
   /** Back to time 0, unpinned, with the original dt. */
   reset(): void {
-    this.#time = this.#settings.initial_time ?? 0
-    this.#dt = this.#defaultDt
+    this.#now = this.#settings.initial_time ?? 0
+    this.#step = this.#defaultDt
     this.#pinned = false
+    this.#hold()
     this.#wallStart = undefined
   }
 

@@ -244,10 +244,12 @@ export class InstanceBehaviour {
     this.#fused = { attrs, mapped: mapped.includes(1) ? mapped : unmapped(mapped.length), enabled, host, frame: this.#frame, undo }
     const batch = fused ? model.batch : undefined
     this.fused =
-      batch && attrs.every((a) => a.attachColumn !== undefined)
+      batch && host.attachTime !== undefined && attrs.every((a) => a.attachColumn !== undefined)
         ? new BatchMember(batch, attrs, this.#fused.mapped, enabled, this.scenarios.length > 0 ? () => this.#scenarioInPlay() : undefined)
         : undefined
     if (this.fused !== undefined) for (const scenario of this.scenarios) scenario.playChanged = () => this.fused?.playChanged()
+    // The timer's time and dt go into the row too: the loop advances them (soa/store.ts TimeCells).
+    if (this.fused !== undefined) host.attachTime?.(this.fused)
   }
 
   /** Whether one of its scenarios has a part in the next step (then it steps alone, not in its model's loop). */
@@ -259,7 +261,9 @@ export class InstanceBehaviour {
 
   /** The instance is gone: its row goes back to the model's struct of arrays, its attributes keep their values. */
   dispose(): void {
-    this.fused?.release()
+    if (this.fused === undefined) return
+    this.#host.attachTime?.(undefined)
+    this.fused.release()
   }
 
   /** Every action of the instance (top level, then those of conditions), made on first use for the fused ones. */

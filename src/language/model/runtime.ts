@@ -6,7 +6,7 @@
 import { MimicError, type ErrorDetail } from '../../errors.js'
 import type { AttributeType } from '../../definition/model-schema.js'
 import { PyException } from '../expression/index.js'
-import type { SoaColumn } from './soa/store.js'
+import type { SoaColumn, TimeCells } from './soa/store.js'
 
 /** An attribute as behaviour reads and writes it. */
 export interface HostAttribute {
@@ -53,6 +53,11 @@ export interface BehaviourHost {
   lookup(path: string): { value: unknown } | undefined
   /** Pins the instance timer at `time` (a write to `__timer`). */
   pinTime(time: number): void
+  /**
+   * Keeps the instance timer's time and dt in `cells` (its row in the fused step's struct of
+   * arrays, soa/store.ts), or in the timer again with undefined. A host without it never joins.
+   */
+  attachTime?(cells: TimeCells | undefined): void
   /** Calls the method a dotted path ends in (`communication.modbus_slave.detach`). */
   callPath(path: string, args: unknown[], kwargs: Record<string, unknown>): Promise<unknown>
   /** The property a dotted path names (`communication.modbus_slave.response_delay`), undefined if none. */

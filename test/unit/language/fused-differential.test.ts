@@ -155,7 +155,9 @@ describe('the fused step gives what every instance stepping alone gives', () => 
      * Between steps, on both servers, changes that take an instance out of its model's loop or
      * back (the loop's plan is kept from step to step and made again on each): a presentation
      * override on instance 6 (it ends with the next step), None in x0 of instance 7 and a number
-     * again later, a scenario started on instance 6.
+     * again later, a scenario started on instance 6. And the timer of instance 0, whose time and dt
+     * the loop keeps and advances: its own dt, paused (pinned) and going on again, a step of the
+     * instance alone, its state restored (as from a snapshot).
      */
     const between = async (step: number): Promise<void> => {
       for (const server of [fused, alone]) {
@@ -165,6 +167,11 @@ describe('the fused step gives what every instance stepping alone gives', () => 
           if (i === 7 && step === 3) instance.attributes.get('x0')?.setCached(null)
           if (i === 7 && step === 8) instance.attributes.get('x0')?.setCached(2.5)
           if (i === 6 && step === 7) await instance.behaviour?.scenario('surge')?.start(instance.timer.time)
+          if (i === 0 && step === 2) await instance.timer.setProperty('dt', 0.25)
+          if (i === 0 && step === 4) await instance.timer.setProperty('pinned', true)
+          if (i === 0 && step === 6) await instance.timer.setProperty('pinned', false)
+          if (i === 0 && step === 7) await instance.run().catch(() => {})
+          if (i === 0 && step === 10) instance.timer.restoreState({ time: 100.5, dt: 0.75, pinned: false })
         }
       }
     }
@@ -197,10 +204,15 @@ describe('the fused step gives what every instance stepping alone gives', () => 
         assert.ok(seventh.length > 0)
         for (const instance of seventh) assert.equal(instance.behaviour?.fused?.ready(), step === 8, instance.name)
       }
-      const [a, b] = [
-        await fused.api('POST', `${SYS}/method/run`, { kwargs: { steps: 1 } }),
-        await alone.api('POST', `${SYS}/method/run`, { kwargs: { steps: 1 } }),
-      ]
+      if (step === 4 || step === 6) {
+        // A paused instance steps alone (its time stands still), its siblings in the loop.
+        const first = items.filter((i) => i.behaviour?.fused && i.name.endsWith('_0') && i.lastError === null)
+        assert.ok(first.length > 0)
+        for (const instance of first) assert.equal(instance.behaviour?.fused?.ready(), step === 6, instance.name)
+      }
+      // Step 9 with a dt of its own for every instance.
+      const kwargs = step === 9 ? { steps: 1, dt: 0.5 } : { steps: 1 }
+      const [a, b] = [await fused.api('POST', `${SYS}/method/run`, { kwargs }), await alone.api('POST', `${SYS}/method/run`, { kwargs })]
       assert.equal(a.status, b.status)
       assert.deepEqual(differences(snapshot(fused), snapshot(alone)).slice(0, 10), [], `after step ${step + 1}`)
       if (step === 5) {

@@ -4,7 +4,8 @@
  * loop over the rows of the model's struct of arrays (store.ts). The expressions are the same
  * generated text as the per-instance run's (codegen.ts), so the values are the same bit for bit;
  * only where they are read from and written to changes: `column[row]` instead of an attribute
- * object, the instance's time and dt from arrays the engine fills.
+ * object, the instance's time and dt from the store's `time` and `dt` columns, where its timer
+ * keeps them while it has the row; the loop moves the time on as the timer would.
  *
  * What it cannot do it leaves to the instance's own step (InstanceBehaviour.step, the reference),
  * per instance: a row whose expression raises, whose result is not a finite float, or whose
@@ -24,7 +25,7 @@
  *
  * @example
  * const batch = FusedBatch.of(model)            // undefined: the model steps per instance
- * const next = batch.step(rows, times, dts, 0, n) // n: every row stepped; else the row to step alone
+ * const next = batch.step(rows, 0, n, NaN) // n: every row stepped; else the row to step alone
  */
 import { InternalError } from '../../../errors.js'
 import { beginStep, HELPERS, renderInline, type PyValue } from '../../expression/index.js'
@@ -32,10 +33,10 @@ import type { ActionPlan } from '../actions/index.js'
 import type { ModelExpression } from '../compile-context.js'
 import type { HostAttribute } from '../runtime.js'
 import { type AttributeSlots, type Fusion, FusedRun } from '../fused.js'
-import { SoaStore } from './store.js'
+import { SoaStore, type SoaColumn, type TimeCells } from './store.js'
 
-/** `(rows, times, dts, from, n) => the first row not stepped, or n`. */
-type BatchFunction = (rows: Int32Array, times: Float64Array, dts: Float64Array, from: number, n: number) => number
+/** `(rows, from, n, dt) => the first row not stepped, or n`; dt NaN: each row's own. */
+type BatchFunction = (rows: Int32Array, from: number, n: number, dt: number) => number
 
 /** What InstanceBehaviour.step would run, as far as the batch needs to know. */
 export interface BatchSource {
@@ -80,9 +81,13 @@ export class FusedBatch {
     return this.store.version
   }
 
-  /** Steps rows[from] to rows[n - 1]; answers n, or the index of the row its instance must step alone. */
-  step(rows: Int32Array, times: Float64Array, dts: Float64Array, from: number, n: number): number {
-    return this.#fn(rows, times, dts, from, n)
+  /**
+   * Steps rows[from] to rows[n - 1] and moves each row's time on by its dt (or by `dt` for every
+   * row; NaN: each row's own), as the instance's step and its timer would; answers n, or the index
+   * of the row its instance must step alone (its time unmoved).
+   */
+  step(rows: Int32Array, from: number, n: number, dt: number): number {
+    return this.#fn(rows, from, n, dt)
   }
 }
 
@@ -169,34 +174,38 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
   // raises has written nothing, and the handler needs no value from before (values it needed would
   // be kept boxed, a heap number per write).
   const locals = ['v', 'r = 0', 'ft', 'fd', ...Array.from({ length: temps }, (_x, i) => `t${i}`), ...slotsUsed.map((s) => `a${s}`)]
-  const body = `return function fusedBatch(R, T, D, from, n) {
+  // The row's time moves on after its writes, as its timer's advance would (a timer the loop
+  // cannot advance so, pinned or with other settings, holds its row out: system/timer.ts).
+  const body = `return function fusedBatch(R, from, n, dt) {
   ${slotsUsed.map((s) => `const c${s} = COL[${s}].values`).join('\n  ')}
+  const tc = TIME.values, dc = DT.values, own = dt !== dt
   let ${locals.join(', ')}
   let k = from
   try {
     for (; k < n; k++) {
       r = R[k]
-      ft = T[k]
-      fd = D[k]
+      ft = tc[r]
+      fd = own ? dc[r] : dt
       BEGIN()
       ${slotsUsed.map((s) => `a${s} = c${s}[r]`).join('; ')}
       ${lines.join('\n      ')}
       ${[...written].map((s) => `c${s}[r] = a${s}`).join('; ')}
+      tc[r] = ft + fd
     }
   } catch {
     return k
   }
   return n
 }`
-  const make = new Function('CS', 'VC', 'COL', 'H', 'ALONE', 'BEGIN', body) as (...args: unknown[]) => BatchFunction
-  return make(constants, values, store.columns, HELPERS, ALONE, beginStep)
+  const make = new Function('CS', 'VC', 'COL', 'TIME', 'DT', 'H', 'ALONE', 'BEGIN', body) as (...args: unknown[]) => BatchFunction
+  return make(constants, values, store.columns, store.time, store.dt, HELPERS, ALONE, beginStep)
 }
 
 /**
  * An instance's row in its model's struct of arrays: its float attributes keep their numbers in
  * the model's columns from the moment it joins until `release`.
  */
-export class BatchMember {
+export class BatchMember implements TimeCells {
   readonly stepper: FusedBatch
   readonly row: number
   readonly #attrs: readonly HostAttribute[]
@@ -255,7 +264,22 @@ export class BatchMember {
     this.#flagsDiffer = differ
   }
 
-  /** Gives the row back; the attributes keep their numbers themselves again. */
+  /** The instance's time (TimeCells): the timer keeps it here while the instance has the row. */
+  get time(): SoaColumn {
+    return this.stepper.store.time
+  }
+
+  /** The instance's dt (TimeCells). */
+  get dt(): SoaColumn {
+    return this.stepper.store.dt
+  }
+
+  /** Its timer cannot be advanced by the loop now (+1), or can again (-1). */
+  hold(change: number): void {
+    if (!this.#released) this.stepper.store.countHold(this.row, change)
+  }
+
+  /** Gives the row back (its timer was detached first); the attributes keep their numbers themselves again. */
   release(): void {
     if (this.#released) return
     this.#released = true

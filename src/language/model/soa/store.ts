@@ -24,10 +24,26 @@ export interface SoaColumn {
 
 const FIRST_CAPACITY = 64
 
+/**
+ * Where an instance's timer keeps its time and dt while the instance has a row (system/timer.ts):
+ * `time.values[row]`, `dt.values[row]`, which the loop reads and advances. `hold(+1)` while the
+ * timer cannot be advanced by the loop (pinned, or settings other than a plain step: real time,
+ * a maximum duration, a resolution, decimal places), `hold(-1)` when it can again.
+ */
+export interface TimeCells {
+  readonly time: SoaColumn
+  readonly dt: SoaColumn
+  readonly row: number
+  hold(change: number): void
+}
+
 /** The struct of arrays of one model (see the module comment). */
 export class SoaStore {
   /** By attribute slot: the column of a float attribute, undefined for the others. */
   readonly columns: ReadonlyArray<SoaColumn | undefined>
+  /** Each row's instance time and dt (its timer's, while it has the row): the loop reads and advances them. */
+  readonly time: SoaColumn
+  readonly dt: SoaColumn
   /**
    * Per row: how many reasons it has to step alone now: each float attribute holding something
    * that is not a number, and its member's own (batch.ts BatchMember). 0: the loop takes it.
@@ -41,6 +57,8 @@ export class SoaStore {
 
   constructor(types: readonly AttributeType[]) {
     this.columns = types.map((type) => (type === 'float' ? { values: new Float64Array(FIRST_CAPACITY), store: this } : undefined))
+    this.time = { values: new Float64Array(FIRST_CAPACITY), store: this }
+    this.dt = { values: new Float64Array(FIRST_CAPACITY), store: this }
     this.holds = new Int32Array(FIRST_CAPACITY)
   }
 
@@ -73,7 +91,7 @@ export class SoaStore {
 
   #grow(): void {
     const capacity = this.#capacity * 2
-    for (const column of this.columns) {
+    for (const column of [...this.columns, this.time, this.dt]) {
       if (column === undefined) continue
       const values = new Float64Array(capacity)
       values.set(column.values)
