@@ -132,9 +132,7 @@ export class AdapterTrace {
   readonly adapter: string
   readonly kind: string
   readonly #journal: TrafficJournal
-  /** Kept as recorded, with the time in milliseconds (`at`); `tail` gives the ISO 8601 text (formatting it for every exchange cost more than the rest of a record). */
-  #ring: Stored[] = []
-  #size: number
+  #ring: TraceRing
   #seq = 0
   /** Attribute writes since the last recorded exchange (see `attributeWritten`). */
   #pending: Record<string, unknown> | null = null
@@ -145,7 +143,7 @@ export class AdapterTrace {
     this.adapter = opts.adapter
     this.kind = opts.kind
     this.#journal = opts.journal
-    this.#size = opts.size ?? DEFAULT_TRACE_SIZE
+    this.#ring = new TraceRing(opts.size ?? DEFAULT_TRACE_SIZE)
     this.#labels = Object.freeze({ instance: this.instance, adapter: this.adapter, kind: this.kind })
   }
 
@@ -154,19 +152,18 @@ export class AdapterTrace {
 
   /** How many exchanges the ring keeps; 0 turns tracing off (writes still reach the event stream). */
   get size(): number {
-    return this.#size
+    return this.#ring.capacity
   }
 
   set size(size: number) {
     const problem = traceSizeProblem(size)
     if (problem) throw new ValidationError(problem, [{ path: 'trace_size', message: problem }])
-    this.#size = size
-    if (this.#ring.length > size) this.#ring = this.#ring.slice(this.#ring.length - size)
+    if (size !== this.#ring.capacity) this.#ring = this.#ring.resized(size)
   }
 
   /** False when nothing is kept (size 0): an adapter may then skip describing its exchanges. */
   get on(): boolean {
-    return this.#size > 0
+    return this.#ring.capacity > 0
   }
 
   /** Exchanges recorded since the adapter was made. */
@@ -176,23 +173,32 @@ export class AdapterTrace {
 
   /**
    * Records one exchange. The attribute writes seen since the last one are its `attributes`; an
-   * exchange that wrote any is also a `protocol.write` event.
+   * exchange that wrote any is also a `protocol.write` event. The ring keeps `exchange` as it is
+   * (each adapter makes a fresh one), without a copy.
    */
   record(exchange: Exchange): void {
-    // The exchange object itself is kept (each adapter makes a fresh one), without a copy.
-    const entry = exchange as Stored
-    entry.seq = ++this.#seq
-    entry.at = Date.now()
-    if (this.#pending !== null) {
-      entry.attributes = this.#pending
-      this.#pending = null
-    }
+    const seq = ++this.#seq
+    const at = Date.now()
+    const attributes = this.#pending ?? (exchange.attributes as Record<string, unknown> | undefined)
+    this.#pending = null
     if (typeof exchange.latency === 'number') this.#journal.onLatency?.(this.#labels, exchange.latency)
-    if (this.#size > 0) {
-      this.#ring.push(entry)
-      if (this.#ring.length > this.#size) this.#ring.shift()
-    }
-    if (entry.attributes !== undefined) this.#journal.publish({ ...shown(entry), instance: this.instance, adapter: this.adapter, kind: this.kind })
+    if (this.#ring.capacity > 0) this.#ring.put(seq, at, exchange, attributes)
+    if (attributes !== undefined) this.#publishWrite(entryOf(seq, at, exchange, attributes))
+  }
+
+  /**
+   * Records one publication the adapter sent on its own: the exchange
+   * `{ operation: 'publish', direction: 'out', topic, size, payload: traceText(payload) }`, kept
+   * without an object (an MQTT adapter may publish hundreds of times a second; see TraceRing).
+   * `size` is the whole payload's length in bytes.
+   */
+  recordPublish(topic: string, size: number, payload: string): void {
+    const seq = ++this.#seq
+    const at = Date.now()
+    const attributes = this.#pending ?? undefined
+    this.#pending = null
+    if (this.#ring.capacity > 0) this.#ring.putPublication(seq, at, topic, size, payload, attributes)
+    if (attributes !== undefined) this.#publishWrite(entryOf(seq, at, publication(topic, size, traceText(payload)), attributes))
   }
 
   /**
@@ -216,11 +222,12 @@ export class AdapterTrace {
     const query = parseTraceTail(call)
     const matches: TraceEntry[] = []
     const needle = query.contains?.toLowerCase()
-    for (let i = this.#ring.length - 1; i >= 0 && matches.length < query.limit; i--) {
-      const stored = this.#ring[i]!
-      if (query.afterSeq !== undefined && stored.seq <= query.afterSeq) break
-      if (query.sinceMs !== undefined && stored.at < query.sinceMs) break
-      const e = shown(stored)
+    const ring = this.#ring
+    for (let back = 0; back < ring.count && matches.length < query.limit; back++) {
+      const slot = ring.slotBack(back)
+      if (query.afterSeq !== undefined && ring.seqAt(slot) <= query.afterSeq) break
+      if (query.sinceMs !== undefined && ring.timeAt(slot) < query.sinceMs) break
+      const e = ring.entry(slot)
       if (query.operation !== undefined && e.operation !== query.operation) continue
       if (query.function !== undefined && e.function !== query.function) continue
       if (query.direction !== undefined && e.direction !== query.direction) continue
@@ -232,23 +239,173 @@ export class AdapterTrace {
 
   /** Empties the ring; returns how many exchanges it held. */
   clear(): number {
-    const n = this.#ring.length
-    this.#ring = []
-    return n
+    return this.#ring.clear()
+  }
+
+  #publishWrite(entry: TraceEntry): void {
+    this.#journal.publish({ ...entry, instance: this.instance, adapter: this.adapter, kind: this.kind })
   }
 }
 
-/** An exchange as the ring keeps it: the time in milliseconds. */
-interface Stored extends Exchange {
-  seq: number
-  at: number
-  attributes?: Record<string, unknown>
+/** The widest text a publication's slot keeps in the ring's slab (UTF-16 bytes); a longer one is kept as a string. */
+const MAX_SLOT_BYTES = 512
+
+/**
+ * The ring of one adapter's trace: `capacity` slots written in turn, the oldest overwritten, each
+ * slot's fields in arrays made once (sequence number and time in Float64Arrays, the exchange and
+ * the attributes it set by reference). Entries as users see them are made only when `tail` reads
+ * them.
+ *
+ * Hand-written for speed (bench/ANALYSIS.md, benchmark 10): an object per exchange kept in an
+ * array moved with `shift` cost about a fifth of the CPU of a server whose MQTT adapters publish
+ * 200 times a second each, most of it in garbage collection, as every entry and payload lived long
+ * enough (about a second) to be promoted to the old generation. A publication now leaves nothing
+ * for the collector: its topic is the binding's own string, its size a number, and its payload is
+ * copied as UTF-16 code units (exact for any string) into a slab of fixed-width slots outside the
+ * JavaScript heap, widened to the longest payload seen up to MAX_SLOT_BYTES.
+ */
+class TraceRing {
+  readonly capacity: number
+  /** Slots in use. */
+  count = 0
+  /** The slot written next. */
+  #next = 0
+  readonly #seq: Float64Array
+  readonly #at: Float64Array
+  /** The exchange as recorded; undefined in a publication's slot (its fields are the next three). */
+  readonly #exchange: Array<Exchange | undefined>
+  readonly #attributes: Array<Record<string, unknown> | undefined>
+  readonly #topic: Array<string | undefined>
+  readonly #size: Float64Array
+  /** The payload's UTF-16 length in the slab, or -1 when it is in #longText. */
+  readonly #textLength: Int32Array
+  readonly #longText: Array<string | undefined>
+  #slab: Buffer = Buffer.alloc(0)
+  /** Bytes per slot in #slab. */
+  #width = 0
+
+  constructor(capacity: number) {
+    this.capacity = capacity
+    this.#seq = new Float64Array(capacity)
+    this.#at = new Float64Array(capacity)
+    this.#size = new Float64Array(capacity)
+    this.#textLength = new Int32Array(capacity)
+    this.#exchange = new Array<Exchange | undefined>(capacity).fill(undefined)
+    this.#attributes = new Array<Record<string, unknown> | undefined>(capacity).fill(undefined)
+    this.#topic = new Array<string | undefined>(capacity).fill(undefined)
+    this.#longText = new Array<string | undefined>(capacity).fill(undefined)
+  }
+
+  /** Stores an exchange in the next slot (capacity > 0). */
+  put(seq: number, at: number, exchange: Exchange, attributes: Record<string, unknown> | undefined): void {
+    const slot = this.#advance(seq, at, attributes)
+    this.#exchange[slot] = exchange
+    if (this.#topic[slot] !== undefined) this.#topic[slot] = undefined
+    if (this.#longText[slot] !== undefined) this.#longText[slot] = undefined
+  }
+
+  /** Stores a publication in the next slot (capacity > 0); `payload` is cut to MAX_TRACE_TEXT here. */
+  putPublication(seq: number, at: number, topic: string, size: number, payload: string, attributes: Record<string, unknown> | undefined): void {
+    const slot = this.#advance(seq, at, attributes)
+    if (this.#exchange[slot] !== undefined) this.#exchange[slot] = undefined
+    this.#topic[slot] = topic
+    this.#size[slot] = size
+    const text = payload.length > MAX_TRACE_TEXT ? traceText(payload) : payload
+    const bytes = text.length * 2
+    if (bytes > this.#width && bytes <= MAX_SLOT_BYTES) this.#widen(bytes)
+    if (bytes > this.#width) {
+      this.#longText[slot] = text
+      this.#textLength[slot] = -1
+      return
+    }
+    if (this.#longText[slot] !== undefined) this.#longText[slot] = undefined
+    if (bytes > 0) this.#slab.write(text, slot * this.#width, bytes, 'utf16le')
+    this.#textLength[slot] = text.length
+  }
+
+  /** The slot `back` places before the newest (0: the newest); `back` < count. */
+  slotBack(back: number): number {
+    const slot = this.#next - 1 - back
+    return slot < 0 ? slot + this.capacity : slot
+  }
+
+  seqAt(slot: number): number {
+    return this.#seq[slot]!
+  }
+
+  timeAt(slot: number): number {
+    return this.#at[slot]!
+  }
+
+  /** The slot's exchange as `tail` and the event stream give it. */
+  entry(slot: number): TraceEntry {
+    const exchange = this.#exchange[slot] ?? publication(this.#topic[slot]!, this.#size[slot]!, this.#text(slot))
+    return entryOf(this.#seq[slot]!, this.#at[slot]!, exchange, this.#attributes[slot])
+  }
+
+  /** A ring of `capacity` slots holding the newest of this one's exchanges, in order. */
+  resized(capacity: number): TraceRing {
+    const ring = new TraceRing(capacity)
+    for (let back = Math.min(this.count, capacity) - 1; back >= 0; back--) {
+      const slot = this.slotBack(back)
+      const exchange = this.#exchange[slot]
+      const [seq, at, attributes] = [this.#seq[slot]!, this.#at[slot]!, this.#attributes[slot]]
+      if (exchange !== undefined) ring.put(seq, at, exchange, attributes)
+      else ring.putPublication(seq, at, this.#topic[slot]!, this.#size[slot]!, this.#text(slot), attributes)
+    }
+    return ring
+  }
+
+  /** Empties the ring (dropping what it references); returns how many exchanges it held. */
+  clear(): number {
+    const n = this.count
+    this.count = 0
+    this.#next = 0
+    this.#exchange.fill(undefined)
+    this.#attributes.fill(undefined)
+    this.#topic.fill(undefined)
+    this.#longText.fill(undefined)
+    return n
+  }
+
+  #advance(seq: number, at: number, attributes: Record<string, unknown> | undefined): number {
+    const slot = this.#next
+    this.#next = slot + 1 === this.capacity ? 0 : slot + 1
+    if (this.count < this.capacity) this.count++
+    this.#seq[slot] = seq
+    this.#at[slot] = at
+    if (attributes !== undefined || this.#attributes[slot] !== undefined) this.#attributes[slot] = attributes
+    return slot
+  }
+
+  #text(slot: number): string {
+    const length = this.#textLength[slot]!
+    if (length < 0) return this.#longText[slot]!
+    const start = slot * this.#width
+    return this.#slab.toString('utf16le', start, start + length * 2)
+  }
+
+  /** Makes every slot at least `bytes` wide (a power of two), keeping the texts stored. */
+  #widen(bytes: number): void {
+    let width = Math.max(this.#width, 32)
+    while (width < bytes) width *= 2
+    const slab = Buffer.alloc(width * this.capacity)
+    if (this.#width > 0) for (let slot = 0; slot < this.capacity; slot++) this.#slab.copy(slab, slot * width, slot * this.#width, (slot + 1) * this.#width)
+    this.#slab = slab
+    this.#width = width
+  }
 }
 
-/** An entry as `tail` and the event stream give it: `seq`, then `time` as ISO 8601 text, then the rest. */
-function shown(stored: Stored): TraceEntry {
-  const { seq, at, ...rest } = stored
-  return { seq, time: new Date(at).toISOString(), ...rest } as TraceEntry
+/** A publication as an exchange. */
+function publication(topic: string, size: number, payload: string): Exchange {
+  return { operation: 'publish', direction: 'out', topic, size, payload }
+}
+
+/** An entry as `tail` and the event stream give it: `seq`, then `time` as ISO 8601 text, then the exchange, then the attributes it set. */
+function entryOf(seq: number, at: number, exchange: Exchange, attributes: Record<string, unknown> | undefined): TraceEntry {
+  const entry = { seq, time: new Date(at).toISOString(), ...exchange } as TraceEntry
+  if (attributes !== undefined) entry.attributes = attributes
+  return entry
 }
 
 /** Why `size` is not a trace size, or null. */

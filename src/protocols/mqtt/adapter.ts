@@ -470,7 +470,7 @@ export class MqttAdapter implements ProtocolAdapter {
         this.#counters.deferred++
         continue
       }
-      this.#publish(b)
+      this.#publish(b, now)
       // Behind by a period or more (a stalled process): start the schedule again from now.
       if (due && now - dueAt < b.periodMs) b.nextDue = dueAt + b.periodMs
     }
@@ -501,13 +501,13 @@ export class MqttAdapter implements ProtocolAdapter {
     }
   }
 
-  /** Publishes one binding's value: a QoS 0 one joins the turn's batch (#flush writes it), others go through MQTT.js. */
-  #publish(b: LiveBinding): void {
+  /** Publishes one binding's value (`now`: the scan's time, when a scan publishes it): a QoS 0 one joins the turn's batch (#flush writes it), others go through MQTT.js. */
+  #publish(b: LiveBinding, now = Date.now()): void {
     const client = this.#life.resource?.client
     if (!client) return
     const value = this.#read(b)
     if (b.binding.on_change) b.lastKey = valueKey(value)
-    b.nextDue = Date.now() + b.periodMs
+    b.nextDue = now + b.periodMs
     const problem = publishProblem(value)
     if (problem !== null) {
       this.#counters.errors++
@@ -519,7 +519,7 @@ export class MqttAdapter implements ProtocolAdapter {
     const size = Buffer.byteLength(payload)
     b.lastPayload = payload
     this.#counters.published++
-    if (this.#trace?.on === true) this.#trace.record({ operation: 'publish', direction: 'out', topic: b.topic, size, payload: traceText(payload) })
+    if (this.#trace?.on === true) this.#trace.recordPublish(b.topic, size, payload)
     if (b.binding.qos === 0 && b.topicBytes.length <= 0xffff && 2 + b.topicBytes.length + size <= MAX_REMAINING_LENGTH && writesDirectly(client)) {
       this.#batch.add(b.topicBytes, payload, size, b.binding.retain)
       return
