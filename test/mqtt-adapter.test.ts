@@ -126,6 +126,20 @@ describe('mqtt adapter against the embedded broker, with MQTT.js clients', () =>
     }
   })
 
+  it('scan_interval set while running takes effect: a change between steps goes out at the new interval', async () => {
+    const { client, heard } = await listener(port, 'plant/boiler/temp')
+    try {
+      assert.equal((await t.api('PUT', `${node}/attr/scan_interval`, { value: 60 })).status, 200)
+      assert.equal((await t.api('PUT', `${attr('temp')}/attr/internal_value`, { value: 41.5 })).status, 200)
+      assert.equal((await t.api('PUT', `${node}/attr/scan_interval`, { value: 0.05 })).status, 200)
+      assert.equal((await t.api('GET', node)).body.scan_interval, 0.05)
+      // At a scan 60 s away, this would time out.
+      await eventually(() => heard.some((m) => m.payload === '41.5'))
+    } finally {
+      await client.endAsync()
+    }
+  })
+
   it('subscribe bindings write the internal value (raw text, JSON, a JSON template, QoS 1)', async () => {
     const client = await connectAsync({ host: '127.0.0.1', port, ...KEYED, reconnectPeriod: 0 })
     try {
