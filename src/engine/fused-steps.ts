@@ -95,6 +95,10 @@ export class FusedSteps<I extends Steppable> {
   #batches: Array<Batch<I>> = []
   /** Each stepper of an instance in the plan, with its version then (in a loop or not). */
   #watched: Array<[FusedStepper, number]> = []
+  /** The instances of the plan that hear of each step (`afterStep`, fixed for an instance's life), in order. */
+  #hearing: I[] = []
+  /** The list the last `run` was given. */
+  #given: readonly I[] | undefined
   #stale = true
 
   /**
@@ -104,6 +108,7 @@ export class FusedSteps<I extends Steppable> {
    */
   run(live: readonly I[], dt: number | undefined, alone: (instance: I) => void): readonly I[] {
     if (this.#changed(live)) this.#make(live)
+    this.#given = live
     const plan = this.#plan
     for (let e = 0; e < plan.length; e++) {
       const entry = plan[e] as Entry<I>
@@ -111,6 +116,15 @@ export class FusedSteps<I extends Steppable> {
       else alone(entry)
     }
     return this.#workers
+  }
+
+  /**
+   * Those of `live` that hear of each step (`afterStep`), in order: the plan's list when `live`
+   * is what the last `run` was given, so that a step of 10,000 instances none of which has
+   * adapters that want each step does not read a field of each one.
+   */
+  hearing(live: readonly I[]): readonly I[] {
+    return live === this.#given ? this.#hearing : live.filter((instance) => instance.afterStep !== undefined)
   }
 
   #changed(live: readonly I[]): boolean {
@@ -162,6 +176,7 @@ export class FusedSteps<I extends Steppable> {
     this.#workers = workers
     this.#batches = batches
     this.#watched = [...watched]
+    this.#hearing = live.filter((instance) => instance.afterStep !== undefined)
     this.#stale = false
   }
 

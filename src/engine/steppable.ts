@@ -52,7 +52,9 @@ export interface Steppable {
   stepFailed(error: unknown): void
   /**
    * After each of its steps, once the step is whole (its time moved on and, in a system step, the
-   * connections applied): tells its protocol adapters that want each step's values.
+   * connections applied): tells its protocol adapters that want each step's values. Set or not
+   * once, when the instance is made: the engine lists the instances that have it with the fused
+   * step's plan (fused-steps.ts `hearing`).
    */
   afterStep?(): void
 }

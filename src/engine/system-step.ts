@@ -59,7 +59,8 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
     await system.connections.propagate()
     // Adapters publish: those that hand each step's values on (MQTT on change, OPC UA items
     // monitored by exception) hear of it now; the others read an attribute when a client asks.
-    for (const instance of live) instance.afterStep?.()
+    // Those that want it, listed with the fused step's plan (fused-steps.ts): no read of each instance.
+    for (const instance of fusedSteps(system).hearing(live)) instance.afterStep?.()
     // The system's time moves on.
     system.timer.advance(dt)
   }
