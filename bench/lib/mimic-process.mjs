@@ -20,7 +20,12 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
  * MIMIC_BENCH_SERVER_ROOT (`bench/run.mjs --server DIR`; bench/before-after.mjs runs the same
  * benchmarks against the code before and after a change).
  */
-const SERVER_ROOT = process.env.MIMIC_BENCH_SERVER_ROOT ? resolve(process.env.MIMIC_BENCH_SERVER_ROOT) : ROOT
+function serverRoot() {
+  // Read when a server starts, not when this module loads: bench/run.mjs sets it from --server
+  // after its imports.
+  const root = process.env.MIMIC_BENCH_SERVER_ROOT
+  return root ? resolve(root) : ROOT
+}
 
 /**
  * A running Mimic process.
@@ -47,7 +52,7 @@ export async function startMimicProcess(options) {
   await mkdir(snapshots, { recursive: true })
   const args = [
     ...(options.nodeArgs ?? []),
-    join(SERVER_ROOT, 'bin/mimic.js'),
+    join(serverRoot(), 'bin/mimic.js'),
     'serve',
     '--port',
     String(port),
