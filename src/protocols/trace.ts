@@ -250,6 +250,16 @@ export class AdapterTrace {
 /** The longest text a publication's slot keeps in the ring's slab (UTF-16 code units); a longer one is kept as a string. */
 const MAX_SLOT_CHARS = 256
 
+/** What a ring's slot keeps as numbers, at these offsets in its part of TraceRing's Float64Array. */
+const SEQ = 0
+const AT = 1
+const SIZE = 2
+const TEXT_LENGTH = 3
+const NUMBERS_PER_SLOT = 4
+/** The arrays of a ring that holds nothing yet, shared (a ring makes its own on its first entry). */
+const NO_NUMBERS = new Float64Array(0)
+const NO_TEXT = new Uint16Array(0)
+
 /**
  * The ring of one adapter's trace: `capacity` slots written in turn, the oldest overwritten, each
  * slot's fields in arrays made once (sequence number and time in Float64Arrays, the exchange and
@@ -272,30 +282,24 @@ class TraceRing {
   count = 0
   /** The slot written next. */
   #next = 0
-  readonly #seq: Float64Array
-  readonly #at: Float64Array
+  /**
+   * Slots the arrays have: they grow (doubling) as the ring fills, up to `capacity`, so that an
+   * adapter that records little keeps little; a full ring allocates nothing more.
+   */
+  #allocated = 0
+  /** Per slot, NUMBERS_PER_SLOT numbers: sequence number, time, a publication's size and its text's length in the slab (-1: in #longText). */
+  #numbers: Float64Array = NO_NUMBERS
   /** The exchange as recorded; undefined in a publication's slot (its fields are the next three). */
-  readonly #exchange: Array<Exchange | undefined>
-  readonly #attributes: Array<Record<string, unknown> | undefined>
-  readonly #topic: Array<string | undefined>
-  readonly #size: Float64Array
-  /** The payload's UTF-16 length in the slab, or -1 when it is in #longText. */
-  readonly #textLength: Int32Array
-  readonly #longText: Array<string | undefined>
-  #slab = new Uint16Array(0)
+  #exchange: Array<Exchange | undefined> = []
+  #attributes: Array<Record<string, unknown> | undefined> = []
+  #topic: Array<string | undefined> = []
+  #longText: Array<string | undefined> = []
+  #slab: Uint16Array = NO_TEXT
   /** Code units per slot in #slab. */
   #width = 0
 
   constructor(capacity: number) {
     this.capacity = capacity
-    this.#seq = new Float64Array(capacity)
-    this.#at = new Float64Array(capacity)
-    this.#size = new Float64Array(capacity)
-    this.#textLength = new Int32Array(capacity)
-    this.#exchange = new Array<Exchange | undefined>(capacity).fill(undefined)
-    this.#attributes = new Array<Record<string, unknown> | undefined>(capacity).fill(undefined)
-    this.#topic = new Array<string | undefined>(capacity).fill(undefined)
-    this.#longText = new Array<string | undefined>(capacity).fill(undefined)
   }
 
   /** Stores an exchange in the next slot (capacity > 0). */
@@ -311,20 +315,20 @@ class TraceRing {
     const slot = this.#advance(seq, at, attributes)
     if (this.#exchange[slot] !== undefined) this.#exchange[slot] = undefined
     this.#topic[slot] = topic
-    this.#size[slot] = size
+    this.#numbers[slot * NUMBERS_PER_SLOT + SIZE] = size
     const text = payload.length > MAX_TRACE_TEXT ? traceText(payload) : payload
     const length = text.length
     if (length > this.#width && length <= MAX_SLOT_CHARS) this.#widen(length)
     if (length > this.#width) {
       this.#longText[slot] = text
-      this.#textLength[slot] = -1
+      this.#numbers[slot * NUMBERS_PER_SLOT + TEXT_LENGTH] = -1
       return
     }
     if (this.#longText[slot] !== undefined) this.#longText[slot] = undefined
     const slab = this.#slab
     const start = slot * this.#width
     for (let i = 0; i < length; i++) slab[start + i] = text.charCodeAt(i)
-    this.#textLength[slot] = length
+    this.#numbers[slot * NUMBERS_PER_SLOT + TEXT_LENGTH] = length
   }
 
   /** The slot `back` places before the newest (0: the newest); `back` < count. */
@@ -334,17 +338,19 @@ class TraceRing {
   }
 
   seqAt(slot: number): number {
-    return this.#seq[slot]!
+    return this.#numbers[slot * NUMBERS_PER_SLOT + SEQ]!
   }
 
   timeAt(slot: number): number {
-    return this.#at[slot]!
+    return this.#numbers[slot * NUMBERS_PER_SLOT + AT]!
   }
 
   /** The slot's exchange as `tail` and the event stream give it. */
   entry(slot: number): TraceEntry {
-    const exchange = this.#exchange[slot] ?? publication(this.#topic[slot]!, this.#size[slot]!, this.#text(slot))
-    return entryOf(this.#seq[slot]!, this.#at[slot]!, exchange, this.#attributes[slot])
+    const at = slot * NUMBERS_PER_SLOT
+    const n = this.#numbers
+    const exchange = this.#exchange[slot] ?? publication(this.#topic[slot]!, n[at + SIZE]!, this.#text(slot))
+    return entryOf(n[at + SEQ]!, n[at + AT]!, exchange, this.#attributes[slot])
   }
 
   /** A ring of `capacity` slots holding the newest of this one's exchanges, in order. */
@@ -353,9 +359,9 @@ class TraceRing {
     for (let back = Math.min(this.count, capacity) - 1; back >= 0; back--) {
       const slot = this.slotBack(back)
       const exchange = this.#exchange[slot]
-      const [seq, at, attributes] = [this.#seq[slot]!, this.#at[slot]!, this.#attributes[slot]]
+      const [seq, at, attributes] = [this.seqAt(slot), this.timeAt(slot), this.#attributes[slot]]
       if (exchange !== undefined) ring.put(seq, at, exchange, attributes)
-      else ring.putPublication(seq, at, this.#topic[slot]!, this.#size[slot]!, this.#text(slot), attributes)
+      else ring.putPublication(seq, at, this.#topic[slot]!, this.#numbers[slot * NUMBERS_PER_SLOT + SIZE]!, this.#text(slot), attributes)
     }
     return ring
   }
@@ -374,16 +380,17 @@ class TraceRing {
 
   #advance(seq: number, at: number, attributes: Record<string, unknown> | undefined): number {
     const slot = this.#next
+    if (slot === this.#allocated) this.#grow()
     this.#next = slot + 1 === this.capacity ? 0 : slot + 1
     if (this.count < this.capacity) this.count++
-    this.#seq[slot] = seq
-    this.#at[slot] = at
+    this.#numbers[slot * NUMBERS_PER_SLOT + SEQ] = seq
+    this.#numbers[slot * NUMBERS_PER_SLOT + AT] = at
     if (attributes !== undefined || this.#attributes[slot] !== undefined) this.#attributes[slot] = attributes
     return slot
   }
 
   #text(slot: number): string {
-    const length = this.#textLength[slot]!
+    const length = this.#numbers[slot * NUMBERS_PER_SLOT + TEXT_LENGTH]!
     if (length < 0) return this.#longText[slot]!
     const slab = this.#slab
     return Buffer.from(slab.buffer, slab.byteOffset + slot * this.#width * 2, length * 2).toString('utf16le')
@@ -393,11 +400,31 @@ class TraceRing {
   #widen(length: number): void {
     let width = Math.max(this.#width, 16)
     while (width < length) width *= 2
-    const slab = new Uint16Array(width * this.capacity)
+    const slab = new Uint16Array(width * this.#allocated)
     const old = this.#width
-    if (old > 0) for (let slot = 0; slot < this.capacity; slot++) slab.set(this.#slab.subarray(slot * old, (slot + 1) * old), slot * width)
+    if (old > 0) for (let slot = 0; slot < this.#allocated; slot++) slab.set(this.#slab.subarray(slot * old, (slot + 1) * old), slot * width)
     this.#slab = slab
     this.#width = width
+  }
+
+  /** More slots for a ring not yet full (its slots are then 0 .. count - 1, in order). */
+  #grow(): void {
+    const allocated = Math.min(this.capacity, Math.max(8, this.#allocated * 2))
+    const numbers = new Float64Array(allocated * NUMBERS_PER_SLOT)
+    numbers.set(this.#numbers)
+    this.#numbers = numbers
+    if (this.#width > 0) {
+      const slab = new Uint16Array(allocated * this.#width)
+      slab.set(this.#slab)
+      this.#slab = slab
+    }
+    for (let slot = this.#allocated; slot < allocated; slot++) {
+      this.#exchange.push(undefined)
+      this.#attributes.push(undefined)
+      this.#topic.push(undefined)
+      this.#longText.push(undefined)
+    }
+    this.#allocated = allocated
   }
 }
 

@@ -70,6 +70,30 @@ describe('adapter trace ring', () => {
     assert.equal(tail(trace)[1]!.payload, 'y'.repeat(MAX_TRACE_TEXT) + '…')
   })
 
+  it('grows its slots as it fills, wider payloads and more slots in any order, then wraps', () => {
+    const { trace } = makeTrace(50)
+    const expected: string[] = []
+    for (let i = 0; i < 120; i++) {
+      const payload = i % 7 === 0 ? 'w'.repeat(i * 3) : `p${i}`
+      if (i % 5 === 0) trace.record({ operation: 'message', direction: 'in', payload })
+      else trace.recordPublish('t', payload.length, payload)
+      expected.push(payload)
+      if (i === 30)
+        assert.deepEqual(
+          tail(trace).map((e) => e.payload),
+          expected,
+        )
+    }
+    assert.deepEqual(
+      tail(trace).map((e) => e.payload),
+      expected.slice(-50),
+    )
+    assert.deepEqual(
+      seqs(tail(trace)),
+      Array.from({ length: 50 }, (_, i) => 71 + i),
+    )
+  })
+
   it('resizes keeping the newest, grows keeping all, and 0 keeps nothing while events still go out', () => {
     const { trace, journal } = makeTrace(6)
     for (let i = 1; i <= 8; i++) trace.recordPublish('t', 1, String(i % 10))
