@@ -262,9 +262,9 @@ const NO_TEXT = new Uint16Array(0)
 
 /**
  * The ring of one adapter's trace: `capacity` slots written in turn, the oldest overwritten, each
- * slot's fields in arrays made once (sequence number and time in Float64Arrays, the exchange and
- * the attributes it set by reference). Entries as users see them are made only when `tail` reads
- * them.
+ * slot's fields in arrays that grow while the ring fills and are reused after (its numbers in one
+ * Float64Array, the exchange and the attributes it set by reference). Entries as users see them
+ * are made only when `tail` reads them.
  *
  * Hand-written for speed (bench/ANALYSIS.md, benchmark 10): an object per exchange kept in an
  * array moved with `shift` cost about a fifth of the CPU of a server whose MQTT adapters publish
@@ -289,7 +289,7 @@ class TraceRing {
   #allocated = 0
   /** Per slot, NUMBERS_PER_SLOT numbers: sequence number, time, a publication's size and its text's length in the slab (-1: in #longText). */
   #numbers: Float64Array = NO_NUMBERS
-  /** The exchange as recorded; undefined in a publication's slot (its fields are the next three). */
+  /** The exchange as recorded; undefined in a publication's slot (its topic, size and text are then the slot's). */
   #exchange: Array<Exchange | undefined> = []
   #attributes: Array<Record<string, unknown> | undefined> = []
   #topic: Array<string | undefined> = []
