@@ -232,5 +232,13 @@ print(json.dumps(r.registers))
     const text = await (await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${TEST_KEY}` } })).text()
     const count = /^mimic_adapter_request_duration_seconds_count\{instance="meter_1",adapter="modbus_slave",kind="modbus_slave"\} (\d+)$/m.exec(text)
     assert.ok(count && Number(count[1]) >= 3, 'latencies observed')
+    // Cumulative buckets, the last (+Inf) holding every answer.
+    const series = 'instance="meter_1",adapter="modbus_slave",kind="modbus_slave"'
+    const buckets = [...text.matchAll(/^mimic_adapter_request_duration_seconds_bucket\{le="([^"]+)",(.*)\} (\d+)$/gm)]
+      .filter((m) => m[2] === series)
+      .map((m) => [m[1], Number(m[3])] as const)
+    assert.equal(buckets.at(-1)?.[0], '+Inf')
+    assert.equal(buckets.at(-1)?.[1], Number(count[1]))
+    for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i]![1] >= buckets[i - 1]![1], `${buckets[i]![0]} below ${buckets[i - 1]![0]}`)
   })
 })

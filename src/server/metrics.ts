@@ -32,8 +32,8 @@ export interface PoolCounts {
 export class ServerMetrics {
   readonly registry = new Registry()
   readonly #httpTally = new HttpTally()
+  readonly #adapterTally = new AdapterTally()
   readonly #stepSeconds: Histogram
-  readonly #adapterSeconds: Histogram<'instance' | 'adapter' | 'kind'>
 
   constructor(system: System, pool: () => PoolCounts | undefined) {
     const registers = [this.registry]
@@ -51,7 +51,7 @@ export class ServerMetrics {
         for (const series of tally.series()) for (const status of series.statuses.values()) this.inc(status.labels, status.count)
       },
     })
-    new TalliedHistogram(tally, {
+    new TalliedHistogram(tally, HTTP_BUCKETS, {
       name: 'mimic_http_request_duration_seconds',
       help: 'Time from a request to its answer, by route and method',
       labelNames: ['route', 'method'],
@@ -64,11 +64,11 @@ export class ServerMetrics {
       buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers,
     })
-    this.#adapterSeconds = new Histogram({
+    new TalliedHistogram(this.#adapterTally, ADAPTER_BUCKETS, {
       name: 'mimic_adapter_request_duration_seconds',
       help: 'Time a protocol adapter took to answer a request, from its traffic trace (docs/traces.md), by instance, adapter and kind',
       labelNames: ['instance', 'adapter', 'kind'],
-      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+      buckets: ADAPTER_BUCKETS,
       registers,
     })
     new Counter({
@@ -153,7 +153,7 @@ export class ServerMetrics {
 
   /** Times one answer of a protocol adapter (given to the protocols' traffic journal, src/protocols/trace.ts). */
   readonly observeAdapter = (labels: { instance: string; adapter: string; kind: string }, seconds: number): void => {
-    this.#adapterSeconds.observe(labels, seconds)
+    this.#adapterTally.observe(labels, seconds)
   }
 
   /** Times one system step (given to the system's engine). */
@@ -163,14 +163,37 @@ export class ServerMetrics {
 }
 
 const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const ADAPTER_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1]
 
-/** The HTTP answers of one route and method: per status, and their times by bucket (not cumulative). */
-interface HttpSeries {
-  labels: { route: string; method: string }
-  statuses: Map<number, { labels: { route: string; method: string; status: string }; count: number }>
+/** Times of one series of labels, counted by bucket (not cumulative), as a TalliedHistogram writes them. */
+interface TalliedSeries {
+  labels: Record<string, string>
   buckets: number[]
   count: number
   sum: number
+}
+
+/** The series a TalliedHistogram writes when scraped. */
+interface Tally {
+  series(): Iterable<TalliedSeries>
+  clear(): void
+}
+
+/** Counts `seconds` into `series`: as prom-client's histogram, the first bucket whose bound holds it (none: only +Inf). */
+function observeInto(series: TalliedSeries, bounds: readonly number[], seconds: number): void {
+  series.count++
+  series.sum += seconds
+  for (let i = 0; i < bounds.length; i++)
+    if (seconds <= bounds[i]!) {
+      series.buckets[i]!++
+      break
+    }
+}
+
+/** The HTTP answers of one route and method: per status, and their times by bucket (not cumulative). */
+interface HttpSeries extends TalliedSeries {
+  labels: { route: string; method: string }
+  statuses: Map<number, { labels: { route: string; method: string; status: string }; count: number }>
 }
 
 /**
@@ -178,7 +201,7 @@ interface HttpSeries {
  * scraped. prom-client's `inc` and `observe` build and hash a key of their labels on every call:
  * 2-4 us per answer here, a share of a fast-lane GET's own work one can see in a profile.
  */
-class HttpTally {
+class HttpTally implements Tally {
   readonly #routes = new Map<string, Map<string, HttpSeries>>()
 
   observe(route: string, method: string, status: number, seconds: number): void {
@@ -192,14 +215,7 @@ class HttpTally {
     let counted = series.statuses.get(status)
     if (counted === undefined) series.statuses.set(status, (counted = { labels: { route, method, status: String(status) }, count: 0 }))
     counted.count++
-    series.count++
-    series.sum += seconds
-    // As prom-client's histogram: the first bucket whose bound holds the value (none: only +Inf).
-    for (let i = 0; i < HTTP_BUCKETS.length; i++)
-      if (seconds <= HTTP_BUCKETS[i]!) {
-        series.buckets[i]!++
-        break
-      }
+    observeInto(series, HTTP_BUCKETS, seconds)
   }
 
   *series(): IterableIterator<HttpSeries> {
@@ -211,39 +227,76 @@ class HttpTally {
   }
 }
 
-/** A prom-client histogram whose series come from an HttpTally: the same lines as its own would be. */
-class TalliedHistogram extends Histogram<'route' | 'method'> {
-  // Not a class field: the base constructor calls reset() before a field would be defined.
-  declare private tally: HttpTally | undefined
+/**
+ * A protocol adapter's answers timed in plain numbers (`onLatency` of the traffic journal, one
+ * call per traced exchange), read into their histogram when scraped: prom-client's `observe`
+ * hashes its labels on every call, a sixth of a Modbus server's busy time under pipelined reads.
+ * Each adapter's trace passes the same labels object every time, so a series is found by that
+ * object; two objects with the same labels (an adapter made again) share one series.
+ */
+class AdapterTally implements Tally {
+  #byObject = new WeakMap<object, TalliedSeries>()
+  readonly #byKey = new Map<string, TalliedSeries>()
+
+  observe(labels: { instance: string; adapter: string; kind: string }, seconds: number): void {
+    let series = this.#byObject.get(labels)
+    if (series === undefined) {
+      const key = `${labels.instance}\0${labels.adapter}\0${labels.kind}`
+      series = this.#byKey.get(key)
+      if (series === undefined) {
+        series = { labels: { instance: labels.instance, adapter: labels.adapter, kind: labels.kind }, buckets: ADAPTER_BUCKETS.map(() => 0), count: 0, sum: 0 }
+        this.#byKey.set(key, series)
+      }
+      this.#byObject.set(labels, series)
+    }
+    observeInto(series, ADAPTER_BUCKETS, seconds)
+  }
+
+  series(): Iterable<TalliedSeries> {
+    return this.#byKey.values()
+  }
+
+  clear(): void {
+    this.#byKey.clear()
+    this.#byObject = new WeakMap()
+  }
+}
+
+/** A prom-client histogram whose series come from a tally: the same lines as its own would be. */
+class TalliedHistogram<T extends string> extends Histogram<T> {
+  // Not class fields: the base constructor calls reset() before a field would be defined.
+  declare private tally: Tally | undefined
+  declare private bounds: readonly number[]
   /** Its name and help as configured (prom-client's typings do not show the instance's own). */
   declare private described: { name: string; help: string }
 
-  constructor(tally: HttpTally, configuration: ConstructorParameters<typeof Histogram<'route' | 'method'>>[0]) {
+  constructor(tally: Tally, bounds: readonly number[], configuration: ConstructorParameters<typeof Histogram<T>>[0]) {
     super(configuration)
     this.tally = tally
+    this.bounds = bounds
     this.described = { name: configuration.name, help: configuration.help }
   }
 
   /** What the registry writes (prom-client calls this rather than get() when it exists). */
-  getForPromString(): Promise<Awaited<ReturnType<Histogram<'route' | 'method'>['get']>>> {
+  getForPromString(): Promise<Awaited<ReturnType<Histogram<T>['get']>>> {
     return this.get()
   }
 
-  override async get(): Promise<Awaited<ReturnType<Histogram<'route' | 'method'>['get']>>> {
+  override async get(): Promise<Awaited<ReturnType<Histogram<T>['get']>>> {
     const { name, help } = this.described
     const values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = []
     for (const { labels, buckets, count, sum } of this.tally?.series() ?? []) {
       let below = 0
       buckets.forEach((n, i) => {
         below += n
-        values.push({ labels: { le: HTTP_BUCKETS[i]!, ...labels }, value: below, metricName: `${name}_bucket` })
+        values.push({ labels: { le: this.bounds[i]!, ...labels }, value: below, metricName: `${name}_bucket` })
       })
       values.push({ labels: { le: '+Inf', ...labels }, value: count, metricName: `${name}_bucket` })
       values.push({ labels: { ...labels }, value: sum, metricName: `${name}_sum` })
       values.push({ labels: { ...labels }, value: count, metricName: `${name}_count` })
     }
     const data = { name, help, type: 'histogram', values, aggregator: 'sum' }
-    return data as unknown as Awaited<ReturnType<Histogram<'route' | 'method'>['get']>>
+    return data as unknown as Awaited<ReturnType<Histogram<T>['get']>>
   }
 
   override reset(): void {
