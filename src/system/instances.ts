@@ -187,9 +187,11 @@ export class Instances extends KeyedContainer<Instance> {
         sliceStart = performance.now()
         if (sliceStart - reported >= GENERATE_PROGRESS_MS) {
           reported = sliceStart
+          // Done counts the entries another shard owns too, so that it reaches the fleet's size.
+          const done = names.length + skipped
           this.#system.services.logger.info(
-            { template: fleet.template, created: names.length, of: expanded.entries.length },
-            `generating instances of '${fleet.template}': ${names.length} of ${expanded.entries.length} made`,
+            { template: fleet.template, created: names.length, done, of: expanded.entries.length },
+            `generating instances of '${fleet.template}': ${done} of ${expanded.entries.length} done`,
           )
         }
       }
