@@ -32,10 +32,18 @@ export interface PoolCounts {
 export class ServerMetrics {
   readonly registry = new Registry()
   readonly #httpTally = new HttpTally()
-  readonly #adapterTally = new AdapterTally()
+  readonly #adapterTally: AdapterTally
   readonly #stepSeconds: Histogram
 
   constructor(system: System, pool: () => PoolCounts | undefined) {
+    // The adapters of the system now, as the tally keys its series: a deleted instance's series
+    // go at the next scrape, as they do from the adapter counters below.
+    this.#adapterTally = new AdapterTally(() => {
+      const keys = new Set<string>()
+      for (const instance of system.instances.all())
+        for (const node of instance.communication.adapterNodes()) keys.add(adapterKey(instance.name, node.name, node.kind.name))
+      return keys
+    })
     const registers = [this.registry]
     collectDefaultMetrics({ register: this.registry })
     // Gauges prom-client names *_total, which promtool's lint refuses (only counters end in _total).
@@ -237,11 +245,17 @@ class HttpTally implements Tally {
 class AdapterTally implements Tally {
   #byObject = new WeakMap<object, TalliedSeries>()
   readonly #byKey = new Map<string, TalliedSeries>()
+  /** The keys of the adapters that exist now (adapterKey): the series of others are dropped when read. */
+  readonly #present: () => Set<string>
+
+  constructor(present: () => Set<string>) {
+    this.#present = present
+  }
 
   observe(labels: { instance: string; adapter: string; kind: string }, seconds: number): void {
     let series = this.#byObject.get(labels)
     if (series === undefined) {
-      const key = `${labels.instance}\0${labels.adapter}\0${labels.kind}`
+      const key = adapterKey(labels.instance, labels.adapter, labels.kind)
       series = this.#byKey.get(key)
       if (series === undefined) {
         series = { labels: { instance: labels.instance, adapter: labels.adapter, kind: labels.kind }, buckets: ADAPTER_BUCKETS.map(() => 0), count: 0, sum: 0 }
@@ -253,6 +267,12 @@ class AdapterTally implements Tally {
   }
 
   series(): Iterable<TalliedSeries> {
+    const present = this.#present()
+    for (const key of this.#byKey.keys())
+      if (!present.has(key)) {
+        this.#byKey.delete(key)
+        this.#byObject = new WeakMap()
+      }
     return this.#byKey.values()
   }
 
@@ -260,6 +280,10 @@ class AdapterTally implements Tally {
     this.#byKey.clear()
     this.#byObject = new WeakMap()
   }
+}
+
+function adapterKey(instance: string, adapter: string, kind: string): string {
+  return `${instance}\0${adapter}\0${kind}`
 }
 
 /** A prom-client histogram whose series come from a tally: the same lines as its own would be. */
