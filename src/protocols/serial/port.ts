@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises'
-import { SerialPort } from 'serialport'
+import { SerialPortStream } from '@serialport/stream'
 import type { SerialSettings } from '../../definition/serial-schema.js'
+import { hangupAwareBinding } from './hangup-binding.js'
 
 export {
   SERIAL_DEFAULTS,
@@ -101,7 +102,7 @@ export function characterTimeMs(settings: Pick<SerialSettings, 'baudrate' | 'byt
 export async function openSerialLine(settings: SerialSettings, handlers: SerialLineHandlers): Promise<SerialLine> {
   const device = settings.device
   await checkDevice(device)
-  const port = new SerialPort({
+  const port = new SerialPortStream({
     path: device,
     baudRate: settings.baudrate,
     dataBits: settings.bytesize,
@@ -110,6 +111,8 @@ export async function openSerialLine(settings: SerialSettings, handlers: SerialL
     // An exclusive lock, so that two programs (or two lines of ours) never share a device unawares.
     lock: true,
     autoOpen: false,
+    // So that a device that goes away is reported, not read forever (see hangup-binding.ts).
+    binding: hangupAwareBinding,
   })
   await new Promise<void>((resolve, reject) => {
     port.open((error) => (error ? reject(openError(device, error)) : resolve()))
