@@ -532,10 +532,15 @@ function answersIn(bytes: Buffer): Answer[] {
   return answers
 }
 
-/** A body without what differs from one request to the next (ids, times, uptime). */
+/**
+ * A body without what differs from one request to the next (ids, times, uptime), nor the refusals
+ * /health has counted so far: for an input node's parser refuses, the two servers may answer
+ * different requests before the refusal (see `compare`), so a 401 counted by one may never have
+ * been made by the other, and the tallies part for every later input.
+ */
 function comparableBody(text: string): unknown {
   try {
-    return JSON.parse(text, (key, value) => (['correlation_id', 'when', 'uptime_s'].includes(key) ? '-' : value))
+    return JSON.parse(text, (key, value) => (['correlation_id', 'when', 'uptime_s', 'refused'].includes(key) ? '-' : value))
   } catch {
     return text
   }
