@@ -55,10 +55,12 @@ function model(cls: string, methods: Record<string, string>): Record<string, unk
   }
 }
 
-/** Requests that must keep being answered with 200 while something else goes wrong. */
+/**
+ * Requests that must keep being answered with 200 while something else goes wrong: in turn /health,
+ * a write, a `run` of a plain instance and a `run` of an instance on a healthy worker, one at a time.
+ */
 class Bystanders {
   readonly statuses = new Map<number, number>()
-  maxLatencyMs = 0
   count = 0
   #stop = false
   #done: Promise<void>
@@ -66,7 +68,6 @@ class Bystanders {
   constructor(t: TestServer, instances: string[]) {
     const one = async (i: number): Promise<void> => {
       const k = i % 4
-      const started = Date.now()
       const res =
         k === 0
           ? await t.api('GET', '/health')
@@ -77,7 +78,6 @@ class Bystanders {
               : instances.length
                 ? await t.call(`${SYS}/instances/${instances[i % instances.length]}`, 'run')
                 : await t.api('GET', `${SYS}/instances`)
-      this.maxLatencyMs = Math.max(this.maxLatencyMs, Date.now() - started)
       this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1)
       this.count++
     }
@@ -89,6 +89,17 @@ class Bystanders {
     })()
   }
 
+  /**
+   * Resolves with what `pending` resolves with, and how many bystander requests were answered
+   * before it was. A bystander held up by the fault (behind a hung worker, or by an event loop the
+   * fault keeps busy) is answered only after it, so the count stops at the requests made before the
+   * one held up: fewer than one round of the four kinds.
+   */
+  async answeredDuring<T>(pending: Promise<T>): Promise<{ value: T; answered: number }> {
+    const value = await pending
+    return { value, answered: this.count }
+  }
+
   async stop(): Promise<void> {
     this.#stop = true
     await this.#done
@@ -97,7 +108,6 @@ class Bystanders {
   assertAllAnswered(what: string): void {
     assert.ok(this.count > 0, `no bystander request ran during ${what}`)
     assert.deepEqual([...this.statuses.keys()], [200], `bystander answers during ${what}: ${JSON.stringify([...this.statuses])}`)
-    assert.ok(this.maxLatencyMs < 2000, `a bystander waited ${this.maxLatencyMs} ms during ${what}`)
   }
 }
 
@@ -190,7 +200,7 @@ describe('Python worker faults', () => {
     const started = Date.now()
     const hang = t.call(`${SYS}/instances/hanger`, 'hang')
     const bystanders = new Bystanders(t, others)
-    const res = await hang
+    const { value: res, answered } = await bystanders.answeredDuring(hang)
     const waited = Date.now() - started
     await bystanders.stop()
 
@@ -198,6 +208,7 @@ describe('Python worker faults', () => {
     assert.equal(res.body.event, 'worker_timeout')
     assert.ok(waited >= 1900 && waited < 6000, `answered after ${waited} ms with a 2 s limit`)
     bystanders.assertAllAnswered('the hang')
+    assert.ok(answered >= 8, `only ${answered} bystander requests were answered while the call hung: one waited for it`)
     for (const name of ['hanger', ...neighbours]) assert.equal((await state(name)).state, 'ERROR', name)
     for (const name of others) assert.notEqual((await state(name)).state, 'ERROR', name)
     // The killed worker is gone and reaped (a zombie until the server's event loop gets to it).
@@ -220,7 +231,7 @@ describe('Python worker faults', () => {
 
     const bystanders = new Bystanders(t, others)
     const started = Date.now()
-    const printed = await t.call(`${SYS}/instances/flooder`, 'flood', { mb: 8 })
+    const { value: printed, answered } = await bystanders.answeredDuring(t.call(`${SYS}/instances/flooder`, 'flood', { mb: 8 }))
     const printMs = Date.now() - started
     const raw = await t.call(`${SYS}/instances/flooder`, 'flood_raw', { mb: 4 })
     const totalMs = Date.now() - started
@@ -230,6 +241,7 @@ describe('Python worker faults', () => {
     assert.deepEqual(printed.body, { result: 8 })
     assert.equal(raw.status, 200, JSON.stringify(raw.body))
     bystanders.assertAllAnswered('the flood')
+    assert.ok(answered >= 4, `only ${answered} bystander requests were answered while the call flooded stdout: one waited for it`)
     assert.equal((await state('flooder')).state, 'PREPARED')
     assert.equal((await t.call(`${SYS}/instances/flooder`, 'run')).status, 200)
 
@@ -243,7 +255,7 @@ describe('Python worker faults', () => {
     const rawLines = t.logs.slice(logsBefore).filter((r) => r.stream === 'stdout' && r.instance === undefined)
     assert.ok(rawLines.every((r) => String(r.msg).length <= 64 * 1024 + 1))
     ;(t as unknown as { floodFigures: string }).floodFigures =
-      `print 8 MB: ${printMs} ms, ${printedChars} chars logged; raw 4 MB: ${rawLines.length} lines; total ${totalMs} ms`
+      `print 8 MB: ${printMs} ms (${answered} bystander answers meanwhile), ${printedChars} chars logged; raw 4 MB: ${rawLines.length} lines; total ${totalMs} ms`
   })
 
   it('an instance that raises in every call: 500 with the traceback, the step completes for the others, the server keeps serving', async () => {
