@@ -1,11 +1,12 @@
 """A Modbus device for the modbus_master tests: pymodbus' TCP server (Debian's python3-pymodbus),
 a program Mimic shares nothing with, whose registers the test sets and reads while it runs.
 
-Usage: /usr/bin/python3 modbus-master-device.py [--rtu] PORT [PORT ...]
+Usage: /usr/bin/python3 modbus-master-device.py [--rtu | --udp] PORT [PORT ...]
        /usr/bin/python3 modbus-master-device.py --serial DEVICE BAUDRATE
 
 Serves one register space (every unit id, 65536 registers and bits per area) on 127.0.0.1 at
-each PORT, as Modbus TCP or, with --rtu, as RTU frames over TCP; or, with --serial, as Modbus RTU
+each PORT, as Modbus TCP, with --rtu as RTU frames over TCP, with --udp as Modbus UDP (one MBAP
+frame per datagram); or, with --serial, as Modbus RTU
 on the serial line DEVICE (8N1 at BAUDRATE; pyserial, Debian's python3-serial). Prints "ready"
 once every port listens (or the line is open). Then reads one JSON command a line from stdin and prints one JSON answer a line:
   {"op": "set", "area": "h_r", "address": 0, "values": [1, 2]}  -> {"ok": true}
@@ -20,7 +21,7 @@ import threading
 from pymodbus.datastore import ModbusSequentialDataBlock, ModbusServerContext, ModbusSlaveContext
 from pymodbus.framer.rtu_framer import ModbusRtuFramer
 from pymodbus.framer.socket_framer import ModbusSocketFramer
-from pymodbus.server.async_io import ModbusSerialServer, ModbusTcpServer
+from pymodbus.server.async_io import ModbusSerialServer, ModbusTcpServer, ModbusUdpServer
 
 SIZE = 65536
 STORE_KEY = {"h_r": "h", "i_r": "i", "c_o": "c", "d_i": "d"}
@@ -30,7 +31,8 @@ def main():
     args = sys.argv[1:]
     serial = args[1:3] if args[:1] == ["--serial"] else None
     rtu = "--rtu" in args
-    ports = [] if serial else [int(a) for a in args if a != "--rtu"]
+    udp = "--udp" in args
+    ports = [] if serial else [int(a) for a in args if a not in ("--rtu", "--udp")]
     slave = ModbusSlaveContext(
         di=ModbusSequentialDataBlock(0, [0] * SIZE),
         co=ModbusSequentialDataBlock(0, [0] * SIZE),
@@ -43,7 +45,7 @@ def main():
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     framer = ModbusRtuFramer if rtu else ModbusSocketFramer
-    servers = [ModbusTcpServer(context, framer=framer, address=("127.0.0.1", port), allow_reuse_address=True, loop=loop) for port in ports]
+    servers = [] if udp else [ModbusTcpServer(context, framer=framer, address=("127.0.0.1", port), allow_reuse_address=True, loop=loop) for port in ports]
 
     async def serve():
         if serial:
@@ -52,6 +54,9 @@ def main():
             print("ready", flush=True)
             await server.serve_forever()
             return
+        if udp:
+            # pymodbus makes a UDP server only inside a running loop.
+            servers.extend(ModbusUdpServer(context, framer=framer, address=("127.0.0.1", port)) for port in ports)
         tasks = [asyncio.ensure_future(server.serve_forever()) for server in servers]
         await asyncio.gather(*(server.serving for server in servers))
         print("ready", flush=True)

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { createSocket } from 'node:dgram'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
@@ -25,6 +26,22 @@ function pymodbusMissing(): string | null {
   return `pymodbus is missing (${PYTHON}: ${(probe.stderr || String(probe.error)).trim().split('\n').pop()}): install the Debian package python3-pymodbus`
 }
 
+/** How the pymodbus device serves: Modbus TCP by default, RTU frames over TCP, Modbus UDP, or RTU on a serial line. */
+interface DeviceOptions {
+  rtu?: boolean
+  udp?: boolean
+  serial?: { device: string; baudrate: number }
+}
+
+/** A UDP port of 127.0.0.1 that nothing had bound when asked. */
+async function freeUdpPort(): Promise<number> {
+  const socket = createSocket('udp4')
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  const { port } = socket.address()
+  await new Promise<void>((resolve) => socket.close(resolve))
+  return port
+}
+
 /** A pymodbus device on `ports` of 127.0.0.1, set and read through its stdin. */
 class Device {
   readonly #child: ChildProcess
@@ -37,10 +54,10 @@ class Device {
     this.#exited = new Promise((resolve) => child.once('exit', () => resolve()))
   }
 
-  static async start(ports: number[], options: { rtu?: boolean; serial?: { device: string; baudrate: number } } = {}): Promise<Device> {
+  static async start(ports: number[], options: DeviceOptions = {}): Promise<Device> {
     const args = options.serial
       ? ['--serial', options.serial.device, String(options.serial.baudrate)]
-      : [...(options.rtu ? ['--rtu'] : []), ...ports.map(String)]
+      : [...(options.rtu ? ['--rtu'] : []), ...(options.udp ? ['--udp'] : []), ...ports.map(String)]
     const child = spawn(PYTHON, [DEVICE, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
     let errors = ''
     child.stderr!.on('data', (chunk: Buffer) => (errors += chunk))
@@ -129,7 +146,7 @@ describe('modbus_master polls Modbus devices', () => {
     await t?.close()
   })
 
-  async function device(ports: number[], options: { rtu?: boolean; serial?: { device: string; baudrate: number } } = {}): Promise<Device> {
+  async function device(ports: number[], options: DeviceOptions = {}): Promise<Device> {
     const d = await Device.start(ports, options)
     devices.push(d)
     return d
@@ -292,6 +309,36 @@ describe('modbus_master polls Modbus devices', () => {
     const write = [...tail].reverse().find((e) => e.operation === 'write' && e.function === 16 && e.address === 20)
     assert.deepEqual(write?.values, floatWords(-7.5))
     assert.equal((await t.call(`${SYS}/instances/plc_rtu`, 'stop')).status, 200)
+  })
+
+  it('udp: polls pymodbus serving Modbus UDP, writes back, and goes FAILED naming the device once nothing answers there', async () => {
+    const port = await freeUdpPort()
+    const server = await device([port], { udp: true })
+    await server.set('h_r', 0, floatWords(21.5))
+    await server.set('i_r', 10, [77])
+    assert.equal((await t.api('PUT', `${SYS}/models`, { PlcUdp: plcModel({ port, transport: 'udp', slave_id: 2 }) })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { plc_udp: 'PlcUdp' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/plc_udp`, 'prepare')).status, 200)
+    await eventually(async () => (await value('plc_udp', 'temperature')) === 21.5 && (await value('plc_udp', 'count')) === 77)
+    assert.equal((await t.api('PUT', `${SYS}/instances/plc_udp/attributes/setpoint/attr/internal_value`, { value: 6.25 })).status, 200)
+    await eventually(async () => wordsFloat(await server.get('h_r', 20, 2)) === 6.25)
+    let body = await adapter('plc_udp')
+    assert.equal(body.state, 'CONNECTED')
+    assert.equal(body.attr.transport.value, 'udp')
+    const tail = (await t.call(node('plc_udp'), 'tail', { limit: 200, function: 3 })).body.result as Array<Record<string, unknown>>
+    assert.ok(
+      tail.some((e) => e.device === `127.0.0.1:${port}` && e.unit === 2 && e.address === 0 && JSON.stringify(e.values) === JSON.stringify(floatWords(21.5))),
+      JSON.stringify(tail.slice(-3)),
+    )
+    // Nothing answers on the port any more: the polls fail, naming the device, until FAILED.
+    await server.stop()
+    devices.splice(devices.indexOf(server), 1)
+    body = await eventually(async () => {
+      const b = await adapter('plc_udp')
+      return b.state === 'FAILED' && b
+    }, 15_000)
+    assert.match(body.attr.last_error.value, new RegExp(`127\\.0\\.0\\.1:${port}`))
+    assert.equal((await t.call(`${SYS}/instances/plc_udp`, 'stop')).status, 200)
   })
 
   it('serial: polls pymodbus serving Modbus RTU on a serial line (a socat pty pair)', async () => {

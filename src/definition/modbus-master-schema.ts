@@ -19,7 +19,7 @@ import { serialDeviceIssue, serialSettingsShape } from './serial-schema.js'
  */
 
 /** How a master reaches its devices. @example MODBUS_MASTER_TRANSPORTS.includes('rtu_over_tcp') */
-export const MODBUS_MASTER_TRANSPORTS = ['tcp', 'rtu_over_tcp', 'serial'] as const
+export const MODBUS_MASTER_TRANSPORTS = ['tcp', 'udp', 'rtu_over_tcp', 'serial'] as const
 /** @example const t: ModbusMasterTransport = 'tcp' */
 export type ModbusMasterTransport = (typeof MODBUS_MASTER_TRANSPORTS)[number]
 

@@ -1,4 +1,5 @@
-import { Socket } from 'node:net'
+import { createSocket, type Socket as UdpSocket } from 'node:dgram'
+import { isIPv6, Socket } from 'node:net'
 import { ConflictError } from '../../errors.js'
 import { MBAP_LENGTH, decodeResponse, encodeRequest, stampHeader, type ModbusRequest, type ModbusResponse } from '../modbus/codec.js'
 import { crcOk, rtuFrame } from '../modbus/rtu.js'
@@ -7,12 +8,14 @@ import type { ModbusMasterTransport } from '../../definition/modbus-master-schem
 
 /**
  * One connection of a Modbus master to one device (host and port) or one serial line: Modbus TCP
- * (MBAP frames), RTU over TCP (RTU frames with CRC-16 on a TCP stream, as a serial gateway passes
- * them), or RTU on a serial line (src/protocols/serial/port.ts), where a request waits for the
- * 3.5-character silence after the previous frame. Requests go one at a time, each waiting at most
- * `timeoutMs` for the connection and for its answer; a request that gets no answer closes a TCP
- * connection (a late answer must not be taken for the next request's) and the next request
- * connects again; on a serial line, which has no connection, what arrived is dropped instead.
+ * (MBAP frames), Modbus UDP (one MBAP frame per datagram), RTU over TCP (RTU frames with CRC-16 on
+ * a TCP stream, as a serial gateway passes them), or RTU on a serial line
+ * (src/protocols/serial/port.ts), where a request waits for the 3.5-character silence after the
+ * previous frame. Requests go one at a time, each waiting at most `timeoutMs` for the connection
+ * and for its answer; a request that gets no answer closes a TCP connection (a late answer must not
+ * be taken for the next request's) and the next request connects again; on a serial line, which
+ * has no connection, what arrived is dropped instead, and over UDP a late answer is told apart by
+ * its transaction id.
  * Frames are built and read with the Modbus server's codec (src/protocols/modbus/codec.ts, rtu.ts).
  *
  * @example
@@ -45,6 +48,11 @@ export class ModbusLink {
     this.transport = opts.transport
     this.timeoutMs = opts.timeoutMs
     this.#serial = opts.serial ?? null
+  }
+
+  /** Whether frames are MBAP (Modbus TCP and UDP), not RTU. */
+  get #mbap(): boolean {
+    return this.transport === 'tcp' || this.transport === 'udp'
   }
 
   /** `host:port`, or the serial device, for messages. */
@@ -91,12 +99,13 @@ export class ModbusLink {
     this.#transactionId = (this.#transactionId + 1) & 0xffff
     const transactionId = this.#transactionId
     const adu = encodeRequest({ transactionId, unitId, request })
-    const frame = this.transport === 'tcp' ? adu : rtuFrame(unitId, adu, MBAP_LENGTH)
+    const frame = this.#mbap ? adu : rtuFrame(unitId, adu, MBAP_LENGTH)
     return new Promise<ModbusResponse>((resolve, reject) => {
       const timer = setTimeout(() => {
         pending.fail(new Error(`no answer from ${this.address} (unit ${unitId}, function ${request.fc}) within ${this.timeoutMs / 1000} s`))
-        // A serial line stays open: what arrived of a late answer is dropped.
-        if (this.#serial) this.#buffer = Buffer.alloc(0)
+        // A serial line stays open: what arrived of a late answer is dropped. A UDP socket stays
+        // open too: a late answer has an older transaction id.
+        if (this.#serial || this.transport === 'udp') this.#buffer = Buffer.alloc(0)
         else this.drop()
       }, this.timeoutMs)
       const pending: Pending = {
@@ -129,7 +138,7 @@ export class ModbusLink {
 
   #connect(): Promise<Channel> {
     if (this.#channel) return Promise.resolve(this.#channel)
-    this.#connecting ??= (this.#serial ? this.#openSerial(this.#serial) : this.#openTcp()).finally(() => {
+    this.#connecting ??= (this.#serial ? this.#openSerial(this.#serial) : this.transport === 'udp' ? this.#openUdp() : this.#openTcp()).finally(() => {
       this.#connecting = null
     })
     return this.#connecting
@@ -186,6 +195,56 @@ export class ModbusLink {
     })
   }
 
+  /**
+   * A UDP socket connected to the device: it sends there and hears only datagrams from there. A
+   * device that is not listening shows as the next send or receive failing with ECONNREFUSED (the
+   * ICMP port unreachable the kernel keeps for a connected socket), or as no answer in time.
+   */
+  #openUdp(): Promise<Channel> {
+    return new Promise<Channel>((resolve, reject) => {
+      const socket: UdpSocket = createSocket(isIPv6(this.host) ? 'udp6' : 'udp4')
+      const timer = setTimeout(() => {
+        socket.close()
+        reject(new Error(`cannot reach ${this.address}: no route within ${this.timeoutMs / 1000} s`))
+      }, this.timeoutMs)
+      socket.once('error', (error: NodeJS.ErrnoException) => {
+        clearTimeout(timer)
+        socket.close()
+        reject(new Error(`cannot reach ${this.address}: ${error.message}`))
+      })
+      socket.connect(this.port, this.host, () => {
+        clearTimeout(timer)
+        socket.removeAllListeners('error')
+        let open = true
+        const close = (): Promise<void> =>
+          new Promise<void>((done) => {
+            if (!open) return done()
+            open = false
+            socket.close(() => done())
+          })
+        const fail = (error: NodeJS.ErrnoException): void => {
+          this.#gone(channel, `failed: ${refusal(error)}`)
+          void close()
+        }
+        const channel: Channel = {
+          write: (data) => socket.send(data, (error) => error && fail(error)),
+          close,
+        }
+        this.#channel = channel
+        this.#buffer = Buffer.alloc(0)
+        // Each datagram is one frame: a short or corrupt one is not joined to the next.
+        socket.on('message', (datagram: Buffer) => {
+          if (this.#channel !== channel) return
+          this.#buffer = Buffer.alloc(0)
+          this.#received(channel, datagram)
+          this.#buffer = Buffer.alloc(0)
+        })
+        socket.on('error', fail)
+        resolve(channel)
+      })
+    })
+  }
+
   #received(channel: Channel, chunk: Buffer): void {
     if (this.#channel !== channel) return
     this.#lastTraffic = Date.now()
@@ -202,7 +261,7 @@ export class ModbusLink {
   /** Takes every complete frame from the buffer; answers nobody waits for are dropped. */
   #read(): void {
     for (;;) {
-      const length = this.transport === 'tcp' ? tcpFrameLength(this.#buffer) : rtuAnswerLength(this.#buffer)
+      const length = this.#mbap ? tcpFrameLength(this.#buffer) : rtuAnswerLength(this.#buffer)
       if (length === 0 || this.#buffer.length < length) return
       const frame = this.#buffer.subarray(0, length)
       this.#buffer = this.#buffer.subarray(length)
@@ -210,17 +269,22 @@ export class ModbusLink {
       if (!pending) continue
       let answer: ModbusResponse
       try {
-        answer = this.transport === 'tcp' ? decodeResponse(frame) : decodeRtu(frame, pending.transactionId)
+        answer = this.#mbap ? decodeResponse(frame) : decodeRtu(frame, pending.transactionId)
       } catch (error) {
         pending.fail(new Error(`bad answer from ${this.address}: ${(error as Error).message}`))
         this.drop()
         return
       }
-      if (this.transport === 'tcp' && answer.transactionId !== pending.transactionId) continue
+      if (this.#mbap && answer.transactionId !== pending.transactionId) continue
       if (answer.unitId !== pending.unitId) continue
       pending.done(answer)
     }
   }
+}
+
+/** A socket error as a message: a refused datagram says so in words. */
+function refusal(error: NodeJS.ErrnoException): string {
+  return error.code === 'ECONNREFUSED' ? 'refused (nothing listens on that port)' : error.message
 }
 
 /** An open connection or serial line. */
