@@ -53,6 +53,19 @@ export interface TraceEntry extends Exchange {
   attributes?: Record<string, unknown>
 }
 
+/**
+ * How an adapter's exchanges recorded as 16-bit words (`AdapterTrace.recordWords`) become
+ * exchanges again: one object per kind of record (the Modbus decoder's is in modbus/trace.ts), kept
+ * by reference in each slot and called only when `tail` or the event stream reads the slot.
+ */
+export interface WordsLayout {
+  /** The exchange the `length` words of `words` from `start` describe; `latency` is the one recorded with them. */
+  exchange(words: Uint16Array, start: number, length: number, latency: number): Exchange
+}
+
+/** Most words one `recordWords` call may store (the widest slot of the ring's slab). */
+export const MAX_RECORD_WORDS = 256
+
 /** The `protocol.write` event: an exchange that set attributes, with where it happened. */
 export interface ProtocolWriteEvent extends TraceEntry {
   /** Sequence number in the server's journal (1, 2, ... for the life of the server). */
@@ -202,6 +215,24 @@ export class AdapterTrace {
   }
 
   /**
+   * Records one exchange kept as `length` (at most MAX_RECORD_WORDS) 16-bit words from the start
+   * of `words`, copied into the ring without any object, and made into an exchange by `layout`
+   * only when read (a Modbus server may answer hundreds of thousands of requests a second; see
+   * modbus/trace.ts). `latency` is the exchange's time to answer in seconds, kept in the slot and
+   * given to /metrics. The attribute writes seen since the last record are its `attributes`, as
+   * with `record`.
+   */
+  recordWords(layout: WordsLayout, words: Uint16Array, length: number, latency: number): void {
+    const seq = ++this.#seq
+    const at = Date.now()
+    const attributes = this.#pending ?? undefined
+    this.#pending = null
+    this.#journal.onLatency?.(this.#labels, latency)
+    if (this.#ring.capacity > 0) this.#ring.putWords(seq, at, layout, words, 0, length, latency, attributes)
+    if (attributes !== undefined) this.#publishWrite(entryOf(seq, at, layout.exchange(words, 0, length, latency), attributes))
+  }
+
+  /**
    * Hears an attribute write of the adapter (its accessor calls this). The write joins the next
    * recorded exchange; when the adapter records none by the end of the current turn, the writes
    * are recorded on their own as a `write` exchange.
@@ -248,12 +279,14 @@ export class AdapterTrace {
 }
 
 /** The longest text a publication's slot keeps in the ring's slab (UTF-16 code units); a longer one is kept as a string. */
-const MAX_SLOT_CHARS = 256
+const MAX_SLOT_CHARS = MAX_RECORD_WORDS
 
 /** What a ring's slot keeps as numbers, at these offsets in its part of TraceRing's Float64Array. */
 const SEQ = 0
 const AT = 1
+/** A publication's size, or a words record's latency. */
 const SIZE = 2
+/** A publication's text length in the slab (-1: in #longText), or a words record's length. */
 const TEXT_LENGTH = 3
 const NUMBERS_PER_SLOT = 4
 /** The arrays of a ring that holds nothing yet, shared (a ring makes its own on its first entry). */
@@ -263,7 +296,9 @@ const NO_TEXT = new Uint16Array(0)
 /**
  * The ring of one adapter's trace: `capacity` slots written in turn, the oldest overwritten, each
  * slot's fields in arrays that grow while the ring fills and are reused after (its numbers in one
- * Float64Array, the exchange and the attributes it set by reference). Entries as users see them
+ * Float64Array, the exchange and the attributes it set by reference). A slot holds an exchange
+ * object (`put`), a publication (`putPublication`: topic, size, payload text in the slab) or a words
+ * record (`putWords`: latency, the words in the slab, its WordsLayout). Entries as users see them
  * are made only when `tail` reads them.
  *
  * Hand-written for speed (bench/ANALYSIS.md, benchmark 10): an object per exchange kept in an
@@ -274,7 +309,9 @@ const NO_TEXT = new Uint16Array(0)
  * copied as UTF-16 code units (exact for any string) into a slab of fixed-width slots outside the
  * JavaScript heap, widened to the longest payload seen up to MAX_SLOT_CHARS. (A loop of
  * `charCodeAt` copies a payload of 40 characters in about a third of the time of `Buffer#write`
- * with 'utf16le', whose argument handling costs more than the copy.)
+ * with 'utf16le', whose argument handling costs more than the copy.) A Modbus exchange is kept the
+ * same way, as words (its numbers, written values and read words) in the slab: an object per
+ * request, kept for as long as the ring holds it, was about 7 % of a pipelined Modbus server's time.
  */
 class TraceRing {
   readonly capacity: number
@@ -287,10 +324,12 @@ class TraceRing {
    * adapter that records little keeps little; a full ring allocates nothing more.
    */
   #allocated = 0
-  /** Per slot, NUMBERS_PER_SLOT numbers: sequence number, time, a publication's size and its text's length in the slab (-1: in #longText). */
+  /** Per slot, NUMBERS_PER_SLOT numbers: sequence number, time, a publication's size (a words record's latency) and its text's length in the slab (-1: in #longText; a words record's length). */
   #numbers: Float64Array = NO_NUMBERS
-  /** The exchange as recorded; undefined in a publication's slot (its topic, size and text are then the slot's). */
+  /** The exchange as recorded; undefined in a publication's slot (its topic, size and text are then the slot's) and a words record's. */
   #exchange: Array<Exchange | undefined> = []
+  /** A words record's layout; undefined in other slots. */
+  #layout: Array<WordsLayout | undefined> = []
   #attributes: Array<Record<string, unknown> | undefined> = []
   #topic: Array<string | undefined> = []
   #longText: Array<string | undefined> = []
@@ -308,12 +347,39 @@ class TraceRing {
     this.#exchange[slot] = exchange
     if (this.#topic[slot] !== undefined) this.#topic[slot] = undefined
     if (this.#longText[slot] !== undefined) this.#longText[slot] = undefined
+    if (this.#layout[slot] !== undefined) this.#layout[slot] = undefined
+  }
+
+  /** Stores a words record in the next slot (capacity > 0): `length` (at most MAX_RECORD_WORDS) words of `words` from `from`. */
+  putWords(
+    seq: number,
+    at: number,
+    layout: WordsLayout,
+    words: Uint16Array,
+    from: number,
+    length: number,
+    latency: number,
+    attributes: Record<string, unknown> | undefined,
+  ): void {
+    if (length > MAX_RECORD_WORDS) throw new RangeError(`a trace record of ${length} words (at most ${MAX_RECORD_WORDS})`)
+    const slot = this.#advance(seq, at, attributes)
+    if (this.#exchange[slot] !== undefined) this.#exchange[slot] = undefined
+    if (this.#topic[slot] !== undefined) this.#topic[slot] = undefined
+    if (this.#longText[slot] !== undefined) this.#longText[slot] = undefined
+    this.#layout[slot] = layout
+    if (length > this.#width) this.#widen(length)
+    const slab = this.#slab
+    const start = slot * this.#width
+    for (let i = 0; i < length; i++) slab[start + i] = words[from + i]!
+    this.#numbers[slot * NUMBERS_PER_SLOT + SIZE] = latency
+    this.#numbers[slot * NUMBERS_PER_SLOT + TEXT_LENGTH] = length
   }
 
   /** Stores a publication in the next slot (capacity > 0); `payload` is cut to MAX_TRACE_TEXT here. */
   putPublication(seq: number, at: number, topic: string, size: number, payload: string, attributes: Record<string, unknown> | undefined): void {
     const slot = this.#advance(seq, at, attributes)
     if (this.#exchange[slot] !== undefined) this.#exchange[slot] = undefined
+    if (this.#layout[slot] !== undefined) this.#layout[slot] = undefined
     this.#topic[slot] = topic
     this.#numbers[slot * NUMBERS_PER_SLOT + SIZE] = size
     const text = payload.length > MAX_TRACE_TEXT ? traceText(payload) : payload
@@ -349,7 +415,12 @@ class TraceRing {
   entry(slot: number): TraceEntry {
     const at = slot * NUMBERS_PER_SLOT
     const n = this.#numbers
-    const exchange = this.#exchange[slot] ?? publication(this.#topic[slot]!, n[at + SIZE]!, this.#text(slot))
+    const layout = this.#layout[slot]
+    const exchange =
+      this.#exchange[slot] ??
+      (layout !== undefined
+        ? layout.exchange(this.#slab, slot * this.#width, n[at + TEXT_LENGTH]!, n[at + SIZE]!)
+        : publication(this.#topic[slot]!, n[at + SIZE]!, this.#text(slot)))
     return entryOf(n[at + SEQ]!, n[at + AT]!, exchange, this.#attributes[slot])
   }
 
@@ -359,9 +430,12 @@ class TraceRing {
     for (let back = Math.min(this.count, capacity) - 1; back >= 0; back--) {
       const slot = this.slotBack(back)
       const exchange = this.#exchange[slot]
+      const layout = this.#layout[slot]
       const [seq, at, attributes] = [this.seqAt(slot), this.timeAt(slot), this.#attributes[slot]]
+      const [size, length] = [this.#numbers[slot * NUMBERS_PER_SLOT + SIZE]!, this.#numbers[slot * NUMBERS_PER_SLOT + TEXT_LENGTH]!]
       if (exchange !== undefined) ring.put(seq, at, exchange, attributes)
-      else ring.putPublication(seq, at, this.#topic[slot]!, this.#numbers[slot * NUMBERS_PER_SLOT + SIZE]!, this.#text(slot), attributes)
+      else if (layout !== undefined) ring.putWords(seq, at, layout, this.#slab, slot * this.#width, length, size, attributes)
+      else ring.putPublication(seq, at, this.#topic[slot]!, size, this.#text(slot), attributes)
     }
     return ring
   }
@@ -372,6 +446,7 @@ class TraceRing {
     this.count = 0
     this.#next = 0
     this.#exchange.fill(undefined)
+    this.#layout.fill(undefined)
     this.#attributes.fill(undefined)
     this.#topic.fill(undefined)
     this.#longText.fill(undefined)
@@ -420,6 +495,7 @@ class TraceRing {
     }
     for (let slot = this.#allocated; slot < allocated; slot++) {
       this.#exchange.push(undefined)
+      this.#layout.push(undefined)
       this.#attributes.push(undefined)
       this.#topic.push(undefined)
       this.#longText.push(undefined)
