@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { loadDefinitionFile } from '../src/definition/load-file.js'
 import { modelBehaviourProblems } from '../src/language/model/index.js'
+import { ProtocolWrites } from './helpers/protocol-writes.js'
 import { freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
@@ -70,6 +71,7 @@ describe('http_endpoint: the catalog models, served by a server without a produc
                 response: { mode: '#attr(mode)', asked: '#param(mode)', version: 1.0, list: [1, '#attr(n)'], enabled: '#attr(enabled)' },
               },
               '/reset': { method: 'POST', alias: ['#attr(n) = 0'] },
+              '/state': { response: { n: '#attr(n)', mode: '#attr(mode)' } },
             },
           },
         },
@@ -219,5 +221,83 @@ describe('http_endpoint: the catalog models, served by a server without a produc
     assert.ok(silent instanceof Error && /timed out|exit code 28|Command failed/.test(silent.message), String(silent))
     assert.equal((await t.call(node, 'attach')).status, 200)
     assert.equal((await curl('GET', `${vision}/v1/inspection/stats`)).status, 200)
+  })
+
+  it('the trace: each request with its method, path, status and latency; a write carries its attributes and is one protocol.write event', async () => {
+    const node = `${SYS}/instances/custom/communication/http_endpoint`
+    const base = `http://127.0.0.1:${(await t.api('GET', node)).body.port}`
+    assert.equal((await t.call(node, 'clear_trace')).status, 200)
+    const writes = await ProtocolWrites.open(t.url, 'custom')
+    try {
+      assert.equal((await curl('GET', `${base}/state`)).status, 200)
+      assert.equal((await curl('POST', `${base}/reset`)).status, 204)
+      assert.equal((await curl('GET', `${base}/echo?on=maybe`)).status, 422)
+      assert.equal((await curl('DELETE', `${base}/nowhere`)).status, 404)
+      assert.equal((await curl('GET', `${base}/echo?mode=eco`)).status, 200)
+      // The last write's event: every earlier one came before it.
+      await writes.until((e) => e.attributes?.mode === 'eco')
+      assert.deepEqual(
+        writes.events.map((e) => [e.adapter, e.kind, e.operation, e.method, e.path, e.status, e.attributes]),
+        [
+          ['http_endpoint', 'http_endpoint', 'write', 'POST', '/reset', 204, { n: 0 }],
+          ['http_endpoint', 'http_endpoint', 'write', 'GET', '/echo', 200, { mode: 'eco' }],
+        ],
+      )
+    } finally {
+      writes.close()
+    }
+    const tail = async (kwargs: Record<string, unknown> = {}) => {
+      const res = await t.call(node, 'tail', kwargs)
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      return res.body.result as Array<Record<string, any>>
+    }
+    const entries = await tail()
+    assert.deepEqual(
+      entries.map((e) => [e.operation, e.direction, e.method, e.path, e.endpoint, e.status, e.attributes]),
+      [
+        ['read', 'in', 'GET', '/state', '/state', 200, undefined],
+        ['write', 'in', 'POST', '/reset', '/reset', 204, { n: 0 }],
+        ['write', 'in', 'GET', '/echo', '/echo', 422, undefined],
+        ['write', 'in', 'DELETE', '/nowhere', undefined, 404, undefined],
+        ['write', 'in', 'GET', '/echo', '/echo', 200, { mode: 'eco' }],
+      ],
+    )
+    assert.ok(
+      entries.every((e) => typeof e.latency === 'number' && e.latency >= 0 && /^127\.0\.0\.1:\d+$/.test(e.client)),
+      JSON.stringify(entries),
+    )
+    assert.match(entries[2]!.error, /"maybe" is not a bool for attribute 'enabled'/)
+    assert.match(entries[3]!.error, /no endpoint at \/nowhere/)
+    assert.equal(entries[0]!.error, undefined)
+    // The filters select them.
+    assert.deepEqual(
+      (await tail({ operation: 'read' })).map((e) => e.path),
+      ['/state'],
+    )
+    assert.equal((await tail({ operation: 'write' })).length, 4)
+    assert.equal((await tail({ direction: 'in' })).length, 5)
+    assert.equal((await tail({ direction: 'out' })).length, 0)
+    assert.deepEqual(
+      (await tail({ contains: 'NOT A BOOL' })).map((e) => e.status),
+      [422],
+    )
+  })
+
+  it('trace_size 0: nothing is kept, and a write is still its protocol.write event with its request', async () => {
+    const node = `${SYS}/instances/custom/communication/http_endpoint`
+    const base = `http://127.0.0.1:${(await t.api('GET', node)).body.port}`
+    assert.equal((await t.api('PUT', `${node}/attr/trace_size`, { value: 0 })).status, 200)
+    const writes = await ProtocolWrites.open(t.url, 'custom')
+    try {
+      assert.equal((await curl('GET', `${base}/state`)).status, 200)
+      assert.equal((await curl('GET', `${base}/echo?mode=off`)).status, 200)
+      const event = await writes.until((e) => e.attributes?.mode === 'off')
+      assert.deepEqual([event.operation, event.method, event.path, event.status], ['write', 'GET', '/echo', 200])
+      assert.equal(writes.events.length, 1)
+    } finally {
+      writes.close()
+      assert.equal((await t.api('PUT', `${node}/attr/trace_size`, { value: 200 })).status, 200)
+    }
+    assert.deepEqual((await t.call(node, 'tail')).body.result, [])
   })
 })

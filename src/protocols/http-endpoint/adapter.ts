@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { AdapterLifecycle, readOnly, secondsProblem } from '../adapter-kit.js'
 import type { AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
+import type { AdapterTrace } from '../trace.js'
 import type { ValidationError } from '../../errors.js'
 import { MimicError } from '../../errors.js'
 import { isMark, plainJson } from '../../values/number.js'
@@ -73,10 +74,20 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
   readonly #routes: CompiledRoute[]
   readonly #life: AdapterLifecycle<HttpServer>
   readonly #held = new Set<Socket>()
+  readonly #trace: AdapterTrace | undefined
   #counters = { requests: 0, errors: 0, writes: 0, not_found: 0, ignored: 0 }
 
-  constructor(options: { hub: HttpEndpointHub; definition: HttpEndpointDefinition; accessor: AttributeAccessor; logger: Logger; name?: string }) {
+  constructor(options: {
+    hub: HttpEndpointHub
+    definition: HttpEndpointDefinition
+    accessor: AttributeAccessor
+    logger: Logger
+    name?: string
+    /** The adapter's traffic trace (docs/traces.md): each request and the status it was answered with. */
+    trace?: AdapterTrace | undefined
+  }) {
     this.#hub = options.hub
+    this.#trace = options.trace
     this.#definition = { ...options.definition }
     this.#accessor = options.accessor
     this.name = options.name ?? 'http_endpoint'
@@ -166,9 +177,10 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
     // application/x-www-form-urlencoded, and a device's users expect that to work.
     app.removeAllContentTypeParsers()
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body))
-    app.setErrorHandler((error: Error & { statusCode?: number }, _request, reply) => {
+    app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
       const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500
       this.#counters.errors++
+      if (this.#trace?.on) this.#traced(request, undefined, status, error.message, performance.now())
       void reply
         .code(status)
         .send(fault(status, status === 413 ? 'payload_too_large' : 'bad_request', status === 413 ? 'PayloadTooLargeError' : 'BadRequestError', error.message))
@@ -177,12 +189,16 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
   }
 
   async #handle(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const started = performance.now()
     this.#counters.requests++
     if (this.#life.detached) {
       this.#counters.ignored++
       this.#hold(request, reply)
+      if (this.#trace?.on) this.#traced(request, undefined, null, 'NO_ANSWER', started)
       return
     }
+    let matched: CompiledRoute | undefined
+    let traced = false
     try {
       const [path, query] = splitUrl(request.url)
       const matching = this.#routes.filter((r) => r.pattern.test(path))
@@ -198,6 +214,7 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
         void reply.header('allow', allowed)
         throw new RequestFault(405, 'method_not_allowed', 'MethodNotAllowedError', `${path} answers ${allowed}, not ${request.method}`)
       }
+      matched = route
       const segments = route.pattern.exec(path)!.slice(1)
       const params = new Map<string, string>()
       route.params.forEach((name, i) => params.set(name, safeDecode(segments[i]!)))
@@ -207,6 +224,11 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
         await this.#accessor.write(attribute, value)
         this.#counters.writes++
       }
+      // Recorded here, in the turn of the last write (the writes join the entry as its attributes),
+      // before the response_delay (not part of the latency, as for the other kinds).
+      traced = true
+      const status = route.route.response === undefined && route.route.status === 200 ? 204 : route.route.status
+      if (this.#trace !== undefined && (this.#trace.on || writes.length > 0)) this.#traced(request, route, status, undefined, started)
       const delay = this.#definition.response_delay
       if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay * 1000))
       if (route.route.response === undefined) {
@@ -217,6 +239,8 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
       void reply.code(route.route.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(answer))
     } catch (error) {
       this.#counters.errors++
+      const status = error instanceof RequestFault || error instanceof MimicError ? error.status : 500
+      if (!traced && this.#trace?.on) this.#traced(request, matched, status, (error as Error).message, started)
       if (error instanceof RequestFault) {
         void reply.code(error.status).send(fault(error.status, error.event, error.type, error.message, error.details))
       } else if (error instanceof MimicError) {
@@ -226,6 +250,27 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
         void reply.code(500).send(fault(500, 'internal', 'InternalError', (error as Error).message))
       }
     }
+  }
+
+  /**
+   * Records a request (docs/traces.md): `write` when its endpoint writes attributes (a request no
+   * endpoint matched: when its method is not GET or HEAD), `status` as answered (null: none, while
+   * detached), `error` the fault's message.
+   */
+  #traced(request: FastifyRequest, route: CompiledRoute | undefined, status: number | null, error: string | undefined, started: number): void {
+    const [path] = splitUrl(request.url)
+    const writes = route !== undefined ? route.aliases.length > 0 : request.method !== 'GET' && request.method !== 'HEAD'
+    this.#trace!.record({
+      operation: writes ? 'write' : 'read',
+      direction: 'in',
+      method: request.method,
+      path,
+      endpoint: route?.path,
+      client: `${request.socket.remoteAddress}:${request.socket.remotePort}`,
+      status,
+      error,
+      latency: (performance.now() - started) / 1000,
+    })
   }
 
   /** The writes a request makes, each converted to its attribute's type and checked, before any is made. */

@@ -18,7 +18,8 @@ export const httpEndpointKind = lazyKind<HttpEndpointDefinition, HttpEndpointHub
     return {
       createContext: ({ logger, portHolder, security }) => new HttpEndpointHub({ logger, portHolder, loopbackOnly: security?.productKey === undefined }),
       valueProblem: () => null,
-      create: ({ settings, accessor, logger, name, context }) => new HttpEndpointAdapter({ hub: context, definition: settings, accessor, logger, name }),
+      create: ({ settings, accessor, logger, name, context, trace }) =>
+        new HttpEndpointAdapter({ hub: context, definition: settings, accessor, logger, name, trace }),
     }
   },
 )
