@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import bacnet, { ApplicationTag, ObjectType, PropertyIdentifier } from '@bacnet-js/client'
 import { loadDefinitionFile } from '../src/definition/load-file.js'
 import { modelBehaviourProblems } from '../src/language/model/index.js'
+import { ProtocolWrites } from './helpers/protocol-writes.js'
 import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
@@ -287,6 +288,108 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
     assert.equal(await whoIs(c, address), undefined)
     assert.equal((await t.call(node, 'attach')).status, 200)
     assert.ok(await whoIs(c, address))
+  })
+
+  it('the trace: reads, writes, refusals and COV notifications with object, property, value and error; a write is one protocol.write event', async () => {
+    assert.equal((await t.call(node, 'clear_trace')).status, 200)
+    const writes = await ProtocolWrites.open(t.url, 'panel_1')
+    const av4 = { type: ObjectType.ANALOG_VALUE, instance: 4 }
+    let temp: unknown
+    let setpoint: unknown
+    const notes: unknown[] = []
+    const onNote = (content: any) => notes.push(content.payload.monitoredObjectId.instance)
+    c.on('covNotifyUnconfirmed', onNote)
+    try {
+      ;[temp] = await value(c, address, ObjectType.ANALOG_INPUT, 1)
+      const multiple = await c.readPropertyMultiple({ address }, [{ objectId: av4, properties: [{ id: P.PRESENT_VALUE, index: ALL }] }])
+      setpoint = multiple.values[0]!.values[0]!.value[0]!.value
+      await assert.rejects(value(c, address, ObjectType.ANALOG_INPUT, 99), /Class:1 - Code:31/)
+      await assert.rejects(
+        c.writeProperty({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, P.PRESENT_VALUE, [{ type: ApplicationTag.REAL, value: 5 }], {}),
+        /Class:2 - Code:40/,
+      )
+      await c.subscribeCov({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, 9, false, false, 0)
+      await eventually(() => notes.length === 1)
+      await c.subscribeCov({ address }, { type: ObjectType.ANALOG_INPUT, instance: 1 }, 9, true, false, 0)
+      await c.writeProperty({ address }, av4, P.PRESENT_VALUE, [{ type: ApplicationTag.REAL, value: 23.5 }], {})
+      // The last write's event: every earlier one came before it.
+      await writes.until((e) => e.attributes?.setpoint === 23.5)
+      assert.deepEqual(
+        writes.events.map((e) => [e.adapter, e.kind, e.operation, e.object, e.property, e.value]),
+        [['bacnet', 'bacnet', 'write', 'analog-value,4', 'present-value', 23.5]],
+      )
+    } finally {
+      c.off('covNotifyUnconfirmed', onNote)
+      writes.close()
+    }
+    const tail = async (kwargs: Record<string, unknown> = {}) => {
+      const res = await t.call(node, 'tail', kwargs)
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      return res.body.result as Array<Record<string, any>>
+    }
+    const entries = await tail()
+    assert.deepEqual(
+      entries.map((e) => [e.operation, e.direction, e.object, e.property, e.error]),
+      [
+        ['read', 'in', 'analog-input,1', 'present-value', undefined],
+        ['read_multiple', 'in', ['analog-value,4'], null, undefined],
+        ['read', 'in', 'analog-input,99', 'present-value', 'object/unknown-object'],
+        ['write', 'in', 'analog-input,1', 'present-value', 'property/write-access-denied'],
+        ['cov_notification', 'out', 'analog-input,1', 'present-value', undefined],
+        ['subscribe_cov', 'in', 'analog-input,1', 'present-value', undefined],
+        ['subscribe_cov', 'in', 'analog-input,1', 'present-value', undefined],
+        ['write', 'in', 'analog-value,4', 'present-value', undefined],
+      ],
+    )
+    assert.equal(entries[0]!.value, temp)
+    assert.deepEqual(entries[1]!.value, { 'analog-value,4': { 'present-value': setpoint } })
+    assert.equal(entries[3]!.value, 5)
+    assert.equal(entries[3]!.attributes, undefined)
+    assert.equal(entries[4]!.value, temp)
+    assert.deepEqual(entries[5]!.value, { process_id: 9, confirmed: false, lifetime: 0 })
+    assert.deepEqual(entries[6]!.value, { process_id: 9, cancel: true })
+    assert.deepEqual([entries[7]!.value, entries[7]!.attributes], [23.5, { setpoint: 23.5 }])
+    assert.ok(
+      entries.every((e) => e.client === entries[0]!.client && /^127\.0\.0\.1:\d+$/.test(e.client)),
+      JSON.stringify(entries),
+    )
+    assert.ok(
+      entries.filter((e) => e.direction === 'in').every((e) => typeof e.latency === 'number'),
+      JSON.stringify(entries),
+    )
+    // The filters select them.
+    assert.deepEqual(
+      (await tail({ operation: 'write' })).map((e) => e.object),
+      ['analog-input,1', 'analog-value,4'],
+    )
+    assert.deepEqual(
+      (await tail({ direction: 'out' })).map((e) => e.operation),
+      ['cov_notification'],
+    )
+    assert.deepEqual(
+      (await tail({ contains: 'UNKNOWN-OBJECT' })).map((e) => e.object),
+      ['analog-input,99'],
+    )
+    // A Who-Is: the I-Am's device instance.
+    assert.ok(await whoIs(c, address))
+    assert.deepEqual(
+      (await tail({ operation: 'who_is' })).map((e) => e.value),
+      [1234],
+    )
+    // A fault's answer is the entry's error.
+    const faults = async (value: unknown) => assert.equal((await t.api('PUT', `${node}/attr/faults`, { value })).status, 200)
+    await faults({ reject: { reason: 9 } })
+    await assert.rejects(value(c, address, ObjectType.ANALOG_INPUT, 1), /BacnetAbort - Reason:9/)
+    await faults({ no_response: { services: ['whoIs'] } })
+    assert.equal(await whoIs(c, address), undefined)
+    await faults(null)
+    assert.deepEqual(
+      (await tail({ limit: 2 })).map((e) => [e.operation, e.error]),
+      [
+        ['read', 'reject/unrecognized-service'],
+        ['who_is', 'NO_ANSWER'],
+      ],
+    )
   })
 })
 

@@ -1,4 +1,14 @@
-import { ConfirmedServiceChoice, ErrorClass, ErrorCode, NpduControlPriority, ObjectType, PduType, PropertyIdentifier } from '@bacnet-js/client'
+import {
+  AbortReason,
+  ConfirmedServiceChoice,
+  ErrorClass,
+  ErrorCode,
+  NpduControlPriority,
+  ObjectType,
+  PduType,
+  PropertyIdentifier,
+  RejectReason,
+} from '@bacnet-js/client'
 import { encodeAbort } from '@bacnet-js/client/dist/lib/apdu.js'
 import { encode as encodeNpdu } from '@bacnet-js/client/dist/lib/npdu.js'
 import type { Logger } from 'pino'
@@ -7,6 +17,7 @@ import { bacnetFaultsObjectSchema, type BacnetDefinition, type BacnetFaults } fr
 import { parseFaultsValue } from '../../definition/modbus-faults-schema.js'
 import { AdapterLifecycle, listenProblem, readOnly, ThrottledWarning } from '../adapter-kit.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
+import type { AdapterTrace, Exchange } from '../trace.js'
 import type { BacnetDevices } from './devices.js'
 import { ARRAY_ALL, BacnetDevice, BacnetError, type BACNetAppData } from './objects.js'
 import { BACnetClient } from './library.js'
@@ -35,6 +46,8 @@ export interface BacnetAdapterOptions {
   devices: BacnetDevices
   name?: string
   instance?: string
+  /** The adapter's traffic trace (docs/traces.md): each request and its answer, and each COV notification sent. */
+  trace?: AdapterTrace | undefined
 }
 
 /** What the adapter holds while started. */
@@ -65,6 +78,34 @@ const MAX_SUBSCRIPTIONS = 1024
 type Service = 'readProperty' | 'readPropertyMultiple' | 'writeProperty' | 'subscribeCov' | 'whoIs'
 type Receiver = { address?: string; forwardedFrom?: string | null }
 
+/**
+ * A request and its answer as the trace keeps it (docs/traces.md): made whole in one literal by
+ * `#exchange` (one shape for every entry), then `value` filled in by the service's handler and
+ * `error`, `latency` by the answer.
+ */
+interface BacnetExchange extends Exchange {
+  direction: 'in' | 'out'
+  /** The client, `address:port`. */
+  client: string
+  /** `analog-value,1`; the objects asked, for a ReadPropertyMultiple; null for a Who-Is. */
+  object: string | string[] | null
+  /** `present-value`, `priority-array[8]` (an array index); null when the request names none. */
+  property: string | null
+  /** What was read or written, as the client sees it (single values unwrapped). */
+  value: unknown
+  /** A WriteProperty's priority. */
+  priority: number | undefined
+}
+
+/** The trace's operation of each service. */
+const OPERATIONS: Record<Service, string> = {
+  whoIs: 'who_is',
+  readProperty: 'read',
+  readPropertyMultiple: 'read_multiple',
+  writeProperty: 'write',
+  subscribeCov: 'subscribe_cov',
+}
+
 const P = PropertyIdentifier
 
 /** See the module comment. */
@@ -78,6 +119,7 @@ export class BacnetAdapter implements ProtocolAdapter {
   readonly #device: BacnetDevice
   readonly #life: AdapterLifecycle<Running>
   readonly #warning: ThrottledWarning
+  readonly #trace: AdapterTrace | undefined
   #faults: BacnetFaults
   readonly #subscriptions = new Map<string, Subscription>()
   #counters = { who_is: 0, reads: 0, writes: 0, subscribes: 0, notifications: 0, error_replies: 0, fault_replies: 0, delayed: 0, dropped: 0 }
@@ -91,6 +133,7 @@ export class BacnetAdapter implements ProtocolAdapter {
     this.#devices = options.devices
     this.#life = new AdapterLifecycle(this.name)
     this.#warning = new ThrottledWarning(this.#logger)
+    this.#trace = options.trace
     this.#device = new BacnetDevice(this.#definition, this.#accessor, options.instance ?? this.name.split('.')[0]!)
     this.#faults = parseFaultsValue(bacnetFaultsObjectSchema, this.#definition.faults ?? null, 'BACnet faults', 'faults')
   }
@@ -114,11 +157,13 @@ export class BacnetAdapter implements ProtocolAdapter {
       }
       const client = new BACnetClient({ transport, apduTimeout: 3000 })
       client.on('error', (error) => this.#warning.warn({ err: error.message }, 'BACnet socket error'))
-      client.on('whoIs', (content) => this.#guard('whoIs', content, () => this.#whoIs(client, content)))
-      client.on('readProperty', (content) => this.#guard('readProperty', content, () => this.#readProperty(client, content)))
-      client.on('readPropertyMultiple', (content) => this.#guard('readPropertyMultiple', content, () => this.#readPropertyMultiple(client, content)))
-      client.on('writeProperty', (content) => this.#guard('writeProperty', content, () => this.#writeProperty(client, content)))
-      client.on('subscribeCov', (content) => this.#guard('subscribeCov', content, () => this.#subscribeCov(client, content)))
+      client.on('whoIs', (content) => this.#guard('whoIs', content, (traced) => this.#whoIs(client, content, traced)))
+      client.on('readProperty', (content) => this.#guard('readProperty', content, (traced) => this.#readProperty(client, content, traced)))
+      client.on('readPropertyMultiple', (content) =>
+        this.#guard('readPropertyMultiple', content, (traced) => this.#readPropertyMultiple(client, content, traced)),
+      )
+      client.on('writeProperty', (content) => this.#guard('writeProperty', content, (traced) => this.#writeProperty(client, content, traced)))
+      client.on('subscribeCov', (content) => this.#guard('subscribeCov', content, (traced) => this.#subscribeCov(client, content, traced)))
       this.#devices.hold(this.name, { host, port: bound, device: this.#device.instance })
       this.#logger.info({ host, port: bound, device: this.#device.instance, objects: this.#device.objectNames().length }, 'BACnet device listening')
       return { transport, client, port: bound }
@@ -241,6 +286,17 @@ export class BacnetAdapter implements ProtocolAdapter {
     const receiver = { address: s.address }
     this.#counters.notifications++
     const list = values as Parameters<BACnetClient['unconfirmedCOVNotification']>[5]
+    if (this.#trace?.on) {
+      this.#trace.record({
+        operation: 'cov_notification',
+        direction: 'out',
+        client: s.address,
+        object: objectText(s.objectId.type, s.objectId.instance),
+        property: 'present-value',
+        value: plainValue(now),
+        confirmed: s.confirmed,
+      })
+    }
     if (s.confirmed) {
       client.confirmedCOVNotification(receiver, s.objectId, s.processId, this.#device.instance, remaining, list).catch((error: Error) => {
         this.#warning.warn({ subscriber: s.address, err: error.message }, 'confirmed COV notification not acknowledged')
@@ -257,11 +313,12 @@ export class BacnetAdapter implements ProtocolAdapter {
   #guard(
     service: Service,
     content: { header?: { sender: Receiver; expectingReply?: boolean }; invokeId?: number; service?: number; payload?: unknown },
-    answer: () => void | Promise<void>,
+    answer: (traced: BacnetExchange | null) => void | Promise<void>,
   ): void {
     this.#requests++
     const sender = content.header?.sender
     if (!sender?.address) return
+    const traced = this.#exchange(service, sender.address, content.payload)
     const objects = this.#objectsOf(service, content.payload)
     const applies = (scope: { services?: string[] | undefined; objects?: string[] | undefined } | true | undefined): boolean => {
       if (scope === undefined) return false
@@ -273,6 +330,7 @@ export class BacnetAdapter implements ProtocolAdapter {
     const f = this.#faults
     if (applies(f.no_response)) {
       this.#counters.fault_replies++
+      this.#traced(traced, performance.now(), 'NO_ANSWER')
       return
     }
     const confirmed = service !== 'whoIs' && content.invokeId !== undefined
@@ -282,10 +340,10 @@ export class BacnetAdapter implements ProtocolAdapter {
     if (delay > 0) {
       this.#counters.delayed++
       // The answer (a fault's included) leaves late; a stop meanwhile closes the socket and it is not sent.
-      setTimeout(() => this.#reply(service, content, sender, confirmed, running, applies, answer), delay * 1000).unref()
+      setTimeout(() => this.#reply(service, content, sender, confirmed, running, applies, answer, traced), delay * 1000).unref()
       return
     }
-    this.#reply(service, content, sender, confirmed, running, applies, answer)
+    this.#reply(service, content, sender, confirmed, running, applies, answer, traced)
   }
 
   /** Answers a request: the Error, Reject or Abort of a fault in force, else `answer`'s, else the Error it threw. */
@@ -296,9 +354,11 @@ export class BacnetAdapter implements ProtocolAdapter {
     confirmed: boolean,
     running: Running | null,
     applies: (scope: { services?: string[] | undefined; objects?: string[] | undefined } | true | undefined) => boolean,
-    answer: () => void | Promise<void>,
+    answer: (traced: BacnetExchange | null) => void | Promise<void>,
+    traced: BacnetExchange | null,
   ): void {
     if (this.#life.resource !== running) return
+    const started = performance.now()
     const f = this.#faults
     if (confirmed && running !== null) {
       const invokeId = content.invokeId!
@@ -306,35 +366,88 @@ export class BacnetAdapter implements ProtocolAdapter {
       if (applies(f.error)) {
         this.#counters.fault_replies++
         running.client.errorResponse(sender as never, serviceChoice, invokeId, f.error!.class, f.error!.code)
+        this.#traced(traced, started, errorText(f.error!.class, f.error!.code))
         return
       }
       if (applies(f.reject)) {
         this.#counters.fault_replies++
         this.#sendAbortOrReject(running.client, sender, PduType.REJECT, invokeId, f.reject!.reason)
+        this.#traced(traced, started, `reject/${enumText(RejectReason, f.reject!.reason)}`)
         return
       }
       if (applies(f.abort)) {
         this.#counters.fault_replies++
         // The server bit (1) says the device, not the client, aborted.
         this.#sendAbortOrReject(running.client, sender, PduType.ABORT | 1, invokeId, f.abort!.reason)
+        this.#traced(traced, started, `abort/${enumText(AbortReason, f.abort!.reason)}`)
         return
       }
     }
-    Promise.resolve()
+    Promise.resolve(traced)
       .then(answer)
-      .catch((error: unknown) => {
-        if (running === null || !confirmed) return
-        if (error instanceof BacnetError) {
+      .then(
+        // Recorded once the answer is made, in the turn that took a write (its attributes join the entry).
+        () => this.#traced(traced, started, undefined),
+        (error: unknown) => {
+          if (running === null || !confirmed) return
+          if (error instanceof BacnetError) {
+            this.#counters.error_replies++
+            running.client.errorResponse(sender as never, content.service ?? 0, content.invokeId!, error.errorClass, error.errorCode)
+            this.#traced(traced, started, errorText(error.errorClass, error.errorCode))
+            return
+          }
+          // An answer larger than one APDU: this device does not segment.
           this.#counters.error_replies++
-          running.client.errorResponse(sender as never, content.service ?? 0, content.invokeId!, error.errorClass, error.errorCode)
-          return
-        }
-        // An answer larger than one APDU: this device does not segment.
-        this.#counters.error_replies++
-        this.#warning.warn({ service, err: (error as Error).message }, 'BACnet request failed')
-        const tooLong = error instanceof RangeError
-        this.#sendAbortOrReject(running.client, sender, PduType.ABORT | 1, content.invokeId!, tooLong ? 4 : 0)
-      })
+          this.#warning.warn({ service, err: (error as Error).message }, 'BACnet request failed')
+          const tooLong = error instanceof RangeError
+          const reason = tooLong ? AbortReason.SEGMENTATION_NOT_SUPPORTED : AbortReason.OTHER
+          this.#sendAbortOrReject(running.client, sender, PduType.ABORT | 1, content.invokeId!, reason)
+          this.#traced(traced, started, `abort/${enumText(AbortReason, reason)}`)
+        },
+      )
+  }
+
+  /**
+   * The trace's description of a request (see BacnetExchange), or null when nothing is kept: a
+   * write is described even then, as its `protocol.write` event carries the description.
+   */
+  #exchange(service: Service, client: string, payload: unknown): BacnetExchange | null {
+    const trace = this.#trace
+    if (trace === undefined || (!trace.on && service !== 'writeProperty')) return null
+    type Id = { type: number; instance: number }
+    const p = (payload ?? {}) as {
+      objectId?: Id
+      property?: { id: number; index: number }
+      value?: { property: { id: number; index: number }; value: BACNetAppData[]; priority: number }
+      properties?: Array<{ objectId: Id }>
+      monitoredObjectId?: Id
+    }
+    const id = p.objectId ?? p.monitoredObjectId
+    const wanted = p.property ?? p.value?.property
+    return {
+      operation: OPERATIONS[service],
+      direction: 'in',
+      client,
+      object:
+        service === 'readPropertyMultiple'
+          ? (p.properties ?? []).map((spec) => objectText(spec.objectId.type, spec.objectId.instance))
+          : id
+            ? objectText(id.type, id.instance)
+            : null,
+      property: service === 'subscribeCov' ? 'present-value' : wanted ? propertyText(wanted.id, wanted.index) : null,
+      value: p.value ? appValues(p.value.value) : undefined,
+      priority: p.value?.priority,
+      error: undefined,
+      latency: 0,
+    }
+  }
+
+  /** Records a request and its answer (`error`: the Error, Reject or Abort answered, or `NO_ANSWER`). */
+  #traced(traced: BacnetExchange | null, started: number, error: string | undefined): void {
+    if (traced === null) return
+    traced.error = error
+    traced.latency = (performance.now() - started) / 1000
+    this.#trace!.record(traced)
   }
 
   /** `type,instance` of the objects a request names, for faults scoped to objects. */
@@ -357,24 +470,31 @@ export class BacnetAdapter implements ProtocolAdapter {
     client.sendBvlc(receiver as never, buffer)
   }
 
-  #whoIs(client: BACnetClient, content: { header?: { sender: Receiver }; payload?: unknown }): void {
+  #whoIs(client: BACnetClient, content: { header?: { sender: Receiver }; payload?: unknown }, traced: BacnetExchange | null): void {
     this.#counters.who_is++
     const { lowLimit, highLimit } = (content.payload ?? {}) as { lowLimit?: number; highLimit?: number }
     const id = this.#device.instance
     if (lowLimit !== undefined && highLimit !== undefined && (id < lowLimit || id > highLimit)) return
+    // The trace's value of a Who-Is is the device instance its I-Am told (none: not asked for this device).
+    if (traced !== null) traced.value = id
     // Answered to the asker: a broadcast from a device bound to one address may not reach it.
     client.iAmResponse(content.header!.sender as never, id, 3, this.#device.vendorId)
   }
 
-  #readProperty(client: BACnetClient, content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown }): void {
+  #readProperty(client: BACnetClient, content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown }, traced: BacnetExchange | null): void {
     this.#counters.reads++
     const { objectId, property } = content.payload as { objectId: { type: number; instance: number }; property: { id: number; index: number } }
     const instance = this.#deviceInstance(objectId)
     const values = this.#device.read(objectId.type, instance, property.id, property.index)
+    if (traced !== null) traced.value = appValues(values)
     client.readPropertyResponse(content.header!.sender as never, content.invokeId!, { type: objectId.type, instance }, property as never, values as never)
   }
 
-  #readPropertyMultiple(client: BACnetClient, content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown }): void {
+  #readPropertyMultiple(
+    client: BACnetClient,
+    content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown },
+    traced: BacnetExchange | null,
+  ): void {
     this.#counters.reads++
     const { properties } = content.payload as {
       properties: Array<{ objectId: { type: number; instance: number }; properties: Array<{ id: number; index: number }> }>
@@ -405,9 +525,21 @@ export class BacnetAdapter implements ProtocolAdapter {
       }
     })
     client.readPropertyMultipleResponse(content.header!.sender as never, content.invokeId!, results as never)
+    // The trace's value: each object's properties and what they read (an error in place of a value the object lacks).
+    if (traced !== null)
+      traced.value = Object.fromEntries(
+        results.map((r) => [
+          objectText(r.objectId.type, r.objectId.instance),
+          Object.fromEntries(r.values.map((v) => [propertyText(v.property.id, v.property.index), appValues(v.value as BACNetAppData[])])),
+        ]),
+      )
   }
 
-  async #writeProperty(client: BACnetClient, content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown }): Promise<void> {
+  async #writeProperty(
+    client: BACnetClient,
+    content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown },
+    _traced: BacnetExchange | null,
+  ): Promise<void> {
     this.#counters.writes++
     const { objectId, value } = content.payload as {
       objectId: { type: number; instance: number }
@@ -418,7 +550,7 @@ export class BacnetAdapter implements ProtocolAdapter {
     client.simpleAckResponse(content.header!.sender as never, ConfirmedServiceChoice.WRITE_PROPERTY, content.invokeId!)
   }
 
-  #subscribeCov(client: BACnetClient, content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown }): void {
+  #subscribeCov(client: BACnetClient, content: { header?: { sender: Receiver }; invokeId?: number; payload?: unknown }, traced: BacnetExchange | null): void {
     this.#counters.subscribes++
     const p = content.payload as {
       subscriberProcessId: number
@@ -427,6 +559,10 @@ export class BacnetAdapter implements ProtocolAdapter {
       issueConfirmedNotifications?: boolean
       lifetime?: number
     }
+    if (traced !== null)
+      traced.value = p.cancellationRequest
+        ? { process_id: p.subscriberProcessId, cancel: true }
+        : { process_id: p.subscriberProcessId, confirmed: p.issueConfirmedNotifications === true, lifetime: p.lifetime ?? 0 }
     const address = content.header!.sender.address!
     const key = `${address}|${p.subscriberProcessId}|${p.monitoredObjectId.type}:${p.monitoredObjectId.instance}`
     if (!this.#device.has(p.monitoredObjectId.type, p.monitoredObjectId.instance))
@@ -467,6 +603,42 @@ export class BacnetAdapter implements ProtocolAdapter {
 function delaySeconds(delay: number | { seconds: number; jitter: number; services?: string[] | undefined; objects?: string[] | undefined }): number {
   if (typeof delay === 'number') return delay
   return delay.seconds + Math.random() * delay.jitter
+}
+
+/** An enum member's name as BACnet's standard writes it (`UNKNOWN_OBJECT` as `unknown-object`), or the number. */
+function enumText(names: object, value: number): string {
+  const name = (names as Record<number, string | undefined>)[value]
+  return name === undefined ? String(value) : name.toLowerCase().replace(/_/g, '-')
+}
+
+/** An object as the trace names it: `analog-value,1`. */
+function objectText(type: number, instance: number): string {
+  return `${enumText(ObjectType, type)},${instance}`
+}
+
+/** A property as the trace names it: `present-value`, or `priority-array[8]` for one element of an array. */
+function propertyText(id: number, index: number | undefined): string {
+  const name = enumText(PropertyIdentifier, id)
+  return index === undefined || index === ARRAY_ALL ? name : `${name}[${index}]`
+}
+
+/** An Error's class and code as the trace shows them: `object/unknown-object`. */
+function errorText(errorClass: number, errorCode: number): string {
+  return `${enumText(ErrorClass, errorClass)}/${enumText(ErrorCode, errorCode)}`
+}
+
+/** Application values as the client sees them: one value unwrapped, object identifiers as `type,instance`, an error as `{error}`. */
+function appValues(values: BACNetAppData[]): unknown {
+  if (values.length === 1) return plainValue(values[0]!.value)
+  return values.map((v) => plainValue(v.value))
+}
+
+function plainValue(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value
+  const v = value as { type?: unknown; instance?: unknown; errorClass?: number; errorCode?: number }
+  if (v.type === 'BacnetError' && v.errorClass !== undefined && v.errorCode !== undefined) return { error: errorText(v.errorClass, v.errorCode) }
+  if (typeof v.type === 'number' && typeof v.instance === 'number' && Object.keys(v).length === 2) return objectText(v.type, v.instance)
+  return value
 }
 
 /** The name of an object type number (`analogInput`), for faults scoped to objects. */

@@ -17,8 +17,8 @@ export const bacnetKind = lazyKind<BacnetDefinition, BacnetDevices>(
     return {
       createContext: ({ logger, portHolder }) => new BacnetDevices({ logger, portHolder }),
       valueProblem: checkBacnetValue,
-      create: ({ settings, accessor, logger, name, instance, context }) =>
-        new BacnetAdapter({ definition: settings, accessor, logger, name, ...(instance !== undefined ? { instance } : {}), devices: context }),
+      create: ({ settings, accessor, logger, name, instance, context, trace }) =>
+        new BacnetAdapter({ definition: settings, accessor, logger, name, ...(instance !== undefined ? { instance } : {}), devices: context, trace }),
     }
   },
 )
