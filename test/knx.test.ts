@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'yaml'
 import { Knxd } from './helpers/knxd.js'
+import { ProtocolWrites } from './helpers/protocol-writes.js'
 import { eventually, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
@@ -177,6 +178,98 @@ describe('knx_ip: the library lighting zone behind knxd, driven by knxtool', () 
     await until(async () => (await doc()).connection === 'connected')
     await knxd.tool('groupswrite', '1/1/16', '1')
     await until(async () => (await attribute(t, 'k__emergency_override')) === 1)
+  })
+
+  it('the trace: group reads, writes and responses with group address, DPT and value, in and out; a refused write has its error; a write is one protocol.write event', async () => {
+    const probe = {
+      attributes: { level: { type: 'float', default: 1.5 }, lux: { type: 'float', default: 280.0 } },
+      communication: [
+        {
+          knx_ip: {
+            router: { host: '127.0.0.1', port: knxd.udpPort, route_back: true },
+            poll_interval: 0.05,
+            bindings: [
+              { name: 'level', direction: 'inbound', group_address: '3/1/1', dpt: 9.001, write_attribute: '#attr(level)' },
+              // Text for a float attribute: every write of it is refused.
+              { name: 'label', direction: 'inbound', group_address: '3/1/2', value_codec: 'string', payload_length: 8, write_attribute: '#attr(level)' },
+              { name: 'lux', direction: 'outbound', group_address: '3/1/3', dpt: 9.004, read_attribute: '#attr(lux)' },
+            ],
+          },
+        },
+      ],
+    }
+    assert.equal((await t.api('PUT', `${SYS}/models`, { Probe: probe })).status, 200)
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { probe: 'Probe' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/probe`, 'prepare')).status, 200)
+    const node = `${SYS}/instances/probe/communication/knx_ip`
+    await until(async () => (await t.api('GET', node)).body.connection === 'connected')
+    const tail = async (kwargs: Record<string, unknown> = {}) => {
+      const res = await t.call(node, 'tail', kwargs)
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      return res.body.result as Array<Record<string, any>>
+    }
+    const writes = await ProtocolWrites.open(t.url, 'probe')
+    const listener = await knxd.listen()
+    try {
+      await knxd.tool('groupread', '3/1/3')
+      await until(() => listener.lines.some((l) => /Response from .* to 3\/1\/3: 26 D6/i.test(l)))
+      await until(async () => (await tail()).length === 2)
+      await knxd.tool('groupwrite', '3/1/2', ...[...Buffer.from('warm')].map((b) => b.toString(16)))
+      await until(async () => (await tail()).length === 3)
+      await knxd.tool('groupread', '3/1/1')
+      await until(async () => (await tail()).length === 4)
+      await knxd.tool('groupwrite', '3/1/1', '0C', '1A') // 21.0 as DPT 9
+      // The write's event: the only one (the refused write made none).
+      await writes.until((e) => e.attributes?.level === 21)
+      assert.deepEqual(
+        writes.events.map((e) => [e.adapter, e.kind, e.operation, e.direction, e.group_address, e.dpt, e.value]),
+        [['knx_ip', 'knx_ip', 'group_write', 'in', '3/1/1', '9.001', 21]],
+      )
+      // A changed value goes on the bus on its own: direction out.
+      assert.equal((await t.api('PUT', `${SYS}/instances/probe/attributes`, { lux: 300.0 })).status, 200)
+      await until(() => listener.lines.some((l) => /Write from .* to 3\/1\/3:/i.test(l)))
+      await until(async () => (await tail()).length === 6)
+      assert.equal(writes.events.length, 1)
+    } finally {
+      listener.stop()
+      writes.close()
+    }
+    const entries = await tail()
+    assert.deepEqual(
+      entries.map((e) => [e.operation, e.direction, e.group_address, e.dpt, e.data]),
+      [
+        ['group_read', 'in', '3/1/3', '9.004', undefined],
+        ['group_response', 'out', '3/1/3', '9.004', '26d6'],
+        ['group_write', 'in', '3/1/2', 'string', '7761726d'],
+        ['group_read', 'in', '3/1/1', '9.001', undefined],
+        ['group_write', 'in', '3/1/1', '9.001', '0c1a'],
+        ['group_write', 'out', '3/1/3', '9.004', entries[5]!.data],
+      ],
+    )
+    assert.equal(entries[1]!.value, 280)
+    assert.equal(entries[1]!.error, undefined)
+    assert.match(entries[2]!.error, /finite number/)
+    assert.equal(entries[2]!.value, 'warm')
+    assert.equal(entries[2]!.attributes, undefined)
+    assert.match(entries[3]!.error, /no binding answers reads/)
+    assert.deepEqual([entries[4]!.value, entries[4]!.attribute, entries[4]!.attributes], [21, 'level', { level: 21 }])
+    assert.match(entries[4]!.source, /^\d+\.\d+\.\d+$/)
+    assert.ok(Math.abs(entries[5]!.value - 300) < 1, JSON.stringify(entries[5]))
+    assert.ok(typeof entries[5]!.latency === 'number' && entries[5]!.error === undefined, JSON.stringify(entries[5]))
+    // The filters select them.
+    assert.deepEqual(
+      (await tail({ direction: 'out' })).map((e) => e.operation),
+      ['group_response', 'group_write'],
+    )
+    assert.deepEqual(
+      (await tail({ operation: 'group_write', direction: 'in' })).map((e) => e.group_address),
+      ['3/1/2', '3/1/1'],
+    )
+    assert.deepEqual(
+      (await tail({ contains: 'FINITE NUMBER' })).map((e) => e.group_address),
+      ['3/1/2'],
+    )
+    assert.equal((await t.api('DELETE', `${SYS}/instances/probe`)).status, 200)
   })
 })
 

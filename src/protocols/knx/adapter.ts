@@ -3,6 +3,7 @@ import type { ValidationError } from '../../errors.js'
 import { formatGroupAddress, parseGroupAddress, type KnxBinding, type KnxDefinition } from '../../definition/knx-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import { AdapterLifecycle, ThrottledWarning, readOnly, secondsProblem } from '../adapter-kit.js'
+import type { AdapterTrace } from '../trace.js'
 import { knxCodec, type KnxCodec } from './dpt.js'
 import { KnxTunnel, type KnxTelegram } from './tunnel.js'
 
@@ -31,6 +32,8 @@ export interface KnxAdapterOptions {
   accessor: AttributeAccessor
   logger: Logger
   name?: string
+  /** The adapter's traffic trace (docs/traces.md): each group telegram it took from the tunnel or sent. */
+  trace?: AdapterTrace | undefined
 }
 
 type Connection = 'down' | 'connecting' | 'connected' | 'reconnecting' | 'detached'
@@ -56,6 +59,7 @@ export class KnxAdapter implements ProtocolAdapter {
   readonly #accessor: AttributeAccessor
   readonly #logger: Logger
   readonly #warning: ThrottledWarning
+  readonly #trace: AdapterTrace | undefined
   readonly #life: AdapterLifecycle<{ started: true }>
   readonly #bindings: LiveBinding[]
   readonly #byAddress = new Map<number, LiveBinding[]>()
@@ -73,6 +77,7 @@ export class KnxAdapter implements ProtocolAdapter {
     this.#accessor = options.accessor
     this.#logger = options.logger.child({ adapter: this.name })
     this.#warning = new ThrottledWarning(this.#logger)
+    this.#trace = options.trace
     this.#life = new AdapterLifecycle(this.name)
     this.#backoffMs = this.#definition.reconnect_period * 1000
     this.#bindings = this.#definition.bindings.map((binding, i) => {
@@ -264,6 +269,7 @@ export class KnxAdapter implements ProtocolAdapter {
     this.#counters.telegrams_received++
     if (telegram.service === 'read') {
       const reader = bindings.find((b) => b.sends)
+      if (this.#trace?.on) this.#traceIn(telegram, reader ?? bindings[0]!, undefined, reader ? undefined : 'no binding answers reads of this group address')
       if (reader) void this.#send(reader, 'response')
       return
     }
@@ -280,7 +286,7 @@ export class KnxAdapter implements ProtocolAdapter {
       }
       const problem = !this.#accessor.writable(attr) ? `attribute '${attr}' is read-only` : (this.#accessor.valueProblem?.(attr, value) ?? null)
       if (problem !== null) {
-        this.#refuse(b, telegram, problem)
+        this.#refuse(b, telegram, problem, value)
         continue
       }
       // A bidirectional binding that writes what it sends takes the bus's value as sent, so it is not echoed.
@@ -288,11 +294,32 @@ export class KnxAdapter implements ProtocolAdapter {
       this.#counters.writes_taken++
       try {
         const pending = this.#accessor.write(attr, value)
-        if (pending instanceof Promise) pending.catch((error: unknown) => this.#refuse(b, telegram, (error as Error).message))
+        // Traced once the attribute took it, in that turn: the write joins the entry as its attributes.
+        if (pending instanceof Promise)
+          pending.then(
+            () => this.#traceIn(telegram, b, value, undefined),
+            (error: unknown) => this.#refuse(b, telegram, (error as Error).message, value),
+          )
+        else this.#traceIn(telegram, b, value, undefined)
       } catch (error) {
-        this.#refuse(b, telegram, (error as Error).message)
+        this.#refuse(b, telegram, (error as Error).message, value)
       }
     }
+  }
+
+  /** Records a group telegram of the bus for binding `b` (`value`: as decoded, `error`: why it was not taken). */
+  #traceIn(telegram: KnxTelegram, b: LiveBinding, value: unknown, error: string | undefined): void {
+    this.#trace?.record({
+      operation: telegram.service === 'read' ? 'group_read' : 'group_write',
+      direction: 'in',
+      group_address: formatGroupAddress(telegram.destination),
+      source: formatIndividualAddress(telegram.source),
+      dpt: b.codec.label,
+      data: telegram.service === 'read' ? undefined : telegram.data.toString('hex'),
+      value,
+      attribute: telegram.service === 'read' ? b.binding.read_attribute : b.binding.write_attribute,
+      error,
+    })
   }
 
   #scan(): void {
@@ -319,7 +346,28 @@ export class KnxAdapter implements ProtocolAdapter {
     }
     this.#counters.telegrams_sent++
     if (service === 'response') this.#counters.reads_answered++
-    await tunnel.send(service, b.address, encoded)
+    const started = performance.now()
+    const acknowledged = await tunnel.send(service, b.address, encoded)
+    if (this.#trace?.on) {
+      let value: unknown
+      try {
+        value = b.codec.decode(encoded.data)
+      } catch {
+        value = null
+      }
+      this.#trace.record({
+        operation: service === 'response' ? 'group_response' : 'group_write',
+        direction: 'out',
+        group_address: formatGroupAddress(b.address),
+        dpt: b.codec.label,
+        data: encoded.data.toString('hex'),
+        value,
+        attribute: b.binding.read_attribute,
+        error: acknowledged ? undefined : 'not acknowledged by the tunnelling server',
+        // Until the tunnelling server acknowledged the telegram.
+        latency: (performance.now() - started) / 1000,
+      })
+    }
   }
 
   #encodedKey(b: LiveBinding): string | null {
@@ -338,9 +386,10 @@ export class KnxAdapter implements ProtocolAdapter {
     }
   }
 
-  #refuse(b: LiveBinding, telegram: KnxTelegram, reason: string): void {
+  #refuse(b: LiveBinding, telegram: KnxTelegram, reason: string, value?: unknown): void {
     this.#counters.refused++
     this.#counters.errors++
+    if (this.#trace?.on) this.#traceIn(telegram, b, value, reason)
     this.#warning.warn(
       { binding: b.name, group_address: formatGroupAddress(telegram.destination), data: telegram.data.toString('hex'), reason },
       'knx group write refused',
@@ -378,6 +427,11 @@ export function checkKnxValue(definition: KnxDefinition, attr: string, value: un
     }
   }
   return null
+}
+
+/** An individual address as KNX writes it: `1.1.5`. */
+function formatIndividualAddress(address: number): string {
+  return `${address >> 12}.${(address >> 8) & 0x0f}.${address & 0xff}`
 }
 
 /** A decoded value as the attribute's type takes it: booleans 0/1 for `int`/`float`, numbers as text for `str`. */

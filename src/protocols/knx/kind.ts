@@ -15,6 +15,6 @@ export const knxKind = lazyKind<KnxDefinition, ProtocolContext>({ name: 'knx_ip'
   return {
     createContext: () => ({ close: async () => undefined }),
     valueProblem: checkKnxValue,
-    create: ({ settings, accessor, logger, name }) => new KnxAdapter({ definition: settings, accessor, logger, name }),
+    create: ({ settings, accessor, logger, name, trace }) => new KnxAdapter({ definition: settings, accessor, logger, name, trace }),
   }
 })
