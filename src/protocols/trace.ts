@@ -223,6 +223,7 @@ export class AdapterTrace {
    * with `record`.
    */
   recordWords(layout: WordsLayout, words: Uint16Array, length: number, latency: number): void {
+    if (length > MAX_RECORD_WORDS) throw new RangeError(`a trace record of ${length} words (at most ${MAX_RECORD_WORDS})`)
     const seq = ++this.#seq
     const at = Date.now()
     const attributes = this.#pending ?? undefined
@@ -350,7 +351,7 @@ class TraceRing {
     if (this.#layout[slot] !== undefined) this.#layout[slot] = undefined
   }
 
-  /** Stores a words record in the next slot (capacity > 0): `length` (at most MAX_RECORD_WORDS) words of `words` from `from`. */
+  /** Stores a words record in the next slot (capacity > 0): `length` (at most MAX_RECORD_WORDS, checked by recordWords) words of `words` from `from`. */
   putWords(
     seq: number,
     at: number,
@@ -361,7 +362,6 @@ class TraceRing {
     latency: number,
     attributes: Record<string, unknown> | undefined,
   ): void {
-    if (length > MAX_RECORD_WORDS) throw new RangeError(`a trace record of ${length} words (at most ${MAX_RECORD_WORDS})`)
     const slot = this.#advance(seq, at, attributes)
     if (this.#exchange[slot] !== undefined) this.#exchange[slot] = undefined
     if (this.#topic[slot] !== undefined) this.#topic[slot] = undefined

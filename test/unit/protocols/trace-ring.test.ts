@@ -3,7 +3,7 @@
 // the exchange objects of other adapters are given, attributes and protocol.write events included.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { AdapterTrace, MAX_TRACE_TEXT, TrafficJournal, traceText, type TraceEntry } from '../../../src/protocols/trace.js'
+import { AdapterTrace, MAX_RECORD_WORDS, MAX_TRACE_TEXT, TrafficJournal, traceText, type TraceEntry, type WordsLayout } from '../../../src/protocols/trace.js'
 
 function makeTrace(size?: number) {
   const journal = new TrafficJournal()
@@ -147,6 +147,43 @@ describe('adapter trace ring', () => {
       { seq: 6, operation: 'write', direction: 'in', unit: 1 },
       { seq: 7, operation: 'publish', direction: 'out', topic: 't', size: 1, payload: 'b' },
     ])
+  })
+
+  it('keeps words records (recordWords) among publications and objects: any length up to MAX_RECORD_WORDS, resized, cleared', () => {
+    const layout: WordsLayout = {
+      exchange: (words, start, length, latency) => ({ operation: 'words', words: Array.from(words.subarray(start, start + length)), latency }),
+    }
+    const { trace, journal } = makeTrace(6)
+    const latencies: number[] = []
+    journal.onLatency = (labels, seconds) => latencies.push(seconds)
+    const expected: Array<Record<string, unknown>> = []
+    const lengths = [0, 3, 40, MAX_RECORD_WORDS, 1, 17, 200, 2, 5]
+    lengths.forEach((length, i) => {
+      const words = Uint16Array.from({ length: length + 3 }, (_, k) => (i * 1000 + k * 7919) & 0xffff)
+      trace.recordWords(layout, words, length, i / 10)
+      expected.push({ seq: expected.length + 1, operation: 'words', words: Array.from(words.subarray(0, length)), latency: i / 10 })
+      const payload = 'q'.repeat(i * 30)
+      trace.recordPublish('t', payload.length, payload)
+      expected.push({ seq: expected.length + 1, operation: 'publish', direction: 'out', topic: 't', size: payload.length, payload })
+      if (i % 3 === 0) {
+        trace.record({ operation: 'read', function: 3 })
+        expected.push({ seq: expected.length + 1, operation: 'read', function: 3 })
+      }
+      assert.deepStrictEqual(tail(trace).map(withoutTime), expected.slice(-6))
+    })
+    assert.deepEqual(
+      latencies,
+      lengths.map((_, i) => i / 10),
+    )
+    assert.throws(() => trace.recordWords(layout, new Uint16Array(MAX_RECORD_WORDS + 1), MAX_RECORD_WORDS + 1, 0), RangeError)
+    assert.equal(trace.recorded, expected.length)
+    trace.size = 4
+    assert.deepStrictEqual(tail(trace).map(withoutTime), expected.slice(-4))
+    trace.size = 20
+    assert.deepStrictEqual(tail(trace).map(withoutTime), expected.slice(-4))
+    assert.equal(trace.clear(), 4)
+    trace.recordWords(layout, Uint16Array.of(9, 8), 2, 1)
+    assert.deepStrictEqual(tail(trace).map(withoutTime), [{ seq: trace.recorded, operation: 'words', words: [9, 8], latency: 1 }])
   })
 
   it('an exchange that wrote attributes carries them in the ring and in its protocol.write event', () => {
