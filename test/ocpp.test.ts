@@ -7,13 +7,14 @@ import { readFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { RPCClient, RPCServer } from 'ocpp-rpc'
 import { parse } from 'yaml'
+import { ProtocolWrites } from './helpers/protocol-writes.js'
 import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
 const fixture = (name: string) => new URL(`fixtures/spx/${name}`, import.meta.url).pathname
 const EXTENSIONS = fixture('extensions')
 
-type Call = { identity: string; action: string; params: Record<string, any> }
+type Call = { identity: string; action: string; params: Record<string, any>; messageId: string }
 type Client = InstanceType<typeof RPCClient>
 
 async function attribute(t: TestServer, instance: string, name: string): Promise<unknown> {
@@ -46,8 +47,8 @@ describe('ocpp charge_point: the library EVSE model against an ocpp-rpc central 
       clients.push(client)
       client.on('close', () => disconnects++)
       const record = (action: string, answer: (p: Record<string, any>) => Record<string, unknown>) =>
-        client.handle(action, async ({ params }) => {
-          calls.push({ identity: client.identity!, action, params: params ?? {} })
+        client.handle(action, async ({ params, messageId }) => {
+          calls.push({ identity: client.identity!, action, params: params ?? {}, messageId })
           return answer(params ?? {})
         })
       record('BootNotification', () => ({ status: 'Accepted', currentTime: new Date().toISOString(), interval: 300 }))
@@ -151,6 +152,69 @@ describe('ocpp charge_point: the library EVSE model against an ocpp-rpc central 
     assert.deepEqual(await client.call('Reset', { type: 'Soft' }), { status: 'Accepted' })
     await eventually(async () => (calls.filter((c) => c.action === 'BootNotification').length > boots ? true : undefined))
   })
+
+  it('the trace: calls received and sent with action, message id, status and error; a call whose answer wrote attributes is one protocol.write event', async () => {
+    await eventually(async () => ((await stats()).boot_status === 'Accepted' && clients.length > 0 ? true : undefined))
+    assert.equal((await t.call(adapterNode, 'clear_trace')).status, 200)
+    const client = clients[clients.length - 1]!
+    // The message ids of the central system's calls, as it sent them.
+    const sent = new Map<string, string>()
+    client.on('call', ({ outbound, payload }: { outbound: boolean; payload: unknown[] }) => outbound && sent.set(String(payload[2]), String(payload[1])))
+    const writes = await ProtocolWrites.open(t.url, 'evse')
+    const from = calls.length
+    try {
+      assert.deepEqual(await client.call('RemoteStartTransaction', { idTag: 'TAG-9', connectorId: 1 }), { status: 'Accepted' })
+      assert.equal(await eventually(async () => ((await stats()).transaction_id === 4242 ? true : undefined)), true)
+      await assert.rejects(client.call('UnlockConnector', { connectorId: 1 }), (error: any) => error.rpcErrorCode === 'NotImplemented')
+      const boots = calls.filter((c) => c.action === 'BootNotification').length
+      assert.deepEqual(await client.call('Reset', { type: 'Hard' }), { status: 'Accepted' })
+      await eventually(async () => (calls.filter((c) => c.action === 'BootNotification').length > boots ? true : undefined))
+      // The answer to the BootNotification wrote attributes: its entry is a protocol.write event.
+      const boot = await writes.until((e) => e.operation === 'BootNotification')
+      assert.deepEqual([boot.adapter, boot.kind, boot.direction, boot.status], ['ocpp', 'ocpp', 'out', 'Accepted'])
+      assert.equal(boot.attributes.boot_status, 'Accepted')
+      assert.equal(boot.attributes.heartbeat_interval_s, 300)
+      // Each event is one entry of the trace, and each entry that wrote is one event (up to this one).
+      const wrote = (await t.call(adapterNode, 'tail')).body.result.filter((e: any) => e.attributes !== undefined && e.seq <= boot.seq)
+      assert.deepEqual(
+        writes.events.filter((e) => e.seq <= boot.seq).map((e) => e.seq),
+        wrote.map((e: any) => e.seq),
+      )
+    } finally {
+      writes.close()
+    }
+    const tail = async (kwargs: Record<string, unknown> = {}) => {
+      const res = await t.call(adapterNode, 'tail', kwargs)
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      return res.body.result as Array<Record<string, any>>
+    }
+    // The calls the central system sent, as the charger answered them.
+    const received = await tail({ direction: 'in' })
+    assert.deepEqual(
+      received.map((e) => [e.operation, e.message_id, e.status, e.error]),
+      [
+        ['RemoteStartTransaction', sent.get('RemoteStartTransaction'), 'Accepted', undefined],
+        ['UnlockConnector', sent.get('UnlockConnector'), undefined, 'NotImplemented'],
+        ['Reset', sent.get('Reset'), 'Accepted', undefined],
+      ],
+    )
+    assert.ok(
+      received.every((e) => e.charge_point === 'spx-evse-01' && typeof e.latency === 'number'),
+      JSON.stringify(received),
+    )
+    assert.match(received[0]!.payload, /"idTag":"TAG-9"/)
+    assert.equal(received[0]!.answer, '{"status":"Accepted"}')
+    // The calls the charger sent: the central system's message ids, its answers.
+    const start = await tail({ operation: 'StartTransaction' })
+    const central = calls.slice(from).find((c) => c.action === 'StartTransaction')!
+    assert.deepEqual(
+      start.map((e) => [e.direction, e.message_id, e.status, e.error]),
+      [['out', central.messageId, 'Accepted', undefined]],
+    )
+    assert.match(start[0]!.answer, /"transactionId":4242/)
+    assert.ok((await tail({ direction: 'out' })).some((e) => e.operation === 'BootNotification' && e.attributes?.boot_status === 'Accepted'))
+    assert.deepEqual([...new Set((await tail({ contains: 'tag-9' })).map((e) => e.operation))].slice(0, 2), ['RemoteStartTransaction', 'StartTransaction'])
+  })
 })
 
 describe('ocpp central_system: the library CSMS model registers an ocpp-rpc charge point', () => {
@@ -229,6 +293,55 @@ describe('ocpp central_system: the library CSMS model registers an ocpp-rpc char
     assert.deepEqual(await cp.call('Heartbeat', {}), { currentTime: '2025-01-01T00:00:00Z' })
     const stats = (await t.api('GET', adapterNode)).body
     assert.ok(stats.counters.call_errors >= 1 && stats.counters.calls_received >= 7, JSON.stringify(stats.counters))
+  })
+
+  it('the trace: each call a charge point sent, with its message id and the answer or CALLERROR; a call that wrote attributes is one protocol.write event', async () => {
+    assert.equal((await t.call(adapterNode, 'clear_trace')).status, 200)
+    const ids: string[] = []
+    cp.on('call', ({ outbound, payload }: { outbound: boolean; payload: unknown[] }) => outbound && ids.push(String(payload[1])))
+    const writes = await ProtocolWrites.open(t.url, 'csms')
+    try {
+      assert.deepEqual(await cp.call('Heartbeat', {}), { currentTime: '2025-01-01T00:00:00Z' })
+      assert.equal((await t.api('PATCH', adapterNode, { call_error: 'InternalError' })).status, 200)
+      await assert.rejects(cp.call('Heartbeat', {}), (error: any) => error.rpcErrorCode === 'InternalError')
+      assert.equal((await t.api('PATCH', adapterNode, { call_error: null })).status, 200)
+      assert.deepEqual(await cp.call('StatusNotification', { connectorId: 4, status: 'Faulted', errorCode: 'GroundFailure' }), {})
+      // The last call's event: every earlier one came before it.
+      await writes.until((e) => e.attributes?.last_connector_status === 'Faulted')
+      assert.deepEqual(
+        writes.events.map((e) => [e.adapter, e.kind, e.operation, e.direction, e.message_id]),
+        [['ocpp', 'ocpp', 'StatusNotification', 'in', ids[2]]],
+      )
+    } finally {
+      writes.close()
+    }
+    const tail = async (kwargs: Record<string, unknown> = {}) => {
+      const res = await t.call(adapterNode, 'tail', kwargs)
+      assert.equal(res.status, 200, JSON.stringify(res.body))
+      return res.body.result as Array<Record<string, any>>
+    }
+    const entries = await tail()
+    assert.deepEqual(
+      entries.map((e) => [e.operation, e.direction, e.message_id, e.charge_point, e.error]),
+      [
+        ['Heartbeat', 'in', ids[0], 'CP-7', undefined],
+        ['Heartbeat', 'in', ids[1], 'CP-7', 'InternalError'],
+        ['StatusNotification', 'in', ids[2], 'CP-7', undefined],
+      ],
+    )
+    assert.equal(entries[0]!.answer, '{"currentTime":"2025-01-01T00:00:00Z"}')
+    assert.equal(entries[1]!.answer, undefined)
+    assert.deepEqual(entries[2]!.attributes, { last_connector_id: 4, last_connector_status: 'Faulted', last_error_code: 'GroundFailure' })
+    assert.equal(entries[0]!.attributes, undefined)
+    assert.deepEqual(
+      (await tail({ operation: 'Heartbeat' })).map((e) => e.error),
+      [undefined, 'InternalError'],
+    )
+    assert.deepEqual(
+      (await tail({ contains: 'groundfailure' })).map((e) => e.operation),
+      ['StatusNotification'],
+    )
+    assert.deepEqual(await tail({ direction: 'out' }), [])
   })
 
   it('a charge point at another path is refused', async () => {

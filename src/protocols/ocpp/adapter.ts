@@ -9,6 +9,7 @@ import { ConflictError, ValidationError } from '../../errors.js'
 import { OCPP_ERROR_CODES, type OcppBinding, type OcppDefinition } from '../../definition/ocpp-schema.js'
 import type { AdapterState, AdapterStats, AttributeAccessor, ProtocolAdapter } from '../adapter.js'
 import { AdapterLifecycle, ThrottledWarning, listenOnce, listenProblem, readOnly, secondsProblem } from '../adapter-kit.js'
+import type { AdapterTrace } from '../trace.js'
 import type { OcppContext } from './context.js'
 import { boundFields, fillPayload, fitValue } from './payload.js'
 
@@ -46,6 +47,8 @@ export interface OcppAdapterOptions {
   name?: string
   instance?: string
   model?: string
+  /** The adapter's traffic trace (docs/traces.md): each call it received or sent, with its answer. */
+  trace?: AdapterTrace | undefined
 }
 
 /** What a started adapter holds. */
@@ -60,11 +63,13 @@ const MAX_CHARGE_POINTS = 1024
 const MAX_MESSAGE_BYTES = 1024 * 1024
 /** The longest wait between a charge point's connection attempts, in ms. */
 const MAX_BACKOFF_MS = 60_000
+/** The longest excerpt of a payload an entry of the trace keeps, in characters. */
+const MAX_EXCERPT = 256
 
 // The library's client options are all required in its typings; the adapter sets those it needs.
 type ClientOptions = ConstructorParameters<typeof RPCClient>[0]
 type AnyClient = InstanceType<typeof RPCClient>
-type CallHandler = (call: { method?: string; params?: Record<string, unknown> }) => Promise<Record<string, unknown>>
+type CallHandler = (call: { method?: string; params?: Record<string, unknown>; messageId?: string }) => Promise<Record<string, unknown>>
 
 /** The answers a central system gives to calls no binding answers, by action. */
 function centralDefaults(action: string, nextTransaction: () => number): Record<string, unknown> | undefined {
@@ -100,6 +105,9 @@ export class OcppAdapter implements ProtocolAdapter {
   readonly #accessor: AttributeAccessor
   readonly #logger: Logger
   readonly #warning: ThrottledWarning
+  readonly #trace: AdapterTrace | undefined
+  /** The message id ocpp-rpc gave each call sent, by its payload (the library's `call` event names it; its `call()` does not). */
+  readonly #messageIds = new WeakMap<object, string>()
   readonly #context: OcppContext
   readonly #identity: string
   readonly #model: string
@@ -132,6 +140,7 @@ export class OcppAdapter implements ProtocolAdapter {
     this.#accessor = options.accessor
     this.#logger = options.logger.child({ adapter: this.name })
     this.#warning = new ThrottledWarning(this.#logger)
+    this.#trace = options.trace
     this.#context = options.context
     this.#identity = this.#definition.charge_point_id ?? instance
     this.#model = options.model ?? 'Mimic'
@@ -300,6 +309,7 @@ export class OcppAdapter implements ProtocolAdapter {
     } as unknown as ClientOptions)
     this.#client = client
     client.handle(this.#handler(client) as never)
+    this.#noteMessageIds(client)
     client.on('close', () => this.#closed(client))
     client.on('socketError', (error: Error) => this.#fail('ocpp socket error', error))
     try {
@@ -376,14 +386,17 @@ export class OcppAdapter implements ProtocolAdapter {
     const payload = this.#fill(template) as Record<string, unknown>
     if (action === 'StatusNotification' && bindingName !== undefined) this.#lastStatus.set(bindingName, JSON.stringify(payload))
     this.#counters.calls_sent++
+    const started = performance.now()
     try {
       const result = (await client.call(action, payload, { callTimeoutMs: this.#definition.call_timeout * 1000 })) as Record<string, unknown>
-      this.#apply(this.#inbound('call_result', action)?.binding.payload, result, action)
+      const applied = this.#apply(this.#inbound('call_result', action)?.binding.payload, result, action)
+      this.#traceCall('out', client, action, this.#messageIds.get(payload), payload, result, undefined, started, applied)
       return result
     } catch (error) {
       const code = (error as { rpcErrorCode?: string }).rpcErrorCode
       if (code !== undefined) this.#counters.call_errors++
       this.#fail(`ocpp ${action} got no answer`, error as Error, { action, code })
+      this.#traceCall('out', client, action, this.#messageIds.get(payload), payload, undefined, code ?? (error as Error).message, started, undefined)
       return undefined
     }
   }
@@ -446,6 +459,7 @@ export class OcppAdapter implements ProtocolAdapter {
     this.#clients.add(client)
     this.#counters.connects++
     client.handle(this.#handler(client) as never)
+    this.#noteMessageIds(client)
     // A charge point's repeated calls end with its connection, so reconnecting peers add none.
     const timers: NodeJS.Timeout[] = []
     client.on('close', () => {
@@ -466,16 +480,18 @@ export class OcppAdapter implements ProtocolAdapter {
 
   /** Answers the calls a peer sends. */
   #handler(client: AnyClient): CallHandler {
-    return async ({ method, params }) => {
+    return async ({ method, params, messageId }) => {
+      const started = performance.now()
       const action = method ?? ''
       const payload = params ?? {}
       this.#counters.calls_received++
       const code = this.#definition.call_error
       if (code !== null) {
         this.#counters.call_errors++
+        this.#traceCall('in', client, action, messageId, payload, undefined, code, started, undefined)
         throw createRPCError(code, `fault injected by Mimic (call_error: ${code})`, {})
       }
-      this.#apply(this.#inbound('call', action)?.binding.payload, payload, action)
+      const applied = this.#apply(this.#inbound('call', action)?.binding.payload, payload, action)
       const bound = this.#outbound('call_result', action)
       const reply =
         this.#definition.role === 'central_system'
@@ -483,10 +499,59 @@ export class OcppAdapter implements ProtocolAdapter {
           : this.#chargePointAnswer(client, action, payload, bound?.binding.payload)
       if (reply === undefined) {
         this.#counters.call_errors++
+        this.#traceCall('in', client, action, messageId, payload, undefined, 'NotImplemented', started, applied)
         throw createRPCError('NotImplemented', `no binding answers ${action}`, {})
       }
+      this.#traceCall('in', client, action, messageId, payload, reply, undefined, started, applied)
       return reply
     }
+  }
+
+  /** Keeps the message id of each call `client` sends, for the trace. */
+  #noteMessageIds(client: AnyClient): void {
+    if (this.#trace === undefined) return
+    client.on('call', (event: { outbound?: boolean; payload?: unknown[] }) => {
+      const params = event.payload?.[3]
+      if (event.outbound && typeof params === 'object' && params !== null) this.#messageIds.set(params, String(event.payload![1]))
+    })
+  }
+
+  /**
+   * Records a call and its answer (docs/traces.md): `reply` the CALLRESULT's payload, `error` the
+   * CALLERROR's code (or why no answer came). `applied` is what #apply made of the message's bound
+   * fields: the writes under way (the entry is recorded once they are made, so that they join it
+   * as its attributes), or why none was made. Nothing is recorded while the trace keeps nothing,
+   * unless the call wrote attributes (its protocol.write event carries the entry).
+   */
+  #traceCall(
+    direction: 'in' | 'out',
+    client: AnyClient,
+    action: string,
+    messageId: string | undefined,
+    payload: Record<string, unknown>,
+    reply: Record<string, unknown> | undefined,
+    error: string | undefined,
+    started: number,
+    applied: Promise<unknown> | string | undefined,
+  ): void {
+    const trace = this.#trace
+    if (trace === undefined || (!trace.on && !(applied instanceof Promise))) return
+    const idTagInfo = reply?.idTagInfo as { status?: unknown } | undefined
+    const status = typeof reply?.status === 'string' ? reply.status : typeof idTagInfo?.status === 'string' ? idTagInfo.status : undefined
+    const record = () =>
+      trace.record({
+        operation: action,
+        direction,
+        message_id: messageId,
+        charge_point: client.identity,
+        status,
+        error: error ?? (typeof applied === 'string' ? `not applied: ${applied}` : undefined),
+        payload: excerpt(payload),
+        answer: reply === undefined ? undefined : excerpt(reply),
+        latency: (performance.now() - started) / 1000,
+      })
+    if (applied instanceof Promise) void applied.then(record)
+    else record()
   }
 
   #centralAnswer(action: string, template: unknown): Record<string, unknown> | undefined {
@@ -577,9 +642,13 @@ export class OcppAdapter implements ProtocolAdapter {
     })
   }
 
-  /** Writes the bound fields of a received message to their attributes: all of them, or none when one does not fit. */
-  #apply(template: unknown, message: unknown, action: string): void {
-    if (template === undefined) return
+  /**
+   * Writes the bound fields of a received message to their attributes: all of them, or none when
+   * one does not fit. Returns the writes under way (settled once all are made or refused), why
+   * none was made, or undefined when there was nothing to write.
+   */
+  #apply(template: unknown, message: unknown, action: string): Promise<unknown> | string | undefined {
+    if (template === undefined) return undefined
     const writes: Array<{ attribute: string; value: unknown }> = []
     for (const field of boundFields(template, message)) {
       const value = fitValue(field.value, this.#accessor.describe?.(field.attribute)?.type)
@@ -589,18 +658,20 @@ export class OcppAdapter implements ProtocolAdapter {
       if (problem !== null) {
         this.#counters.errors++
         this.#warning.warn({ action, field: field.field, attribute: field.attribute, reason: problem }, 'ocpp message not applied')
-        return
+        return `${field.field}: ${problem}`
       }
       writes.push({ attribute: field.attribute, value })
     }
+    const made: Array<Promise<unknown>> = []
     for (const { attribute, value } of writes) {
       try {
         const pending = this.#accessor.write(attribute, value)
-        if (pending instanceof Promise) pending.catch((error: unknown) => this.#fail('ocpp write failed', error as Error, { attribute }))
+        if (pending instanceof Promise) made.push(pending.catch((error: unknown) => this.#fail('ocpp write failed', error as Error, { attribute })))
       } catch (error) {
         this.#fail('ocpp write failed', error as Error, { attribute })
       }
     }
+    return made.length === 0 ? undefined : Promise.all(made)
   }
 
   #every(seconds: number, run: () => void, once = false): NodeJS.Timeout {
@@ -622,6 +693,12 @@ export class OcppAdapter implements ProtocolAdapter {
     this.#lastError = error?.message ?? String(error)
     this.#warning.warn({ ...fields, err: this.#lastError }, message)
   }
+}
+
+/** A payload as JSON text, cut at MAX_EXCERPT characters ('…' marks the cut). */
+function excerpt(payload: unknown): string {
+  const text = JSON.stringify(payload) ?? ''
+  return text.length > MAX_EXCERPT ? `${text.slice(0, MAX_EXCERPT)}…` : text
 }
 
 /**

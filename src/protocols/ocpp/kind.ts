@@ -16,7 +16,7 @@ export const ocppKind = lazyKind<OcppDefinition, OcppContext>({ name: 'ocpp', al
   return {
     createContext: ({ portHolder }) => new OcppContext({ portHolder }),
     valueProblem: () => null,
-    create: ({ settings, accessor, logger, name, instance, context, subject }) =>
-      new OcppAdapter({ definition: settings, accessor, logger, name, instance, context, model: subject?.model }),
+    create: ({ settings, accessor, logger, name, instance, context, subject, trace }) =>
+      new OcppAdapter({ definition: settings, accessor, logger, name, instance, context, model: subject?.model, trace }),
   }
 })
