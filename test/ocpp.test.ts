@@ -14,7 +14,7 @@ const SYS = '/api/v3/system'
 const fixture = (name: string) => new URL(`fixtures/spx/${name}`, import.meta.url).pathname
 const EXTENSIONS = fixture('extensions')
 
-type Call = { identity: string; action: string; params: Record<string, any>; messageId: string }
+type Call = { identity: string; action: string; params: Record<string, any>; messageId: string | undefined }
 type Client = InstanceType<typeof RPCClient>
 
 async function attribute(t: TestServer, instance: string, name: string): Promise<unknown> {
