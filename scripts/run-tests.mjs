@@ -1,14 +1,18 @@
 #!/usr/bin/env node
 // `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
-// dashboard; incremental, an up-to-date build takes seconds, see tsconfig.json), then runs every
-// test file with node's test runner — TypeScript through tsx, and the Python SDK's unittest suite
-// through test/python-sdk.test.ts — so one closing summary counts everything. Type-checks and lint
-// are `npm run check`, not part of this loop: tsx strips the types without checking them.
+// dashboard; incremental, an up-to-date build takes seconds, see tsconfig.json), compiles src/ and
+// test/ for the tests (scripts/build-tests.mjs: esbuild, a few seconds), then runs every test file
+// with node's test runner — the compiled TypeScript, and the Python SDK's unittest suite through
+// test/python-sdk.test.ts — so one closing summary counts everything. Type-checks and lint are
+// `npm run check`, not part of this loop: esbuild strips the types without checking them.
+// MIMIC_TEST_TSX=1 runs the TypeScript files themselves through tsx instead (slower: see
+// build-tests.mjs).
 // `node scripts/run-tests.mjs modbus` (or `npm test -- modbus`) runs the files whose path contains
 // "modbus".
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
+import { buildTests, compiledPath, copyDir, removeCopy } from './build-tests.mjs'
 import { TIMES_FILE } from './test-times.mjs'
 
 const root = new URL('..', import.meta.url).pathname
@@ -79,11 +83,18 @@ const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 2
 // beside other test files on two busy cores, so the bound is above that.
 // The second reporter records each file's length for the next run's order and prints the
 // slowest files after the summary.
+// The compiled copy of the files (see build-tests.mjs), or the TypeScript through tsx.
+const throughTsx = process.env.MIMIC_TEST_TSX === '1'
+const copy = copyDir()
+let testFiles = selected
+if (!throughTsx) {
+  await buildTests(copy)
+  testFiles = selected.map((file) => compiledPath(file, copy))
+}
 const run = spawnSync(
   process.execPath,
   [
-    '--import',
-    'tsx',
+    ...(throughTsx ? ['--import', 'tsx'] : ['--enable-source-maps']),
     // Test files' reports written synchronously, so that --test-force-exit drops none (test-stdout.mjs).
     '--import',
     join(root, 'scripts/test-stdout.mjs'),
@@ -95,9 +106,11 @@ const run = spawnSync(
     `--test-concurrency=${concurrency}`,
     '--test-timeout=240000',
     '--test-force-exit',
-    ...selected,
+    ...testFiles,
   ],
   // MIMIC_TEST_ALL_FILES: the reporter may name a file that ran no test (a run of some files leaves the others out).
-  { cwd: root, stdio: 'inherit', env: { ...process.env, MIMIC_TEST_ALL_FILES: only.length ? '0' : '1' } },
+  // MIMIC_TEST_COPY: the reporter names the compiled files by their sources.
+  { cwd: root, stdio: 'inherit', env: { ...process.env, MIMIC_TEST_ALL_FILES: only.length ? '0' : '1', ...(throughTsx ? {} : { MIMIC_TEST_COPY: copy }) } },
 )
+if (!throughTsx) removeCopy(copy)
 process.exit(run.status ?? 1)

@@ -6,6 +6,7 @@
 // the suite on Node 20 and then on Node 24, and a test that one of them never runs shows there.
 import { mkdirSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
+import { sourceOf } from './build-tests.mjs'
 
 /** Where the lengths of the previous run are kept, relative to the repository. */
 export const TIMES_FILE = 'node_modules/.cache/mimic-test-times.json'
@@ -22,7 +23,9 @@ export default async function* testTimes(source) {
   for await (const event of source) {
     if (event.type === 'test:pass' || event.type === 'test:fail') {
       if (!event.data.file) continue
-      const file = relative(root, event.data.file)
+      // A file of the run's compiled copy (scripts/build-tests.mjs) is named by its source.
+      const copy = process.env.MIMIC_TEST_COPY
+      const file = (copy && sourceOf(event.data.file, copy)) || relative(root, event.data.file)
       // Tests at any depth, not suites: what the summary's "tests" line counts.
       if (event.data.details?.type !== 'suite') counts[file] = (counts[file] ?? 0) + 1
       if (event.data.nesting !== 0) continue
