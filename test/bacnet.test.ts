@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import bacnet, { ApplicationTag, ObjectType, PropertyIdentifier } from '@bacnet-js/client'
 import { loadDefinitionFile } from '../src/definition/load-file.js'
 import { modelBehaviourProblems } from '../src/language/model/index.js'
-import { ProtocolWrites } from './helpers/protocol-writes.js'
+import { ProtocolWrites, traceTail } from './helpers/protocol-writes.js'
 import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
@@ -322,11 +322,7 @@ describe('bacnet adapter with a client of @bacnet-js/client', () => {
       c.off('covNotifyUnconfirmed', onNote)
       writes.close()
     }
-    const tail = async (kwargs: Record<string, unknown> = {}) => {
-      const res = await t.call(node, 'tail', kwargs)
-      assert.equal(res.status, 200, JSON.stringify(res.body))
-      return res.body.result as Array<Record<string, any>>
-    }
+    const tail = (kwargs: Record<string, unknown> = {}) => traceTail(t, node, kwargs)
     const entries = await tail()
     assert.deepEqual(
       entries.map((e) => [e.operation, e.direction, e.object, e.property, e.error]),

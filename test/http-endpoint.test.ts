@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { loadDefinitionFile } from '../src/definition/load-file.js'
 import { modelBehaviourProblems } from '../src/language/model/index.js'
-import { ProtocolWrites } from './helpers/protocol-writes.js'
+import { ProtocolWrites, traceTail } from './helpers/protocol-writes.js'
 import { freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
@@ -246,11 +246,7 @@ describe('http_endpoint: the catalog models, served by a server without a produc
     } finally {
       writes.close()
     }
-    const tail = async (kwargs: Record<string, unknown> = {}) => {
-      const res = await t.call(node, 'tail', kwargs)
-      assert.equal(res.status, 200, JSON.stringify(res.body))
-      return res.body.result as Array<Record<string, any>>
-    }
+    const tail = (kwargs: Record<string, unknown> = {}) => traceTail(t, node, kwargs)
     const entries = await tail()
     assert.deepEqual(
       entries.map((e) => [e.operation, e.direction, e.method, e.path, e.endpoint, e.status, e.attributes]),

@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'yaml'
 import { Knxd } from './helpers/knxd.js'
-import { ProtocolWrites } from './helpers/protocol-writes.js'
+import { ProtocolWrites, traceTail } from './helpers/protocol-writes.js'
 import { eventually, startTestServer, TEST_KEY, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
@@ -203,11 +203,7 @@ describe('knx_ip: the library lighting zone behind knxd, driven by knxtool', () 
     assert.equal((await t.call(`${SYS}/instances/probe`, 'prepare')).status, 200)
     const node = `${SYS}/instances/probe/communication/knx_ip`
     await until(async () => (await t.api('GET', node)).body.connection === 'connected')
-    const tail = async (kwargs: Record<string, unknown> = {}) => {
-      const res = await t.call(node, 'tail', kwargs)
-      assert.equal(res.status, 200, JSON.stringify(res.body))
-      return res.body.result as Array<Record<string, any>>
-    }
+    const tail = (kwargs: Record<string, unknown> = {}) => traceTail(t, node, kwargs)
     const writes = await ProtocolWrites.open(t.url, 'probe')
     const listener = await knxd.listen()
     try {

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { after, before, describe, it } from 'node:test'
 import { RPCClient, RPCServer } from 'ocpp-rpc'
 import { parse } from 'yaml'
-import { ProtocolWrites } from './helpers/protocol-writes.js'
+import { ProtocolWrites, traceTail } from './helpers/protocol-writes.js'
 import { eventually, freePort, startTestServer, type TestServer } from './helpers/server.js'
 
 const SYS = '/api/v3/system'
@@ -183,11 +183,7 @@ describe('ocpp charge_point: the library EVSE model against an ocpp-rpc central 
     } finally {
       writes.close()
     }
-    const tail = async (kwargs: Record<string, unknown> = {}) => {
-      const res = await t.call(adapterNode, 'tail', kwargs)
-      assert.equal(res.status, 200, JSON.stringify(res.body))
-      return res.body.result as Array<Record<string, any>>
-    }
+    const tail = (kwargs: Record<string, unknown> = {}) => traceTail(t, adapterNode, kwargs)
     // The calls the central system sent, as the charger answered them.
     const received = await tail({ direction: 'in' })
     assert.deepEqual(
@@ -315,11 +311,7 @@ describe('ocpp central_system: the library CSMS model registers an ocpp-rpc char
     } finally {
       writes.close()
     }
-    const tail = async (kwargs: Record<string, unknown> = {}) => {
-      const res = await t.call(adapterNode, 'tail', kwargs)
-      assert.equal(res.status, 200, JSON.stringify(res.body))
-      return res.body.result as Array<Record<string, any>>
-    }
+    const tail = (kwargs: Record<string, unknown> = {}) => traceTail(t, adapterNode, kwargs)
     const entries = await tail()
     assert.deepEqual(
       entries.map((e) => [e.operation, e.direction, e.message_id, e.charge_point, e.error]),

@@ -1,6 +1,7 @@
 import { get as httpGet, type ClientRequest, type IncomingMessage } from 'node:http'
+import assert from 'node:assert/strict'
 import { SseParser } from '../../ui/src/sse-parser.ts'
-import { TEST_KEY } from './server.js'
+import { TEST_KEY, type TestServer } from './server.js'
 import { eventually } from './wait.js'
 
 /**
@@ -57,4 +58,17 @@ export class ProtocolWrites {
   close(): void {
     this.#request.destroy()
   }
+}
+
+/**
+ * An adapter's trace entries as `tail` answers them (docs/traces.md), oldest first; `kwargs` are
+ * its filters. A fault is an assertion error with its body.
+ *
+ * @example
+ * const writes = await traceTail(t, `${SYS}/instances/ahu/communication/bacnet`, { operation: 'write' })
+ */
+export async function traceTail(t: Pick<TestServer, 'call'>, adapterNode: string, kwargs: Record<string, unknown> = {}): Promise<Array<Record<string, any>>> {
+  const res = await t.call(adapterNode, 'tail', kwargs)
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  return (res.body as { result: Array<Record<string, any>> }).result
 }
