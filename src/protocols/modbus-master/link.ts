@@ -227,7 +227,8 @@ export class ModbusLink {
           void close()
         }
         const channel: Channel = {
-          write: (data) => socket.send(data, (error) => error && fail(error)),
+          // A socket closed by an error sends nothing (send would throw): the request times out.
+          write: (data) => open && socket.send(data, (error) => error && fail(error)),
           close,
         }
         this.#channel = channel
