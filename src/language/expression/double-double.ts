@@ -331,22 +331,36 @@ function trigRange(x: number): boolean {
 }
 
 /**
- * sin(i/steps) and cos(i/steps) for i = -half..half as double-doubles, the table of fast-trig.ts.
+ * sin(j*pi/n) for j = 0..2n-1 (the whole circle) as double-doubles, the table of fast-trig.ts; n is
+ * a multiple of 4 and a power of 2, so that pi/n is exact to the last part. The first eighth is
+ * computed by the series, the rest follows by symmetry (exactly).
  *
  * @example
- * sinCosTable(51, 64).sinHi[52] // sin(1/64)
+ * sinPiTable(128).hi[64] // 1, sin(pi/2)
  */
-export function sinCosTable(half: number, steps: number): { sinHi: Float64Array; sinLo: Float64Array; cosHi: Float64Array; cosLo: Float64Array } {
-  const size = 2 * half + 1
-  const table = { sinHi: new Float64Array(size), sinLo: new Float64Array(size), cosHi: new Float64Array(size), cosLo: new Float64Array(size) }
-  for (let i = -half; i <= half; i++) {
-    sinCosDD(i / steps)
-    table.sinHi[i + half] = R[2] as number
-    table.sinLo[i + half] = R[3] as number
-    table.cosHi[i + half] = R[4] as number
-    table.cosLo[i + half] = R[5] as number
+export function sinPiTable(n: number): { hi: Float64Array; lo: Float64Array } {
+  const hi = new Float64Array(2 * n)
+  const lo = new Float64Array(2 * n)
+  const quarter = n / 2
+  for (let j = 0; j <= n / 4; j++) {
+    // j*pi/n as a double-double: j * (2 * PIO2_1 / n) exactly as a two-product, plus the rest.
+    twoProd(j, (2 * PIO2_1) / n)
+    add(R[0] as number, R[1] as number, (j * 2 * PIO2_2) / n, (j * 2 * PIO2_3) / n)
+    sinCosSmall(R[0] as number, R[1] as number)
+    hi[j] = R[2] as number
+    lo[j] = R[3] as number
+    hi[quarter - j] = R[4] as number
+    lo[quarter - j] = R[5] as number
   }
-  return table
+  for (let j = quarter + 1; j <= n; j++) {
+    hi[j] = hi[n - j] as number
+    lo[j] = lo[n - j] as number
+  }
+  for (let j = n + 1; j < 2 * n; j++) {
+    hi[j] = -(hi[j - n] as number)
+    lo[j] = -(lo[j - n] as number)
+  }
+  return { hi, lo }
 }
 
 /** sin(x), rounded once. */

@@ -1,104 +1,106 @@
 /**
  * sin and cos equal to double-double.ts's correctly rounded ones, many times faster (Ziv's
  * strategy): a fast evaluation precise to about 2**-64 decides the rounding for nearly every
- * input, and the few whose result lies too close to a rounding boundary for it to decide (about
- * one in a hundred) go to the double-double series. The fast evaluation reduces x by pi/2 in
- * three exact parts, then splits the reduced r = a + b, with a = i/64 whose sine and cosine come
- * from a table (computed at load by the double-double series) and |b| <= 1/128, where a few
- * series terms in plain doubles are precise enough.
+ * input, and the few whose result lies too close to a rounding boundary for it to decide go to
+ * the double-double series. The fast evaluation reduces x by pi/128 in four exact parts, to
+ * x = k*pi/128 + r with |r| <= pi/256, and sums sin(k*pi/128)*cos(r) + cos(k*pi/128)*sin(r), the
+ * table's sines and cosines as double-doubles (one table of 256 sines round the circle: the
+ * cosine is the sine 64 entries on, and cos(x) is sin(x + pi/2), so no quadrant is told apart)
+ * and short series in plain doubles for sin r and cos r.
  *
  * Written here because no library does it: JS's Math.sin/cos (fdlibm) are within 1 ulp but not
  * correctly rounded, and CPython's values (the C library's) are, in practice, the correctly
- * rounded ones. test/unit/fast-trig.test.ts checks that it changes nothing but speed.
+ * rounded ones. test/unit/language/fast-trig.test.ts checks that it changes nothing but speed.
  *
  * @example
  * sin(0.5) === 0.479425538604203 // as CPython's math.sin(0.5)
  */
-import { cos as ddCos, sinCosTable, sin as ddSin } from './double-double.js'
+import { cos as ddCos, sin as ddSin, sinPiTable } from './double-double.js'
 
-// pi/2 as three 33-bit parts (their products with an integer below 2**20 are exact) and the rest
-// (fdlibm's split; their sum is pi/2 within 1e-48).
-export const PIO2_PARTS = [1.5707963267341256, 6.077100506303966e-11, 2.0222662487111665e-21, 8.4784276603689e-32] as const
-const [P1, P2, P3, P3T] = PIO2_PARTS
-const TWO_OVER_PI = 0.6366197723675814
+// pi/128 as three 27-bit parts (their products with an integer below 2**26 are exact) and the
+// rest; their sum is pi/128 within 4e-45 (computed from pi to 400 bits; the unit test checks the
+// parts' bits and their sum against double-double's pi/2).
+export const PI128_PARTS = [0.024543692590668797, 1.550146209311487e-11, 8.939357358849336e-20, 2.5697276463006653e-28] as const
+const [C1, C2, C3, C4] = PI128_PARTS
+const INV_PI128 = 40.74366543152521 // 128/pi
+const SPLITTER = 134217729 // 2**27 + 1, Dekker's split: a double into two halves of 26 bits
 
-// sin(i/64) and cos(i/64) as double-doubles, i = -51..51 (|r| <= pi/4 < 51/64).
-const STEPS = 64
-const OFFSET = 51
-const { sinHi: SIN_HI, sinLo: SIN_LO, cosHi: COS_HI, cosLo: COS_LO } = sinCosTable(OFFSET, STEPS)
+// Per entry j (k mod 256): sin(j*pi/128) as a double-double, then cos(j*pi/128) as its leading 26
+// bits (so that its products with the halves of a Dekker split are exact) and the rest.
+const TABLE = (() => {
+  const { hi, lo } = sinPiTable(128)
+  const table = new Float64Array(4 * 256)
+  for (let j = 0; j < 256; j++) {
+    const c = (j + 64) & 255
+    const ch = hi[c] as number
+    const t = SPLITTER * ch
+    const c26 = t - (t - ch) // the leading 26 bits of ch
+    table[4 * j] = hi[j] as number
+    table[4 * j + 1] = lo[j] as number
+    table[4 * j + 2] = c26
+    table[4 * j + 3] = ch - c26 + (lo[c] as number)
+  }
+  return table
+})()
 
-// The error of the fast result is below 2**-64 of it (each step's bound is noted below); the
-// rounding test allows 2**-60, sixteen times more, and sends one input in about a hundred to the
-// slow path.
-const BOUND = 2 ** -60
-const SPLITTER = 134217729 // 2**27 + 1, Dekker's split
+// The error of the fast result is below 2**-63 of it. Its largest part is the rounding of cos r - 1
+// (up to 2**-13.7, computed to 3 ulps) times S = sin a: where |S| = sin(pi/128) the result can be
+// half of S, and that part reaches 2**-63.7 of the result; the rounding of the rest of the sum adds
+// below 2**-64.9 there, every other step below 2**-80 (each is noted below). Over 4 million seeded
+// inputs the largest error seen was 2**-64.7. The rounding test allows 2**-61, four times the
+// bound, and sends about one input in 170 to the slow path (one in 80 with 2**-60).
+const BOUND = 2 ** -61
 
 // The fast result goes out through OUT, and `fast` answers whether it decided: a double returned
 // from a function V8 does not inline (this one is too large to be) is boxed, a new heap number per
 // call, which the loop of benchmark 7 paid five times per meter step; an integer is not.
 const OUT = new Float64Array(1)
 
-/** sin(x) (wantCos 0) or cos(x) (wantCos 1) for 1e-8 < |x| < 2**20 into OUT[0]: 1, or 0 when the fast evaluation cannot decide. */
-function fast(x: number, wantCos: number): number {
-  const k = Math.round(x * TWO_OVER_PI)
-  // r = x - k*pi/2 as rh + rl. x - k*P1 is exact (the two are within a factor of 2: Sterbenz), the
-  // products with P1, P2, P3 are exact; the first subtraction is a two-sum, the rest add about
-  // 2**-100 absolute, below 2**-76 of r once |r| >= 2**-24 (smaller r take the slow path).
-  const w = x - k * P1
-  const p2 = k * P2
+/** sin(x + quarter*pi/128): sin for quarter 0, cos for 64; 1e-8 < |x| < 2**20; into OUT[0]: 1, or 0 when undecided. */
+function fast(x: number, quarter: number): number {
+  const k = Math.round(x * INV_PI128) // |k| < 2**26
+  // r = x - k*pi/128 as rh + rl: x - k*C1 is exact (Sterbenz), the products with C1, C2, C3 are
+  // exact; the first subtraction is a two-sum, the rest add below 2**-90 absolute.
+  const w = x - k * C1
+  const p2 = k * C2
   const s0 = w - p2
   const v0 = s0 - w
   const e0 = w - (s0 - v0) + (-p2 - v0)
-  const l0 = e0 - k * P3 - k * P3T
+  const l0 = e0 - k * C3 - k * C4
   const rh = s0 + l0
   const rl = l0 - (rh - s0)
-  if (!(Math.abs(rh) >= 2 ** -24)) return 0
-  // r = a + b, a = i/64 from the table; bh = rh - a is exact (Sterbenz again, or a = 0).
-  const i = Math.round(rh * STEPS)
-  const bh = rh - i / STEPS
-  const z = bh * bh
-  // sin b = bh + sb and cos b = 1 + cb with b = bh + rl, |b| <= 1/128: the omitted terms are below
-  // 2**-70 of the result, the double rounding of these terms below 2**-66.
-  const sb = rl + bh * z * (-1 / 6 + z * (1 / 120 - z / 5040))
-  const cb = -0.5 * z - bh * rl + z * z * (1 / 24 - z / 720)
-  // sin(k*pi/2 + r) is, for k mod 4 = 0..3: sin r, cos r, -sin r, -cos r; cos(x) = sin(x + pi/2).
-  const q = (k + wantCos) & 3
-  const j = i + OFFSET
-  // f(a + b) = A*cos b + B*sin b with (A, B) = (sin a, cos a) for sin r, (cos a, -sin a) for cos r.
-  let ah: number, al: number, bh2: number, bl2: number
-  if (q & 1) {
-    ah = COS_HI[j] as number
-    al = COS_LO[j] as number
-    bh2 = -(SIN_HI[j] as number)
-    bl2 = -(SIN_LO[j] as number)
-  } else {
-    ah = SIN_HI[j] as number
-    al = SIN_LO[j] as number
-    bh2 = COS_HI[j] as number
-    bl2 = COS_LO[j] as number
-  }
-  // A + B*bh exactly as a double-double (two-product, then two-sum) ... written out here rather
-  // than through double-double.ts's helpers, which pass results through an array: here they stay
-  // in registers, and this is the hot path.
-  const p = bh2 * bh
-  let t = SPLITTER * bh2
-  const xh = t - (t - bh2)
-  const xl = bh2 - xh
-  t = SPLITTER * bh
-  const yh = t - (t - bh)
-  const yl = bh - yh
-  const pe = xh * yh - p + xh * yl + xl * yh + xl * yl
-  const s = ah + p
-  const v = s - ah
-  const se = ah - (s - v) + (p - v)
-  // ... and the small terms (each below 2**-15 of the result) in doubles.
-  const rest = se + pe + al + bl2 * bh + ah * cb + bh2 * sb
+  // Near a zero of the result (k*pi/128 a multiple of pi), the result is about r itself: a
+  // smaller r would make the reduction's absolute error a larger part of it.
+  if (!(Math.abs(rh) >= 2 ** -18)) return 0
+  const j = ((k + quarter) & 255) << 2
+  const sh = TABLE[j] as number
+  const sl = TABLE[j + 1] as number
+  const ch = TABLE[j + 2] as number
+  const cl = TABLE[j + 3] as number
+  // sin(a + r) = S*cos r + C*sin r = sh + ch*rh + (the rest). ch*rh exactly as p + pe: ch has 26
+  // bits, rh is split into two halves of 26 (Dekker), each product exact.
+  const t = SPLITTER * rh
+  const rhh = t - (t - rh)
+  const rhl = rh - rhh
+  const p = ch * rh
+  const pe = ch * rhh - p + ch * rhl
+  // sh + p as a two-sum: |sh| >= sin(pi/128) > |p| unless sh is 0.
+  const s = sh + p
+  const se = p - (s - sh)
+  // sin r - rh and cos r - 1 with r = rh + rl, |r| <= pi/256: the omitted terms are below 2**-75
+  // of the result.
+  const z = rh * rh
+  const sb = rl + rh * z * (-1 / 6 + z * (1 / 120 - z / 5040))
+  const cb = -0.5 * z - rh * rl + z * z * (1 / 24 - z * (1 / 720 - z / 40320))
+  // ... and the small terms, from the smallest, in doubles (cl is below 2**-27 of C, so cl times
+  // sin r is summed in one product).
+  const rest = se + pe + sl + cl * (rh + sb) + ch * sb + sh * cb
   const hi = s + rest
   const lo = rest - (hi - s)
   // Decided when hi + lo and everything within the bound of it round to hi.
   const d = Math.abs(hi) * BOUND
   if (hi + (lo + d) !== hi || hi + (lo - d) !== hi) return 0
-  OUT[0] = q & 2 ? -hi : hi
+  OUT[0] = hi
   return 1
 }
 
@@ -114,5 +116,5 @@ export function sin(x: number): number {
 
 /** cos(x), correctly rounded (double-double.ts's value). */
 export function cos(x: number): number {
-  return inRange(x) && fast(x, 1) === 1 ? (OUT[0] as number) : ddCos(x)
+  return inRange(x) && fast(x, 64) === 1 ? (OUT[0] as number) : ddCos(x)
 }

@@ -3,13 +3,22 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { cos as ddCos, sin as ddSin } from '../../../src/language/expression/double-double.js'
-import { cos, PIO2_PARTS, sin } from '../../../src/language/expression/fast-trig.js'
+import { cos, PI128_PARTS, sin } from '../../../src/language/expression/fast-trig.js'
 import { generator } from '../../helpers/seeded-random.js'
 
 /** A double spread over [lo, hi) with all 53 bits random. */
 function uniform(random: ReturnType<typeof generator>, lo: number, hi: number): number {
   const unit = (random.int(2 ** 26) * 2 ** 27 + random.int(2 ** 27)) / 2 ** 53
   return lo + (hi - lo) * unit
+}
+
+/** x * 2**200 as an exact integer (x a double whose last bit is above 2**-200). */
+function scaled(x: number): bigint {
+  const bits = new DataView(new Float64Array([x]).buffer).getBigUint64(0, true)
+  const exponent = Number((bits >> 52n) & 0x7ffn) - 1075
+  const mantissa = (bits & 0xfffffffffffffn) | 0x10000000000000n
+  const magnitude = exponent + 200 >= 0 ? mantissa << BigInt(exponent + 200) : mantissa >> BigInt(-(exponent + 200))
+  return bits >> 63n ? -magnitude : magnitude
 }
 
 describe('fast sin and cos', () => {
@@ -25,8 +34,10 @@ describe('fast sin and cos', () => {
     ]
     const inputs: number[] = []
     for (const [lo, hi] of ranges) for (let i = 0; i < 25_000; i++) inputs.push(uniform(random, lo, hi))
-    // Near multiples of pi/4 (the table's and the quadrants' edges) and whole steps of a timer.
-    for (let k = -200; k <= 200; k++) for (const d of [0, 1e-12, -1e-12, 1e-7]) inputs.push((k * Math.PI) / 4 + d)
+    // Near multiples of pi/128 (the table's entries and the halfway points between them, where the
+    // reduction's k changes), near the zeros of sin and cos, and whole steps of a timer.
+    for (let k = -2000; k <= 2000; k++) for (const d of [0, 1e-12, -1e-12, 1e-7, 2 ** -18, Math.PI / 256, -Math.PI / 256]) inputs.push((k * Math.PI) / 128 + d)
+    for (let k = -300; k <= 300; k++) for (const d of [0, 3e-6, -3e-6, 1e-9]) inputs.push((k * Math.PI) / 2 + d)
     for (let t = 0; t < 20_000; t++) inputs.push(t * 0.1, t * 0.05, t)
     inputs.push(0, -0, 1e-8, 2 ** 20, -(2 ** 20), 1e300, Infinity, -Infinity, NaN, Number.MIN_VALUE)
     let differ = 0
@@ -69,15 +80,16 @@ describe('fast sin and cos', () => {
     assert.equal(differ, 0, `${differ} of ${count} results differ`)
   })
 
-  it("splits pi/2 into parts of at most 33 bits that sum to double-double's pi/2", () => {
-    for (const part of PIO2_PARTS.slice(0, 3)) {
+  it("splits pi/128 into parts of at most 27 bits that sum to double-double's pi/2 over 64", () => {
+    for (const part of PI128_PARTS.slice(0, 3)) {
       const bits = new DataView(new Float64Array([part]).buffer).getBigUint64(0, true)
-      assert.equal(bits & 0xfffffn, 0n, `${part} has more than 33 significant bits`)
+      assert.equal(bits & 0x3ffffffn, 0n, `${part} has more than 27 significant bits`)
     }
-    // The parts against pi/2 as three doubles (1.5707963267948966 + 6.123233995736766e-17 + ...).
-    const hi = 1.5707963267948966
-    const lo = 6.123233995736766e-17
-    const sum = PIO2_PARTS[0] - hi + PIO2_PARTS[1] - lo + PIO2_PARTS[2] + PIO2_PARTS[3]
-    assert.ok(Math.abs(sum) < 1e-31, `parts differ from pi/2 by ${sum}`)
+    // The parts against pi/2 as three doubles (1.5707963267948966 + 6.123233995736766e-17 +
+    // -1.4973849048591698e-33) over 64, summed exactly: that triple is pi/2 within about 1e-49.
+    const triple = [1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33].map((part) => scaled(part / 64))
+    const parts = PI128_PARTS.map(scaled)
+    const difference = Number(parts.reduce((a, b) => a + b) - triple.reduce((a, b) => a + b)) / 2 ** 200
+    assert.ok(Math.abs(difference) < 1e-44, `parts differ from pi/128 by ${difference}`)
   })
 })
