@@ -24,6 +24,7 @@ export const PI128_PARTS = [0.024543692590668797, 1.550146209311487e-11, 8.93935
 const [C1, C2, C3, C4] = PI128_PARTS
 const INV_PI128 = 40.74366543152521 // 128/pi
 const SPLITTER = 134217729 // 2**27 + 1, Dekker's split: a double into two halves of 26 bits
+const ROUNDER = 6755399441055744 // 1.5 * 2**52: a double below 2**51 added to it keeps no fraction
 
 // Per entry j (k mod 256): sin(j*pi/128) as a double-double, then cos(j*pi/128) as its leading 26
 // bits (so that its products with the halves of a Dekker split are exact) and the rest.
@@ -58,7 +59,9 @@ const OUT = new Float64Array(1)
 
 /** sin(x + quarter*pi/128): sin for quarter 0, cos for 64; 1e-8 < |x| < 2**20; into OUT[0]: 1, or 0 when undecided. */
 function fast(x: number, quarter: number): number {
-  const k = Math.round(x * INV_PI128) // |k| < 2**26
+  // k = x*128/pi rounded to an integer by adding and taking away 1.5 * 2**52 (exact for |k| < 2**51):
+  // Math.round here cost a quarter of the fast path's time. Which way a tie goes does not matter.
+  const k = x * INV_PI128 + ROUNDER - ROUNDER // |k| < 2**26
   // r = x - k*pi/128 as rh + rl: x - k*C1 is exact (Sterbenz), the products with C1, C2, C3 are
   // exact; the first subtraction is a two-sum, the rest add below 2**-90 absolute.
   const w = x - k * C1
