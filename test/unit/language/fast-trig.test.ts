@@ -22,7 +22,7 @@ function scaled(x: number): bigint {
 }
 
 describe('fast sin and cos', () => {
-  it('equal the double-double values on 300,000 seeded inputs across the ranges models use, and at the edges', () => {
+  it('equal the double-double values on 240,000 inputs: seeded ones across the ranges models use, the table edges, the zeros of sin and cos', () => {
     const random = generator(20261124)
     const ranges: Array<[number, number]> = [
       [-1, 1],
