@@ -1,6 +1,6 @@
 /**
  * sin and cos equal to double-double.ts's correctly rounded ones, many times faster (Ziv's
- * strategy): a fast evaluation precise to about 2**-64 decides the rounding for nearly every
+ * strategy): a fast evaluation precise to better than 2**-63 decides the rounding for nearly every
  * input, and the few whose result lies too close to a rounding boundary for it to decide go to
  * the double-double series. The fast evaluation reduces x by pi/128 in four exact parts, to
  * x = k*pi/128 + r with |r| <= pi/256, and sums sin(k*pi/128)*cos(r) + cos(k*pi/128)*sin(r), the
@@ -46,10 +46,11 @@ const TABLE = (() => {
 
 // The error of the fast result is below 2**-63 of it. Its largest part is the rounding of cos r - 1
 // (up to 2**-13.7, computed to 3 ulps) times S = sin a: where |S| = sin(pi/128) the result can be
-// half of S, and that part reaches 2**-63.7 of the result; the rounding of the rest of the sum adds
-// below 2**-64.9 there, every other step below 2**-80 (each is noted below). Over 4 million seeded
-// inputs the largest error seen was 2**-64.7. The rounding test allows 2**-61, four times the
-// bound, and sends about one input in 170 to the slow path (one in 80 with 2**-60).
+// half of S, and that part reaches 2**-63.7 of the result; the roundings of sin r - r and of the
+// rest of the sum add below 2**-64.9 there, the reduction, the table and the omitted series terms
+// below 2**-75 (noted below). Over 4 million seeded inputs the largest error seen was 2**-64.7.
+// The rounding test allows 2**-61, four times the bound, and sends about one input in 170 to the
+// slow path (one in 80 with 2**-60).
 const BOUND = 2 ** -61
 
 // The fast result goes out through OUT, and `fast` answers whether it decided: a double returned
