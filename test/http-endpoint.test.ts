@@ -297,3 +297,67 @@ describe('http_endpoint: the catalog models, served by a server without a produc
     assert.deepEqual((await t.call(node, 'tail')).body.result, [])
   })
 })
+
+const VALVE_PY = `
+class Valve:
+    def __init__(self):
+        self._position = 0.0
+        self._mode = 'auto'
+
+    @property
+    def position(self):
+        return self._position
+
+    @position.setter
+    def position(self, value):
+        self._position = value
+
+    @property
+    def mode(self):
+        return self._mode
+
+    @mode.setter
+    def mode(self, value):
+        self._mode = value
+`
+
+describe('http_endpoint writing Python-backed attributes', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer({ files: { 'valve.py': VALVE_PY } })
+    const put = await t.api('PUT', `${SYS}/models`, {
+      Valve: {
+        attributes: { position: 0.0, mode: 'auto' },
+        import: { 'valve.py': { class: 'Valve', attributes: { position: { property: 'position' }, mode: { property: 'mode' } } } },
+        communication: [{ http_endpoint: { port: 0, endpoints: { '/set': { alias: ['#attr(position) = #param(position)', '#attr(mode) = #param(mode)'] } } } }],
+      },
+    })
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { valve: 'Valve' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/valve`, 'prepare')).status, 200)
+  })
+  after(async () => t?.close())
+
+  it('a request that writes two attributes, each through its Python setter, is one trace entry and one protocol.write event with both', async () => {
+    const node = `${SYS}/instances/valve/communication/http_endpoint`
+    const base = `http://127.0.0.1:${(await t.api('GET', node)).body.port}`
+    const writes = await ProtocolWrites.open(t.url, 'valve')
+    try {
+      assert.equal((await curl('GET', `${base}/set?position=42.5&mode=manual`)).status, 204)
+      await writes.until((e) => e.attributes?.mode === 'manual')
+      assert.deepEqual(
+        writes.events.map((e) => [e.operation, e.method, e.path, e.status, e.attributes]),
+        [['write', 'GET', '/set', 204, { position: 42.5, mode: 'manual' }]],
+      )
+    } finally {
+      writes.close()
+    }
+    assert.deepEqual(
+      (await traceTail(t, node)).map((e) => [e.operation, e.method, e.path, e.status, e.attributes]),
+      [['write', 'GET', '/set', 204, { position: 42.5, mode: 'manual' }]],
+    )
+    // The values went through the setters: the Python objects hold them.
+    assert.equal((await t.api('GET', `${SYS}/instances/valve/attributes/position`)).body.internal_value, 42.5)
+    assert.equal((await t.api('GET', `${SYS}/instances/valve/attributes/mode`)).body.internal_value, 'manual')
+  })
+})

@@ -341,3 +341,91 @@ describe('ocpp central_system: the library CSMS model registers an ocpp-rpc char
     await assert.rejects(stray.connect())
   })
 })
+
+// Both writes of a call start in one turn, and the worker answers them together.
+const CONNECTOR_PY = `
+class Connector:
+    def __init__(self):
+        self._id = 0
+        self._status = 'Available'
+
+    @property
+    def connector_id(self):
+        return self._id
+
+    @connector_id.setter
+    def connector_id(self, value):
+        self._id = value
+
+    @property
+    def status(self):
+        return self._status
+
+    @status.setter
+    def status(self, value):
+        self._status = value
+`
+
+describe('ocpp central_system writing Python-backed attributes', () => {
+  let t: TestServer
+  let cp: Client
+  const adapterNode = `${SYS}/instances/hub/communication/ocpp`
+
+  before(async () => {
+    const port = await freePort()
+    t = await startTestServer({ files: { 'connector.py': CONNECTOR_PY } })
+    const model = {
+      attributes: { last_connector_id: 0, last_connector_status: 'Available' },
+      import: {
+        'connector.py': { class: 'Connector', attributes: { last_connector_id: { property: 'connector_id' }, last_connector_status: { property: 'status' } } },
+      },
+      communication: [
+        {
+          ocpp: {
+            role: 'central_system',
+            server: { host: '127.0.0.1', port, path: '/ocpp' },
+            bindings: {
+              status_request: {
+                direction: 'inbound',
+                frame_type: 'call',
+                action: 'StatusNotification',
+                payload: { connectorId: '#attr(last_connector_id)', status: '#attr(last_connector_status)' },
+              },
+              status_response: { direction: 'outbound', frame_type: 'call_result', action: 'StatusNotification', payload: {} },
+            },
+          },
+        },
+      ],
+    }
+    const put = await t.api('PUT', `${SYS}/models`, { Hub: model })
+    assert.equal(put.status, 200, JSON.stringify(put.body))
+    assert.equal((await t.api('PUT', `${SYS}/instances`, { hub: 'Hub' })).status, 200)
+    assert.equal((await t.call(`${SYS}/instances/hub`, 'prepare')).status, 200)
+    cp = new RPCClient({ endpoint: `ws://127.0.0.1:${port}/ocpp`, identity: 'CP-3', protocols: ['ocpp1.6'], strictMode: true, reconnect: false } as any)
+    await cp.connect()
+  })
+  after(async () => {
+    await cp?.close({ force: true })
+    await t?.close()
+  })
+
+  it('a call whose fields set two attributes, each through its Python setter, is one trace entry and one protocol.write event with both', async () => {
+    const writes = await ProtocolWrites.open(t.url, 'hub')
+    try {
+      assert.deepEqual(await cp.call('StatusNotification', { connectorId: 3, status: 'Charging', errorCode: 'NoError' }), {})
+      await writes.until((e) => e.attributes?.last_connector_status === 'Charging')
+      assert.deepEqual(
+        writes.events.map((e) => [e.operation, e.direction, e.charge_point, e.attributes]),
+        [['StatusNotification', 'in', 'CP-3', { last_connector_id: 3, last_connector_status: 'Charging' }]],
+      )
+    } finally {
+      writes.close()
+    }
+    assert.deepEqual(
+      (await traceTail(t, adapterNode)).map((e) => [e.operation, e.direction, e.attributes]),
+      [['StatusNotification', 'in', { last_connector_id: 3, last_connector_status: 'Charging' }]],
+    )
+    assert.equal(await attribute(t, 'hub', 'last_connector_status'), 'Charging')
+    assert.equal(await attribute(t, 'hub', 'last_connector_id'), 3)
+  })
+})

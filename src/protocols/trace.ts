@@ -150,6 +150,8 @@ export class AdapterTrace {
   /** Attribute writes since the last recorded exchange (see `attributeWritten`). */
   #pending: Record<string, unknown> | null = null
   #flushQueued = false
+  /** Exchanges under way that keep the writes they make for their own record (see `hold`). */
+  #holds = 0
 
   constructor(opts: { instance: string; adapter: string; kind: string; journal: TrafficJournal; size?: number }) {
     this.instance = opts.instance
@@ -240,12 +242,39 @@ export class AdapterTrace {
    */
   attributeWritten(attr: string, value: unknown): void {
     ;(this.#pending ??= {})[attr] = value
+    this.#queueFlush()
+  }
+
+  /**
+   * Keeps the attribute writes heard from now on for the adapter's own record of an exchange whose
+   * writes take more than one turn (each waits on its Python setter): until the release, they are
+   * not recorded as a `write` exchange of their own at the end of a turn, and the adapter's record
+   * takes them all. The adapter calls the release once it recorded the exchange, or when the
+   * exchange ends without a record (the writes are then recorded on their own). Writes of two
+   * exchanges held at once go to the first of them recorded.
+   *
+   * @example
+   * const release = trace.hold()
+   * try { for (const w of writes) await accessor.write(w.attribute, w.value); trace.record(exchange) } finally { release() }
+   */
+  hold(): () => void {
+    this.#holds++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.#holds--
+      if (this.#pending !== null) this.#queueFlush()
+    }
+  }
+
+  #queueFlush(): void {
     if (this.#flushQueued) return
     this.#flushQueued = true
     // A Modbus request that writes records its exchange in the same turn; this catches the rest.
     setImmediate(() => {
       this.#flushQueued = false
-      if (this.#pending !== null) this.record({ operation: 'write', direction: 'in' })
+      if (this.#pending !== null && this.#holds === 0) this.record({ operation: 'write', direction: 'in' })
     })
   }
 

@@ -199,6 +199,7 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
     }
     let matched: CompiledRoute | undefined
     let traced = false
+    let release: (() => void) | undefined
     try {
       const [path, query] = splitUrl(request.url)
       const matching = this.#routes.filter((r) => r.pattern.test(path))
@@ -220,6 +221,8 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
       route.params.forEach((name, i) => params.set(name, safeDecode(segments[i]!)))
       const body = parseBody(request.body, route)
       const writes = this.#writes(route, params, query, body)
+      // The writes join this request's entry even when each waits on a Python setter.
+      if (writes.length > 0) release = this.#trace?.hold()
       for (const { attribute, value } of writes) {
         await this.#accessor.write(attribute, value)
         this.#counters.writes++
@@ -249,6 +252,8 @@ export class HttpEndpointAdapter implements ProtocolAdapter {
         this.#logger.warn({ err: error }, 'http endpoint request failed')
         void reply.code(500).send(fault(500, 'internal', 'InternalError', (error as Error).message))
       }
+    } finally {
+      release?.()
     }
   }
 
