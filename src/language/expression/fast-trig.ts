@@ -47,11 +47,11 @@ const TABLE = (() => {
 // The error of the fast result is below 2**-63 of it. Its largest part is the rounding of cos r - 1
 // (up to 2**-13.7, computed to 3 ulps) times S = sin a: where |S| = sin(pi/128) the result can be
 // half of S, and that part reaches 2**-63.7 of the result; the roundings of sin r - r and of the
-// rest of the sum add below 2**-64.9 there, the reduction, the table and the omitted series terms
-// below 2**-75 (noted below). The largest error seen was 2**-64.7 over 4 million seeded inputs,
-// and 2**-64.1 over 1.8 million within pi/256 of the entries where |S| = sin(pi/128). The rounding
-// test allows 2**-61, four times the bound, and sends about one input in 170 to the slow path (one
-// in 80 with 2**-60).
+// rest of the sum add below 2**-64.9 there, the omitted series terms below 2**-69, the reduction
+// and the table below 2**-80 (noted below). The largest error seen was 2**-64.7 over 4 million
+// seeded inputs, and 2**-64.1 over 1.8 million within pi/256 of the entries where |S| is
+// sin(pi/128). The rounding test allows 2**-61, four times the bound, and sends about one input in
+// 170 to the slow path (one in 80 with 2**-60).
 const BOUND = 2 ** -61
 
 // The fast result goes out through OUT, and `fast` answers whether it decided: a double returned
@@ -92,8 +92,8 @@ function fast(x: number, quarter: number): number {
   // sh + p as a two-sum: |sh| >= sin(pi/128) > |p| unless sh is 0.
   const s = sh + p
   const se = p - (s - sh)
-  // sin r - rh and cos r - 1 with r = rh + rl, |r| <= pi/256: the omitted terms are below 2**-75
-  // of the result.
+  // sin r - rh and cos r - 1 with r = rh + rl, |r| <= pi/256: the omitted terms are below 2**-69
+  // of the result (r**9/9! against a result of at least pi/256 or about r).
   const z = rh * rh
   const sb = rl + rh * z * (-1 / 6 + z * (1 / 120 - z / 5040))
   const cb = -0.5 * z - rh * rl + z * z * (1 / 24 - z * (1 / 720 - z / 40320))
