@@ -10,13 +10,13 @@
  * MIMIC_STEP_BATCH (1: every step through the server; default 100).
  */
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startMimicProcess } from '../lib/mimic-process.mjs'
 import { instanceMap, sensorModel } from '../lib/models.mjs'
+import { processTree } from '../lib/proc-stats.mjs'
 import { median } from '../lib/stats.mjs'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -25,18 +25,10 @@ const rounds = Number(roundsArg ?? 16)
 const steps = Number(stepsArg ?? 500)
 const checkouts = (checkoutArgs.length ? checkoutArgs : [ROOT]).map((c) => resolve(c))
 const python = process.env.MIMIC_PYTHON ?? execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim()
-const CLK_TCK = 100
-
-/** utime + stime of one process, in milliseconds. */
-function cpuMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000
-}
-
-/** The same for the process's children (the Python workers), summed. */
-function childrenCpuMs(pid) {
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)
-  return children.reduce((sum, child) => sum + cpuMs(Number(child)), 0)
+/** CPU seconds of a server and of its workers (its children), from /proc. */
+function cpu(pid) {
+  const tree = processTree(pid)
+  return { server: tree.main.cpuSeconds, workers: tree.cpuSeconds - tree.main.cpuSeconds }
 }
 
 const servers = []
@@ -54,16 +46,16 @@ try {
   }
   for (let round = 0; round < rounds; round++) {
     for (const s of round % 2 === 0 ? servers : [...servers].reverse()) {
-      const server = cpuMs(s.mimic.pid)
-      const workers = childrenCpuMs(s.mimic.pid)
+      const before = cpu(s.mimic.pid)
       const t = performance.now()
       await s.mimic.call('/api/v3/system', 'run', { steps })
       s.wall.push(performance.now() - t)
-      s.server.push(cpuMs(s.mimic.pid) - server)
-      s.workers.push(childrenCpuMs(s.mimic.pid) - workers)
+      const after = cpu(s.mimic.pid)
+      s.server.push((after.server - before.server) * 1000)
+      s.workers.push((after.workers - before.workers) * 1000)
     }
   }
-  console.log(`1000 instances x ${steps} steps, 2 workers, ${rounds} rounds in turn (medians; CPU in ${1000 / CLK_TCK} ms ticks)`)
+  console.log(`1000 instances x ${steps} steps, 2 workers, ${rounds} rounds in turn (medians; CPU from /proc, in 10 ms ticks)`)
   for (const s of servers) {
     const each = s.wall.map((ms) => ms.toFixed(0)).join(' ')
     console.log(
