@@ -6,13 +6,14 @@
 // CPU before its first test (measured on test/unit/core, api-tree and attribute-force). esbuild is
 // the compiler tsx itself uses, so the code that runs is the same.
 //
-// The copy: src/, test/ and ui/ as directories of their own, holding each compiled file beside a link
-// to its source (tests that read a .ts file or run one through tsx find it), a link to every other
-// file (Python helpers) and one link for each directory without TypeScript (fixtures); every other
-// entry of the repository (bin, dist, python, examples, node_modules, ...) as one link. Paths that tests and the server make relative to
-// their own file (`new URL('../../examples/...', import.meta.url)`) land where they do in the
-// repository. Each run makes a copy of its own (two runs at once in one checkout do not disturb
-// each other) and removes it when done, with any a killed run left; a deleted source leaves nothing.
+// The copy: src/, test/ and ui/ as directories of their own, holding each compiled file beside a
+// link to its source (tests that read a .ts file or run one through tsx find it), a link to every
+// other file (Python helpers) and one link for each directory without TypeScript (fixtures); every
+// other entry of the repository (bin, dist, python, examples, node_modules, ...) as one link. Paths
+// that tests and the server make relative to their own file (`new URL('../../examples/...',
+// import.meta.url)`) land where they do in the repository. Each run makes a copy of its own (two
+// runs at once in one checkout do not disturb each other) and removes it when done, with any a
+// killed run left; a deleted source leaves nothing.
 import { mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { build } from 'esbuild'

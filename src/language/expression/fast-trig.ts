@@ -1,12 +1,12 @@
 /**
  * sin and cos equal to double-double.ts's correctly rounded ones, many times faster (Ziv's
  * strategy): a fast evaluation precise to better than 2**-63 decides the rounding for nearly every
- * input, and the few whose result lies too close to a rounding boundary for it to decide go to
- * the double-double series. The fast evaluation reduces x by pi/128 in four exact parts, to
- * x = k*pi/128 + r with |r| <= pi/256, and sums sin(k*pi/128)*cos(r) + cos(k*pi/128)*sin(r), the
- * table's sines and cosines as double-doubles (one table of 256 sines round the circle: the
- * cosine is the sine 64 entries on, and cos(x) is sin(x + pi/2), so no quadrant is told apart)
- * and short series in plain doubles for sin r and cos r.
+ * input, and the few whose result lies too close to a rounding boundary for it to decide go to the
+ * double-double series. The fast evaluation reduces x by pi/128 in four parts (the products with
+ * the first three exact) to x = k*pi/128 + r with |r| <= pi/256, and sums sin(k*pi/128)*cos(r) +
+ * cos(k*pi/128)*sin(r), the table's sines and cosines as double-doubles (one table of 256 sines
+ * round the circle: the cosine is the sine 64 entries on, and cos(x) is sin(x + pi/2), so no
+ * quadrant is told apart) and short series in plain doubles for sin r and cos r.
  *
  * Written here because no library does it: JS's Math.sin/cos (fdlibm) are within 1 ulp but not
  * correctly rounded, and CPython's values (the C library's) are, in practice, the correctly
