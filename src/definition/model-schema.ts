@@ -494,27 +494,35 @@ export function inferType(value: unknown): AttributeType {
 
 /** An attribute of a model after normalisation. */
 export interface AttributeDeclaration {
-  name: string
-  default: unknown
-  type: AttributeType
-  unit?: string
-  description?: string
+  readonly name: string
+  readonly default: unknown
+  readonly type: AttributeType
+  readonly unit?: string
+  readonly description?: string
 }
 
+/** Each parsed model's declarations, made once: every instance of the model keeps them (src/system/attributes.ts). */
+const declarationsOf = new WeakMap<ParsedModelDefinition, readonly AttributeDeclaration[]>()
 /**
- * The attributes of a parsed model in declaration order, with types filled in.
+ * The attributes of a parsed model in declaration order, with types filled in. The same array
+ * for the same model: a parsed model is not changed once made.
  *
  * @example
  * attributeDeclarations({ attributes: { t: 1.5 } })[0] // { name: 't', default: 1.5, type: 'float' }
  */
-export function attributeDeclarations(model: ParsedModelDefinition): AttributeDeclaration[] {
-  return Object.entries(model.attributes).map(([name, value]) => {
-    if (isAttributeSpec(value)) {
-      const spec = value as { default: unknown; type?: AttributeType; unit?: string; description?: string }
-      return { name, default: spec.default, type: spec.type ?? inferType(spec.default), unit: spec.unit, description: spec.description }
-    }
-    return { name, default: value, type: inferType(value) }
-  })
+export function attributeDeclarations(model: ParsedModelDefinition): readonly AttributeDeclaration[] {
+  let declarations = declarationsOf.get(model)
+  if (declarations === undefined) {
+    declarations = Object.entries(model.attributes).map(([name, value]): AttributeDeclaration => {
+      if (isAttributeSpec(value)) {
+        const spec = value as { default: unknown; type?: AttributeType; unit?: string; description?: string }
+        return { name, default: spec.default, type: spec.type ?? inferType(spec.default), unit: spec.unit, description: spec.description }
+      }
+      return { name, default: value, type: inferType(value) }
+    })
+    declarationsOf.set(model, declarations)
+  }
+  return declarations
 }
 
 /** Formats a zod issue path the way faults show it: `import.x.py[1].class`. */

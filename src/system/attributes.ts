@@ -6,6 +6,7 @@ import { cloneJson, plainJson, type PythonValue } from '../values/number.js'
 import type { AttributeState } from '../snapshots/index.js'
 import { Component, noArguments, type MethodHandler, type NodeDocument } from '../tree/component.js'
 import { KeyedContainer } from '../tree/keyed-container.js'
+import { nameIndex, SharedNameMap, type NameIndex } from '../tree/shared-names.js'
 import type { SoaColumn } from '../language/model/soa/store.js'
 import { NO_LOCK, type StructureLock } from '../tree/lock.js'
 import { attributeDocumentBody, attributeDocumentJson, attributePropertyJson } from '../values/attribute-document.js'
@@ -31,6 +32,45 @@ export interface AttributeBinding {
 /** The properties a write sets the internal value through: `value` is another name of `internal_value`. */
 const INTERNAL_NAMES: ReadonlySet<string> = new Set(['internal_value', 'value'])
 
+/** What `#internal` holds while the internal value is the number of a float attribute (see `#number`). */
+const NUMBER: unique symbol = Symbol('number')
+
+/**
+ * `value` as an attribute of `type` holds it: integral floats stay marked (src/values/number.ts)
+ * inside a list, dict or `any` value, where the type cannot tell them from ints; elsewhere they
+ * are numbers.
+ */
+function accepted(type: AttributeType, value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value
+  return type === 'list' || type === 'dict' || type === 'any' ? value : plainJson(value)
+}
+
+/** The declared default, as an attribute of the declaration holds it (see `accepted`). */
+function declaredDefault(decl: AttributeDeclaration): unknown {
+  return accepted(decl.type, decl.default)
+}
+
+/** The positions of each declaration list's names, made once per list: a model's is shared by the attribute maps of its instances. */
+const indexes = new WeakMap<readonly AttributeDeclaration[], NameIndex>()
+
+/**
+ * The positions of the names of `declarations` (a model's, as `attributeDeclarations` gives
+ * them), one index for the same array.
+ */
+export function declarationIndex(declarations: readonly AttributeDeclaration[]): NameIndex {
+  let index = indexes.get(declarations)
+  if (index === undefined) indexes.set(declarations, (index = nameIndex(declarations.map((d) => d.name))))
+  return index
+}
+
+function invalid(attr: Attribute, property: string, message: string): ValidationError {
+  return new ValidationError(`Attribute '${attr.path}': ${message}`, [{ path: property, message }])
+}
+
+function readOnly(attr: Attribute): string {
+  return `attribute '${attr.name}' is bound to a getter without a setter and is read-only`
+}
+
 /**
  * One attribute of an instance. `internal_value` is the model state (a Python property when
  * bound); `external_value` is a presentation override that the next `run()` clears — reading it
@@ -42,18 +82,20 @@ const INTERNAL_NAMES: ReadonlySet<string> = new Set(['internal_value', 'value'])
  * await attr.setProperty('internal_value', 21.5)
  */
 export class Attribute extends Component {
-  // A getter, not a field: one field less in each of an instance's attributes.
+  // Thousands of instances have an attribute object for each attribute of their model, so each
+  // field counts (bench/ANALYSIS.md, benchmark 7's memory): what the model declares is one shared
+  // declaration, `type` is a getter, the owner is the parent's, and the class has no private
+  // methods (V8 gives each object of a class with private methods a field for the class's brand),
+  // only private fields and the module's functions above.
   get type(): string {
     return 'Attribute'
   }
   override get bodyValues(): BodyValues {
     return 'values'
   }
-  valueType: AttributeType
-  readonly unit: string | undefined
-  readonly description: string | undefined
-  #default: unknown
-  /** The internal value, unless it is the number of a float attribute: then `#number` holds it. */
+  /** The declaration: value type, default, unit, description (shared by the instances of a model until `adopt`). */
+  #decl: AttributeDeclaration
+  /** The internal value, unless it is the number of a float attribute: then this is NUMBER and `#number` holds it. */
   #internal: unknown
   /**
    * The internal value of a float attribute. A field that only ever holds numbers is updated in
@@ -62,7 +104,6 @@ export class Attribute extends Component {
    * the step (bench/profile/declarative-step.mjs).
    */
   #number = 0.5
-  #isNumber = false
   /**
    * With the fused step (language/model/soa/): the column of the model's struct of arrays that
    * holds this float attribute's number, in row `#row`, in place of `#number`.
@@ -75,53 +116,57 @@ export class Attribute extends Component {
   /** A held override's value while a step runs: what `setComputed` keeps (language/model/behaviour.ts). */
   #pinned: { value: unknown } | undefined
   #binding: AttributeBinding | undefined
-  readonly #owner: AttributeOwner
 
-  constructor(parent: Attributes, owner: AttributeOwner, decl: AttributeDeclaration) {
+  /** `decl` is kept, not copied: the instances of a model share their model's declarations. */
+  constructor(parent: Attributes, decl: AttributeDeclaration) {
     super(decl.name, parent)
-    this.#owner = owner
-    this.valueType = decl.type
-    this.unit = decl.unit
-    this.description = decl.description
-    this.#default = this.#accepted(decl.default)
-    this.#store(cloneJson(this.#default))
+    this.#decl = decl
+    this.#internal = undefined
+    this.store(cloneJson(declaredDefault(decl)))
   }
 
-  /**
-   * `value` as this attribute holds it: integral floats stay marked (src/values/number.ts) inside a list,
-   * dict or `any` value, where the type cannot tell them from ints; elsewhere they are numbers.
-   */
-  #accepted(value: unknown): unknown {
-    if (value === null || typeof value !== 'object') return value
-    const type = this.valueType
-    return type === 'list' || type === 'dict' || type === 'any' ? value : plainJson(value)
+  get valueType(): AttributeType {
+    return this.#decl.type
   }
 
-  /** `value` as this attribute holds it (see #accepted): a snapshot's `2.0` of a `float` attribute is the number 2. */
+  get unit(): string | undefined {
+    return this.#decl.unit
+  }
+
+  get description(): string | undefined {
+    return this.#decl.description
+  }
+
+  /** The instance this attribute is part of (its container's owner). */
+  get owner(): AttributeOwner {
+    return (this.parent as Attributes).owner
+  }
+
+  /** `value` as this attribute holds it (see `accepted`): a snapshot's `2.0` of a `float` attribute is the number 2. */
   held(value: unknown): unknown {
-    return this.#accepted(value)
+    return accepted(this.valueType, value)
   }
 
   get internalValue(): unknown {
-    if (!this.#isNumber) return this.#internal
+    if (this.#internal !== NUMBER) return this.#internal
     const column = this.#column
     return column === undefined ? this.#number : column.values[this.#row]
   }
 
-  #store(value: unknown): void {
+  /** Keeps `value` as the internal value (a TypeScript-private method, not `#`: see the class's first comment). */
+  private store(value: unknown): void {
     const column = this.#column
+    const wasNumber = this.#internal === NUMBER
     if (typeof value === 'number' && this.valueType === 'float') {
       if (column === undefined) this.#number = value
       else {
         column.values[this.#row] = value
-        if (!this.#isNumber) column.store.countHold(this.#row, -1)
+        if (!wasNumber) column.store.countHold(this.#row, -1)
       }
-      this.#isNumber = true
-      this.#internal = undefined
+      this.#internal = NUMBER
     } else {
-      if (column !== undefined && this.#isNumber) column.store.countHold(this.#row, 1)
+      if (column !== undefined && wasNumber) column.store.countHold(this.#row, 1)
       this.#internal = value
-      this.#isNumber = false
     }
   }
 
@@ -131,10 +176,11 @@ export class Attribute extends Component {
    */
   attachColumn(column: SoaColumn | undefined, row: number): void {
     const value = this.internalValue
-    if (this.#column !== undefined && !this.#isNumber) this.#column.store.countHold(this.#row, -1)
+    const isNumber = this.#internal === NUMBER
+    if (this.#column !== undefined && !isNumber) this.#column.store.countHold(this.#row, -1)
     this.#column = column
     this.#row = row
-    if (!this.#isNumber) {
+    if (!isNumber) {
       if (column !== undefined) column.store.countHold(row, 1)
     } else if (column !== undefined) column.values[row] = value as number
     else this.#number = value as number
@@ -156,11 +202,11 @@ export class Attribute extends Component {
    * engineer forces an input.
    */
   force(value: unknown): void {
-    value = this.#accepted(value)
+    value = this.held(value)
     const problem = this.valueProblem(value)
-    if (problem) throw this.#invalid('value', problem)
+    if (problem) throw invalid(this, 'value', problem)
     this.#forced = { value: cloneJson(value) }
-    void this.#owner.attributeSet?.(this.name, 'external')?.catch(() => {})
+    void this.owner.attributeSet?.(this.name, 'external')?.catch(() => {})
   }
 
   /** Ends a forced value: clients see the external value the model presents again. */
@@ -204,16 +250,16 @@ export class Attribute extends Component {
   setCached(value: unknown): string | null {
     const type = this.valueType
     if (typeof value === 'number' && type === 'float') {
-      this.#store(value)
+      this.store(value)
       return null
     }
-    let taken = this.#accepted(value)
+    let taken = this.held(value)
     if (typeof taken === 'boolean' && (type === 'float' || type === 'int')) taken = taken ? 1 : 0
     // A float attribute takes what Python computes, NaN and infinities included (a faulty sensor),
     // and any attribute takes None, Python's "no value yet".
     const problem = taken === null || (type === 'float' && typeof taken === 'number') ? null : typeProblem(type, taken)
     if (problem !== null) return `attribute '${this.name}' (${type}): ${problem}`
-    this.#store(taken)
+    this.store(taken)
     return null
   }
 
@@ -224,13 +270,13 @@ export class Attribute extends Component {
 
   /** Sets the model state to a value computed by declarative behaviour, already of this attribute's type. */
   setComputed(value: unknown): void {
-    this.#store(this.#pinned === undefined ? value : this.#pinned.value)
+    this.store(this.#pinned === undefined ? value : this.#pinned.value)
   }
 
   /** Pins the internal value while a step runs (or lets go, with undefined); see HostAttribute.pin. */
   pin(pinned: { value: unknown } | undefined): void {
     this.#pinned = pinned
-    if (pinned !== undefined) this.#store(pinned.value)
+    if (pinned !== undefined) this.store(pinned.value)
   }
 
   /** Sets (or ends, with undefined) the presentation override from declarative behaviour. */
@@ -241,40 +287,40 @@ export class Attribute extends Component {
 
   /** Why a protocol mapping cannot carry `value` for this attribute, or null. */
   mappingProblem(value: unknown): string | null {
-    return this.#owner.mappedValueProblem(this.name, value)
+    return this.owner.mappedValueProblem(this.name, value)
   }
 
   /** Whether an adapter may publish it: declarative writes skip `mappingProblem` when not. */
   get mapped(): boolean {
-    return this.#owner.mayPublish(this.name)
+    return this.owner.mayPublish(this.name)
   }
 
   /** Why `value` may not be written to this attribute, or null. */
   valueProblem(value: unknown): string | null {
-    return typeProblem(this.valueType, value) ?? this.#owner.mappedValueProblem(this.name, value)
+    return typeProblem(this.valueType, value) ?? this.owner.mappedValueProblem(this.name, value)
   }
 
   /** Sets the model state, through the Python setter when bound (`property`: the name it was written as, for faults). */
   async setInternal(value: unknown, property = 'internal_value'): Promise<void> {
-    value = this.#accepted(value)
+    value = this.held(value)
     const problem = this.valueProblem(value)
-    if (problem) throw this.#invalid(property, problem)
+    if (problem) throw invalid(this, property, problem)
     if (this.#binding) {
-      if (!this.#binding.writable) throw this.#invalid(property, this.#readOnly())
-      await this.#owner.writeBound(this.name, value)
-    } else this.#store(cloneJson(value))
-    const hooks = this.#owner.attributeSet?.(this.name, 'internal')
+      if (!this.#binding.writable) throw invalid(this, property, readOnly(this))
+      await this.owner.writeBound(this.name, value)
+    } else this.store(cloneJson(value))
+    const hooks = this.owner.attributeSet?.(this.name, 'internal')
     if (hooks) await hooks
   }
 
   /** Sets the presented value until the next run. */
   setExternal(value: unknown): void {
-    value = this.#accepted(value)
+    value = this.held(value)
     const problem = this.valueProblem(value)
-    if (problem) throw this.#invalid('external_value', problem)
+    if (problem) throw invalid(this, 'external_value', problem)
     this.#override = { value: cloneJson(value) }
     ;(this.parent as Attributes).noteOverride(this)
-    void this.#owner.attributeSet?.(this.name, 'external')?.catch(() => {})
+    void this.owner.attributeSet?.(this.name, 'external')?.catch(() => {})
   }
 
   clearOverride(): void {
@@ -285,13 +331,13 @@ export class Attribute extends Component {
   resetValue(): void {
     this.#override = undefined
     this.#forced = undefined
-    if (!this.#binding) this.#store(cloneJson(this.#default))
+    if (!this.#binding) this.store(cloneJson(declaredDefault(this.#decl)))
   }
 
   /** Turns a detached attribute created by a write into a declared one of the value's type. */
   adopt(value: unknown): void {
-    this.valueType = inferType(value)
-    this.#default = cloneJson(this.#accepted(value))
+    const type = inferType(value)
+    this.#decl = { name: this.name, type, default: cloneJson(accepted(type, value)) }
   }
 
   override properties(): Record<string, unknown> {
@@ -302,7 +348,7 @@ export class Attribute extends Component {
     }
     if (this.unit !== undefined) props.unit = this.unit
     if (this.description !== undefined) props.description = this.description
-    props.default = this.#default
+    props.default = declaredDefault(this.#decl)
     props.bound = this.bound
     props.writable = this.writable
     if (this.#forced) props.forced = true
@@ -341,23 +387,15 @@ export class Attribute extends Component {
 
   override propertyProblem(name: string, value: unknown): string | null {
     if (!INTERNAL_NAMES.has(name) && name !== 'external_value') return super.propertyProblem(name, value)
-    const problem = this.valueProblem(this.#accepted(value))
+    const problem = this.valueProblem(this.held(value))
     if (problem !== null || name === 'external_value' || !this.#binding || this.#binding.writable) return problem
-    return this.#readOnly()
-  }
-
-  #readOnly(): string {
-    return `attribute '${this.name}' is bound to a getter without a setter and is read-only`
+    return readOnly(this)
   }
 
   override async setProperty(name: string, value: unknown): Promise<void> {
     if (INTERNAL_NAMES.has(name)) return await this.setInternal(value, name)
     if (name === 'external_value') return this.setExternal(value)
     await super.setProperty(name, plainJson(value))
-  }
-
-  #invalid(property: string, message: string): ValidationError {
-    return new ValidationError(`Attribute '${this.path}': ${message}`, [{ path: property, message }])
   }
 }
 
@@ -370,7 +408,6 @@ export class Attributes extends KeyedContainer<Attribute> {
   override get bodyValues(): BodyValues {
     return 'values'
   }
-  readonly #owner: AttributeOwner
   /**
    * Attributes presenting an override until the next run; undefined when none does, as in most
    * steps: then a step's check is one field, not a Set's size (10,000 instances a step).
@@ -383,35 +420,54 @@ export class Attributes extends KeyedContainer<Attribute> {
    */
   #added: Set<string> | undefined
   #revision = 0
-  /** `__timer`, the instance time as a read-only attribute, when the owner has a time (see TimerAttribute). */
-  readonly #timer: TimerAttribute | undefined
+  /**
+   * `__timer`, the instance time as a read-only attribute, when the owner has a time (see
+   * TimerAttribute): the time until the attribute is first listed or read, then the attribute.
+   */
+  #timer: TimerAttribute | (() => number) | undefined
   /** The structure lock a DELETE runs under (given by the instance). */
   readonly #lock: StructureLock
   /** The connections that wire one of these attributes (their names). */
   readonly #wiredBy: (attribute: string) => string[]
 
+  /**
+   * `names`: the positions of the declarations' names, shared by the instances of a model (see
+   * SharedNameMap); without it, these declarations' own.
+   */
   constructor(
     owner: AttributeOwner,
-    declarations: AttributeDeclaration[],
-    opts: { time?: () => number; lock?: StructureLock; wiredBy?: (attribute: string) => string[] } = {},
+    declarations: readonly AttributeDeclaration[],
+    opts: { time?: () => number; lock?: StructureLock; wiredBy?: (attribute: string) => string[]; names?: NameIndex } = {},
   ) {
-    super('attributes', owner)
-    this.#owner = owner
+    super('attributes', owner, new SharedNameMap(opts.names ?? nameIndex(declarations.map((d) => d.name))))
     this.#lock = opts.lock ?? NO_LOCK
     this.#wiredBy = opts.wiredBy ?? (() => [])
-    for (const decl of declarations) this.items.set(decl.name, new Attribute(this, owner, decl))
-    if (opts.time !== undefined && !this.items.has(TIMER_ATTRIBUTE)) this.#timer = new TimerAttribute(this, owner, opts.time)
+    for (const decl of declarations) this.items.set(decl.name, new Attribute(this, decl))
+    if (opts.time !== undefined && !this.items.has(TIMER_ATTRIBUTE)) this.#timer = opts.time
+  }
+
+  /** The instance these are the attributes of. */
+  get owner(): AttributeOwner {
+    return this.parent as AttributeOwner
+  }
+
+  /** The `__timer` attribute, made the first time it is listed or read: most instances' never is. */
+  #timerAttribute(): TimerAttribute | undefined {
+    const timer = this.#timer
+    if (typeof timer !== 'function') return timer
+    return (this.#timer = new TimerAttribute(this, timer))
   }
 
   /** The attributes, with `__timer` last (listed and read; the values, snapshots and behaviour use `all()`, which leaves it out). */
   override children(): Component[] {
     const list: Component[] = super.children()
-    if (this.#timer) list.push(this.#timer)
+    const timer = this.#timerAttribute()
+    if (timer) list.push(timer)
     return list
   }
 
   override child(name: string): Component | undefined {
-    return this.items.get(name) ?? (name === TIMER_ATTRIBUTE ? this.#timer : undefined)
+    return this.items.get(name) ?? (name === TIMER_ATTRIBUTE ? this.#timerAttribute() : undefined)
   }
 
   /** Counts additions and removals of attributes, so watchers see a changed set of the same size. */
@@ -460,7 +516,7 @@ export class Attributes extends KeyedContainer<Attribute> {
     // A write would create it, so a name no attribute may have is the writer's error (422), not a 404.
     const problem = attributeNameProblem(name)
     if (problem) throw new ValidationError(`Attribute name is not valid: ${problem}`, [{ path: name, message: problem }])
-    return new PendingAttribute(this, this.#owner, name, (attr) => this.#attach(attr))
+    return new PendingAttribute(this, name, (attr) => this.#attach(attr))
   }
 
   override async put(body: Record<string, unknown>): Promise<void> {
@@ -481,7 +537,7 @@ export class Attributes extends KeyedContainer<Attribute> {
       const existing = this.items.get(name)
       if (existing) await existing.setInternal(value)
       else {
-        this.#attach(new Attribute(this, this.#owner, { name, default: value, type: inferType(value) }))
+        this.#attach(new Attribute(this, { name, default: value, type: inferType(value) }))
       }
     }
   }
@@ -526,13 +582,13 @@ export class Attributes extends KeyedContainer<Attribute> {
         if (nameIssue) problems.push({ path: at, message: nameIssue })
         else if (!(ATTRIBUTE_TYPES as readonly string[]).includes(type))
           problems.push({ path: `${at}.type`, message: `expected one of ${ATTRIBUTE_TYPES.join(', ')}` })
-        else this.#attach((attr = new Attribute(this, this.#owner, { name, default: cloneJson(entry.internal), type })))
+        else this.#attach((attr = new Attribute(this, { name, default: cloneJson(entry.internal), type })))
       }
       if (attr === undefined) {
-        const model = this.#owner.properties().model
+        const model = this.owner.properties().model
         problems.push({
           path: at,
-          message: `instance '${this.#owner.name}'${typeof model === 'string' ? ` (model '${model}')` : ''} has no attribute '${name}'`,
+          message: `instance '${this.owner.name}'${typeof model === 'string' ? ` (model '${model}')` : ''} has no attribute '${name}'`,
         })
         continue
       }
@@ -569,9 +625,9 @@ export class Attributes extends KeyedContainer<Attribute> {
       const attr = this.items.get(name)
       const where = this.parent?.path ?? ''
       if (!attr) throw new NotFoundError(`Component '${where}.attributes.${name}' not found`, [{ path: `${where}.attributes.${name}`, message: 'not found' }])
-      const instance = this.#owner.name
+      const instance = this.owner.name
       if (this.#added?.has(name) !== true) {
-        const model = this.#owner.properties().model
+        const model = this.owner.properties().model
         throw new ConflictError(
           `Attribute '${name}' of instance '${instance}' is declared by its model${typeof model === 'string' ? ` '${model}'` : ''} and cannot be removed from an instance: ` +
             "every instance has all of its model's attributes, which the model's behaviour, Python bindings and protocol mappings rely on. " +
@@ -603,8 +659,8 @@ class PendingAttribute extends Attribute {
 
   readonly #attach: (attr: Attribute) => void
 
-  constructor(parent: Attributes, owner: AttributeOwner, name: string, attach: (attr: Attribute) => void) {
-    super(parent, owner, { name, default: null, type: 'any' })
+  constructor(parent: Attributes, name: string, attach: (attr: Attribute) => void) {
+    super(parent, { name, default: null, type: 'any' })
     this.#attach = attach
   }
 
@@ -624,6 +680,13 @@ class PendingAttribute extends Attribute {
 
 /** The reserved attribute every instance has: its time. */
 const TIMER_ATTRIBUTE = '__timer'
+const TIMER_DECLARATION: AttributeDeclaration = {
+  name: TIMER_ATTRIBUTE,
+  default: 0.0,
+  type: 'float',
+  unit: 's',
+  description: 'the instance time (timer.time), read-only',
+}
 const TIMER_READ_ONLY = "read-only: '__timer' is the instance time (timer.time); set the timer's time to move it"
 
 /**
@@ -640,8 +703,8 @@ class TimerAttribute extends Attribute {
 
   readonly #time: () => number
 
-  constructor(parent: Attributes, owner: AttributeOwner, time: () => number) {
-    super(parent, owner, { name: TIMER_ATTRIBUTE, default: 0.0, type: 'float', unit: 's', description: 'the instance time (timer.time), read-only' })
+  constructor(parent: Attributes, time: () => number) {
+    super(parent, TIMER_DECLARATION)
     this.#time = time
   }
 

@@ -11,6 +11,10 @@ import type { Instance } from './instance.js'
 import type { Model } from './models.js'
 import type { SystemServices } from './services.js'
 
+const NO_ADAPTERS: ReadonlyMap<string, AdapterNode> = new Map()
+const NO_UNSUPPORTED: ReadonlyMap<string, UnsupportedAdapterNode> = new Map()
+const NO_LIST: readonly never[] = []
+
 /**
  * The instance's protocol adapters by key: the kind's name for the first adapter of a kind, then
  * `<kind>_1`, `<kind>_2`, ... (an alias such as `modbus_tcp` is keyed under its kind's name).
@@ -21,36 +25,39 @@ import type { SystemServices } from './services.js'
  */
 export class Communication extends Component {
   readonly type = 'Communication'
-  readonly #adapters = new Map<string, AdapterNode>()
+  // An instance without adapters (most of a large fleet) shares these empty ones: empty Maps and
+  // arrays of its own were 0.4 KiB of each instance (bench/ANALYSIS.md, benchmark 7's memory).
+  readonly #adapters: ReadonlyMap<string, AdapterNode> = NO_ADAPTERS
   /** Adapters of protocols Mimic does not serve, as nodes that say so (UnsupportedAdapterNode). */
-  readonly #unsupported = new Map<string, UnsupportedAdapterNode>()
+  readonly #unsupported: ReadonlyMap<string, UnsupportedAdapterNode> = NO_UNSUPPORTED
   /** The adapters that want to hear of each step (ProtocolAdapter.afterStep). */
-  readonly #afterStep: ProtocolAdapter[] = []
+  readonly #afterStep: readonly ProtocolAdapter[] = NO_LIST
   readonly #protocols: SystemServices['protocols']
   #names: Set<string> | undefined
 
   /** The protocols of the model that Mimic does not serve (`communication[2].knx_ip`), run without. */
-  readonly #unserved: string[]
+  readonly #unserved: readonly string[] = NO_LIST
   /** ... and their kinds (`knx_ip`). */
-  readonly #unservedKinds: string[]
+  readonly #unservedKinds: readonly string[] = NO_LIST
 
   constructor(instance: Instance, model: Model, services: SystemServices, parameters: Record<string, unknown> = {}) {
     super('communication', instance)
     this.#protocols = services.protocols
+    const entries = communicationEntries(model.parsed.communication)
+    if (entries.length === 0) return
     const counts = new Map<string, number>()
     const unserved = unservedProtocols(model.parsed)
     this.#unserved = unserved.map((u) => u.path)
     this.#unservedKinds = [...new Set(unserved.map((u) => u.kind))]
-    for (const entry of communicationEntries(model.parsed.communication)) {
+    const adapters = (this.#adapters = new Map<string, AdapterNode>())
+    const unsupported = (this.#unsupported = new Map<string, UnsupportedAdapterNode>())
+    for (const entry of entries) {
       const written = Object.keys(entry)[0]!
       if (UNSERVED_PROTOCOLS.has(written)) {
         const n = counts.get(written) ?? 0
         counts.set(written, n + 1)
         const key = n === 0 ? written : `${written}_${n}`
-        this.#unsupported.set(
-          key,
-          new UnsupportedAdapterNode({ name: key, parent: this, kind: written, settings: substituteParameters(entry[written], parameters) }),
-        )
+        unsupported.set(key, new UnsupportedAdapterNode({ name: key, parent: this, kind: written, settings: substituteParameters(entry[written], parameters) }))
         continue
       }
       const kind = protocolKind(written)
@@ -59,12 +66,13 @@ export class Communication extends Component {
       const n = counts.get(kind.name) ?? 0
       counts.set(kind.name, n + 1)
       const key = n === 0 ? kind.name : `${kind.name}_${n}`
-      this.#adapters.set(
+      adapters.set(
         key,
         new AdapterNode({ name: key, parent: this, instance, kind, settings: kind.schema.parse(substituteParameters(entry[written], parameters)), services }),
       )
     }
-    for (const node of this.#adapters.values()) if (node.adapter.afterStep !== undefined) this.#afterStep.push(node.adapter)
+    const afterStep = [...adapters.values()].filter((node) => node.adapter.afterStep !== undefined).map((node) => node.adapter)
+    if (afterStep.length > 0) this.#afterStep = afterStep
   }
 
   /** Whether an adapter wants to hear of each step (the list is made once, with the adapters). */
@@ -139,6 +147,7 @@ export class Communication extends Component {
    * a superset of what adapters publish, so that behaviour can skip value checks for the rest.
    */
   mentions(attr: string): boolean {
+    if (this.#adapters.size === 0) return false
     if (this.#names === undefined) {
       this.#names = new Set()
       const walk = (v: unknown): void => {

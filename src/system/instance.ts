@@ -5,7 +5,7 @@ import { stepInstance, type RefusedValues, type StepContext, type Steppable, typ
 import { modelBehaviour, type InstanceBehaviour } from '../language/model/index.js'
 import { Component, noArguments, type CallArgs, type MethodHandler } from '../tree/component.js'
 import type { StructureLock } from '../tree/lock.js'
-import { Attributes, type AttributeOwner } from './attributes.js'
+import { Attributes, declarationIndex, type AttributeOwner } from './attributes.js'
 import { ActionsNode, InstanceHost, ScenariosNode } from './behaviour-host.js'
 import { Communication } from './communication.js'
 import { InstanceLifecycle, type InstanceState } from './instance-lifecycle.js'
@@ -21,7 +21,9 @@ export type { InstanceState } from './instance-lifecycle.js'
 
 /** The model's attribute declarations, with the start values given for this instance. */
 function startValues(parsed: Model['parsed'], initValues: Record<string, unknown> | undefined): ReturnType<typeof attributeDeclarations> {
-  return attributeDeclarations(parsed).map((d) => (initValues && Object.hasOwn(initValues, d.name) ? { ...d, default: initValues[d.name] } : d))
+  const declared = attributeDeclarations(parsed)
+  if (initValues === undefined) return declared
+  return declared.map((d) => (Object.hasOwn(initValues, d.name) ? { ...d, default: initValues[d.name] } : d))
 }
 /**
  * A running copy of a model: the tree's shape under it (attributes, timer, polling, protocol
@@ -94,6 +96,7 @@ export class Instance extends Component implements AttributeOwner, Steppable {
       time: () => this.timer.time,
       lock: opts.lock,
       wiredBy: (attribute) => wiredBy(this.name, attribute),
+      names: declarationIndex(attributeDeclarations(parsed)),
     })
     const polling = parsed.polling ?? {}
     this.timer = new Timer(this, polling.interval ?? 1.0, parsed.timer)

@@ -77,7 +77,7 @@ function futureAttributes(
   replaced: ReadonlyMap<string, unknown> | undefined,
   setups: InstancesCheck['setups'] | undefined,
 ): { names: (instance: string) => Set<string> | undefined; type: (ref: AttributeRef) => AttributeType | undefined } {
-  const declared = (instance: string): AttributeDeclaration[] | Instance | undefined => {
+  const declared = (instance: string): readonly AttributeDeclaration[] | Instance | undefined => {
     const setup = setups?.get(instance)
     const existing = system.instances.get(instance)
     const model = setup?.model ?? existing?.model.name
@@ -85,16 +85,18 @@ function futureAttributes(
     const rebuilt = (setup !== undefined && system.instances.rebuilds(instance, setup)) || replaced?.has(model) === true
     return rebuilt || !existing ? attributeDeclarations(modelOf(model)!) : existing
   }
+  // Array.isArray does not narrow a readonly array out of a union.
+  const isList = (future: readonly AttributeDeclaration[] | Instance): future is readonly AttributeDeclaration[] => Array.isArray(future)
   return {
     names: (instance) => {
       const future = declared(instance)
       if (future === undefined) return undefined
-      return new Set(Array.isArray(future) ? future.map((a) => a.name) : [...future.attributes.all()].map((a) => a.name))
+      return new Set(isList(future) ? future.map((a) => a.name) : [...future.attributes.all()].map((a) => a.name))
     },
     type: (ref) => {
       const future = declared(ref.instance)
       if (future === undefined) return undefined
-      return Array.isArray(future) ? future.find((a) => a.name === ref.attribute)?.type : future.attributes.get(ref.attribute)?.valueType
+      return isList(future) ? future.find((a) => a.name === ref.attribute)?.type : future.attributes.get(ref.attribute)?.valueType
     },
   }
 }

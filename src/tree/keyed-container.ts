@@ -1,4 +1,5 @@
 import { Component } from './component.js'
+import type { ChildMap } from './shared-names.js'
 
 /**
  * A component whose children are kept by name in insertion order: the model, instance,
@@ -11,7 +12,13 @@ import { Component } from './component.js'
  */
 export abstract class KeyedContainer<T extends Component> extends Component {
   /** The children by name; subclasses add and remove through it. */
-  protected readonly items = new Map<string, T>()
+  protected readonly items: ChildMap<T>
+
+  /** `items`: a `Map` unless the subclass gives another map (an instance's attributes: shared-names.ts). */
+  constructor(name: string, parent: Component | null, items: ChildMap<T> = new Map<string, T>()) {
+    super(name, parent)
+    this.items = items
+  }
 
   get(name: string): T | undefined {
     return this.items.get(name)
