@@ -51,6 +51,11 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
     })
   }
 
+  if (repeat > 1 && countsStepsOnly(system, stepped)) {
+    stepEachAlone(step)
+    return
+  }
+
   let live = stepped
   for (let i = 0; i < repeat; i++) {
     // The rest of each instance's step, as when it steps alone (instance-step.ts).
@@ -64,6 +69,44 @@ export async function stepSystem<I extends Steppable>(step: SystemStep<I>): Prom
     // The system's time moves on.
     system.timer.advance(dt)
   }
+}
+
+/**
+ * Whether, in Node, each step of `stepped` only moves the instances' time on and ends their
+ * presentation overrides: no instance has declarative behaviour (which could read another
+ * instance's values, as they stand between two steps) or an adapter that hears each step, and
+ * there is no connection. Then each instance can take all the steps of a batch in turn, with
+ * the same result as the steps taken one after the other across all instances.
+ */
+function countsStepsOnly<I extends Steppable>(system: SteppedSystem<I>, stepped: readonly I[]): boolean {
+  if (system.connections.size > 0) return false
+  for (let i = 0; i < stepped.length; i++) {
+    const instance = stepped[i] as I
+    if (instance.behaviour !== undefined || instance.afterStep !== undefined) return false
+  }
+  return true
+}
+
+/**
+ * The Node part of a batch's steps when it only counts them (`countsStepsOnly`), instance by
+ * instance: what a batch of Python-backed instances costs the server is then a tight loop per
+ * instance, not a pass over all of them per step (which took twice the main thread's time in
+ * benchmark 1, bench/ANALYSIS.md). Without declarative behaviour a step cannot fail in Node.
+ */
+function stepEachAlone<I extends Steppable>(step: SystemStep<I>): void {
+  const { system, stepped, dt, repeat } = step
+  for (let k = 0; k < stepped.length; k++) {
+    const instance = stepped[k] as I
+    for (let i = 0; i < repeat; i++) {
+      const error = finishInstanceStep(instance, dt)
+      if (error) {
+        instance.stepFailed(error)
+        step.failed(instance, error, repeat - i)
+        break
+      }
+    }
+  }
+  for (let i = 0; i < repeat; i++) system.timer.advance(dt)
 }
 
 /**

@@ -86,4 +86,22 @@ describe('batching in a real system', () => {
     assert.equal(valueOf(s.system, 'c2', 'level'), level + 85, 'every step called run')
     assert.equal(engine.steps, 85)
   })
+
+  it('in a batch of instances without declarative behaviour each one takes every step: timers, the system time and overrides as single steps leave them', async () => {
+    const [c1, c2, g] = s.instances('c1', 'c2', 'g')
+    const times = () => [c1!, c2!, g!].map((i) => i.timer.time)
+    const start = times()
+    const systemStart = s.system.timer.time
+    const level = valueOf(s.system, 'c1', 'level') as number
+    g!.attributes.get('reading')!.setExternal(7)
+    const engine = engineOf(100)
+    await engine.run(40, 0.25)
+    assert.deepEqual(
+      times(),
+      start.map((t) => t + 40 * 0.25),
+    )
+    assert.equal(s.system.timer.time, systemStart + 40 * 0.25)
+    assert.equal(valueOf(s.system, 'c1', 'level'), level + 40)
+    assert.equal(g!.attributes.get('reading')!.presented, undefined, 'the first step ended the override')
+  })
 })
