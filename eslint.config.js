@@ -38,6 +38,12 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         { selector: "ThrowStatement > NewExpression[callee.name='Error']", message: 'Throw a MimicError subclass (src/errors.ts), not a bare Error.' },
+        {
+          // Node 20's V8 does not inline a private getter or setter: a timer's `get #now()` made
+          // a batch of Python-backed steps take twice the main thread's time (bench/ANALYSIS.md).
+          selector: "MethodDefinition[kind=/^(get|set)$/][key.type='PrivateIdentifier']",
+          message: 'Use a private method (#now()) or a public accessor, not a private getter or setter: V8 does not inline those.',
+        },
       ],
     },
   },

@@ -902,18 +902,18 @@ export class PyTime extends TableObject {
     return spec === '' ? this.str() : this.strftime(spec)
   }
 
-  get #seconds(): number {
+  #seconds(): number {
     return this.hour * 3600 + this.minute * 60 + this.second
   }
 
   /** `self - other` for comparing: [seconds, microseconds], or undefined when naive meets aware. */
   #difference(other: PyTime): [number, number] | undefined {
     if (this.tzinfo === other.tzinfo || (this.tzinfo !== null && other.tzinfo !== null && this.tzinfo.offset.equals(other.tzinfo.offset))) {
-      return [this.#seconds - other.#seconds, this.microsecond - other.microsecond]
+      return [this.#seconds() - other.#seconds(), this.microsecond - other.microsecond]
     }
     if (this.tzinfo === null || other.tzinfo === null) return undefined
     const offsetSeconds = (tz: PyTimezone): number => tz.offset.days * 86400 + tz.offset.seconds
-    return [this.#seconds - offsetSeconds(this.tzinfo) - (other.#seconds - offsetSeconds(other.tzinfo)), this.microsecond - other.microsecond]
+    return [this.#seconds() - offsetSeconds(this.tzinfo) - (other.#seconds() - offsetSeconds(other.tzinfo)), this.microsecond - other.microsecond]
   }
 
   override equals(other: PyValue): boolean {
@@ -930,8 +930,8 @@ export class PyTime extends TableObject {
   }
 
   override hashKey(): PyValue {
-    if (this.tzinfo === null) return `\0time:${this.#seconds}:${this.microsecond}`
-    return `\0time-utc:${this.#seconds - (this.tzinfo.offset.days * 86400 + this.tzinfo.offset.seconds)}:${this.microsecond}`
+    if (this.tzinfo === null) return `\0time:${this.#seconds()}:${this.microsecond}`
+    return `\0time-utc:${this.#seconds() - (this.tzinfo.offset.days * 86400 + this.tzinfo.offset.seconds)}:${this.microsecond}`
   }
 }
 

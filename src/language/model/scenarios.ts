@@ -196,33 +196,33 @@ export class HeldValues {
   /** Made on first use: an instance whose scenarios never hold a value (most) keeps none (0.2 KiB). */
   #map: Map<string, { base: unknown; layers: Array<{ owner: object; value: unknown }> }> | undefined
 
-  get #entries(): Map<string, { base: unknown; layers: Array<{ owner: object; value: unknown }> }> {
+  #entries(): Map<string, { base: unknown; layers: Array<{ owner: object; value: unknown }> }> {
     return (this.#map ??= new Map())
   }
 
   /** `owner` holds `value` at `key` from now; the first holder records `current` as what to come back to. */
   take(key: string, owner: object, value: unknown, current: unknown): void {
-    let entry = this.#entries.get(key)
-    if (entry === undefined) this.#entries.set(key, (entry = { base: current, layers: [] }))
+    let entry = this.#entries().get(key)
+    if (entry === undefined) this.#entries().set(key, (entry = { base: current, layers: [] }))
     entry.layers = entry.layers.filter((l) => l.owner !== owner)
     entry.layers.push({ owner, value })
   }
 
   /** Whether `owner` holds the value at `key` now (it is on top). */
   holds(key: string, owner: object): boolean {
-    const layers = this.#entries.get(key)?.layers
+    const layers = this.#entries().get(key)?.layers
     return layers !== undefined && layers[layers.length - 1]?.owner === owner
   }
 
   /** `owner` lets go of `key`: what to write now, if anything (the value under it, or the base). */
   release(key: string, owner: object): { write: boolean; value?: unknown } {
-    const entry = this.#entries.get(key)
+    const entry = this.#entries().get(key)
     if (entry === undefined) return { write: false }
     const wasTop = entry.layers[entry.layers.length - 1]?.owner === owner
     entry.layers = entry.layers.filter((l) => l.owner !== owner)
     const top = entry.layers[entry.layers.length - 1]
     if (top === undefined) {
-      this.#entries.delete(key)
+      this.#entries().delete(key)
       return { write: true, value: entry.base }
     }
     return wasTop ? { write: true, value: top.value } : { write: false }
@@ -230,7 +230,7 @@ export class HeldValues {
 
   /** Every held key with its base and holders, each holder by `nameOf` (for a snapshot). */
   saveState(nameOf: (owner: object) => string): HeldState[] {
-    return [...this.#entries].map(([key, { base, layers }]) => {
+    return [...this.#entries()].map(([key, { base, layers }]) => {
       const out: HeldState = { key, layers: layers.map((l) => [nameOf(l.owner), l.value as StateValue]) }
       if (base !== undefined) out.base = base as StateValue
       return out
@@ -256,8 +256,8 @@ export class HeldValues {
       if (typeof key === 'string') entries.set(key, { base: read.raw('base'), layers })
     })
     if (problems.length) return problems
-    this.#entries.clear()
-    for (const [key, entry] of entries) this.#entries.set(key, entry)
+    this.#entries().clear()
+    for (const [key, entry] of entries) this.#entries().set(key, entry)
   }
 }
 

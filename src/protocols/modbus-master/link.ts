@@ -51,7 +51,7 @@ export class ModbusLink {
   }
 
   /** Whether frames are MBAP (Modbus TCP and UDP), not RTU. */
-  get #mbap(): boolean {
+  #mbap(): boolean {
     return this.transport === 'tcp' || this.transport === 'udp'
   }
 
@@ -99,7 +99,7 @@ export class ModbusLink {
     this.#transactionId = (this.#transactionId + 1) & 0xffff
     const transactionId = this.#transactionId
     const adu = encodeRequest({ transactionId, unitId, request })
-    const frame = this.#mbap ? adu : rtuFrame(unitId, adu, MBAP_LENGTH)
+    const frame = this.#mbap() ? adu : rtuFrame(unitId, adu, MBAP_LENGTH)
     return new Promise<ModbusResponse>((resolve, reject) => {
       const timer = setTimeout(() => {
         pending.fail(new Error(`no answer from ${this.address} (unit ${unitId}, function ${request.fc}) within ${this.timeoutMs / 1000} s`))
@@ -262,7 +262,7 @@ export class ModbusLink {
   /** Takes every complete frame from the buffer; answers nobody waits for are dropped. */
   #read(): void {
     for (;;) {
-      const length = this.#mbap ? tcpFrameLength(this.#buffer) : rtuAnswerLength(this.#buffer)
+      const length = this.#mbap() ? tcpFrameLength(this.#buffer) : rtuAnswerLength(this.#buffer)
       if (length === 0 || this.#buffer.length < length) return
       const frame = this.#buffer.subarray(0, length)
       this.#buffer = this.#buffer.subarray(length)
@@ -270,13 +270,13 @@ export class ModbusLink {
       if (!pending) continue
       let answer: ModbusResponse
       try {
-        answer = this.#mbap ? decodeResponse(frame) : decodeRtu(frame, pending.transactionId)
+        answer = this.#mbap() ? decodeResponse(frame) : decodeRtu(frame, pending.transactionId)
       } catch (error) {
         pending.fail(new Error(`bad answer from ${this.address}: ${(error as Error).message}`))
         this.drop()
         return
       }
-      if (this.#mbap && answer.transactionId !== pending.transactionId) continue
+      if (this.#mbap() && answer.transactionId !== pending.transactionId) continue
       if (answer.unitId !== pending.unitId) continue
       pending.done(answer)
     }
