@@ -126,6 +126,8 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
   const values: PyValue[] = []
   const used = new Set<number>()
   const written = new Set<number>()
+  /** Slots an action reads before any action of the row has written them: only those are loaded. */
+  const readFirst = new Set<number>()
   let temps = 0
   const lines: string[] = []
   run.plans.forEach((plan, j) => {
@@ -149,6 +151,7 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
           if (time !== undefined) return time === 'time' ? 'ft' : 'fd'
           const slot = slots.slot(name) as number
           used.add(slot)
+          if (!written.has(slot)) readFirst.add(slot)
           return `a${slot}`
         },
         closure: () => {
@@ -170,6 +173,8 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
     lines.push(`${compute}\n      if (typeof v !== 'number' || v - v !== 0) throw ALONE\n      ${writes.join('; ')}`)
   })
   const slotsUsed = [...used]
+  // A slot the row writes before it reads it needs no load: every action assigns its targets
+  // whatever it computes, and a row that raises stores nothing.
   // Results stay in locals until the row's last action is done and are stored then: a row that
   // raises has written nothing, and the handler needs no value from before (values it needed would
   // be kept boxed, a heap number per write).
@@ -187,7 +192,7 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
       ft = tc[r]
       fd = own ? dc[r] : dt
       BEGIN()
-      ${slotsUsed.map((s) => `a${s} = c${s}[r]`).join('; ')}
+      ${[...readFirst].map((s) => `a${s} = c${s}[r]`).join('; ')}
       ${lines.join('\n      ')}
       ${[...written].map((s) => `c${s}[r] = a${s}`).join('; ')}
       tc[r] = ft + fd
