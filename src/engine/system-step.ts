@@ -91,7 +91,8 @@ function countsStepsOnly<I extends Steppable>(system: SteppedSystem<I>, stepped:
  * The Node part of a batch's steps when it only counts them (`countsStepsOnly`), instance by
  * instance: what a batch of Python-backed instances costs the server is then a tight loop per
  * instance, not a pass over all of them per step (which took twice the main thread's time in
- * benchmark 1, bench/ANALYSIS.md). Without declarative behaviour a step cannot fail in Node.
+ * benchmark 1, bench/ANALYSIS.md). Without declarative behaviour a step does not fail in Node;
+ * should one, it is reported as a step of the other path is.
  */
 function stepEachAlone<I extends Steppable>(step: SystemStep<I>): void {
   const { system, stepped, dt, repeat } = step

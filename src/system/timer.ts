@@ -52,7 +52,7 @@ export class Timer extends Component {
     return cells === undefined ? this.#time : (cells.time.values[cells.row] as number)
   }
 
-  #setTime(time: number): void {
+  #setNow(time: number): void {
     const cells = this.#cells
     if (cells === undefined) this.#time = time
     else cells.time.values[cells.row] = time
@@ -63,7 +63,7 @@ export class Timer extends Component {
     return cells === undefined ? this.#dt : (cells.dt.values[cells.row] as number)
   }
 
-  #setDt(dt: number): void {
+  #setStep(dt: number): void {
     const cells = this.#cells
     if (cells === undefined) this.#dt = dt
     else cells.dt.values[cells.row] = dt
@@ -79,8 +79,8 @@ export class Timer extends Component {
     const dt = this.#step()
     this.#cells = cells
     this.#holding = false
-    this.#setTime(time)
-    this.#setDt(dt)
+    this.#setNow(time)
+    this.#setStep(dt)
     this.#hold()
   }
 
@@ -124,7 +124,7 @@ export class Timer extends Component {
         this.#wallStart = undefined
       } else time = initial + s.max_duration
     }
-    this.#setTime(this.#quantize(time))
+    this.#setNow(this.#quantize(time))
   }
 
   /** `resolution` (a multiple of it) and `decimal_places`, so 0.1 + 0.2 steps read 0.3. */
@@ -171,7 +171,7 @@ export class Timer extends Component {
     const problem = this.propertyProblem(name, value)
     if (problem) throw new ValidationError(`Timer '${name}': ${problem}`, [{ path: name, message: problem }])
     if (name === 'time') this.pin(value as number)
-    else if (name === 'dt') this.#setDt(value as number)
+    else if (name === 'dt') this.#setStep(value as number)
     else {
       this.#pinned = value as boolean
       this.#hold()
@@ -180,7 +180,7 @@ export class Timer extends Component {
 
   /** Sets the time and pins it there (a write of `time`, or of `__timer` by an action). */
   pin(time: number): void {
-    this.#setTime(time)
+    this.#setNow(time)
     this.#pinned = true
     this.#hold()
   }
@@ -192,8 +192,8 @@ export class Timer extends Component {
 
   /** Takes back what `saveState` gave (checked by the snapshot's schema); wall-clock time starts over from it. */
   restoreState(state: TimerState): void {
-    this.#setTime(state.time)
-    this.#setDt(state.dt)
+    this.#setNow(state.time)
+    this.#setStep(state.dt)
     this.#pinned = state.pinned
     this.#hold()
     this.#wallStart = undefined
@@ -201,8 +201,8 @@ export class Timer extends Component {
 
   /** Back to time 0, unpinned, with the original dt. */
   reset(): void {
-    this.#setTime(this.#settings.initial_time ?? 0)
-    this.#setDt(this.#defaultDt)
+    this.#setNow(this.#settings.initial_time ?? 0)
+    this.#setStep(this.#defaultDt)
     this.#pinned = false
     this.#hold()
     this.#wallStart = undefined

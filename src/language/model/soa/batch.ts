@@ -126,7 +126,11 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
   const values: PyValue[] = []
   const used = new Set<number>()
   const written = new Set<number>()
-  /** Slots an action reads before any action of the row has written them: only those are loaded. */
+  /**
+   * Slots an action reads before any action of the row has written them: only those are loaded.
+   * Every action assigns its targets whatever it computes, so the others are set before they are
+   * read or stored; a load left out would leave a local unset, and the row would raise and step alone.
+   */
   const readFirst = new Set<number>()
   let temps = 0
   const lines: string[] = []
@@ -173,8 +177,6 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
     lines.push(`${compute}\n      if (typeof v !== 'number' || v - v !== 0) throw ALONE\n      ${writes.join('; ')}`)
   })
   const slotsUsed = [...used]
-  // A slot the row writes before it reads it needs no load: every action assigns its targets
-  // whatever it computes, and a row that raises stores nothing.
   // Results stay in locals until the row's last action is done and are stored then: a row that
   // raises has written nothing, and the handler needs no value from before (values it needed would
   // be kept boxed, a heap number per write).
