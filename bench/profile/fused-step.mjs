@@ -1,8 +1,8 @@
 /**
  * Benchmark 7's meter model without the server: its fused loop (src/language/model/soa/batch.ts)
- * over N rows, once with the correctly rounded sin/cos (fast-trig.ts, what Mimic runs) and once
- * with Math.sin/Math.cos swapped into the same generated code, next to the hand-written
- * JavaScript loop of peers/declarative-js.mjs, in interleaved rounds in one process. Prints
+ * over N rows, once with the correctly rounded sin/cos (fast-trig.ts, inline, what Mimic runs)
+ * and once with Math.sin/Math.cos called in their place in the same generated code, next to the
+ * hand-written JavaScript loop of peers/declarative-js.mjs, in interleaved rounds in one process. Prints
  * nanoseconds per instance step for each and the ratios: what the exact trigonometry costs, and
  * how far the generated loop is from the hand-written one.
  *
@@ -13,22 +13,24 @@ import { meterModel } from '../benchmarks/declarative-step.mjs'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const { compileBehaviour } = await import(`${root}dist/src/language/model/index.js`)
-const trig = await import(`${root}dist/src/language/expression/fast-trig.js`)
+const builtins = await import(`${root}dist/src/language/expression/builtins.js`)
 const [n = 10_000, steps = 100, rounds = 7] = process.argv.slice(2).map(Number)
 
-/** The meter's loop over n rows; with `math`, Math.sin/cos in place of the exact ones. */
+/**
+ * The meter's loop over n rows; with `math`, compiled while `math.sin` and `math.cos` stand for
+ * Math.sin and Math.cos in the generated code (their entries put back after).
+ */
 function meterLoop(math) {
   const model = meterModel()
   const attributes = Object.entries(model.attributes).map(([name, a]) => ({ name, type: a.type, default: a.default }))
-  const behaviour = compileBehaviour(model, { attributes, bound: new Set(), parameters: undefined })
-  if (math) {
-    for (const plan of behaviour.actions) {
-      const constants = plan.fusion?.value.expression?.inline?.constants ?? []
-      for (let i = 0; i < constants.length; i++) {
-        if (constants[i] === trig.sin) constants[i] = Math.sin
-        if (constants[i] === trig.cos) constants[i] = Math.cos
-      }
-    }
+  const entries = ['sin', 'cos'].map((name) => builtins.mathFloatFunction(builtins.MATH_MODULE.attributes.get(name)))
+  const kept = entries.map((entry) => ({ ...entry }))
+  if (math) for (const entry of entries) Object.assign(entry, { f: Math[entry.name], inline: undefined })
+  let behaviour
+  try {
+    behaviour = compileBehaviour(model, { attributes, bound: new Set(), parameters: undefined })
+  } finally {
+    entries.forEach((entry, i) => Object.assign(entry, kept[i]))
   }
   const batch = behaviour.batch
   if (batch === undefined) throw new Error('the meter model does not qualify for the fused loop')

@@ -8,7 +8,7 @@
  */
 import { asBigInt, floatPow, isInt, isNumber, objectUnary, pyAdd, pyCompare, pyDivmod, pyFormat, pyMul, pyPow, toFloat, truncToInt } from './arithmetic.js'
 import { atan as ddAtan, atan2 as ddAtan2, exp as ddExp, hypot, log as ddLog, log2 as ddLog2, tan as ddTan } from './double-double.js'
-import { cos as fastCos, sin as fastSin } from './fast-trig.js'
+import { cos as fastCos, inlineTrig, sin as fastSin, type TrigNames } from './fast-trig.js'
 import { codePointLength } from './code-points.js'
 import { divRoundHalfEven, exactFraction } from './float-format.js'
 import { checkArgs, keywords, ONE, positional, type Convention } from './call-args.js'
@@ -525,8 +525,19 @@ function realArg(fn: string, v: PyValue): number {
   throw new PyException('TypeError', `must be real number, not ${typeName(v)}`)
 }
 
+/**
+ * The float function behind a one-argument `math` function, and for sin and cos the text that
+ * computes it inline (fast-trig.ts): `inline(x, names)` is an expression giving f(x) for the number in
+ * local `x`.
+ */
+export interface MathFloat {
+  readonly name: string
+  readonly f: (x: number) => number
+  readonly inline?: (x: string, names: TrigNames) => string
+}
+
 /** The float functions behind the one-argument `math` functions, by their callable (see {@link mathFloatFunction}). */
-const MATH_FLOAT = new Map<PyCallable, { name: string; f: (x: number) => number }>()
+const MATH_FLOAT = new Map<PyCallable, MathFloat>()
 
 /**
  * The float function behind a one-argument `math` function (`math.sin`), for generated code:
@@ -536,12 +547,12 @@ const MATH_FLOAT = new Map<PyCallable, { name: string; f: (x: number) => number 
  * @example
  * mathFloatFunction(MATH_MODULE.attributes.get('sin'))?.f(0.5) // 0.479425538604203
  */
-export function mathFloatFunction(fn: PyCallable): { name: string; f: (x: number) => number } | undefined {
+export function mathFloatFunction(fn: PyCallable): MathFloat | undefined {
   return MATH_FLOAT.get(fn)
 }
 
 /** A one-argument math function with CPython's domain (ValueError) and range (OverflowError) checks. */
-function math1(name: string, f: (x: number) => number, canOverflow = false): [string, PyCallable] {
+function math1(name: string, f: (x: number) => number, canOverflow = false, inline?: MathFloat['inline']): [string, PyCallable] {
   const callable = native(`math.${name}`, ONE, (v = null) => {
     const x = realArg(name, v)
     const r = f(x)
@@ -552,7 +563,7 @@ function math1(name: string, f: (x: number) => number, canOverflow = false): [st
     }
     return r
   })
-  MATH_FLOAT.set(callable, { name, f })
+  MATH_FLOAT.set(callable, inline === undefined ? { name, f } : { name, f, inline })
   return [name, callable]
 }
 
@@ -690,8 +701,8 @@ export const MATH_MODULE = new PyModule(
     math1('exp', ddExp, true),
     math1('expm1', Math.expm1, true),
     math1('log1p', (x) => (x <= -1 ? NaN : Math.log1p(x))),
-    math1('sin', fastSin),
-    math1('cos', fastCos),
+    math1('sin', fastSin, false, (x, names) => inlineTrig(x, 0, names)),
+    math1('cos', fastCos, false, (x, names) => inlineTrig(x, 64, names)),
     math1('tan', ddTan),
     math1('asin', Math.asin),
     math1('acos', Math.acos),

@@ -307,7 +307,10 @@ class Generator {
     return `H.${helper}(${args.map((a) => this.gen(a)).join(', ')})`
   }
 
-  /** `math.f(x)` of a one-argument float function: the float case inline, the rest the callable's. */
+  /**
+   * `math.f(x)` of a one-argument float function: the float case inline, the rest the callable's.
+   * For sin and cos the float case is their fast evaluation written out (fast-trig.ts), not a call.
+   */
   #mathCall(node: SyntaxNode, callee: SyntaxNode, argList: SyntaxNode): string {
     const parts: SyntaxNode[] = []
     for (let c = callee.firstChild; c !== null; c = c.nextSibling) parts.push(c)
@@ -329,9 +332,12 @@ class Generator {
     this.#nodes++
     const a = this.#temp()
     const r = this.#temp()
-    const f = this.#constant(math.f as unknown as PyValue)
+    const arg = this.gen(args[0] as SyntaxNode)
+    const f =
+      math.inline?.(a, { temp: () => this.#temp(), constant: (value) => this.#constant(value as PyValue) }) ??
+      `${this.#constant(math.f as unknown as PyValue)}(${a})`
     const slow = this.#constant(fn as PyCallable)
-    return `(${a} = ${this.gen(args[0] as SyntaxNode)}, typeof ${a} === 'number' && (${r} = ${f}(${a}), ${r} - ${r} === 0) ? ${r} : H.call1(${slow}, ${a}))`
+    return `(${a} = ${arg}, typeof ${a} === 'number' && (${r} = ${f}, ${r} - ${r} === 0) ? ${r} : H.call1(${slow}, ${a}))`
   }
 }
 

@@ -8,9 +8,17 @@
  * round the circle: the cosine is the sine 64 entries on, and cos(x) is sin(x + pi/2), so no
  * quadrant is told apart) and short series in plain doubles for sin r and cos r.
  *
+ * The fast evaluation is written once, as a straight-line program ({@link PROGRAM}), and put to two
+ * uses: the functions `sin` and `cos` below, and the inline text ({@link inlineTrig}) that
+ * codegen.ts writes where an expression calls `math.sin` or `math.cos`. As a function it is too
+ * large for V8 to inline (552 bytes of bytecode against a limit of 460), and the five calls per
+ * step of benchmark 7's meters cost a sixth of the fused loop's time; written inline, the loop has
+ * no call to make unless the fast evaluation cannot decide.
+ *
  * Written here because no library does it: JS's Math.sin/cos (fdlibm) are within 1 ulp but not
  * correctly rounded, and CPython's values (the C library's) are, in practice, the correctly
- * rounded ones. test/unit/language/fast-trig.test.ts checks that it changes nothing but speed.
+ * rounded ones. test/unit/language/fast-trig.test.ts checks that it changes nothing but speed, in
+ * both forms.
  *
  * @example
  * sin(0.5) === 0.479425538604203 // as CPython's math.sin(0.5)
@@ -21,10 +29,8 @@ import { cos as ddCos, sin as ddSin, sinPiTable } from './double-double.js'
 // rest; their sum is pi/128 within 4e-45 (computed from pi to 400 bits; the unit test checks the
 // parts' bits and their sum against double-double's pi/2).
 export const PI128_PARTS = [0.024543692590668797, 1.550146209311487e-11, 8.939357358849336e-20, 2.5697276463006653e-28] as const
-const [C1, C2, C3, C4] = PI128_PARTS
-const INV_PI128 = 40.74366543152521 // 128/pi
+
 const SPLITTER = 134217729 // 2**27 + 1, Dekker's split: a double into two halves of 26 bits
-const ROUNDER = 6755399441055744 // 1.5 * 2**52: a double below 2**51 added to it keeps no fraction
 
 // Per entry j (k mod 256): sin(j*pi/128) as a double-double, then cos(j*pi/128) as its leading 26
 // bits (so that its products with the halves of a Dekker split are exact) and the rest.
@@ -44,82 +50,170 @@ const TABLE = (() => {
   return table
 })()
 
-// The error of the fast result is below 2**-63 of it. Its largest part is the rounding of cos r - 1
-// (up to 2**-13.7, computed to 3 ulps) times S = sin a: where |S| = sin(pi/128) the result can be
-// half of S, and that part reaches 2**-63.7 of the result; the roundings of sin r - r and of the
-// rest of the sum add below 2**-64.9 there, the omitted series terms below 2**-69, the reduction
-// and the table below 2**-80 (noted below). The largest error seen was 2**-64.7 over 4 million
-// seeded inputs, and 2**-64.1 over 1.8 million within pi/256 of the entries where |S| is
-// sin(pi/128). The rounding test allows 2**-61, four times the bound, and sends about one input in
-// 170 to the slow path (one in 80 with 2**-60).
-const BOUND = 2 ** -61
+/** The numbers the program names, written into its text as literals. */
+const NUMBERS: Readonly<Record<string, number>> = {
+  C1: PI128_PARTS[0],
+  C2: PI128_PARTS[1],
+  C3: PI128_PARTS[2],
+  C4: PI128_PARTS[3],
+  INV_PI128: 40.74366543152521, // 128/pi
+  ROUNDER: 6755399441055744, // 1.5 * 2**52: a double below 2**51 added to it keeps no fraction
+  SPLITTER,
+  MAX: 2 ** 20,
+  MIN: 1e-8,
+  NEAR_ZERO: 2 ** -18,
+  // The error of the fast result is below 2**-63 of it. Its largest part is the rounding of cos r - 1
+  // (up to 2**-13.7, computed to 3 ulps) times S = sin a: where |S| = sin(pi/128) the result can be
+  // half of S, and that part reaches 2**-63.7 of the result; the roundings of sin r - r and of the
+  // rest of the sum add below 2**-64.9 there, the omitted series terms below 2**-69, the reduction
+  // and the table below 2**-80 (noted below). The largest error seen was 2**-64.7 over 4 million
+  // seeded inputs, and 2**-64.1 over 1.8 million within pi/256 of the entries where |S| is
+  // sin(pi/128). The rounding test allows 2**-61, four times the bound, and sends about one input in
+  // 170 to the slow path (one in 80 with 2**-60).
+  BOUND: 2 ** -61,
+}
 
-// The fast result goes out through OUT, and `fast` answers whether it decided: a double returned
-// from a function V8 does not inline (this one is too large to be) is boxed, a new heap number per
-// call, which the loop of benchmark 7 paid five times per meter step; an integer is not.
-const OUT = new Float64Array(1)
-
-/** sin(x + quarter*pi/128): sin for quarter 0, cos for 64; 1e-8 < |x| < 2**20; into OUT[0]: 1, or 0 when undecided. */
-function fast(x: number, quarter: number): number {
+/**
+ * The fast evaluation of sin(x + quarter*pi/128) (sin for quarter 0, cos for 64): `name = value`
+ * lines, and `require condition` lines that leave the input undecided when false; its result is
+ * `hi`. Names in capitals are {@link NUMBERS}, and TABLE the table above.
+ */
+const PROGRAM = `
+  // 1e-8 < |x| < 2**20: outside, the series decides.
+  require Math.abs(x) < MAX && Math.abs(x) > MIN
   // k = x*128/pi rounded to an integer by adding and taking away 1.5 * 2**52 (exact for |k| < 2**51):
   // Math.round here cost a quarter of the fast path's time. Which way a tie goes does not matter.
-  const k = x * INV_PI128 + ROUNDER - ROUNDER // |k| < 2**26
+  k = x * INV_PI128 + ROUNDER - ROUNDER
   // r = x - k*pi/128 as rh + rl: x - k*C1 is exact (Sterbenz), the products with C1, C2, C3 are
   // exact; the first subtraction is a two-sum, the rest add below 2**-90 absolute.
-  const w = x - k * C1
-  const p2 = k * C2
-  const s0 = w - p2
-  const v0 = s0 - w
-  const e0 = w - (s0 - v0) + (-p2 - v0)
-  const l0 = e0 - k * C3 - k * C4
-  const rh = s0 + l0
-  const rl = l0 - (rh - s0)
+  w = x - k * C1
+  p2 = k * C2
+  s0 = w - p2
+  v0 = s0 - w
+  e0 = w - (s0 - v0) + (-p2 - v0)
+  l0 = e0 - k * C3 - k * C4
+  rh = s0 + l0
+  rl = l0 - (rh - s0)
   // Near a zero of the result (k*pi/128 a multiple of pi), the result is about r itself: a
   // smaller r would make the reduction's absolute error a larger part of it.
-  if (!(Math.abs(rh) >= 2 ** -18)) return 0
-  const j = ((k + quarter) & 255) << 2
-  const sh = TABLE[j] as number
-  const sl = TABLE[j + 1] as number
-  const ch = TABLE[j + 2] as number
-  const cl = TABLE[j + 3] as number
+  require Math.abs(rh) >= NEAR_ZERO
+  j = ((k + quarter) & 255) << 2
+  sh = TABLE[j]
+  sl = TABLE[j + 1]
+  ch = TABLE[j + 2]
+  cl = TABLE[j + 3]
   // sin(a + r) = S*cos r + C*sin r = sh + ch*rh + (the rest). ch*rh exactly as p + pe: ch has 26
   // bits, rh is split into two halves of 26 (Dekker), each product exact.
-  const t = SPLITTER * rh
-  const rhh = t - (t - rh)
-  const rhl = rh - rhh
-  const p = ch * rh
-  const pe = ch * rhh - p + ch * rhl
+  t = SPLITTER * rh
+  rhh = t - (t - rh)
+  rhl = rh - rhh
+  p = ch * rh
+  pe = ch * rhh - p + ch * rhl
   // sh + p as a two-sum: |sh| >= sin(pi/128) > |p| unless sh is 0.
-  const s = sh + p
-  const se = p - (s - sh)
+  s = sh + p
+  se = p - (s - sh)
   // sin r - rh and cos r - 1 with r = rh + rl, |r| <= pi/256: the omitted terms are below 2**-69
   // of the result (r**9/9! against a result of at least pi/256 or about r).
-  const z = rh * rh
-  const sb = rl + rh * z * (-1 / 6 + z * (1 / 120 - z / 5040))
-  const cb = -0.5 * z - rh * rl + z * z * (1 / 24 - z * (1 / 720 - z / 40320))
+  z = rh * rh
+  sb = rl + rh * z * (-1 / 6 + z * (1 / 120 - z / 5040))
+  cb = -0.5 * z - rh * rl + z * z * (1 / 24 - z * (1 / 720 - z / 40320))
   // ... and the small terms, from the smallest, in doubles (cl is below 2**-27 of C, so cl times
   // sin r is summed in one product).
-  const rest = se + pe + sl + cl * (rh + sb) + ch * sb + sh * cb
-  const hi = s + rest
-  const lo = rest - (hi - s)
+  rest = se + pe + sl + cl * (rh + sb) + ch * sb + sh * cb
+  hi = s + rest
+  lo = rest - (hi - s)
   // Decided when hi + lo and everything within the bound of it round to hi.
-  const d = Math.abs(hi) * BOUND
-  if (hi + (lo + d) !== hi || hi + (lo - d) !== hi) return 0
-  OUT[0] = hi
-  return 1
+  d = Math.abs(hi) * BOUND
+  require hi + (lo + d) === hi && hi + (lo - d) === hi
+`
+
+type Line = { readonly name: string; readonly value: string } | { readonly require: string }
+
+const LINES: readonly Line[] = PROGRAM.split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line !== '' && !line.startsWith('//'))
+  .map((line) => {
+    if (line.startsWith('require ')) return { require: line.slice('require '.length) }
+    const [name, value] = line.split(' = ', 2) as [string, string]
+    return { name, value }
+  })
+
+const LOCALS = new Set(['x', 'quarter', ...LINES.flatMap((line) => ('name' in line ? [line.name] : []))])
+
+/** A line's text with its names replaced: locals by `local(name)`, numbers by their literals, TABLE by `table`. */
+function rename(text: string, local: (name: string) => string, table: string): string {
+  return text.replace(/[A-Za-z_][A-Za-z0-9_]*/g, (word, at: number) => {
+    if (at > 0 && text[at - 1] === '.') return word // Math.abs
+    if (LOCALS.has(word)) return local(word)
+    const number = NUMBERS[word]
+    if (number !== undefined) return `(${String(number)})`
+    return word === 'TABLE' ? table : word
+  })
 }
 
-function inRange(x: number): boolean {
-  const a = Math.abs(x)
-  return a < 2 ** 20 && a > 1e-8
-}
+// The program as a function: its result goes out through OUT, and `fast` answers whether it
+// decided. A double returned from a function V8 does not inline (this one is too large to be) is
+// boxed, a new heap number per call; an integer is not.
+const OUT = new Float64Array(1)
+const locals = [...LOCALS].filter((name) => name !== 'x' && name !== 'quarter')
+const fast = new Function(
+  'TABLE',
+  'OUT',
+  `return function fast(x, quarter) {
+  let ${locals.join(', ')}
+  ${LINES.map((line) => ('name' in line ? `${line.name} = ${rename(line.value, (n) => n, 'TABLE')}` : `if (!(${rename(line.require, (n) => n, 'TABLE')})) return 0`)).join('\n  ')}
+  OUT[0] = hi
+  return 1
+}`,
+)(TABLE, OUT) as (x: number, quarter: number) => number
 
 /** sin(x), correctly rounded (double-double.ts's value). */
 export function sin(x: number): number {
-  return inRange(x) && fast(x, 0) === 1 ? (OUT[0] as number) : ddSin(x)
+  return fast(x, 0) === 1 ? (OUT[0] as number) : ddSin(x)
 }
 
 /** cos(x), correctly rounded (double-double.ts's value). */
 export function cos(x: number): number {
-  return inRange(x) && fast(x, 64) === 1 ? (OUT[0] as number) : ddCos(x)
+  return fast(x, 64) === 1 ? (OUT[0] as number) : ddCos(x)
+}
+
+/** How inline text names what it needs from the code around it. */
+export interface TrigNames {
+  /** A fresh local of the generated function, for one of the program's values. */
+  temp(): string
+  /** The text of a value the generated function is given (the table, the series' function). */
+  constant(value: unknown): string
+}
+
+/**
+ * The text of an expression giving sin(x) (`quarter` 0) or cos(x) (64) for `x`, the name of a local
+ * holding a number: the fast evaluation inline, and a call of the series only when it cannot decide.
+ *
+ * @example
+ * inlineTrig('a', 0, names) // '((t0 = a, ...) && ... ? t31 : C[1](a))'
+ */
+export function inlineTrig(x: string, quarter: 0 | 64, names: TrigNames): string {
+  const temps = new Map<string, string>([
+    ['x', x],
+    ['quarter', String(quarter)],
+  ])
+  const local = (name: string): string => {
+    let temp = temps.get(name)
+    if (temp === undefined) temps.set(name, (temp = names.temp()))
+    return temp
+  }
+  const table = names.constant(TABLE)
+  // Each run of assignments ends in its requirement: (a = .., b = .., condition) && (...) && ...
+  const groups: string[] = []
+  let pending: string[] = []
+  for (const line of LINES) {
+    if ('name' in line) {
+      pending.push(`${local(line.name)} = ${rename(line.value, local, table)}`)
+    } else {
+      groups.push(`(${[...pending, rename(line.require, local, table)].join(', ')})`)
+      pending = []
+    }
+  }
+  const series = names.constant(quarter === 0 ? ddSin : ddCos)
+  return `(${groups.join(' && ')} ? ${local('hi')} : ${series}(${x}))`
 }

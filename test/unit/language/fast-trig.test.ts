@@ -1,9 +1,10 @@
 // The fast sin and cos (src/language/expression/fast-trig.ts) change nothing but speed: on every
-// input they give the double-double series' correctly rounded value.
+// input they give the double-double series' correctly rounded value, as functions and as the
+// inline text the code generator writes in their place.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { cos as ddCos, sin as ddSin } from '../../../src/language/expression/double-double.js'
-import { cos, PI128_PARTS, sin } from '../../../src/language/expression/fast-trig.js'
+import { cos, inlineTrig, PI128_PARTS, sin } from '../../../src/language/expression/fast-trig.js'
 import { generator } from '../../helpers/seeded-random.js'
 
 /** A double spread over [lo, hi) with all 53 bits random. */
@@ -20,6 +21,22 @@ function scaled(x: number): bigint {
   const magnitude = exponent + 200 >= 0 ? mantissa << BigInt(exponent + 200) : mantissa >> BigInt(-(exponent + 200))
   return bits >> 63n ? -magnitude : magnitude
 }
+
+/** The inline text of fast-trig.ts made into a function of its own, as codegen.ts uses it in an expression. */
+function inlined(quarter: 0 | 64): (x: number) => number {
+  const constants: unknown[] = []
+  const temps: string[] = []
+  const text = inlineTrig('x', quarter, {
+    temp: () => {
+      temps.push(`t${temps.length}`)
+      return temps[temps.length - 1] as string
+    },
+    constant: (value) => `K[${constants.push(value) - 1}]`,
+  })
+  return new Function('K', `return function (x) { let ${temps.join(', ')}; return ${text} }`)(constants) as (x: number) => number
+}
+const inlineSin = inlined(0)
+const inlineCos = inlined(64)
 
 describe('fast sin and cos', () => {
   it('equal the double-double values on 240,000 inputs: seeded ones across the ranges models use, the table edges, the zeros of sin and cos', () => {
@@ -42,8 +59,10 @@ describe('fast sin and cos', () => {
     inputs.push(0, -0, 1e-8, 2 ** 20, -(2 ** 20), 1e300, Infinity, -Infinity, NaN, Number.MIN_VALUE)
     let differ = 0
     for (const x of inputs) {
-      if (!Object.is(sin(x), ddSin(x))) differ++
-      if (!Object.is(cos(x), ddCos(x))) differ++
+      const s = ddSin(x)
+      const c = ddCos(x)
+      if (!Object.is(sin(x), s) || !Object.is(inlineSin(x), s)) differ++
+      if (!Object.is(cos(x), c) || !Object.is(inlineCos(x), c)) differ++
     }
     assert.equal(differ, 0, `${differ} of ${2 * inputs.length} results differ`)
   })
@@ -63,8 +82,10 @@ describe('fast sin and cos', () => {
     let count = 0
     const check = (x: number): void => {
       count += 2
-      if (!Object.is(sin(x), ddSin(x))) differ++
-      if (!Object.is(cos(x), ddCos(x))) differ++
+      const s = ddSin(x)
+      const c = ddCos(x)
+      if (!Object.is(sin(x), s) || !Object.is(inlineSin(x), s)) differ++
+      if (!Object.is(cos(x), c) || !Object.is(inlineCos(x), c)) differ++
     }
     for (const [lo, hi] of ranges) for (let i = 0; i < 1_000_000; i++) check(uniform(random, lo, hi))
     // What benchmark 7's meters compute: t * 0.1 (+ phase), t * 0.05 and t, t a whole number of steps.

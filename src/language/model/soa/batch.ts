@@ -132,6 +132,8 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
    * read or stored; a load left out would leave a local unset, and the row would raise and step alone.
    */
   const readFirst = new Set<number>()
+  /** The constants the expressions use, each read from CS once, before the loop. */
+  const hoisted: string[] = []
   let temps = 0
   const lines: string[] = []
   run.plans.forEach((plan, j) => {
@@ -161,7 +163,10 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
         closure: () => {
           throw new InternalError('a batched expression has no closures (batchable checks it)')
         },
-        constant: (i) => `CS[${j}][${i}]`,
+        constant: (i) => {
+          hoisted.push(`k${j}_${i} = CS[${j}][${i}]`)
+          return `k${j}_${i}`
+        },
         temp: (i) => `t${base + i}`,
       })
       compute = `v = ${text}`
@@ -186,6 +191,7 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
   const body = `return function fusedBatch(R, from, n, dt) {
   ${slotsUsed.map((s) => `const c${s} = COL[${s}].values`).join('\n  ')}
   const tc = TIME.values, dc = DT.values, own = dt !== dt
+  ${hoisted.length > 0 ? `const ${[...new Set(hoisted)].join(', ')}` : ''}
   let ${locals.join(', ')}
   let k = from
   try {
