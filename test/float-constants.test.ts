@@ -5,7 +5,7 @@
 // read from a YAML system file, a JSON body and a snapshot; the text of the answers is checked,
 // since JSON.parse would turn 2.0 into 2 again.
 import assert from 'node:assert/strict'
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -106,13 +106,17 @@ const EXPECTED = {
 
 describe('floats written in a model behaviour', () => {
   let t: TestServer
+  let dir: string
   before(async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'mimic-float-constants-'))
+    dir = await mkdtemp(join(tmpdir(), 'mimic-float-constants-'))
     const system = join(dir, 'system.yaml')
     await writeFile(system, systemYaml())
     t = await startTestServer({ config: { system } })
   })
-  after(async () => t.close())
+  after(async () => {
+    await t.close()
+    await rm(dir, { recursive: true, force: true })
+  })
 
   it('are floats to the expressions of a model read from a YAML system file', async () => {
     await exercise(t, 'd1')

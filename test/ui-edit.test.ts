@@ -8,7 +8,7 @@
 //
 // MIMIC_UI_SHOTS=docs also writes the screenshots docs/dashboard.md shows.
 import assert from 'node:assert/strict'
-import { readFile, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -230,11 +230,13 @@ test('pause keeps a started system from stepping; resume steps it again', { skip
   await rig.api('POST', '/method/stop', { kwargs: {} })
 })
 
-test('the system exported, and imported into a fresh server; a bad file changes nothing', { skip, timeout: 90_000 }, async () => {
+test('the system exported, and imported into a fresh server; a bad file changes nothing', { skip, timeout: 90_000 }, async (t) => {
   await page.goto(`${rig.url}/ui/#/`)
   const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export system' }).click()])
   assert.equal(download.suggestedFilename(), 'system.yaml')
-  const file = join(tmpdir(), `mimic-ui-export-${process.pid}.yaml`)
+  const files = await mkdtemp(join(tmpdir(), 'mimic-ui-files-'))
+  t.after(() => rm(files, { recursive: true, force: true }))
+  const file = join(files, 'export.yaml')
   await download.saveAs(file)
   const exported = parse(await readFile(file, 'utf8'))
   assert.deepEqual(exported, (await rig.api('GET', '/definition')).value)
@@ -244,7 +246,7 @@ test('the system exported, and imported into a fresh server; a bad file changes 
   await login(other, fresh.url, KEY)
 
   // A file whose connection names an attribute that does not exist: refused at its line, nothing changes.
-  const bad = join(tmpdir(), `mimic-ui-bad-${process.pid}.yaml`)
+  const bad = join(files, 'bad.yaml')
   const badText = (await readFile(file, 'utf8')).replace('to: panel_1.attributes.shown', 'to: panel_1.attributes.nothing')
   assert.notEqual(badText, await readFile(file, 'utf8'))
   await writeFile(bad, badText)

@@ -4,6 +4,7 @@
  * @example
  * const client = await compiledClient('modbus-load') // '/tmp/mimic-modbus-load-abc/modbus-load'
  */
+import { rmSync } from 'node:fs'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -27,7 +28,10 @@ export function compiledClient(name) {
   if (!binary) {
     binary = (async () => {
       const source = fileURLToPath(new URL(`./${name}.c`, import.meta.url))
-      const out = join(await mkdtemp(join(tmpdir(), `mimic-${name}-`)), name)
+      const dir = await mkdtemp(join(tmpdir(), `mimic-${name}-`))
+      // The binary is used until the run ends; its directory goes with the process.
+      process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+      const out = join(dir, name)
       const r = await runProcess('cc', ['-O2', '-o', out, source], { name: 'cc', timeoutMs: 60_000 })
       if (r.code !== 0) throw new Error(`cc could not build bench/lib/${name}.c: ${r.stderr}`)
       return out

@@ -69,8 +69,18 @@ export async function startTestServer(opts: { files?: Record<string, string>; co
       done()
     },
   })
-  const config = parseConfig({ port: 0, productKey: TEST_KEY, extensions: [extensions], snapshotsDir: snapshots, pythonWorkers: 2, ...opts.config }, testEnv())
-  const server = await startMimic(config, { logStream: stream })
+  let server: Awaited<ReturnType<typeof startMimic>>
+  try {
+    const config = parseConfig(
+      { port: 0, productKey: TEST_KEY, extensions: [extensions], snapshotsDir: snapshots, pythonWorkers: 2, ...opts.config },
+      testEnv(),
+    )
+    server = await startMimic(config, { logStream: stream })
+  } catch (error) {
+    // A server that does not start (what some tests expect) leaves no directory behind.
+    await rm(dir, { recursive: true, force: true })
+    throw error
+  }
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
     const res = await fetch(`${server.url}${path}`, {
       method,
