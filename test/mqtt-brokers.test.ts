@@ -114,8 +114,20 @@ function brokerSuite(kind: BrokerRig['kind']): void {
         subs.push(sub)
         return sub
       }
-      /** An mqtt adapter's settings: this broker, quick reconnects, publications on change and on connection only. */
-      const link = (extra: Record<string, unknown>) => ({ ...rig.settings, reconnect_period: 0.05, reconnect_max: 0.2, publish_interval: 0, ...extra })
+      /**
+       * An mqtt adapter's settings: this broker, quick reconnects, publications on change and on
+       * connection only. An attempt that gets no answer is given up after 2 s (default 5): the
+       * waits below are 5 s, which one unanswered attempt would take whole. (Once, in a full run
+       * of the suite, the adapter was still not connected 5 s after mosquitto let it in again.)
+       */
+      const link = (extra: Record<string, unknown>) => ({
+        ...rig.settings,
+        reconnect_period: 0.05,
+        reconnect_max: 0.2,
+        connect_timeout: 2,
+        publish_interval: 0,
+        ...extra,
+      })
       const create = async (instance: string, model: string, definition: Record<string, unknown>, prepare = true) => {
         assert.equal((await t.api('PUT', `${SYS}/models`, { [model]: definition })).status, 200)
         assert.equal((await t.api('PUT', `${SYS}/instances`, { [instance]: model })).status, 200)
