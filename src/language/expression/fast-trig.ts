@@ -23,6 +23,7 @@
  * @example
  * sin(0.5) === 0.479425538604203 // as CPython's math.sin(0.5)
  */
+import { InternalError } from '../../errors.js'
 import { cos as ddCos, sin as ddSin, sinPiTable } from './double-double.js'
 
 // pi/128 as three 27-bit parts (their products with an integer below 2**26 are exact) and the
@@ -149,14 +150,19 @@ const LINES: readonly Line[] = PROGRAM.split('\n')
 
 const LOCALS = new Set(['x', 'quarter', ...LINES.flatMap((line) => ('name' in line ? [line.name] : []))])
 
-/** A line's text with its names replaced: locals by `local(name)`, numbers by their literals, TABLE by `table`. */
+/**
+ * A line's text with its names replaced: locals by `local(name)`, numbers by their literals, TABLE
+ * by `table`. Any other name but `Math` is a mistake in the program, refused when the module loads.
+ */
 function rename(text: string, local: (name: string) => string, table: string): string {
   return text.replace(/[A-Za-z_][A-Za-z0-9_]*/g, (word, at: number) => {
     if (at > 0 && text[at - 1] === '.') return word // Math.abs
     if (LOCALS.has(word)) return local(word)
     const number = NUMBERS[word]
     if (number !== undefined) return `(${String(number)})`
-    return word === 'TABLE' ? table : word
+    if (word === 'TABLE') return table
+    if (word === 'Math') return word
+    throw new InternalError(`fast-trig's program names '${word}', which is neither one of its values nor a number`)
   })
 }
 
