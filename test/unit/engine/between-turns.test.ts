@@ -19,7 +19,9 @@ describe('between two steps of a long run', () => {
   it('a save with state gets in during the run, with the values of one moment, and the run goes on to its end', async () => {
     let runEnded = false
     const run = s.system.runSteps({ args: [], kwargs: { steps: 20_000 } }).then(() => (runEnded = true))
-    while (steps() === 0) await new Promise((r) => setTimeout(r, 5))
+    // Asked for at the first turn of the event loop after the run's first step, not after a timer:
+    // a 5 ms timer fired late on a loaded machine once let a fast run end before it.
+    while (steps() === 0) await new Promise((r) => setImmediate(r))
     const saved = await s.system.saveSnapshot({}, { includeState: true })
     assert.equal(runEnded, false, 'the save did not wait for the run')
     const file = JSON.parse(await readFile(saved.persisted_path, 'utf8'))
