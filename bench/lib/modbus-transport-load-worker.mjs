@@ -79,7 +79,14 @@ if (spec.transport === 'serial') {
     }, 1000)
     port.write(RTU_READ)
   }
-  close = () => new Promise((resolve) => port.close(() => resolve()))
+  // A write still queued when the port closes at the end fails with EBADF: no failure of the
+  // server's, and unhandled it would end the process before it prints its figures.
+  port.on('error', (error) => {
+    if (stopped) return
+    failures++
+    if (problems.length < 5) problems.push(`serial port: ${error.message}`)
+  })
+  close = () => new Promise((resolve) => port.drain(() => port.close(() => resolve())))
 } else {
   const socket = createSocket('udp4')
   let transaction = 0
