@@ -2,9 +2,9 @@
  * Benchmark 7's meter model without the server: its fused loop (src/language/model/soa/batch.ts)
  * over N rows, once with the correctly rounded sin/cos (fast-trig.ts, inline, what Mimic runs)
  * and once with Math.sin/Math.cos called in their place in the same generated code, next to the
- * hand-written JavaScript loop of peers/declarative-js.mjs, in interleaved rounds in one process. Prints
- * nanoseconds per instance step for each and the ratios: what the exact trigonometry costs, and
- * how far the generated loop is from the hand-written one.
+ * hand-written JavaScript loop of peers/declarative-js.mjs, in interleaved rounds in one process.
+ * Prints nanoseconds per instance step for each and the ratios: what the exact trigonometry
+ * costs, and how far the generated loop is from the hand-written one.
  *
  * Run: node bench/profile/fused-step.mjs [instances=10000] [steps=100] [rounds=7]   (needs dist/)
  */
