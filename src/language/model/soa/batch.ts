@@ -133,7 +133,7 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
    */
   const readFirst = new Set<number>()
   /** The constants the expressions use, each read from CS once, before the loop. */
-  const hoisted: string[] = []
+  const hoisted = new Set<string>()
   let temps = 0
   const lines: string[] = []
   run.plans.forEach((plan, j) => {
@@ -164,7 +164,7 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
           throw new InternalError('a batched expression has no closures (batchable checks it)')
         },
         constant: (i) => {
-          hoisted.push(`k${j}_${i} = CS[${j}][${i}]`)
+          hoisted.add(`k${j}_${i} = CS[${j}][${i}]`)
           return `k${j}_${i}`
         },
         temp: (i) => `t${base + i}`,
@@ -191,7 +191,7 @@ function generate(run: FusedRun, slots: AttributeSlots, store: SoaStore, flags: 
   const body = `return function fusedBatch(R, from, n, dt) {
   ${slotsUsed.map((s) => `const c${s} = COL[${s}].values`).join('\n  ')}
   const tc = TIME.values, dc = DT.values, own = dt !== dt
-  ${hoisted.length > 0 ? `const ${[...new Set(hoisted)].join(', ')}` : ''}
+  ${hoisted.size > 0 ? `const ${[...hoisted].join(', ')}` : ''}
   let ${locals.join(', ')}
   let k = from
   try {
