@@ -10,15 +10,24 @@
  * servers in turns of TURN_MS each: only one server has requests in flight at a time, and at the
  * end of its turn its connections finish their requests before the next server's turn starts.
  * Each server's rate counts the answers of its turns (the finishing ones included) over the time
- * of its turns, so every server sees the same machine. It polls non-blocking sockets without
- * sleeping: one core for the client, the other for the server under test.
+ * of its turns, so every server sees the same machine.
+ *
+ * How the client waits for answers, the last argument:
+ * - `waits` (as wrk does): it sleeps in epoll_wait until an answer arrives, so a core is shared
+ *   between the client and whatever the server under test runs besides its own thread (Mimic's
+ *   Python worker);
+ * - `spins` (the default): it polls its non-blocking sockets without sleeping, so the client
+ *   keeps one of two cores to itself and the server under test, with all its processes, has the
+ *   other. This takes the client's wake-ups out of the servers' time, and gives a server that
+ *   runs in one process an edge over one that needs two.
  *
  * Build: cc -O2 -o http-load bench/lib/http-load.c
- * Run:   ./http-load <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key>
+ * Run:   ./http-load <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key> [spins|waits]
  * Prints one JSON line: {"targets": [one object per port, in the order given], "failures", "problem"}.
  */
 #define _GNU_SOURCE
 #include <strings.h>
+#include <sys/epoll.h>
 #include "load-client.h"
 
 #define MAX_CONNECTIONS 256
@@ -44,10 +53,11 @@ struct target {
   int run_length, read_length;
   long responses, errors;
   double active;                  /* seconds of measured turns */
+  int epoll;                      /* the connections, when the client waits */
 };
 
 static struct target targets[MAX_TARGETS];
-static int target_count, connection_count, measuring;
+static int target_count, connection_count, measuring, waiting;
 
 static void send_request(struct target *t, struct connection *c) {
   const char *request = c->next_is_read ? t->read_request : t->run_request;
@@ -116,11 +126,22 @@ static void turn(struct target *t, double limit) {
   for (int open = 1; open;) {
     int sending = now() < turn_end;
     open = 0;
-    for (int i = 0; i < connection_count; i++) {
-      struct connection *c = &t->connections[i];
-      if (!c->busy) continue;
-      if (receive(t, c, counting) && sending) send_request(t, c);
-      if (c->busy) open = 1;
+    if (waiting) {
+      /* Level-triggered: a connection with more bytes than one recv took is reported again. */
+      struct epoll_event ready[MAX_CONNECTIONS];
+      int n = epoll_wait(t->epoll, ready, MAX_CONNECTIONS, 10);
+      for (int r = 0; r < n; r++) {
+        struct connection *c = &t->connections[ready[r].data.u32];
+        if (c->busy && receive(t, c, counting) && sending) send_request(t, c);
+      }
+      for (int i = 0; i < connection_count && !open; i++) open = t->connections[i].busy;
+    } else {
+      for (int i = 0; i < connection_count; i++) {
+        struct connection *c = &t->connections[i];
+        if (!c->busy) continue;
+        if (receive(t, c, counting) && sending) send_request(t, c);
+        if (c->busy) open = 1;
+      }
     }
     if (open && now() > turn_end + 10.0) {
       fail("responses still missing 10 s after the turn");
@@ -140,7 +161,7 @@ static int build_request(char *out, size_t size, const char *method, const char 
 
 int main(int argc, char **argv) {
   if (argc < 8) {
-    fprintf(stderr, "usage: %s <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key>\n", argv[0]);
+    fprintf(stderr, "usage: %s <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key> [spins|waits]\n", argv[0]);
     return 2;
   }
   int ports[MAX_TARGETS];
@@ -148,6 +169,11 @@ int main(int argc, char **argv) {
   if (target_count < 1) return 2;
   for (int k = 0; k < target_count; k++) targets[k].port = ports[k];
   connection_count = atoi(argv[2]);
+  if (argc > 8 && strcmp(argv[8], "waits") != 0 && strcmp(argv[8], "spins") != 0) {
+    fprintf(stderr, "the client either spins or waits, not '%s'\n", argv[8]);
+    return 2;
+  }
+  waiting = argc > 8 && strcmp(argv[8], "waits") == 0;
   double warmup = atof(argv[3]) / 1000.0, duration = atof(argv[4]) / 1000.0;
   if (connection_count < 1 || connection_count > MAX_CONNECTIONS) {
     fprintf(stderr, "connections must be 1..%d\n", MAX_CONNECTIONS);
@@ -160,10 +186,14 @@ int main(int argc, char **argv) {
     t->connections = calloc((size_t)connection_count, sizeof *t->connections);
     t->histogram = calloc(BUCKETS + 1, sizeof *t->histogram);
     if (!t->connections || !t->histogram) return 1;
+    t->epoll = epoll_create1(0);
+    if (t->epoll < 0) return 1;
     for (int i = 0; i < connection_count; i++) {
       struct connection *c = &t->connections[i];
       c->fd = connect_loopback(t->port);
       if (c->fd < 0) return 1;
+      struct epoll_event e = { .events = EPOLLIN, .data.u32 = (unsigned)i };
+      if (epoll_ctl(t->epoll, EPOLL_CTL_ADD, c->fd, &e) != 0) return 1;
     }
   }
   /* Warm-up turns for every server (whole rounds), then measured rounds until each server had

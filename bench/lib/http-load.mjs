@@ -62,18 +62,26 @@ export async function runHttpLoad(options) {
  * Several servers under the same load, measured by one run of bench/lib/http-load.c in
  * interleaved turns of 250 ms (only one server has requests in flight at a time), so that all of
  * them see the same machine; `seconds` is each server's measured time. The results come in the
- * order of `ports`. Needs a C compiler.
+ * order of `ports`. `client` says how the client waits for answers: it `spins` on one core (the
+ * default) or `waits` in epoll as wrk does (see the head of http-load.c). Needs a C compiler.
  *
  * @example
- * const [mimic, peer] = await runInterleavedHttpLoad({ ports: [8000, 8001], runPath, readPath, key: 'k', connections: 32, warmupMs: 500, seconds: 2 })
- * @param {{ ports: number[], runPath: string, readPath: string, key: string, connections: number, warmupMs: number, seconds: number }} options
+ * const [mimic, peer] = await runInterleavedHttpLoad({ ports: [8000, 8001], runPath, readPath, key: 'k', connections: 32, warmupMs: 500, seconds: 2, client: 'waits' })
+ * @param {{ ports: number[], runPath: string, readPath: string, key: string, connections: number, warmupMs: number, seconds: number, client?: 'spins' | 'waits' }} options
  * @returns {Promise<HttpLoadResult[]>}
  */
 export async function runInterleavedHttpLoad(options) {
   const client = await compiledClient('http-load')
-  const args = [options.ports.join(','), options.connections, options.warmupMs, options.seconds * 1000, options.runPath, options.readPath, options.key].map(
-    String,
-  )
+  const args = [
+    options.ports.join(','),
+    options.connections,
+    options.warmupMs,
+    options.seconds * 1000,
+    options.runPath,
+    options.readPath,
+    options.key,
+    options.client ?? 'spins',
+  ].map(String)
   const timeoutMs = options.warmupMs + options.seconds * 1000 * options.ports.length * 2 + 20_000
   const { code, stdout, stderr } = await runProcess(client, args, { name: 'HTTP load client (C)', timeoutMs })
   const line = stdout.split('\n').find((l) => l.startsWith('{'))

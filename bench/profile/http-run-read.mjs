@@ -9,7 +9,9 @@
  * Run: node bench/profile/http-run-read.mjs [rounds=5] [seconds=2] [checkout ...]
  * Environment: MIMIC_PYTHON (the workers' interpreter, else `python3` resolved once),
  * HTTP_BENCH_CONNECTIONS (32), HTTP_BENCH_ENV_<i>="NAME=value ..." (extra environment of the
- * i-th checkout's server, counted from 0: two servers of one checkout with different settings).
+ * i-th checkout's server, counted from 0: two servers of one checkout with different settings),
+ * HTTP_BENCH_NODE_ARGS (node's flags for every Mimic server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"),
+ * HTTP_BENCH_CLIENT (`spins`, the default, or `waits`: how the load client waits, see http-load.c).
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -72,6 +74,7 @@ async function startMimic(checkout, index) {
       .map((pair) => pair.split('=')),
   )
   const args = [
+    ...(process.env.HTTP_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
     join(checkout, 'bin/mimic.js'),
     'serve',
     '--port',
@@ -140,6 +143,7 @@ try {
       connections,
       warmupMs: 500,
       seconds,
+      client: process.env.HTTP_BENCH_CLIENT === 'waits' ? 'waits' : 'spins',
     })
     order.forEach((s, i) => {
       const after = usage(s.pid)
