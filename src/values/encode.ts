@@ -59,6 +59,9 @@ export function typedJson(value: unknown, indent = 0): string {
   // A scalar, or a mark alone, needs no replacer (a method's result mostly is one).
   if (value === null || typeof value !== 'object') return JSON.stringify(value)
   if (value instanceof FloatMark || value instanceof ExactInt) return markJson(value)
+  // A small document without a mark (the fields of most worker requests) is JSON.stringify's
+  // alone: a replacer makes it call back into JavaScript for every key, several times the work.
+  if (surelyUnmarked(value)) return JSON.stringify(value, null, indent)
   const marks: NumberMark[] = []
   const text = JSON.stringify(
     value,
@@ -83,6 +86,31 @@ export function typedJson(value: unknown, indent = 0): string {
     from = end + 1
   }
   return replaced === marks.length ? out + text.slice(from) : walkTypedJson(value, indent)
+}
+
+/** How many values `surelyUnmarked` looks at before it leaves a document to the replacer. */
+const SCAN_LIMIT = 64
+
+/**
+ * Whether a document certainly holds no mark, so that JSON.stringify writes it as `typedJson`
+ * would: true only when no object in it has a `toJSON` (the marks have one, and a date's or any
+ * other's could return a mark) and it holds SCAN_LIMIT values at most. A larger document, or a
+ * cycle, answers false, and the replacer finds the marks. The keys looked at are those of
+ * `for...in`, which include every key JSON.stringify writes.
+ */
+function surelyUnmarked(root: object): boolean {
+  const pending: object[] = [root]
+  let seen = 0
+  while (pending.length > 0) {
+    const value = pending.pop() as Record<string, unknown>
+    if (typeof value.toJSON === 'function') return false
+    for (const key in value) {
+      if (++seen > SCAN_LIMIT) return false
+      const item = value[key]
+      if (item !== null && typeof item === 'object') pending.push(item)
+    }
+  }
+  return true
 }
 
 /**

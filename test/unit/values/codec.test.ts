@@ -80,6 +80,38 @@ describe('the value codec against python3', () => {
     for (const text of ['[2.0]', '[1e3]', '[1234567890123456]']) assert.equal(mayHoldFloats(text), true, text)
   })
 
+  it('tells the texts that may hold such a number as the regular expression it stands for does', () => {
+    const REFERENCE = /\d\.0+(?![0-9])|\d[eE]|\d{16}/
+    const random = generator(20261130)
+    const alphabet = ['0', '0', '0', '1', '5', '9', '.', '.', 'e', 'E', '-', '+', ',', '"', ' ', 'x', '[']
+    let yes = 0
+    for (let i = 0; i < 50_000; i++) {
+      const length = random.int(i % 10 === 0 ? 40 : 12)
+      // Long runs of digits now and then, to reach sixteen in a row.
+      const text = Array.from({ length }, () => (random.int(8) === 0 ? '1234567' : random.pick(alphabet))).join('')
+      const want = REFERENCE.test(text)
+      assert.equal(mayHoldFloats(text), want, JSON.stringify(text))
+      if (want) yes++
+    }
+    assert.ok(yes > 10_000 && yes < 40_000, `${yes} of 50,000 texts may hold such a number`)
+    for (const text of [
+      '1.0',
+      '1.00',
+      '1.0x',
+      '1.',
+      '.0',
+      '1.05',
+      '1.000000000000001',
+      '12345678901234.0',
+      '0e',
+      'e1',
+      '123456789012345.6',
+      '{"t":21.370873591563547}',
+    ]) {
+      assert.equal(mayHoldFloats(text), REFERENCE.test(text), text)
+    }
+  })
+
   it('takes the last of duplicate keys as JSON.parse does, or refuses two differing values when asked', () => {
     assert.deepEqual(plainJson(parseJsonKeepingFloats('{"a": 1.0, "a": 2.5}')), { a: 2.5 })
     assert.throws(() => parseJsonKeepingFloats('{"a": 1, "a": 2}', 'refuse'), /Duplicate key 'a'/)

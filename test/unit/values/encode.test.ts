@@ -92,6 +92,46 @@ describe('typedJson', () => {
     assert.equal(typedJson({ t: typed(25, 'float'), n: 3 }, 1), '{\n "t": 25.0,\n "n": 3\n}')
   })
 
+  it('finds a mark at any place in a document small enough to be written without a replacer, and beyond', () => {
+    // Documents of 1 to 80 values (the fast path looks at 64), nested two deep, with one mark at
+    // each place in turn, or one value that JSON.stringify would write otherwise.
+    const others: Array<[unknown, string]> = [
+      [typed(2, 'float'), '2.0'],
+      // A toJSON's result is written as JSON.stringify writes it; what it holds is looked at again.
+      [{ toJSON: () => typed(3, 'float') }, '{"value":3}'],
+      [[{ toJSON: () => ({ x: typed(4, 'float') }) }], '[{"x":4.0}]'],
+      [new Date(0), JSON.stringify(new Date(0))],
+      [Object(5), '5'],
+      [Object.assign(Object.create(null) as object, { n: typed(6, 'float') }), '{"n":6.0}'],
+      [
+        new (class Point {
+          x = typed(7, 'float')
+        })(),
+        '{"x":7.0}',
+      ],
+    ]
+    for (const size of [1, 2, 10, 63, 64, 65, 80]) {
+      for (let at = 0; at < size; at++) {
+        for (const [odd, text] of others) {
+          const values: unknown[] = Array.from({ length: size }, (_, i) => (i === at ? odd : i))
+          const inner = values.slice(0, size >> 1)
+          const doc = { head: 1, inner: { list: inner }, rest: values.slice(size >> 1) }
+          const written = typedJson(doc)
+          assert.equal(written, walkTypedJson(doc), `size ${size}, at ${at}`)
+          assert.ok(written.includes(text), `size ${size}, at ${at}: ${text} in ${written}`)
+        }
+      }
+    }
+    // Without marks, plain JSON.stringify's text whatever the size; a cycle still throws.
+    for (const size of [0, 1, 64, 65, 500]) {
+      const doc = { list: Array.from({ length: size }, (_, i) => ({ i, s: `v${i}`, f: i / 3 })), none: null, t: true }
+      for (const indent of [0, 2]) assert.equal(typedJson(doc, indent), JSON.stringify(doc, null, indent))
+    }
+    const cycle: Record<string, unknown> = { a: 1 }
+    cycle.self = cycle
+    assert.throws(() => typedJson(cycle), TypeError)
+  })
+
   it('keeps a string of the document that looks like one of its placeholders as the string it is', () => {
     let lookalike = ''
     typedJson({ probe: { toJSON: () => (lookalike = String((typed(5, 'float') as { toJSON(): unknown }).toJSON())) } })
