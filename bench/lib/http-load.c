@@ -21,8 +21,11 @@
  *   other. This takes the client's wake-ups out of the servers' time, and gives a server that
  *   runs in one process an edge over one that needs two.
  *
+ * The last argument but one may name other requests than the alternating pair: `runs` sends only
+ * the POST, `reads` only the GET (for profiles that take the two apart, bench/profile/).
+ *
  * Build: cc -O2 -o http-load bench/lib/http-load.c
- * Run:   ./http-load <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key> [spins|waits]
+ * Run:   ./http-load <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key> [spins|waits] [both|runs|reads]
  * Prints one JSON line: {"targets": [one object per port, in the order given], "failures", "problem"}.
  */
 #define _GNU_SOURCE
@@ -58,6 +61,8 @@ struct target {
 
 static struct target targets[MAX_TARGETS];
 static int target_count, connection_count, measuring, waiting;
+/* Which requests: 0 alternates the POST and the GET, 1 sends only the POST, 2 only the GET. */
+static int only;
 
 static void send_request(struct target *t, struct connection *c) {
   const char *request = c->next_is_read ? t->read_request : t->run_request;
@@ -71,7 +76,7 @@ static void send_request(struct target *t, struct connection *c) {
     }
     off += n;
   }
-  c->next_is_read = !c->next_is_read;
+  c->next_is_read = only ? only == 2 : !c->next_is_read;
   c->busy = 1;
   c->sent_at = now();
 }
@@ -161,7 +166,7 @@ static int build_request(char *out, size_t size, const char *method, const char 
 
 int main(int argc, char **argv) {
   if (argc < 8) {
-    fprintf(stderr, "usage: %s <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key> [spins|waits]\n", argv[0]);
+    fprintf(stderr, "usage: %s <port[,port...]> <connections> <warmup ms> <duration ms per port> <run path> <read path> <key> [spins|waits] [both|runs|reads]\n", argv[0]);
     return 2;
   }
   int ports[MAX_TARGETS];
@@ -174,6 +179,14 @@ int main(int argc, char **argv) {
     return 2;
   }
   waiting = argc > 8 && strcmp(argv[8], "waits") == 0;
+  if (argc > 9) {
+    if (strcmp(argv[9], "runs") == 0) only = 1;
+    else if (strcmp(argv[9], "reads") == 0) only = 2;
+    else if (strcmp(argv[9], "both") != 0) {
+      fprintf(stderr, "the requests are both, runs or reads, not '%s'\n", argv[9]);
+      return 2;
+    }
+  }
   double warmup = atof(argv[3]) / 1000.0, duration = atof(argv[4]) / 1000.0;
   if (connection_count < 1 || connection_count > MAX_CONNECTIONS) {
     fprintf(stderr, "connections must be 1..%d\n", MAX_CONNECTIONS);
@@ -192,6 +205,7 @@ int main(int argc, char **argv) {
       struct connection *c = &t->connections[i];
       c->fd = connect_loopback(t->port);
       if (c->fd < 0) return 1;
+      c->next_is_read = only == 2;
       struct epoll_event e = { .events = EPOLLIN, .data.u32 = (unsigned)i };
       if (epoll_ctl(t->epoll, EPOLL_CTL_ADD, c->fd, &e) != 0) return 1;
     }

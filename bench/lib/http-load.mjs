@@ -63,11 +63,12 @@ export async function runHttpLoad(options) {
  * interleaved turns of 250 ms (only one server has requests in flight at a time), so that all of
  * them see the same machine; `seconds` is each server's measured time. The results come in the
  * order of `ports`. `client` says how the client waits for answers: it `spins` on one core (the
- * default) or `waits` in epoll as wrk does (see the head of http-load.c). Needs a C compiler.
+ * default) or `waits` in epoll as wrk does (see the head of http-load.c). `requests` may be `runs`
+ * or `reads` instead of `both` (the default, alternating): for profiles. Needs a C compiler.
  *
  * @example
  * const [mimic, peer] = await runInterleavedHttpLoad({ ports: [8000, 8001], runPath, readPath, key: 'k', connections: 32, warmupMs: 500, seconds: 2, client: 'waits' })
- * @param {{ ports: number[], runPath: string, readPath: string, key: string, connections: number, warmupMs: number, seconds: number, client?: 'spins' | 'waits' }} options
+ * @param {{ ports: number[], runPath: string, readPath: string, key: string, connections: number, warmupMs: number, seconds: number, client?: 'spins' | 'waits', requests?: 'both' | 'runs' | 'reads' }} options
  * @returns {Promise<HttpLoadResult[]>}
  */
 export async function runInterleavedHttpLoad(options) {
@@ -81,6 +82,7 @@ export async function runInterleavedHttpLoad(options) {
     options.readPath,
     options.key,
     options.client ?? 'spins',
+    options.requests ?? 'both',
   ].map(String)
   const timeoutMs = options.warmupMs + options.seconds * 1000 * options.ports.length * 2 + 20_000
   const { code, stdout, stderr } = await runProcess(client, args, { name: 'HTTP load client (C)', timeoutMs })

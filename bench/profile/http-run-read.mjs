@@ -11,7 +11,8 @@
  * HTTP_BENCH_CONNECTIONS (32), HTTP_BENCH_ENV_<i>="NAME=value ..." (extra environment of the
  * i-th checkout's server, counted from 0: two servers of one checkout with different settings),
  * HTTP_BENCH_NODE_ARGS (node's flags for every Mimic server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"),
- * HTTP_BENCH_CLIENT (`spins`, the default, or `waits`: how the load client waits, see http-load.c).
+ * HTTP_BENCH_CLIENT (`spins`, the default, or `waits`: how the load client waits, see http-load.c),
+ * HTTP_BENCH_REQUESTS (`both`, the default, alternating; `runs` or `reads` to take them apart).
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -144,6 +145,7 @@ try {
       warmupMs: 500,
       seconds,
       client: process.env.HTTP_BENCH_CLIENT === 'waits' ? 'waits' : 'spins',
+      requests: /** @type {'both' | 'runs' | 'reads'} */ (process.env.HTTP_BENCH_REQUESTS ?? 'both'),
     })
     order.forEach((s, i) => {
       const after = usage(s.pid)
