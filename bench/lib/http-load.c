@@ -12,7 +12,7 @@
  * Each server's rate counts the answers of its turns (the finishing ones included) over the time
  * of its turns, so every server sees the same machine.
  *
- * How the client waits for answers, the last argument:
+ * How the client waits for answers, the argument after the key:
  * - `waits` (as wrk does): it sleeps in epoll_wait until an answer arrives, so a core is shared
  *   between the client and whatever the server under test runs besides its own thread (Mimic's
  *   Python worker);
@@ -21,7 +21,7 @@
  *   other. This takes the client's wake-ups out of the servers' time, and gives a server that
  *   runs in one process an edge over one that needs two.
  *
- * The last argument but one may name other requests than the alternating pair: `runs` sends only
+ * The argument after that may name other requests than the alternating pair: `runs` sends only
  * the POST, `reads` only the GET (for profiles that take the two apart, bench/profile/).
  *
  * Build: cc -O2 -o http-load bench/lib/http-load.c
