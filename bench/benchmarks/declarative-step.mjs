@@ -120,16 +120,17 @@ export const declarativeStep = {
     const perInstance = (loaded.main.rssBytes - middle.main.rssBytes) / (instances - half)
     ctx.log(`  declarative: ${instances} instances, ${bytes(perInstance)} each (${bytes(fromEmpty)} from the empty server)`)
 
+    // Warm-up runs first, as the peers get theirs (the JavaScript loop's first round and CPython's
+    // slower round are not counted): V8 compiles the fused loop again each time a step first
+    // reaches one of its exact sin/cos fallbacks, which depends on the meters' time, and
+    // `--trace-deopt` shows those recompilations within the first four runs of 100 steps and none
+    // after (bench/ANALYSIS.md). Measured rounds start once they are done.
+    for (let warm = 0; warm < (ctx.smoke ? 0 : WARM_UP_RUNS); warm++) await mimic.call('/api/v3/system', 'run', { steps })
+
     // Each round measures Mimic, CPython and the JavaScript loop back to back, and the ratios are
     // the medians of the rounds' ratios (as benchmark 3's): on a machine shared with other work,
     // the peers measured apart from Mimic ran at other loads (runs of 0.15-0.25 s each, where the
     // peers' rates moved 1.7x from one run of the benchmark to the next).
-    // Warm-up runs first, as the peers get theirs (the JavaScript loop's first round and CPython's
-    // slower round are not counted): V8 compiles the fused loop again each time a step first
-    // reaches one of its exact sin/cos fallbacks, which depends on the meters' time, and
-    // `--trace-deopt` shows those recompilations in the first four runs of 100 steps and none
-    // after (bench/ANALYSIS.md). Measured rounds start once they are done.
-    for (let warm = 0; warm < (ctx.smoke ? 0 : WARM_UP_RUNS); warm++) await mimic.call('/api/v3/system', 'run', { steps })
     const seconds = []
     // The server's CPU time per run too: on a loaded machine a run's wall time includes the time
     // it waited for a core, which the peers' short rounds wait less (bench/ANALYSIS.md).
