@@ -16,6 +16,7 @@ import { buildApp } from '../../src/server/app.js'
 import { buildUi } from '../../scripts/build-ui.mjs'
 import { registerDashboard } from '../../src/server/dashboard.js'
 import { registerEvents } from '../../src/server/events.js'
+import { httpRequest } from './http.js'
 
 export const CHROMIUM = '/usr/bin/chromium'
 
@@ -100,12 +101,12 @@ export async function startDashboard(opts: {
     const pageErrors: string[] = []
     page.on('pageerror', (err) => pageErrors.push(err.message))
     const api = async (method: string, path: string, body?: unknown): Promise<Record<string, any>> => {
-      const res = await fetch(`${url}/api/v3/system${path}`, {
+      const res = await httpRequest(`${url}/api/v3/system${path}`, {
         method,
         headers: { authorization: `Bearer ${opts.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       })
-      const doc = (await res.json()) as Record<string, any>
+      const doc = JSON.parse(res.text) as Record<string, any>
       assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(doc)}`)
       return doc
     }

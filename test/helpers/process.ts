@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { httpRequest } from './http.js'
 import { TEST_KEY } from './server.js'
 
 const BIN = new URL('../../bin/mimic.js', import.meta.url).pathname
@@ -43,12 +44,12 @@ export function serveProcess(args: string[], env: Record<string, string> = {}): 
         clearTimeout(timer)
         const url = m[1]!
         const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any; text: string }> => {
-          const res = await fetch(`${url}${path}`, {
+          const res = await httpRequest(`${url}${path}`, {
             method,
             headers: { authorization: `Bearer ${TEST_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
             body: body === undefined ? undefined : JSON.stringify(body),
           })
-          const text = await res.text()
+          const text = res.text
           return { status: res.status, body: text ? JSON.parse(text) : undefined, text }
         }
         resolve({

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { parseConfig, type Config } from '../../src/config.js'
 import { startMimic, type MimicServer } from '../../src/mimic.js'
+import { httpRequest, type AnswerHeaders } from './http.js'
 
 // Here too, for the tests that take everything from this module.
 export { eventually } from './wait.js'
@@ -30,7 +31,7 @@ export function testEnv(): NodeJS.ProcessEnv {
 export interface ApiResponse<T = any> {
   status: number
   body: T
-  headers: Headers
+  headers: AnswerHeaders
 }
 
 export interface TestServer {
@@ -82,12 +83,12 @@ export async function startTestServer(opts: { files?: Record<string, string>; co
     throw error
   }
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> => {
-    const res = await fetch(`${server.url}${path}`, {
+    const res = await httpRequest(`${server.url}${path}`, {
       method,
       headers: { authorization: `Bearer ${TEST_KEY}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     })
-    const text = await res.text()
+    const text = res.text
     let parsed: unknown = text
     try {
       parsed = text ? JSON.parse(text) : undefined

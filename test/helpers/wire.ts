@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { get as httpGet } from 'node:http'
+import { httpRequest } from './http.js'
 import { TEST_KEY, type TestServer } from './server.js'
 
 const PYTHON_DIR = new URL('../../python', import.meta.url).pathname
@@ -12,12 +13,12 @@ const PYTHON_DIR = new URL('../../python', import.meta.url).pathname
  * written (JSON.stringify would write 2.0 as 2); anything else as JSON.
  */
 export async function rawRequest(t: TestServer, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${t.url}${path}`, {
+  const res = await httpRequest(`${t.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${TEST_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   })
-  return { status: res.status, text: await res.text() }
+  return { status: res.status, text: res.text }
 }
 
 /** Reads the event stream until a frame's data line matches `pattern`; returns that line. */

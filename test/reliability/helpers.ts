@@ -4,7 +4,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { request as httpRequest, type Agent } from 'node:http'
+import { request as nodeRequest, type Agent } from 'node:http'
+import { httpRequest } from '../helpers/http.js'
 import { TEST_KEY } from '../helpers/server.js'
 
 export const BIN = new URL('../../bin/mimic.js', import.meta.url).pathname
@@ -150,13 +151,13 @@ export interface Answer {
 
 /** One HTTP request with a JSON body; network failures reject. */
 export async function request(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(url, {
+  const res = await httpRequest(url, {
     method,
     headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
+    timeoutMs: 30_000,
   })
-  const text = await res.text()
+  const text = res.text
   let parsed: unknown = text
   try {
     parsed = text ? JSON.parse(text) : undefined
@@ -182,7 +183,7 @@ export function rawRequest(
   const { hostname, port } = new URL(base)
   const body = opts.body === undefined ? undefined : JSON.stringify(opts.body)
   return new Promise((resolve, reject) => {
-    const req = httpRequest(
+    const req = nodeRequest(
       { host: hostname, port, method, path, agent: opts.agent, headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...opts.headers } },
       (res) => {
         let text = ''
