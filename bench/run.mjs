@@ -5,7 +5,7 @@
  *
  *   node bench/run.mjs                 every benchmark, full sizes, installs missing peers
  *   node bench/run.mjs modbus http     only these (keys or numbers, see bench/README.md)
- *   node bench/run.mjs --smoke         tiny sizes, about 30 s, no verdicts, RESULTS.md left alone
+ *   node bench/run.mjs --smoke         tiny sizes, about 40 s, no verdicts, RESULTS.md left alone
  *   --no-install                       never call apt-get (peers that are missing are skipped)
  *   --out FILE                         write the report elsewhere (with --smoke: write one at all)
  *   --server DIR                       start the server of another built checkout (bench/before-after.mjs)

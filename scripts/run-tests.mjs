@@ -79,7 +79,7 @@ const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 2
 // the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the
 // tests in test/reliability, so this hides none of them.
 // --test-timeout also bounds each test file as a whole: the benchmarks' smoke run
-// (test/bench-smoke.test.ts) takes about 85 s on a quiet machine and up to its own 235 s limit
+// (test/bench-smoke.test.ts) takes about 40 s on a quiet machine and up to its own 235 s limit
 // beside other test files on two busy cores, so the bound is above that.
 // The second reporter records each file's length for the next run's order and prints the
 // slowest files after the summary.

@@ -27,7 +27,7 @@ function runBench(args: string[], timeoutMs: number): Promise<{ code: number | n
 }
 
 describe('benchmarks (smoke run)', () => {
-  // Twelve benchmarks of about 2-15 s each on a quiet machine (about 85 s in all); the limit leaves room for a busy one, below the runner's 240 s per file.
+  // Twelve benchmarks of about 1-8 s each on a quiet machine (about 40 s in all); the limit leaves room for a busy one, below the runner's 240 s per file.
   it('runs every benchmark with tiny sizes and writes a report with a section for each', { timeout: 235_000 }, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'mimic-bench-smoke-'))
     try {

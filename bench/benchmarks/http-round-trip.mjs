@@ -27,7 +27,8 @@ export const httpRoundTrip = {
     const connections = ctx.smoke ? 4 : 32
     // Many short rounds rather than a few long ones: the machine's speed drifts within a minute,
     // and the median of more per-round ratios is moved less by one slow round.
-    const seconds = ctx.smoke ? 1 : 2
+    // A smoke run's turns are short: each keeps the two cores busy (server, worker and client).
+    const seconds = ctx.smoke ? 0.25 : 2
     const rounds = ctx.smoke ? 1 : 7
     // The C client measures all servers in interleaved turns, so that they see the same machine;
     // wrk measures one server at a time.
@@ -115,7 +116,7 @@ export const httpRoundTrip = {
     const measure = async (order, client) => {
       const load = { runPath: RUN_PATH, readPath: READ_PATH, key: PRODUCT_KEY, connections, seconds }
       if (compiled)
-        return await runInterleavedHttpLoad({ ...load, ports: order.map((s) => Number(new URL(s.url).port)), warmupMs: ctx.smoke ? 100 : 500, client })
+        return await runInterleavedHttpLoad({ ...load, ports: order.map((s) => Number(new URL(s.url).port)), warmupMs: ctx.smoke ? 50 : 500, client })
       const out = []
       for (const server of order) out.push(await runHttpLoad({ ...load, url: server.url, wrk }))
       return out

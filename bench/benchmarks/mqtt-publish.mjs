@@ -66,8 +66,8 @@ export const mqttPublish = {
   title: 'MQTT, open loop: 1,000 instances x 5 bindings offered at 40 Hz to mosquitto',
   async run(ctx) {
     const instances = ctx.smoke ? 20 : 1000
-    const windowMs = ctx.smoke ? 800 : 5000
-    const warmupMs = ctx.smoke ? 200 : 500
+    const windowMs = ctx.smoke ? 400 : 5000
+    const warmupMs = ctx.smoke ? 100 : 500
     const rounds = ctx.smoke ? 1 : 2
     const topics = instances * BINDINGS
     const wanted = topics * HZ

@@ -170,8 +170,8 @@ export const opcuaSubscription = {
     const instances = ctx.smoke ? 20 : 1000
     const variables = instances * MEASUREMENTS.length
     const idleSeconds = ctx.smoke ? 0.5 : 6
-    const seconds = ctx.smoke ? 2 : 12
-    const quiet = ctx.smoke ? 800 : 1500
+    const seconds = ctx.smoke ? 1 : 12
+    const quiet = ctx.smoke ? 500 : 1500
     const port = await freePort()
 
     const dir = await ctx.tmpDir()

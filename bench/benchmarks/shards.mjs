@@ -54,8 +54,8 @@ export const shards = {
   limitMs: { full: 600_000, smoke: 90_000 },
   async run(ctx) {
     const meters = ctx.smoke ? 30 : 600
-    const windowMs = ctx.smoke ? 800 : 5000
-    const warmupMs = ctx.smoke ? 200 : 1000
+    const windowMs = ctx.smoke ? 400 : 5000
+    const warmupMs = ctx.smoke ? 100 : 1000
     const topics = meters * BINDINGS
     const wanted = topics * HZ
     // The smoke run checks the benchmark works with three server starts, not six.
