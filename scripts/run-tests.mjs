@@ -70,10 +70,12 @@ const weight = (file) => {
 }
 selected.sort((a, b) => weight(b) - weight(a))
 
-// Two files at a time. Three were tried on two cores: the suite took longer (980 s against 740 s,
-// with more tests), and tests with CPU budgets (expression loop limits) could reach them when three
-// files' servers and workers ran at once. MIMIC_TEST_CONCURRENCY sets another number.
-const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 2
+// Three files at a time on two cores: many files spend much of their time waiting (time-outs a
+// test asserts, brokers and clients in other processes, Chromium), so two at a time left the
+// cores idle for about a third of the run. A full run took 285 s at three against 334 s at two
+// (all tests passing), with the two cores busy 85 % of the time. MIMIC_TEST_CONCURRENCY sets
+// another number.
+const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 3
 // --test-force-exit: a file whose tests have all finished exits even if a third-party handle
 // lingers (once in a while Chromium's teardown in the dashboard test kept its file alive until
 // the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the
