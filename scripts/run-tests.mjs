@@ -71,12 +71,12 @@ const weight = (file) => {
 }
 selected.sort((a, b) => weight(b) - weight(a))
 
-// Three files at a time on two cores: many files spend much of their time waiting (time-outs a
+// Four files at a time on two cores: many files spend much of their time waiting (time-outs a
 // test asserts, brokers and clients in other processes, Chromium), so two at a time left the
-// cores idle for about a third of the run. A full run took 285 s at three against 334 s at two
-// (all tests passing), with the two cores busy 85 % of the time. MIMIC_TEST_CONCURRENCY sets
-// another number.
-const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 3
+// cores idle for about a third of the run. Full runs on this two-core machine, every test
+// passing: 334 s at two, 263-285 s at three, 243-247 s at four (the cores busy about 88 % of the
+// run). MIMIC_TEST_CONCURRENCY sets another number.
+const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 4
 // --test-force-exit: a file whose tests have all finished exits even if a third-party handle
 // lingers (once in a while Chromium's teardown in the dashboard test kept its file alive until
 // the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the

@@ -1,9 +1,9 @@
 // The test helpers' HTTP client: node:http with a keep-alive agent, not the global fetch.
 //
-// Why by hand: fetch (undici) costs a test process about 45 ms of CPU to load and about 1 ms of
-// CPU per request, against about 0.3 ms here (measured with a local node:http server on this
-// machine); with thousands of API calls over the suite, fetch alone took about 15 s of the test
-// processes' CPU. The tests that are about what a browser or fetch sends (CORS, security
+// Why by hand: fetch (undici) costs a test process about 35 ms of CPU to load and about 1 ms of
+// CPU per request, against about 0.37 ms here (each with the CPU of a local node:http server that
+// answers it, on this machine); over the suite's thousands of API calls, fetch took about 15 s of
+// the test processes' CPU. The tests that are about what a browser or fetch sends (CORS, security
 // headers, the TypeScript client) keep using fetch itself.
 import { Agent, request } from 'node:http'
 
