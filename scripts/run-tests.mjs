@@ -74,7 +74,7 @@ selected.sort((a, b) => weight(b) - weight(a))
 // Four files at a time on two cores: many files spend much of their time waiting (time-outs a
 // test asserts, brokers and clients in other processes, Chromium), so two at a time left the
 // cores idle for about a third of the run. Full runs on this two-core machine, every test
-// passing: 334 s at two, 263-285 s at three, 243-247 s at four (the cores busy about 88 % of the
+// passing: 334 s at two, 263-285 s at three, 243-247 s at four (the cores busy about 87 % of the
 // run). MIMIC_TEST_CONCURRENCY sets another number.
 const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 4
 // --test-force-exit: a file whose tests have all finished exits even if a third-party handle
@@ -126,6 +126,7 @@ function withUnitGroups(files, dir) {
   })
   return entries.sort((a, b) => b.seconds - a.seconds).map((entry) => entry.path)
 }
+
 // A version manager's `python3` (pyenv's shim: a shell script that forks about thirty shells)
 // costs about 80 ms of CPU per start, against 20 ms for the interpreter itself, and the tests
 // start `python3` a few hundred times (each test process's server asks it for its real path once,

@@ -5,9 +5,8 @@ import type { LogBuffer } from './log-buffer.js'
 
 /**
  * pino-pretty, loaded when a pretty log is first asked for: loading it costs a process about
- * 17 ms of CPU, which servers writing JSON (under a supervisor, in a container, the tests, every
- * CLI command that only talks to a server) need not pay. `require`, not `import()`: the logger
- * is made synchronously.
+ * 17 ms of CPU, which servers writing JSON (under a supervisor, in a container, in the tests) need
+ * not pay. `require`, not `import()`: the logger is made synchronously.
  */
 const loadPretty = (): typeof PinoPretty => createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty
 
