@@ -112,10 +112,12 @@ function withUnitGroups(files, dir) {
     { files: [], seconds: 0 },
     { files: [], seconds: 0 },
   ]
+  // A file without a recorded length (a fresh checkout) counts as one second, so that the files
+  // still go to both groups.
   for (const file of units) {
     const lighter = groups[0].seconds <= groups[1].seconds ? groups[0] : groups[1]
     lighter.files.push(file)
-    lighter.seconds += weight(file)
+    lighter.seconds += weight(file) || 1
   }
   groups.forEach((group, i) => {
     const path = join(dir, `unit-tests-${i + 1}.mjs`)
