@@ -19,8 +19,9 @@ export interface HttpAnswer {
   text: string
 }
 
-// Idle sockets of a keep-alive agent are unref'd, so they keep no test process alive.
-const agent = new Agent({ keepAlive: true, maxSockets: 64 })
+// Idle sockets of a keep-alive agent are unref'd, so they keep no test process alive. No limit on
+// sockets per server, as fetch has none: concurrent requests reach the server at once.
+const agent = new Agent({ keepAlive: true })
 
 /**
  * One request to `url` (http only); resolves with the whole answer as text, rejects on a network
