@@ -39,7 +39,9 @@ export async function runHttpLoad(options) {
   const args = [
     `-t${options.threads ?? 1}`,
     `-c${options.connections}`,
-    `-d${options.seconds}s`,
+    // wrk takes whole seconds (it refuses `-d0.25s`, a smoke run's turn); its rate is over the
+    // time it measured.
+    `-d${Math.max(1, Math.round(options.seconds))}s`,
     '--timeout',
     '10s',
     '-s',
@@ -50,7 +52,7 @@ export async function runHttpLoad(options) {
     options.readPath,
     options.key,
   ]
-  const { code, stdout, stderr } = await runProcess('wrk', args, { name: 'wrk', timeoutMs: (options.seconds + 20) * 1000 })
+  const { code, stdout, stderr } = await runProcess('wrk', args, { name: 'wrk', timeoutMs: (Math.max(1, options.seconds) + 20) * 1000 })
   const line = stdout.split('\n').find((l) => l.startsWith('{'))
   if (code !== 0 || !line) throw new Error(`wrk failed (exit ${code}): ${stderr}\n${stdout}`)
   const r = JSON.parse(line)
