@@ -77,15 +77,6 @@ selected.sort((a, b) => weight(b) - weight(a))
 // passing: 334 s at two, 263-285 s at three, 243-247 s at four (the cores busy about 87 % of the
 // run). MIMIC_TEST_CONCURRENCY sets another number.
 const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 4
-// --test-force-exit: a file whose tests have all finished exits even if a third-party handle
-// lingers (once in a while Chromium's teardown in the dashboard test kept its file alive until
-// the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the
-// tests in test/reliability, so this hides none of them.
-// --test-timeout also bounds each test file as a whole: the benchmarks' smoke run
-// (test/bench-smoke.test.ts) takes about 40 s on a quiet machine and up to its own 235 s limit
-// beside other test files on two busy cores, so the bound is above that.
-// The second reporter records each file's length for the next run's order and prints the
-// slowest files after the summary.
 // The compiled copy of the files (see build-tests.mjs), or the TypeScript through tsx.
 const throughTsx = process.env.MIMIC_TEST_TSX === '1'
 const copy = copyDir()
@@ -101,13 +92,13 @@ if (!throughTsx) {
 // names each test's own file (in the summary, the failures and scripts/test-times.mjs), and the
 // files of a process run one after another. They share no state: no unit test file has hooks
 // outside its describe blocks, and the one that changes PATH puts it back. A run of one unit file
-// (`npm test -- test/unit/x`) runs it alone. A group starts among the other files by the sum of
-// its files' recorded lengths.
+// (`npm test -- test/unit/x`) runs it alone, and so does every file through tsx. A group starts
+// among the other files by the sum of its files' recorded lengths.
 function withUnitGroups(files, dir) {
   const unit = join(root, 'test/unit') + '/'
   const units = files.filter((file) => file.startsWith(unit))
-  const entries = files.filter((file) => !file.startsWith(unit)).map((file) => ({ path: compiledPath(file, dir), seconds: weight(file) }))
   if (units.length < 2) return files.map((file) => compiledPath(file, dir))
+  const entries = files.filter((file) => !file.startsWith(unit)).map((file) => ({ path: compiledPath(file, dir), seconds: weight(file) }))
   const groups = [
     { files: [], seconds: 0 },
     { files: [], seconds: 0 },
@@ -146,6 +137,15 @@ function pathWithPythonFirst(path) {
   return same(join(dirname(real), 'python3'), real) ? `${dirname(real)}:${path}` : path
 }
 
+// --test-force-exit: a file whose tests have all finished exits even if a third-party handle
+// lingers (once in a while Chromium's teardown in the dashboard test kept its file alive until
+// the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the
+// tests in test/reliability, so this hides none of them.
+// --test-timeout also bounds each test file as a whole: the benchmarks' smoke run
+// (test/bench-smoke.test.ts) takes about 40 s on a quiet machine and up to its own 235 s limit
+// beside other test files on two busy cores, so the bound is above that.
+// The second reporter records each file's length for the next run's order and prints the
+// slowest files after the summary.
 const run = spawnSync(
   process.execPath,
   [
