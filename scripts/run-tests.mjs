@@ -21,7 +21,7 @@ const tsc = join(root, 'node_modules/typescript/bin/tsc')
 const only = process.argv.slice(2)
 // Build the client package first: the server imports it by its name, from packages/client/dist.
 // `tsc -b` skips a project whose inputs are all older than its build info.
-const build = [[tsc, '-b', 'packages/client/tsconfig.json', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]
+const build = [[tsc, '-b', 'packages/client/tsconfig.json', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')], [join(root, 'scripts/build-cli.mjs')]]
 for (const step of build) {
   const done = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
   if (done.status !== 0) process.exit(done.status ?? 1)
