@@ -137,35 +137,40 @@ function pathWithPythonFirst(path) {
   return same(join(dirname(real), 'python3'), real) ? `${dirname(real)}:${path}` : path
 }
 
-// --test-force-exit: a file whose tests have all finished exits even if a third-party handle
-// lingers (once in a while Chromium's teardown in the dashboard test kept its file alive until
-// the time limit). Leaks of Mimic's own processes, sockets and descriptors are asserted by the
-// tests in test/reliability, so this hides none of them.
-// --test-timeout also bounds each test file as a whole: the benchmarks' smoke run
+// The files run through scripts/test-files.mjs, node's test runner by its API: `node --test`
+// would run them sorted by name, not in the order above. Each file's process gets this one's node
+// flags. A file whose tests have all finished exits even if a third-party handle lingers
+// (test-files.mjs: forceExit; once in a while Chromium's teardown in the dashboard test kept its
+// file alive until the time limit). Leaks of Mimic's own processes, sockets and descriptors are
+// asserted by the tests in test/reliability, so this hides none of them.
+// --test-timeout bounds each test, and each test file as a whole: the benchmarks' smoke run
 // (test/bench-smoke.test.ts) takes about 40 s on a quiet machine and up to its own 235 s limit
 // beside other test files on two busy cores, so the bound is above that.
-// The second reporter records each file's length for the next run's order and prints the
-// slowest files after the summary.
+// Beside node's `spec`, scripts/test-times.mjs records each file's length for the next run's order
+// and prints the slowest files after the summary.
 const run = spawnSync(
   process.execPath,
   [
     ...(throughTsx ? ['--import', 'tsx'] : ['--enable-source-maps']),
-    // Test files' reports written synchronously, so that --test-force-exit drops none (test-stdout.mjs).
+    // Test files' reports written synchronously, so that a forced exit drops none (test-stdout.mjs).
     '--import',
     join(root, 'scripts/test-stdout.mjs'),
-    '--test',
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    `--test-reporter=${join(root, 'scripts/test-times.mjs')}`,
-    '--test-reporter-destination=stdout',
-    `--test-concurrency=${concurrency}`,
     '--test-timeout=240000',
-    '--test-force-exit',
+    join(root, 'scripts/test-files.mjs'),
     ...testFiles,
   ],
   // MIMIC_TEST_ALL_FILES: the reporter may name a file that ran no test (a run of some files leaves the others out).
   // MIMIC_TEST_COPY: the reporter names the compiled files by their sources.
-  { cwd: root, stdio: 'inherit', env: { ...env, MIMIC_TEST_ALL_FILES: only.length ? '0' : '1', ...(throughTsx ? {} : { MIMIC_TEST_COPY: copy }) } },
+  {
+    cwd: root,
+    stdio: 'inherit',
+    env: {
+      ...env,
+      MIMIC_TEST_CONCURRENCY: String(concurrency),
+      MIMIC_TEST_ALL_FILES: only.length ? '0' : '1',
+      ...(throughTsx ? {} : { MIMIC_TEST_COPY: copy }),
+    },
+  },
 )
 if (!throughTsx) removeCopy(copy)
 process.exit(run.status ?? 1)
