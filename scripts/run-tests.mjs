@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
-// dashboard; incremental, an up-to-date build takes seconds, see tsconfig.json), compiles src/ and
-// test/ for the tests (scripts/build-tests.mjs: esbuild, a few seconds), then runs every test file
-// with node's test runner — the compiled TypeScript, and the Python SDK's unittest suite through
+// `npm test`: builds (the CLI tests run the `mimic` command's bundle, the server serves the built
+// dashboard; incremental, an up-to-date build takes seconds, see tsconfig.json), bundles each test
+// file (scripts/build-tests.mjs: esbuild, a few seconds), then runs every test file with node's
+// test runner — the compiled TypeScript, and the Python SDK's unittest suite through
 // test/python-sdk.test.ts — so one closing summary counts everything. Type-checks and lint are
 // `npm run check`, not part of this loop: esbuild strips the types without checking them.
 // MIMIC_TEST_TSX=1 runs the TypeScript files themselves through tsx instead (slower: see
@@ -19,8 +19,8 @@ import { TIMES_FILE } from './test-times.mjs'
 const root = new URL('..', import.meta.url).pathname
 const tsc = join(root, 'node_modules/typescript/bin/tsc')
 const only = process.argv.slice(2)
-// Build the client package first: the server imports it by its name, from packages/client/dist.
-// `tsc -b` skips a project whose inputs are all older than its build info.
+// `npm run build`'s steps. The client package first: the server imports it by its name, from
+// packages/client/dist. `tsc -b` skips a project whose inputs are all older than its build info.
 const build = [[tsc, '-b', 'packages/client/tsconfig.json', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')], [join(root, 'scripts/build-cli.mjs')]]
 for (const step of build) {
   const done = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
