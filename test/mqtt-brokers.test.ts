@@ -448,6 +448,22 @@ function brokerSuite(kind: BrokerRig['kind']): void {
       describe('closing cleanly', () => {
         /** The sockets one adapter holds on the broker port: its link, and with the embedded broker the broker's side of it. */
         let footprint = 0
+        /**
+         * This process's sockets on the broker port once the count holds still for 200 ms: a
+         * client of an earlier test (or mosquitto_sub just started) may still be connecting or
+         * closing when a busy machine takes its first reading.
+         */
+        const settledSockets = async (): Promise<number> => {
+          let last = socketsOnPort(rig.port)
+          await eventually(async () => {
+            await new Promise((resolve) => setTimeout(resolve, 200))
+            const now = socketsOnPort(rig.port)
+            const still = now === last
+            last = now
+            return still
+          }, 5000)
+          return last
+        }
         const probe = () => ({
           attributes: { level: { default: 3.5, type: 'float' } },
           communication: {
@@ -462,9 +478,10 @@ function brokerSuite(kind: BrokerRig['kind']): void {
 
         it('detach drops the link without a goodbye (the broker sends the last will) and leaves no socket; attach connects again', async () => {
           const sub = await subscribe([`${prefix}probe/status`])
-          const baseline = socketsOnPort(rig.port)
+          const baseline = await settledSockets()
           await create('probe', 'Probe', probe())
-          const connected = socketsOnPort(rig.port)
+          await eventually(async () => (await adapter('probe')).connection === 'connected')
+          const connected = await settledSockets()
           footprint = connected - baseline
           assert.equal(footprint, kind === 'embedded' ? 2 : 1)
           await eventually(() => sub.payloads(`${prefix}probe/status`).includes('online'))
