@@ -8,11 +8,12 @@
 //
 // Each test file is bundled, with the plain JavaScript libraries a server loads at every start
 // (BUNDLED below): code that several test files load is in shared chunks (<copy>/chunks/), so one
-// module is one instance in a process, as before; dynamic imports stay dynamic. A test
-// process loads a few dozen files instead of about 570 modules of its own and of node_modules:
-// about a tenth less CPU over the suite (499 s to 442 s in two runs of the whole suite). `import.meta.url`, `.dirname` and `.filename` of a bundled file
-// are its own place in the copy, so paths that tests and the server make relative to their own
-// file (`new URL('../../examples/...', import.meta.url)`) land where they do in the repository.
+// module is one instance in a process, as before; dynamic imports stay dynamic. A test process
+// loads a few dozen files instead of about 570 modules of its own and of node_modules: about a
+// tenth less CPU over the suite (499 s to 442 s in two runs of the whole suite).
+// `import.meta.url`, `.dirname` and `.filename` of a bundled file are its own place in the copy,
+// so paths that tests and the server make relative to their own file (`new URL('../../examples/...',
+// import.meta.url)`) land where they do in the repository.
 //
 // The copy: src/, test/ and ui/ as directories of their own, holding each compiled test file
 // beside a link to its source (tests that read a .ts file or run one through tsx find it), a link

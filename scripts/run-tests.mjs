@@ -74,8 +74,9 @@ selected.sort((a, b) => weight(b) - weight(a))
 // Four files at a time on two cores: many files spend much of their time waiting (time-outs a
 // test asserts, brokers and clients in other processes, Chromium), so two at a time left the
 // cores idle for about a third of the run. Full runs on this two-core machine, every test
-// passing: 334 s at two, 263-285 s at three, 243-247 s at four (the cores busy about 87 % of the
-// run). MIMIC_TEST_CONCURRENCY sets another number.
+// passing: 334 s at two, 263-285 s at three, 243-247 s at four; with the longest files really
+// first (test-files.mjs), the cores stay busy through the run. MIMIC_TEST_CONCURRENCY sets
+// another number.
 const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 4
 // The compiled copy of the files (see build-tests.mjs), or the TypeScript through tsx.
 const throughTsx = process.env.MIMIC_TEST_TSX === '1'

@@ -316,8 +316,7 @@ describe('the server survives every attack of docs/security.md in one run', () =
     // transient memory, so a round that leaks raises the peak of the next by what it kept (and
     // with the old space capped, a leak ends in an out-of-memory crash the test sees). The peak
     // may also take one step up in a round, when a round's transient memory happens to come
-    // before a collection (steps of 4-8 % in some runs on two busy cores, and of 15-20 % from a
-    // server built another way, which failed the three-round test once): a leak raises it in
+    // before a collection (steps of 4-8 % in some runs on two busy cores): a leak raises it in
     // every round, so the test fails when both of the last two rounds raised it by more than 10 %.
     const pki = join(tmpdir(), 'mimic-opcua-test-client')
     clients = { hoarder: OpcuaClientProcess.start({ pki }), other: OpcuaClientProcess.start({ pki }) }
