@@ -53,6 +53,20 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // `npm test` runs most test files several to a process (scripts/run-tests.mjs): a hook outside
+    // a describe block would run around the other files' tests too.
+    files: ['test/**/*.test.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'Program > ExpressionStatement > CallExpression[callee.name=/^(before|after|beforeEach|afterEach)$/]',
+          message: 'Put the hook inside a describe block: test files share processes (scripts/run-tests.mjs).',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },

@@ -41,21 +41,29 @@ const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o
 // Longest files first, so that the last ones to finish are short: the run takes about as long as
 // its longest file plus what is left when that one starts. The lengths are those of the previous
 // run on this machine (scripts/test-times.mjs keeps them); without one (a fresh checkout, CI: npm ci
-// empties node_modules and its cache), these, the longest of a run on two cores (45-180 s each,
-// longest first), start first.
+// empties node_modules and its cache), these, the longest of a run on two cores (10-55 s each,
+// longest first), start first, each in a process of its own (see withSharedProcesses).
 const SLOW = [
   'test/bench-smoke.test.ts',
-  'test/fleet-command.test.ts',
   'test/reliability/security-survival.test.ts',
-  'test/cli-log-format.test.ts',
-  'test/cli.test.ts',
-  'test/openapi-try.test.ts',
-  'test/security-http.test.ts',
+  'test/reliability/modbus-idle.test.ts',
+  'test/reliability/mqtt-lifecycle.test.ts',
   'test/protocols/conformance.test.ts',
-  'test/reliability/soak.test.ts',
-  'test/snapshots-shutdown.test.ts',
-  'test/expression-limits.test.ts',
+  'test/opcua-adapter.test.ts',
+  'test/cli.test.ts',
   'test/security-opcua.test.ts',
+  'test/reliability/python-faults.test.ts',
+  'test/reliability/pipelined-floods.test.ts',
+  'test/fleet-command.test.ts',
+  'test/openapi-try.test.ts',
+  'test/reliability/soak.test.ts',
+  'test/reliability/shutdown-run.test.ts',
+  'test/modbus-faults.test.ts',
+  'test/reliability/ascii-hostile.test.ts',
+  'test/snapshots-shutdown.test.ts',
+  'test/bacnet.test.ts',
+  'test/metrics.test.ts',
+  'test/opcua-security.test.ts',
 ]
 let seconds = {}
 try {
@@ -78,47 +86,73 @@ selected.sort((a, b) => weight(b) - weight(a))
 // first (test-files.mjs), the cores stay busy through the run. MIMIC_TEST_CONCURRENCY sets
 // another number.
 const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 4
+
+// Most test files share a process with others: a file's own process costs about 0.65 s of CPU
+// before and around its tests (the runner's child, loading and compiling the bundle, the server's
+// code warming up again), about a third of a small file's CPU. 48 small integration files took
+// 68 s of CPU one process each and 36 s in one process, all passing. The files of a process,
+// imported by one entry, run one after another; node's runner still names each test's own file (in
+// the summary, the failures and scripts/test-times.mjs). No test file has hooks outside its
+// describe blocks, so one file's servers are closed before the next file starts.
+// A file keeps a process of its own when
+// - it is in test/reliability/: those tests count the descriptors, memory and processes of a
+//   process, or signal it;
+// - it holds a line starting with `// @own-process` (and the reason), e.g. a test of which modules
+//   a fresh process has loaded;
+// - it is longer than a group (GROUP_SECONDS) by itself, so that the long files run side by side.
+// The files of test/lane-off/ set MIMIC_FAST_LANE for their whole process: they share processes
+// only with each other. A run of one file (`npm test -- test/unit/x`) runs it alone, and so does
+// every file through tsx.
+const GROUP_SECONDS = 20
+// Without a recorded length (a fresh checkout, CI), a unit file counts as 1 s and any other as 4 s:
+// about what most take, so that a group of files nobody timed yet stays well within the time
+// limit of a file (--test-timeout below).
+const unrecorded = (file) => (file.startsWith(join(root, 'test/unit/')) ? 1 : 4)
+
+function withSharedProcesses(files, dir) {
+  const entries = []
+  const pools = { shared: [], laneOff: [] }
+  for (const file of files) {
+    const seconds = weight(file) || unrecorded(file)
+    const name = relative(root, file)
+    const own = name.startsWith('test/reliability/') || seconds > GROUP_SECONDS || /^\/\/ @own-process/m.test(readFileSync(file, 'utf8'))
+    if (own) entries.push({ files: [file], seconds })
+    else pools[name.startsWith('test/lane-off/') ? 'laneOff' : 'shared'].push({ file, seconds })
+  }
+  for (const pool of Object.values(pools)) entries.push(...packed(pool))
+  let groups = 0
+  return entries
+    .sort((a, b) => b.seconds - a.seconds)
+    .map((entry) => {
+      if (entry.files.length === 1) return compiledPath(entry.files[0], dir)
+      const path = join(dir, `group-${++groups}.mjs`)
+      // Static imports: the files' tests are all known before the first one ends (with
+      // --test-force-exit, the process ends once every test it knows of has).
+      writeFileSync(path, entry.files.map((file) => `import ${JSON.stringify(pathToFileURL(compiledPath(file, dir)).href)}\n`).join(''))
+      return path
+    })
+}
+
+/** Packs files into groups of at most GROUP_SECONDS, the longest first, each into the first group it fits. */
+function packed(pool) {
+  const groups = []
+  for (const { file, seconds } of pool.sort((a, b) => b.seconds - a.seconds)) {
+    const group = groups.find((g) => g.seconds + seconds <= GROUP_SECONDS)
+    if (group) {
+      group.files.push(file)
+      group.seconds += seconds
+    } else groups.push({ files: [file], seconds })
+  }
+  return groups
+}
+
 // The compiled copy of the files (see build-tests.mjs), or the TypeScript through tsx.
 const throughTsx = process.env.MIMIC_TEST_TSX === '1'
 const copy = copyDir()
 let testFiles = selected
 if (!throughTsx) {
   await buildTests(copy)
-  testFiles = withUnitGroups(selected, copy)
-}
-
-// The unit tests (test/unit/, about 80 small files) run in two shared processes, not one each: a
-// file's own process costs about 0.15 s of CPU before its first test (the runner's child, node,
-// the test harness), and files of one area load the same modules again. node's runner still
-// names each test's own file (in the summary, the failures and scripts/test-times.mjs), and the
-// files of a process run one after another. They share no state: no unit test file has hooks
-// outside its describe blocks, and the one that changes PATH puts it back. A run of one unit file
-// (`npm test -- test/unit/x`) runs it alone, and so does every file through tsx. A group starts
-// among the other files by the sum of its files' recorded lengths.
-function withUnitGroups(files, dir) {
-  const unit = join(root, 'test/unit') + '/'
-  const units = files.filter((file) => file.startsWith(unit))
-  if (units.length < 2) return files.map((file) => compiledPath(file, dir))
-  const entries = files.filter((file) => !file.startsWith(unit)).map((file) => ({ path: compiledPath(file, dir), seconds: weight(file) }))
-  const groups = [
-    { files: [], seconds: 0 },
-    { files: [], seconds: 0 },
-  ]
-  // A file without a recorded length (a fresh checkout) counts as one second, so that the files
-  // still go to both groups.
-  for (const file of units) {
-    const lighter = groups[0].seconds <= groups[1].seconds ? groups[0] : groups[1]
-    lighter.files.push(file)
-    lighter.seconds += weight(file) || 1
-  }
-  groups.forEach((group, i) => {
-    const path = join(dir, `unit-tests-${i + 1}.mjs`)
-    // Static imports: the files' tests are all known before the first one ends (with
-    // --test-force-exit, the process ends once every test it knows of has).
-    writeFileSync(path, group.files.map((file) => `import ${JSON.stringify(pathToFileURL(compiledPath(file, dir)).href)}\n`).join(''))
-    entries.push({ path, seconds: group.seconds })
-  })
-  return entries.sort((a, b) => b.seconds - a.seconds).map((entry) => entry.path)
+  testFiles = withSharedProcesses(selected, copy)
 }
 
 // A version manager's `python3` (pyenv's shim: a shell script that forks about thirty shells)

@@ -2,6 +2,7 @@
 // a server running the Modbus example never loads node-opcua, the MQTT broker, the OCPP or BACnet
 // libraries, and each way a definition arrives (a model PUT, a root PUT of the system, a snapshot
 // load, the --system file at start) loads the kinds it names before their adapters are made.
+// @own-process: it asserts which kinds this process has loaded, so no other file may load one first.
 import assert from 'node:assert/strict'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
