@@ -79,7 +79,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 const log = (text) => console.error(text)
-if (!existsSync(join(ROOT, 'dist/src/cli.js'))) {
+if (!existsSync(join(ROOT, 'dist/cli/cli.js'))) {
   console.error('Mimic is not built: run `npm run build` first')
   process.exit(2)
 }

@@ -6,11 +6,12 @@
 // before its first test (measured on test/unit/core, api-tree and attribute-force). esbuild is the
 // compiler tsx itself uses, so the code that runs is the same.
 //
-// Each test file is bundled, with the plain JavaScript libraries a server loads at every start
-// (BUNDLED below): code that several test files load is in shared chunks (<copy>/chunks/), so one
-// module is one instance in a process, as before; dynamic imports stay dynamic. A test process
-// loads a few dozen files instead of about 570 modules of its own and of node_modules: about a
-// tenth less CPU over the suite (499 s to 442 s in two runs of the whole suite).
+// Each test file is bundled as the `mimic` command is (scripts/build-cli.mjs, with the same
+// libraries inside, so a test's server runs fastify from node_modules as the command's does):
+// code that several test files load is in shared chunks (<copy>/chunks/), so one module is one
+// instance in a process, as before; dynamic imports stay dynamic. A test process loads a few
+// hundred files instead of about 700 modules of its own and of node_modules: about a tenth less
+// CPU over the suite (499 s to 442 s in two runs of the whole suite, fastify bundled too).
 // `import.meta.url`, `.dirname` and `.filename` of a bundled file are its own place in the copy,
 // so paths that tests and the server make relative to their own file (`new URL('../../examples/...',
 // import.meta.url)`) land where they do in the repository.
@@ -26,6 +27,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { dirname, join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
+import { BUNDLED, REQUIRE_BANNER } from './build-cli.mjs'
 
 const root = new URL('..', import.meta.url).pathname
 
@@ -92,22 +94,7 @@ export async function buildTests(dir) {
   return tests.length
 }
 
-/**
- * The libraries whose code goes into the bundles (with the packages they use that are not
- * dependencies of ours). Every other dependency stays external and is imported from node_modules
- * as before: the protocol libraries (loaded only when a definition names their kind), pino (its
- * transports load files by path), the native serial port bindings, the S3 client, the dev tools.
- */
-const BUNDLED = ['mimic-sim-client', 'zod', 'yaml', 'lossless-json', 'commander', 'fastify', 'async-mutex', '@lezer/common', '@lezer/lr', '@lezer/python']
-
-/**
- * The CommonJS libraries in the bundle (fastify and its parts) call `require` for Node's own
- * modules and for the external dependencies; an ES module has no `require`, so each output file
- * makes one for its own location, from which node_modules resolves as from the repository.
- */
-const REQUIRE_BANNER = 'import { createRequire as __mimicCreateRequire } from "node:module"; const require = __mimicCreateRequire(import.meta.url);'
-
-/** esbuild's `external`: the dependencies and dev dependencies not in BUNDLED. */
+/** esbuild's `external`: the dependencies and dev dependencies that the `mimic` command's bundle leaves out too. */
 function externals() {
   const { dependencies, devDependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   return Object.keys({ ...dependencies, ...devDependencies })

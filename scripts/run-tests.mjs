@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: builds (the CLI tests run the compiled `mimic` command, the server serves the built
+// `npm test`: builds (the CLI tests run the `mimic` command's bundle, the server serves the built
 // dashboard; incremental, an up-to-date build takes seconds, see tsconfig.json), bundles each test
 // file (scripts/build-tests.mjs: esbuild, a few seconds), then runs every test file with node's
 // test runner — the compiled TypeScript, and the Python SDK's unittest suite through
@@ -21,7 +21,7 @@ const tsc = join(root, 'node_modules/typescript/bin/tsc')
 const only = process.argv.slice(2)
 // `npm run build`'s steps. The client package first: the server imports it by its name, from
 // packages/client/dist. `tsc -b` skips a project whose inputs are all older than its build info.
-const build = [[tsc, '-b', 'packages/client/tsconfig.json', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')]]
+const build = [[tsc, '-b', 'packages/client/tsconfig.json', 'tsconfig.json'], [join(root, 'scripts/build-ui.mjs')], [join(root, 'scripts/build-cli.mjs')]]
 for (const step of build) {
   const done = spawnSync(process.execPath, step, { cwd: root, stdio: 'inherit' })
   if (done.status !== 0) process.exit(done.status ?? 1)

@@ -47,7 +47,7 @@ mkdir "$work/pack" "$work/pack-client" "$work/prefix" "$work/run" "$work/home" "
 }
 tarball="$(ls "$work"/pack/*.tgz)"
 listing="$(tar tzf "$tarball")"
-for wanted in package/bin/mimic.js package/dist/src/cli.js package/dist/ui/index.html \
+for wanted in package/bin/mimic.js package/dist/cli/cli.js package/dist/src/index.js package/dist/ui/index.html \
   package/python/mimic_sdk/worker.py package/python/mimic_sdk/protocol.json package/docs/model-language.md package/README.md; do
   grep -qx "$wanted" <<<"$listing" || fail "the tarball lacks $wanted"
 done

@@ -523,7 +523,7 @@ describe('the product key on the command line', () => {
   }
 
   it('warns that --product-key is visible to every user, naming --product-key-file and MIMIC_PRODUCT_KEY', async (ctx) => {
-    if (!existsSync(new URL('../dist/src/cli.js', import.meta.url))) return ctx.skip('dist/ not built (npx tsc -p tsconfig.json)')
+    if (!existsSync(new URL('../dist/cli/cli.js', import.meta.url))) return ctx.skip('dist/ not built (npm run build)')
     const { child, url, output } = await serve(['--product-key', 'secret-on-argv'])
     try {
       await eventually(() => /product key was given on the command line/.test(output()))
@@ -543,7 +543,7 @@ describe('the product key on the command line', () => {
   })
 
   it('--product-key-file works end to end, without the warning', async (ctx) => {
-    if (!existsSync(new URL('../dist/src/cli.js', import.meta.url))) return ctx.skip('dist/ not built (npx tsc -p tsconfig.json)')
+    if (!existsSync(new URL('../dist/cli/cli.js', import.meta.url))) return ctx.skip('dist/ not built (npm run build)')
     const file = join(dir, 'key')
     await writeFile(file, 'key-from-a-file\n', { mode: 0o600 })
     const { child, url, output } = await serve(['--product-key-file', file])
