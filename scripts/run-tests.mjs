@@ -194,7 +194,8 @@ const run = spawnSync(
     join(root, 'scripts/test-files.mjs'),
     ...testFiles,
   ],
-  // MIMIC_TEST_ALL_FILES: the reporter may name a file that ran no test (a run of some files leaves the others out).
+  // MIMIC_TEST_ALL_FILES: the reporter may name a file that ran no test (a run of some files leaves
+  // the others out), and it replaces the recorded lengths only after a run of every file.
   // MIMIC_TEST_COPY: the reporter names the compiled files by their sources.
   {
     cwd: root,
