@@ -83,8 +83,9 @@ selected.sort((a, b) => weight(b) - weight(a))
 // test asserts, brokers and clients in other processes, Chromium), so two at a time left the
 // cores idle for about a third of the run. Full runs on this two-core machine, every test
 // passing: 334 s at two, 263-285 s at three, 243-247 s at four; with the longest files really
-// first (test-files.mjs), the cores stay busy through the run. MIMIC_TEST_CONCURRENCY sets
-// another number.
+// first (test-files.mjs), the cores stay busy through the run. With files sharing processes, five
+// and six at a time were no faster (216 and 215 s, against 202-225 s at four): the cores were busy
+// 96 % of the run (vmstat). MIMIC_TEST_CONCURRENCY sets another number.
 const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 4
 
 // Most test files share a process with others: a file's own process costs about 0.65 s of CPU
