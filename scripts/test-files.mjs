@@ -2,8 +2,9 @@
 // (scripts/run-tests.mjs starts it). `node --test <files>` sorts its files by name before it runs
 // them, so the order run-tests.mjs chooses (the longest files first, the short ones filling in at
 // the end) needs the runner's own API, which keeps it. Each file named (a test file, or an entry
-// of run-tests.mjs that imports several) runs in a process of its own with this process's node flags (run-tests.mjs sets --enable-source-maps or tsx, the synchronous
-// output of test-stdout.mjs and --test-timeout, which bounds each test in the files).
+// of run-tests.mjs that imports several) runs in a process of its own with this process's node
+// flags (run-tests.mjs sets --enable-source-maps or tsx, the synchronous output of test-stdout.mjs
+// and --test-timeout, which bounds each test in the files).
 //
 //   node [flags] scripts/test-files.mjs <file>...
 //
