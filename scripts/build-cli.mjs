@@ -5,8 +5,8 @@
 //
 // Why a bundle: tsc's output is one module per source file, and starting the server loads about
 // 230 ES modules of its own and about 480 CommonJS files of the libraries. Node resolves, reads and
-// compiles each one; on a two-core machine `mimic serve` spent about 0.70 s of CPU before it
-// listened, about 0.52 s from this bundle. Every start gains: `npx mimic`, a container's, each
+// compiles each one; on a two-core machine `mimic serve` spent about 0.72 s of CPU before it
+// listened, about 0.50 s from this bundle. Every start gains: `npx mimic`, a container's, each
 // shard of a fleet, the CLI tests.
 //
 // Bundled: the project's own code and the plain JavaScript libraries it loads at every start, but
