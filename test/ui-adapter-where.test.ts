@@ -2,7 +2,7 @@
 // test/ui-e2e.test.ts): a Modbus server shows its port; a Modbus master, a client that holds no
 // port of its own, shows the device it polls as its server, not "Port: not listening".
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { after, before, describe, test } from 'node:test'
 import { CHROMIUM, chromiumMissing, startDashboard, type DashboardRig } from './helpers/dashboard.js'
 import { freePort } from './helpers/ports.js'
 
@@ -12,10 +12,11 @@ const missing = chromiumMissing()
 let rig: DashboardRig
 let port: number
 
-before(async () => {
-  if (missing) return
-  port = await freePort()
-  const system = `
+describe('the dashboard in Chromium (ui-adapter-where)', () => {
+  before(async () => {
+    if (missing) return
+    port = await freePort()
+    const system = `
 models:
   Device:
     attributes:
@@ -41,31 +42,36 @@ instances:
   - device: Device
   - plc: Plc
 `
-  rig = await startDashboard({ key: KEY, system, prefix: 'mimic-ui-where-' })
-})
+    rig = await startDashboard({ key: KEY, system, prefix: 'mimic-ui-where-' })
+  })
 
-after(async () => {
-  if (!missing) await rig?.close()
-})
+  after(async () => {
+    if (!missing) await rig?.close()
+  })
 
-test('a listener shows its port, a client shows the server it talks to', { skip: missing ? `${CHROMIUM} not installed` : false, timeout: 60_000 }, async () => {
-  await rig.signIn()
-  const device = await rig.openInstance('device')
-  await device.locator('[data-method=prepare]').click()
-  const slave = device.locator('[data-adapter=modbus_slave]')
-  await slave.locator('.badge', { hasText: 'RUNNING' }).waitFor()
-  await slave.locator('dt', { hasText: /^Port$/ }).waitFor()
-  await slave
-    .locator('dd.num', { hasText: String(port) })
-    .first()
-    .waitFor()
+  test(
+    'a listener shows its port, a client shows the server it talks to',
+    { skip: missing ? `${CHROMIUM} not installed` : false, timeout: 60_000 },
+    async () => {
+      await rig.signIn()
+      const device = await rig.openInstance('device')
+      await device.locator('[data-method=prepare]').click()
+      const slave = device.locator('[data-adapter=modbus_slave]')
+      await slave.locator('.badge', { hasText: 'RUNNING' }).waitFor()
+      await slave.locator('dt', { hasText: /^Port$/ }).waitFor()
+      await slave
+        .locator('dd.num', { hasText: String(port) })
+        .first()
+        .waitFor()
 
-  const plc = await rig.openInstance('plc')
-  await plc.locator('[data-method=prepare]').click()
-  const master = plc.locator('[data-adapter=modbus_master]')
-  await master.locator('.badge', { hasText: 'CONNECTED' }).waitFor()
-  await master.locator('dt', { hasText: /^Server$/ }).waitFor()
-  await master.locator('dd', { hasText: `127.0.0.1:${port}` }).waitFor()
-  assert.equal(await master.getByText('not listening').count(), 0)
-  assert.equal(await master.locator('dt', { hasText: /^Port$/ }).count(), 0)
+      const plc = await rig.openInstance('plc')
+      await plc.locator('[data-method=prepare]').click()
+      const master = plc.locator('[data-adapter=modbus_master]')
+      await master.locator('.badge', { hasText: 'CONNECTED' }).waitFor()
+      await master.locator('dt', { hasText: /^Server$/ }).waitFor()
+      await master.locator('dd', { hasText: `127.0.0.1:${port}` }).waitFor()
+      assert.equal(await master.getByText('not listening').count(), 0)
+      assert.equal(await master.locator('dt', { hasText: /^Port$/ }).count(), 0)
+    },
+  )
 })
