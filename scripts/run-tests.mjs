@@ -94,7 +94,8 @@ const concurrency = Number(process.env.MIMIC_TEST_CONCURRENCY) || 4
 // 68 s of CPU one process each and 36 s in one process, all passing. The files of a process,
 // imported by one entry, run one after another; node's runner still names each test's own file (in
 // the summary, the failures and scripts/test-times.mjs). No test file has hooks outside its
-// describe blocks, so one file's servers are closed before the next file starts.
+// describe blocks (a lint rule in eslint.config.js), so one file's servers are closed before the
+// next file starts.
 // A file keeps a process of its own when
 // - it is in test/reliability/: those tests count the descriptors, memory and processes of a
 //   process, or signal it;
